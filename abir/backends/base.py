@@ -1,0 +1,124 @@
+"""The protocol every backend implements (NumPy, JAX, TensorFlow).
+
+The machine (`abir.vm`) is written once against this protocol. It builds, once per compiled
+program, one kernel per `vm.block`: a pure function from machine state to machine state. The
+state is a flat `dict[str, array]` whose arrays all carry the batch dimension B:
+
+    "pc"            int32 [B]        each member's program counter (halted members hold N)
+    "pc_stack"      int32 [D, B]     saved return blocks (only when the program has vm.call)
+    "pc_sp"         int32 [B]        per-member depth of pc_stack
+    "r:<var>"       [B, *shape]      a register, or the top (current value) of a stack variable
+    "s:<var>"       [D, B, *shape]   the saved values of a stack variable
+    "sp:<var>"      int32 [B]        per-member number of saved values of <var>
+    "overflow"      int32 [B]        0, or 1 + the index of the block whose push overflowed
+    "underflow"     int32 [B]        likewise for a pop/peek/return with nothing saved
+
+A backend then runs the loop `while min(pc) < N: state = kernels[min(pc)](state)` its own way
+(a Python loop, one `jax.jit` with `lax.while_loop` + `lax.switch`, or a `tf.function` with
+`tf.while_loop` + `tf.switch_case`).
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from abir.types import TensorType
+
+State = dict[str, Any]
+Kernel = Callable[[State], State]
+
+
+class Backend(abc.ABC):
+    """Array operations and the run loop of one array library."""
+
+    name: str = "abstract"
+
+    # ----- arrays -------------------------------------------------------------------------
+    @abc.abstractmethod
+    def asarray(self, value: Any, dtype: Any = None) -> Any:
+        """Convert a NumPy array, Python scalar or this backend's array to this backend's array."""
+
+    @abc.abstractmethod
+    def to_numpy(self, value: Any) -> np.ndarray:
+        """A NumPy copy of one of this backend's arrays (used for errors and tests)."""
+
+    @abc.abstractmethod
+    def is_native(self, value: Any) -> bool:
+        """Whether `value` is already this backend's array type (results keep the caller's kind)."""
+
+    @abc.abstractmethod
+    def zeros(self, shape: Sequence[int], dtype: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def arange(self, n: int, dtype: Any = np.int32) -> Any: ...
+
+    def type_of(self, value: Any) -> TensorType:
+        """dtype and shape (including the batch dimension) of an array."""
+        array = self.to_numpy(value) if not hasattr(value, "dtype") else value
+        return TensorType(np.dtype(getattr(array.dtype, "as_numpy_dtype", array.dtype)), tuple(array.shape))
+
+    def batch_size(self, value: Any) -> int:
+        """Leading dimension of an argument leaf; scalars count as 1."""
+        shape = tuple(getattr(value, "shape", ()))
+        return int(shape[0]) if shape else 1
+
+    def full_mask(self, batch_size: int) -> Any:
+        return self.full((batch_size,), True, np.bool_)
+
+    # ----- primitives ---------------------------------------------------------------------
+    @abc.abstractmethod
+    def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
+        """Run a builtin Array-API primitive (`abir.prims`) with NumPy semantics on whole-batch
+        arrays. `result_dtype` is the inferred NumPy dtype of the result (used by `astype`, and
+        to pin the dtype where the library's promotion would differ from NumPy's)."""
+
+    def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+        """Call a user's opaque primitive on whole-batch arrays of this backend."""
+        return fn(*args)
+
+    # ----- masked state updates -------------------------------------------------------------
+    @abc.abstractmethod
+    def where(self, mask: Any, new: Any, old: Any) -> Any:
+        """`mask` is bool [B]; `new` and `old` are [B, *shape] (new may broadcast). Broadcasts the
+        mask over the trailing dimensions."""
+
+    @abc.abstractmethod
+    def stack_write(self, stack: Any, index: Any, value: Any, mask: Any) -> Any:
+        """Return `stack` ([D, B, *shape]) with `stack[index[b], b] = value[b]` for members where
+        `mask[b]`; others unchanged. Indices of unmasked members may be out of range. An update by
+        index, never a mask over the whole stack."""
+
+    @abc.abstractmethod
+    def stack_read(self, stack: Any, index: Any) -> Any:
+        """`stack[clip(index[b], 0, D-1), b]` for every member b: shape [B, *shape]."""
+
+    @abc.abstractmethod
+    def reduce_min(self, value: Any) -> Any: ...
+
+    # ----- running --------------------------------------------------------------------------
+    @abc.abstractmethod
+    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+        """Run `while min(pc) < halt_index: state = kernels[min(pc)](state)` and return the final
+        state. `cache_key` identifies (program, signature, batch size) so compiled code can be
+        reused across calls; NumPy ignores it."""
+
+    # ----- type inference helpers -----------------------------------------------------------
+    def run_on_dummies(self, fn: Callable[..., Any], input_types: Sequence[TensorType]) -> Any:
+        """Call `fn` on zero arrays shaped like `input_types` (batch dimension included)."""
+        return fn(*(self.zeros(t.shape, t.dtype) for t in input_types))
+
+    def merge_dtypes(self, a: Any, b: Any) -> np.dtype:
+        return np.promote_types(a, b)
+
+    def merge_shapes(self, a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
+        return tuple(np.broadcast_shapes(tuple(a), tuple(b)))
+
+    def broadcast_to_shape_of(self, value: Any, target: Any) -> Any:
+        return self.where(self.full_mask(self.batch_size(target)), value, target)

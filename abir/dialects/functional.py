@@ -1,0 +1,430 @@
+"""The `functional` dialect: what the frontend emits.
+
+SSA form in the MLIR style. Each decorated Python function becomes a `functional.func` whose
+body is a control-flow graph (branches are `cf.br` / `cf.cond_br` with block arguments; loops
+are back edges). The batch dimension is implicit: the IR says what happens to ONE example.
+
+    functional.func @fib(%n: i64) -> i64 {
+      %c2 = functional.constant 2 : i64
+      %cond = functional.prim "greater"(%n, %c2) : (i64, i64) -> i1
+      cf.cond_br %cond, ^recurse, ^base
+    ^recurse:
+      ...
+      %f1 = functional.call @fib(%a1) : (i64) -> i64
+      ...
+    }
+
+`functional.prim` is the unit of batched work: a builtin elementwise operation named as in the
+Array API (`"add"`, `"where"`, ...; see `abir.prims`) or an opaque Python callable referenced by
+symbol (`@helper`), declared once per module by `functional.opaque @helper "source text"`.
+Values whose type is not known yet have type `!functional.unknown`; type inference replaces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    FunctionType,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    UnitAttr,
+)
+from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    CallableOpInterface,
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    Pure,
+    ReturnLike,
+    SymbolOpInterface,
+    SymbolTable,
+    SymbolUserOpInterface,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from abir import prims
+
+
+@irdl_attr_definition
+class UnknownType(ParametrizedAttribute, TypeAttribute):
+    """`!functional.unknown`: a per-member type that type inference has not determined yet."""
+
+    name = "functional.unknown"
+
+
+def types_compatible(a: Attribute, b: Attribute) -> bool:
+    """Equal types, or at least one of them not known yet."""
+    return a == b or isinstance(a, UnknownType) or isinstance(b, UnknownType)
+
+
+def _check_types(what: str, expected: Sequence[Attribute], actual: Sequence[Attribute]) -> None:
+    if len(expected) != len(actual):
+        raise VerifyException(f"{what}: expected {len(expected)} value(s), got {len(actual)}")
+    for i, (want, got) in enumerate(zip(expected, actual, strict=True)):
+        if not types_compatible(want, got):
+            raise VerifyException(f"{what}: value {i} has type {got}, but {want} is expected")
+
+
+class FuncOpCallable(CallableOpInterface):
+    """Lets xDSL's generic machinery see a `functional.func` as a callable."""
+
+    @classmethod
+    def get_callable_region(cls, op: Operation) -> Region:
+        assert isinstance(op, FuncOp)
+        return op.body
+
+    @classmethod
+    def get_argument_types(cls, op: Operation) -> tuple[Attribute, ...]:
+        assert isinstance(op, FuncOp)
+        return op.function_type.inputs.data
+
+    @classmethod
+    def get_result_types(cls, op: Operation) -> tuple[Attribute, ...]:
+        assert isinstance(op, FuncOp)
+        return op.function_type.outputs.data
+
+
+@irdl_op_definition
+class FuncOp(IRDLOperation):
+    """A batched function: one Python function for one example, as a control-flow graph."""
+
+    name = "functional.func"
+
+    body = region_def()
+    sym_name = prop_def(SymbolNameConstraint())
+    function_type = prop_def(FunctionType)
+
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface(), FuncOpCallable(), HasParent(ModuleOp))
+
+    def __init__(
+        self,
+        name: str,
+        function_type: FunctionType | tuple[Sequence[Attribute], Sequence[Attribute]],
+        region: Region | None = None,
+    ):
+        if isinstance(function_type, tuple):
+            function_type = FunctionType.from_lists(*function_type)
+        if region is None:
+            region = Region(Block(arg_types=function_type.inputs))
+        super().__init__(
+            properties={"sym_name": StringAttr(name), "function_type": function_type}, regions=[region]
+        )
+
+    @property
+    def entry_block(self) -> Block:
+        block = self.body.blocks.first
+        assert block is not None
+        return block
+
+    def verify_(self) -> None:
+        if not self.body.blocks:
+            raise VerifyException(f"function @{self.sym_name.data} has no body")
+        arg_types = self.entry_block.arg_types
+        if tuple(arg_types) != self.function_type.inputs.data:
+            raise VerifyException(
+                f"function @{self.sym_name.data}: entry block arguments {list(map(str, arg_types))} "
+                f"differ from the parameter types {list(map(str, self.function_type.inputs.data))}"
+            )
+
+    def update_function_type(self) -> None:
+        """Recompute `function_type` from the entry block and the (first) return op."""
+        returns = [op for op in self.walk() if isinstance(op, ReturnOp)]
+        outputs = returns[0].arguments.types if returns else self.function_type.outputs.data
+        self.function_type = FunctionType.from_lists(self.entry_block.arg_types, outputs)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FuncOp:
+        name, inputs, outputs, region, extra_attrs, _, _ = parse_func_op_like(
+            parser, reserved_attr_names=("sym_name", "function_type")
+        )
+        op = FuncOp(name, (inputs, outputs), region)
+        if extra_attrs is not None:
+            op.attributes |= extra_attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        print_func_op_like(
+            printer,
+            self.sym_name,
+            self.function_type,
+            self.body,
+            self.attributes,
+            reserved_attr_names=("sym_name", "function_type"),
+        )
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """Return from a `functional.func` with its (flattened) results."""
+
+    name = "functional.return"
+
+    arguments = var_operand_def()
+
+    traits = lazy_traits_def(lambda: (IsTerminator(), ReturnLike(), HasParent(FuncOp)))
+
+    assembly_format = "attr-dict ($arguments^ `:` type($arguments))?"
+
+    def __init__(self, *values: SSAValue | Operation):
+        super().__init__(operands=[list(values)])
+
+    def verify_(self) -> None:
+        func = self.parent_op()
+        assert isinstance(func, FuncOp)
+        _check_types(
+            f"return from @{func.sym_name.data} does not match its result types",
+            func.function_type.outputs.data,
+            self.arguments.types,
+        )
+
+
+class CallSymbolUser(SymbolUserOpInterface):
+    """Checks that a call names a function of the module with matching argument/result types."""
+
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, CallOp)
+        name = op.callee.string_value()
+        callee = SymbolTable.lookup_symbol(op, op.callee)
+        if callee is None:
+            raise VerifyException(f"call to @{name}, but no function @{name} is defined in this module")
+        if not isinstance(callee, FuncOp):
+            raise VerifyException(f"call to @{name}, which is a {callee.name}, not a functional.func")
+        ftype = callee.function_type
+        if len(ftype.inputs) != len(op.arguments):
+            raise VerifyException(
+                f"call to @{name} passes {len(op.arguments)} argument(s), but @{name} takes {len(ftype.inputs)}"
+            )
+        _check_types(f"arguments of call to @{name}", ftype.inputs.data, op.arguments.types)
+        if len(ftype.outputs) != len(op.results):
+            raise VerifyException(
+                f"call to @{name} expects {len(op.results)} result(s), but @{name} returns {len(ftype.outputs)}"
+            )
+        _check_types(f"results of call to @{name}", ftype.outputs.data, op.result_types)
+
+
+@irdl_op_definition
+class CallOp(IRDLOperation):
+    """A batched call of a function of the same module (static callee; recursion allowed)."""
+
+    name = "functional.call"
+
+    arguments = var_operand_def()
+    callee = prop_def(SymbolRefAttr)
+    res = var_result_def()
+
+    traits = traits_def(CallSymbolUser())
+
+    assembly_format = "$callee `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
+
+    def __init__(self, callee: str | SymbolRefAttr, arguments: Sequence[SSAValue | Operation], result_types: Sequence[Attribute]):
+        if isinstance(callee, str):
+            callee = SymbolRefAttr(callee)
+        super().__init__(operands=[list(arguments)], result_types=[list(result_types)], properties={"callee": callee})
+
+
+@irdl_op_definition
+class OpaqueOp(IRDLOperation):
+    """Declares an opaque Python callable used by `functional.prim @name`, with its source text.
+
+    The callable itself lives in a Python registry (`abir.opaque`); a program read from text can
+    run only if its opaque callables are registered under the same names.
+    """
+
+    name = "functional.opaque"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    source = prop_def(StringAttr)
+
+    traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
+
+    assembly_format = "$sym_name $source attr-dict"
+
+    def __init__(self, name: str, source: str):
+        super().__init__(properties={"sym_name": StringAttr(name), "source": StringAttr(source)})
+
+
+class PrimSymbolUser(SymbolUserOpInterface):
+    """Checks that an opaque prim names a `functional.opaque` declaration."""
+
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, PrimOp)
+        if op.callee is None:
+            return
+        name = op.callee.string_value()
+        decl = SymbolTable.lookup_symbol(op, op.callee)
+        if not isinstance(decl, OpaqueOp):
+            raise VerifyException(f"prim @{name} has no `functional.opaque @{name}` declaration in this module")
+
+
+def verify_prim_signature(fn: str | None, callee: SymbolRefAttr | None, n_operands: int, n_results: int) -> None:
+    """Shared by `functional.prim`, `stack.prim` and `vm.prim`: exactly one of a builtin name or
+    a callee symbol; builtins have their Array-API arity and a single result."""
+    if (fn is None) == (callee is None):
+        raise VerifyException("a prim names exactly one of a builtin operation or an opaque callable")
+    if fn is None:
+        return
+    if not prims.is_builtin(fn):
+        raise VerifyException(f'unknown builtin prim "{fn}"; use an Array-API name such as "add" or "less"')
+    arity = prims.ARITY[fn]
+    if n_operands != arity:
+        raise VerifyException(f'builtin prim "{fn}" takes {arity} operand(s), got {n_operands}')
+    if n_results != 1:
+        raise VerifyException(f'builtin prim "{fn}" has exactly one result, got {n_results}')
+
+
+def parse_prim_head(parser: Parser) -> tuple[StringAttr | None, SymbolRefAttr | None]:
+    """Parse `"add"` or `@helper` at the start of a prim op."""
+    if (sym := parser.parse_optional_symbol_name()) is not None:
+        return None, SymbolRefAttr(sym)
+    return StringAttr(parser.parse_str_literal("builtin prim name or @callee")), None
+
+
+def print_prim_head(printer: Printer, fn: StringAttr | None, callee: SymbolRefAttr | None) -> None:
+    if callee is not None:
+        printer.print_symbol_name(callee.string_value())
+    else:
+        assert fn is not None
+        printer.print_string_literal(fn.data)
+
+
+@irdl_op_definition
+class PrimOp(IRDLOperation):
+    """A batched primitive: a builtin Array-API operation or an opaque callable."""
+
+    name = "functional.prim"
+
+    arguments = var_operand_def()
+    fn = opt_prop_def(StringAttr)
+    callee = opt_prop_def(SymbolRefAttr)
+    res = var_result_def()
+
+    traits = traits_def(PrimSymbolUser())
+
+    def __init__(
+        self,
+        fn: str | SymbolRefAttr,
+        arguments: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+    ):
+        props: dict[str, Attribute] = (
+            {"callee": fn} if isinstance(fn, SymbolRefAttr) else {"fn": StringAttr(fn)}
+        )
+        super().__init__(operands=[list(arguments)], result_types=[list(result_types)], properties=props)
+
+    @property
+    def is_builtin(self) -> bool:
+        return self.fn is not None
+
+    @property
+    def prim_name(self) -> str:
+        """The builtin name, or the callee symbol for an opaque prim."""
+        return self.fn.data if self.fn is not None else self.callee.string_value()  # type: ignore[union-attr]
+
+    def verify_(self) -> None:
+        verify_prim_signature(
+            self.fn.data if self.fn is not None else None, self.callee, len(self.arguments), len(self.res)
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PrimOp:
+        fn, callee = parse_prim_head(parser)
+        pos = parser.pos
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ftype = parser.parse_function_type()
+        operands = parser.resolve_operands(args, ftype.inputs.data, pos)
+        op = cls(callee if callee is not None else fn.data, operands, ftype.outputs.data)  # type: ignore[union-attr]
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_prim_head(printer, self.fn, self.callee)
+        with printer.in_parens():
+            printer.print_list(self.arguments, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type(self.arguments.types, self.res.types)
+
+
+ConstantValue = IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr
+
+
+def parse_constant_body(parser: Parser) -> tuple[bool, Attribute]:
+    """Parse `[weak] <typed attribute>` shared by the constant ops of all three dialects."""
+    weak = parser.parse_optional_keyword("weak") is not None
+    value = parser.parse_attribute()
+    if not isinstance(value, IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr):
+        parser.raise_error("expected an integer, float, boolean or dense tensor constant")
+    return weak, value
+
+
+def print_constant_body(printer: Printer, weak: bool, value: Attribute) -> None:
+    printer.print_string(" weak " if weak else " ")
+    printer.print_attribute(value)
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A per-member constant. `weak` marks a Python literal: under NumPy-2 promotion it takes the
+    dtype of the array it is combined with (an int32 minus a literal 1 stays int32)."""
+
+    name = "functional.constant"
+
+    value = prop_def(ConstantValue)
+    weak = opt_prop_def(UnitAttr)
+    res = result_def()
+
+    traits = traits_def(Pure())
+
+    def __init__(self, value: Attribute, weak: bool = False):
+        props: dict[str, Attribute] = {"value": value}
+        if weak:
+            props["weak"] = UnitAttr()
+        super().__init__(properties=props, result_types=[value.get_type()])  # type: ignore[attr-defined]
+
+    def verify_(self) -> None:
+        if self.res.type != self.value.get_type():
+            raise VerifyException(f"constant of type {self.value.get_type()} cannot produce a {self.res.type}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        weak, value = parse_constant_body(parser)
+        op = cls(value, weak)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        print_constant_body(printer, self.weak is not None, self.value)
+        printer.print_op_attributes(self.attributes)
+
+
+Functional = Dialect(
+    "functional",
+    [FuncOp, ReturnOp, CallOp, OpaqueOp, PrimOp, ConstantOp],
+    [UnknownType],
+)

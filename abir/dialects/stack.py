@@ -1,0 +1,538 @@
+"""The `stack` dialect: calls lowered to an explicit machine over named variables.
+
+Not SSA. A module holds typed variable declarations (`stack.var`) and one `stack.program`
+whose region is a single control-flow graph with every function body flattened into it.
+Blocks take no arguments; values move between variables with `stack.write` (a parallel copy,
+so `a, b = b, a` needs no temporary).
+
+    stack.var @n : i64 stack
+    stack.var @cond : i1
+    stack.program @fib(@n) -> (@fib.result0) {
+    ^entry:
+      stack.push_goto ^exit, ^fib          // save the return block, jump to the callee
+    ^exit:
+      stack.halt
+    ^fib:
+      stack.constant @c2 = 2 : i64
+      stack.prim "greater"(@n, @c2) -> (@cond)
+      stack.branch @cond, ^recurse, ^base
+      ...
+    }
+
+Each variable is a cell holding the current (top) value; `stack.push @x` saves that value on
+the variable's own stack, `stack.pop @x` restores the last saved value, and `stack.peek @x`
+restores it without removing it (a pop followed by a push, fused). `stack.push_goto ^r, ^f`
+pushes block `^r` on the program-counter stack and jumps to `^f`; `stack.indirect_goto`
+returns by popping it. Storage classes (`dead`, `temporary`, `register`, `stack`) are chosen
+by the storage-allocation pass and printed after the type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import ClassVar
+
+from xdsl.dialects.builtin import ArrayAttr, IntegerType, ModuleOp, StringAttr, SymbolNameConstraint, SymbolRefAttr, UnitAttr
+from xdsl.ir import Attribute, Block, Data, Dialect, Operation, Region
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    successor_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsTerminator, SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from abir.dialects.functional import (
+    ConstantValue,
+    OpaqueOp,
+    parse_constant_body,
+    parse_prim_head,
+    print_constant_body,
+    print_prim_head,
+    verify_prim_signature,
+)
+from abir.types import is_value_type
+
+
+class StorageClass(StrEnum):
+    """Where a variable lives at run time, cheapest first."""
+
+    DEAD = "dead"  # never read: writes are dropped
+    TEMPORARY = "temporary"  # never crosses a block boundary: an SSA value inside one kernel
+    REGISTER = "register"  # one [B, ...] array
+    STACK = "stack"  # [B, ...] top plus a [D, B, ...] stack and a per-member stack pointer
+
+
+@irdl_attr_definition
+class StorageAttr(Data[StorageClass]):
+    """`#stack.storage<register>`: the storage class of a variable."""
+
+    name = "stack.storage"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> StorageClass:
+        with parser.in_angle_brackets():
+            return parse_storage_keyword(parser)
+
+    def print_parameter(self, printer: Printer) -> None:
+        with printer.in_angle_brackets():
+            printer.print_string(self.data.value)
+
+
+def parse_storage_keyword(parser: AttrParser) -> StorageClass:
+    word = parser.parse_identifier()
+    try:
+        return StorageClass(word)
+    except ValueError:
+        parser.raise_error(f"unknown storage class '{word}'; expected one of {[s.value for s in StorageClass]}")
+
+
+def lookup_variable(op: Operation, name: SymbolRefAttr, var_class: type[Operation]) -> Operation:
+    """The declaration of variable `name` seen from `op`, or a verifier error naming it."""
+    decl = SymbolTable.lookup_symbol(op, name)
+    if not isinstance(decl, var_class):
+        raise VerifyException(f"variable @{name.string_value()} is used but never declared")
+    return decl
+
+
+def var_type(op: Operation, name: SymbolRefAttr) -> Attribute:
+    return lookup_variable(op, name, VarOp).type  # type: ignore[attr-defined]
+
+
+def var_storage(op: Operation, name: SymbolRefAttr) -> StorageClass | None:
+    storage = lookup_variable(op, name, VarOp).storage  # type: ignore[attr-defined]
+    return None if storage is None else storage.data
+
+
+def check_stack_storage(op: Operation, names: Sequence[SymbolRefAttr], verb: str) -> None:
+    """Push/pop/peek need a variable that has (or may still get) a stack."""
+    for name in names:
+        storage = var_storage(op, name)
+        if storage is not None and storage != StorageClass.STACK:
+            raise VerifyException(
+                f"variable @{name.string_value()} is {verb} but its storage class is {storage.value}; "
+                "only `stack` variables keep saved values"
+            )
+
+
+def check_readable(op: Operation, names: Sequence[SymbolRefAttr]) -> None:
+    for name in names:
+        if var_storage(op, name) == StorageClass.DEAD:
+            raise VerifyException(f"variable @{name.string_value()} is read but its storage class is dead")
+
+
+def parse_var_list(parser: Parser, delimiter: Parser.Delimiter) -> list[SymbolRefAttr]:
+    return parser.parse_comma_separated_list(delimiter, lambda: SymbolRefAttr(parser.parse_symbol_name()))
+
+
+def print_var_list(printer: Printer, names: Sequence[SymbolRefAttr]) -> None:
+    printer.print_list(names, lambda n: printer.print_symbol_name(n.string_value()))
+
+
+def refs(names: Sequence[str | SymbolRefAttr]) -> ArrayAttr[SymbolRefAttr]:
+    return ArrayAttr(SymbolRefAttr(n) if isinstance(n, str) else n for n in names)
+
+
+@irdl_op_definition
+class VarOp(IRDLOperation):
+    """Declares a named per-member variable with its type and (once allocated) storage class."""
+
+    name = "stack.var"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    type = prop_def(Attribute)
+    storage = opt_prop_def(StorageAttr)
+
+    traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
+
+    def __init__(self, name: str, type: Attribute, storage: StorageClass | None = None):
+        props: dict[str, Attribute] = {"sym_name": StringAttr(name), "type": type}
+        if storage is not None:
+            props["storage"] = StorageAttr(storage)
+        super().__init__(properties=props)
+
+    def verify_(self) -> None:
+        if not is_value_type(self.type):
+            raise VerifyException(
+                f"variable @{self.sym_name.data} has type {self.type}; variables need a concrete per-member "
+                "type (run type inference first)"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VarOp:
+        name = parser.parse_symbol_name().data
+        parser.parse_punctuation(":")
+        type = parser.parse_type()
+        storage = next((s for s in StorageClass if parser.parse_optional_keyword(s.value) is not None), None)
+        op = cls(name, type, storage)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(" : ")
+        printer.print_attribute(self.type)
+        if self.storage is not None:
+            printer.print_string(f" {self.storage.data.value}")
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """The whole lowered program: inputs, outputs and one control-flow graph (entry first)."""
+
+    name = "stack.program"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    inputs = prop_def(ArrayAttr[SymbolRefAttr])
+    outputs = prop_def(ArrayAttr[SymbolRefAttr])
+    body = region_def()
+
+    traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
+
+    def __init__(
+        self,
+        name: str,
+        inputs: Sequence[str | SymbolRefAttr],
+        outputs: Sequence[str | SymbolRefAttr],
+        region: Region | None = None,
+    ):
+        super().__init__(
+            properties={"sym_name": StringAttr(name), "inputs": refs(inputs), "outputs": refs(outputs)},
+            regions=[region if region is not None else Region(Block())],
+        )
+
+    def verify_(self) -> None:
+        if not self.body.blocks:
+            raise VerifyException(f"program @{self.sym_name.data} has no blocks")
+        for block in self.body.blocks:
+            if block.args:
+                raise VerifyException("stack blocks take no arguments; move values with stack.write")
+        for name in (*self.inputs.data, *self.outputs.data):
+            lookup_variable(self, name, VarOp)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ProgramOp:
+        name = parser.parse_symbol_name().data
+        inputs = parse_var_list(parser, parser.Delimiter.PAREN)
+        parser.parse_punctuation("->")
+        outputs = parse_var_list(parser, parser.Delimiter.PAREN)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region()
+        op = cls(name, inputs, outputs, region)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        with printer.in_parens():
+            print_var_list(printer, self.inputs.data)
+        printer.print_string(" -> ")
+        with printer.in_parens():
+            print_var_list(printer, self.outputs.data)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=True)
+
+
+class _InProgram(HasParent):
+    def __init__(self) -> None:
+        super().__init__(ProgramOp)
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """`stack.constant @c = 2 : i64`: write a constant into a variable."""
+
+    name = "stack.constant"
+
+    var = prop_def(SymbolRefAttr)
+    value = prop_def(ConstantValue)
+    weak = opt_prop_def(UnitAttr)
+
+    traits = traits_def(_InProgram())
+
+    def __init__(self, var: str | SymbolRefAttr, value: Attribute):
+        super().__init__(properties={"var": refs([var]).data[0], "value": value})
+
+    def verify_(self) -> None:
+        expected = var_type(self, self.var)
+        if self.value.get_type() != expected:
+            raise VerifyException(
+                f"constant of type {self.value.get_type()} written to @{self.var.string_value()} of type {expected}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        var = SymbolRefAttr(parser.parse_symbol_name())
+        parser.parse_punctuation("=")
+        weak, value = parse_constant_body(parser)
+        op = cls(var, value)
+        if weak:
+            op.weak = UnitAttr()
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.var.string_value())
+        printer.print_string(" =")
+        print_constant_body(printer, self.weak is not None, self.value)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class PrimOp(IRDLOperation):
+    """`stack.prim "add"(@a, @b) -> (@c)`: read variables, compute, write the result variables.
+
+    Results are written after all operands are read, so an op may write its own input."""
+
+    name = "stack.prim"
+
+    fn = opt_prop_def(StringAttr)
+    callee = opt_prop_def(SymbolRefAttr)
+    inputs = prop_def(ArrayAttr[SymbolRefAttr])
+    outputs = prop_def(ArrayAttr[SymbolRefAttr])
+
+    traits = traits_def(_InProgram())
+
+    def __init__(
+        self, fn: str | SymbolRefAttr, inputs: Sequence[str | SymbolRefAttr], outputs: Sequence[str | SymbolRefAttr]
+    ):
+        props: dict[str, Attribute] = {"inputs": refs(inputs), "outputs": refs(outputs)}
+        props |= {"callee": fn} if isinstance(fn, SymbolRefAttr) else {"fn": StringAttr(fn)}
+        super().__init__(properties=props)
+
+    @property
+    def prim_name(self) -> str:
+        return self.fn.data if self.fn is not None else self.callee.string_value()  # type: ignore[union-attr]
+
+    def verify_(self) -> None:
+        verify_prim_signature(
+            self.fn.data if self.fn is not None else None, self.callee, len(self.inputs), len(self.outputs)
+        )
+        if self.callee is not None and not isinstance(SymbolTable.lookup_symbol(self, self.callee), OpaqueOp):
+            name = self.callee.string_value()
+            raise VerifyException(f"prim @{name} has no `functional.opaque @{name}` declaration in this module")
+        check_readable(self, self.inputs.data)
+        for name in self.outputs.data:
+            lookup_variable(self, name, VarOp)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PrimOp:
+        fn, callee = parse_prim_head(parser)
+        inputs = parse_var_list(parser, parser.Delimiter.PAREN)
+        parser.parse_punctuation("->")
+        outputs = parse_var_list(parser, parser.Delimiter.PAREN)
+        op = cls(callee if callee is not None else fn.data, inputs, outputs)  # type: ignore[union-attr]
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_prim_head(printer, self.fn, self.callee)
+        with printer.in_parens():
+            print_var_list(printer, self.inputs.data)
+        printer.print_string(" -> ")
+        with printer.in_parens():
+            print_var_list(printer, self.outputs.data)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class WriteOp(IRDLOperation):
+    """`stack.write @a, @b = @b, @t`: a parallel copy (all sources are read before any write)."""
+
+    name = "stack.write"
+
+    targets = prop_def(ArrayAttr[SymbolRefAttr])
+    sources = prop_def(ArrayAttr[SymbolRefAttr])
+
+    traits = traits_def(_InProgram())
+
+    def __init__(self, targets: Sequence[str | SymbolRefAttr], sources: Sequence[str | SymbolRefAttr]):
+        super().__init__(properties={"targets": refs(targets), "sources": refs(sources)})
+
+    def verify_(self) -> None:
+        if len(self.targets) != len(self.sources) or not self.targets.data:
+            raise VerifyException(
+                f"stack.write needs as many sources as targets (and at least one); got {len(self.targets)} "
+                f"target(s) and {len(self.sources)} source(s)"
+            )
+        names = [t.string_value() for t in self.targets.data]
+        if len(set(names)) != len(names):
+            raise VerifyException("stack.write writes the same variable twice")
+        check_readable(self, self.sources.data)
+        for target, source in zip(self.targets.data, self.sources.data, strict=True):
+            t_type, s_type = var_type(self, target), var_type(self, source)
+            if t_type != s_type:
+                raise VerifyException(
+                    f"cannot write @{target.string_value()} ({t_type}) from @{source.string_value()} ({s_type})"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WriteOp:
+        targets = parse_var_list(parser, parser.Delimiter.NONE)
+        parser.parse_punctuation("=")
+        sources = parse_var_list(parser, parser.Delimiter.NONE)
+        op = cls(targets, sources)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_var_list(printer, self.targets.data)
+        printer.print_string(" = ")
+        print_var_list(printer, self.sources.data)
+        printer.print_op_attributes(self.attributes)
+
+
+class _StackOpBase(IRDLOperation):
+    """push/pop/peek: an operation on the saved values of one or more stack variables."""
+
+    vars = prop_def(ArrayAttr[SymbolRefAttr])
+    traits = traits_def(_InProgram())
+    VERB: ClassVar[str] = ""
+
+    def __init__(self, *names: str | SymbolRefAttr):
+        super().__init__(properties={"vars": refs(names)})
+
+    def verify_(self) -> None:
+        if not self.vars.data:
+            raise VerifyException(f"{self.name} needs at least one variable")
+        check_stack_storage(self, self.vars.data, self.VERB)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        op = cls(*parse_var_list(parser, parser.Delimiter.NONE))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_var_list(printer, self.vars.data)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class PushOp(_StackOpBase):
+    """Save the current value of each variable on its stack."""
+
+    name = "stack.push"
+    VERB: ClassVar[str] = "pushed"
+
+
+@irdl_op_definition
+class PopOp(_StackOpBase):
+    """Restore each variable's last saved value and drop it from the stack."""
+
+    name = "stack.pop"
+    VERB: ClassVar[str] = "popped"
+
+
+@irdl_op_definition
+class PeekOp(_StackOpBase):
+    """Restore each variable's last saved value and keep it saved (a fused pop + push)."""
+
+    name = "stack.peek"
+    VERB: ClassVar[str] = "peeked"
+
+
+@irdl_op_definition
+class GotoOp(IRDLOperation):
+    """Jump to a block."""
+
+    name = "stack.goto"
+    dest = successor_def()
+    traits = traits_def(IsTerminator(), _InProgram())
+    assembly_format = "$dest attr-dict"
+
+    def __init__(self, dest: Block):
+        super().__init__(successors=[dest])
+
+
+@irdl_op_definition
+class BranchOp(IRDLOperation):
+    """Per member: jump to the first block if the boolean variable holds, else to the second."""
+
+    name = "stack.branch"
+    cond = prop_def(SymbolRefAttr)
+    then_dest = successor_def()
+    else_dest = successor_def()
+    traits = traits_def(IsTerminator(), _InProgram())
+    assembly_format = "$cond `,` $then_dest `,` $else_dest attr-dict"
+
+    def __init__(self, cond: str | SymbolRefAttr, then_dest: Block, else_dest: Block):
+        super().__init__(properties={"cond": refs([cond]).data[0]}, successors=[then_dest, else_dest])
+
+    def verify_(self) -> None:
+        check_readable(self, [self.cond])
+        cond_type = var_type(self, self.cond)
+        if cond_type != IntegerType(1):
+            raise VerifyException(
+                f"branch condition @{self.cond.string_value()} has type {cond_type}; a per-member i1 is needed"
+            )
+
+
+@irdl_op_definition
+class PushGotoOp(IRDLOperation):
+    """A call: push the return block on the program-counter stack and jump to the callee."""
+
+    name = "stack.push_goto"
+    return_dest = successor_def()
+    dest = successor_def()
+    traits = traits_def(IsTerminator(), _InProgram())
+    assembly_format = "$return_dest `,` $dest attr-dict"
+
+    def __init__(self, return_dest: Block, dest: Block):
+        super().__init__(successors=[return_dest, dest])
+
+
+@irdl_op_definition
+class IndirectGotoOp(IRDLOperation):
+    """A return: pop the program-counter stack and jump to the block found there."""
+
+    name = "stack.indirect_goto"
+    traits = traits_def(IsTerminator(), _InProgram())
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class HaltOp(IRDLOperation):
+    """The member is finished."""
+
+    name = "stack.halt"
+    traits = traits_def(IsTerminator(), _InProgram())
+    assembly_format = "attr-dict"
+
+
+Stack = Dialect(
+    "stack",
+    [
+        VarOp,
+        ProgramOp,
+        ConstantOp,
+        PrimOp,
+        WriteOp,
+        PushOp,
+        PopOp,
+        PeekOp,
+        GotoOp,
+        BranchOp,
+        PushGotoOp,
+        IndirectGotoOp,
+        HaltOp,
+    ],
+    [StorageAttr],
+)

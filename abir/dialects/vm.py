@@ -1,0 +1,553 @@
+"""The `vm` dialect: what backends execute.
+
+A `vm.program` holds numbered blocks in schedule-priority order (the machine runs, at each step,
+the smallest block index that any live member holds). Variables are declared once with a
+storage class: `register` (one `[B, ...]` array) or `stack` (a `[B, ...]` top, a `[D, B, ...]`
+stack and a per-member stack pointer); temporaries have disappeared into SSA values. Each
+`vm.block` is a straight-line SSA kernel over the machine state, ending in a program-counter
+terminator:
+
+    vm.var @n : i64 stack
+    vm.program @fib(@n) -> (@fib.result0) {
+      vm.block 1 {
+        %n = vm.read @n : i64
+        %c2 = vm.constant 2 : i64
+        %cond = vm.prim "greater"(%n, %c2) : (i64, i64) -> i1
+        vm.branch %cond, 2, 5
+      }
+      vm.block 2 {
+        ...
+        vm.push @n
+        vm.write @n, %a : i64
+        vm.call 1, return 3
+      }
+    }
+
+Prims see every member's row (junk in inactive rows); only `vm.write`, `vm.push`, `vm.pop` and
+`vm.peek` are masked to the members standing at the block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import (
+    I64,
+    ArrayAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+)
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    lazy_traits_def,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import HasParent, IsTerminator, NoTerminator, Pure, SymbolOpInterface, SymbolTable
+from xdsl.utils.exceptions import VerifyException
+
+from abir.dialects.functional import (
+    ConstantValue,
+    OpaqueOp,
+    parse_constant_body,
+    parse_prim_head,
+    print_constant_body,
+    print_prim_head,
+    verify_prim_signature,
+)
+from abir.dialects.stack import StorageAttr, StorageClass, parse_var_list, print_var_list, refs
+from abir.types import is_value_type
+
+RUNTIME_STORAGE = (StorageClass.REGISTER, StorageClass.STACK)
+
+
+def lookup_var(op: Operation, name: SymbolRefAttr) -> VarOp:
+    decl = SymbolTable.lookup_symbol(op, name)
+    if not isinstance(decl, VarOp):
+        raise VerifyException(f"variable @{name.string_value()} is used but never declared")
+    return decl
+
+
+@irdl_op_definition
+class VarOp(IRDLOperation):
+    """A machine variable: its per-member type and its storage class (register or stack)."""
+
+    name = "vm.var"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    type = prop_def(Attribute)
+    storage = prop_def(StorageAttr)
+
+    traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
+
+    def __init__(self, name: str, type: Attribute, storage: StorageClass):
+        super().__init__(properties={"sym_name": StringAttr(name), "type": type, "storage": StorageAttr(storage)})
+
+    @property
+    def is_stack(self) -> bool:
+        return self.storage.data == StorageClass.STACK
+
+    def verify_(self) -> None:
+        if not is_value_type(self.type):
+            raise VerifyException(f"variable @{self.sym_name.data} has type {self.type}, not a per-member type")
+        if self.storage.data not in RUNTIME_STORAGE:
+            raise VerifyException(
+                f"variable @{self.sym_name.data} has storage class {self.storage.data.value}; the machine only "
+                "holds register and stack variables (temporaries are SSA values inside a block)"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> VarOp:
+        name = parser.parse_symbol_name().data
+        parser.parse_punctuation(":")
+        type = parser.parse_type()
+        word = parser.parse_identifier("storage class (register or stack)")
+        try:
+            storage = StorageClass(word)
+        except ValueError:
+            parser.raise_error(f"unknown storage class '{word}'")
+        op = cls(name, type, storage)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_string(" : ")
+        printer.print_attribute(self.type)
+        printer.print_string(f" {self.storage.data.value}")
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class ProgramOp(IRDLOperation):
+    """The executable program: input and output variables and blocks numbered 0..N-1."""
+
+    name = "vm.program"
+
+    sym_name = prop_def(SymbolNameConstraint())
+    inputs = prop_def(ArrayAttr[SymbolRefAttr])
+    outputs = prop_def(ArrayAttr[SymbolRefAttr])
+    body = region_def("single_block")
+
+    traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp), NoTerminator())
+
+    def __init__(
+        self,
+        name: str,
+        inputs: Sequence[str | SymbolRefAttr],
+        outputs: Sequence[str | SymbolRefAttr],
+        blocks: Sequence[BlockOp] = (),
+    ):
+        super().__init__(
+            properties={"sym_name": StringAttr(name), "inputs": refs(inputs), "outputs": refs(outputs)},
+            regions=[Region(Block(blocks))],
+        )
+
+    @property
+    def blocks(self) -> list[BlockOp]:
+        return [op for op in self.body.block.ops if isinstance(op, BlockOp)]
+
+    @property
+    def entry(self) -> int:
+        return 0
+
+    def verify_(self) -> None:
+        blocks = self.blocks
+        if not blocks:
+            raise VerifyException(f"program @{self.sym_name.data} has no blocks")
+        for position, block in enumerate(blocks):
+            if block.index.value.data != position:
+                raise VerifyException(
+                    f"vm.block {block.index.value.data} is the block at position {position}; blocks must be "
+                    "numbered 0, 1, 2, ... in order"
+                )
+        for name in (*self.inputs.data, *self.outputs.data):
+            lookup_var(self, name)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ProgramOp:
+        name = parser.parse_symbol_name().data
+        inputs = parse_var_list(parser, parser.Delimiter.PAREN)
+        parser.parse_punctuation("->")
+        outputs = parse_var_list(parser, parser.Delimiter.PAREN)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region()
+        op = cls(name, inputs, outputs)
+        op.body.detach_block(0)
+        op.body.add_block(region.detach_block(0))
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        with printer.in_parens():
+            print_var_list(printer, self.inputs.data)
+        printer.print_string(" -> ")
+        with printer.in_parens():
+            print_var_list(printer, self.outputs.data)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
+
+
+@irdl_op_definition
+class BlockOp(IRDLOperation):
+    """`vm.block N { ... }`: the straight-line kernel run for the members whose pc is N."""
+
+    name = "vm.block"
+
+    index = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+
+    traits = traits_def(HasParent(ProgramOp))
+
+    def __init__(self, index: int, body: Region | Block | None = None):
+        if body is None:
+            body = Block()
+        if isinstance(body, Block):
+            body = Region(body)
+        super().__init__(properties={"index": IntegerAttr(index, 64)}, regions=[body])
+
+    @property
+    def number(self) -> int:
+        return self.index.value.data
+
+    def verify_(self) -> None:
+        if self.body.block.args:
+            raise VerifyException("vm.block kernels take no arguments; read the machine state with vm.read")
+        last = self.body.block.last_op
+        if last is None or not last.has_trait(IsTerminator):
+            raise VerifyException(f"vm.block {self.number} must end in a program-counter terminator")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> BlockOp:
+        index = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region()
+        op = cls(index, region)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(f" {self.number}")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+
+class _InBlock(HasParent):
+    def __init__(self) -> None:
+        super().__init__(BlockOp)
+
+
+@irdl_op_definition
+class ReadOp(IRDLOperation):
+    """Read a variable's current (top) value for every member."""
+
+    name = "vm.read"
+
+    var = prop_def(SymbolRefAttr)
+    res = result_def()
+
+    traits = traits_def(_InBlock())
+
+    assembly_format = "$var attr-dict `:` type($res)"
+
+    def __init__(self, var: str | SymbolRefAttr, type: Attribute):
+        super().__init__(properties={"var": refs([var]).data[0]}, result_types=[type])
+
+    def verify_(self) -> None:
+        decl = lookup_var(self, self.var)
+        if decl.type != self.res.type:
+            raise VerifyException(f"read of @{self.var.string_value()} ({decl.type}) as {self.res.type}")
+
+
+@irdl_op_definition
+class WriteOp(IRDLOperation):
+    """Write a value into a variable's current (top) value, for the members at this block."""
+
+    name = "vm.write"
+
+    var = prop_def(SymbolRefAttr)
+    value = operand_def()
+
+    traits = traits_def(_InBlock())
+
+    assembly_format = "$var `,` $value attr-dict `:` type($value)"
+
+    def __init__(self, var: str | SymbolRefAttr, value: SSAValue | Operation):
+        super().__init__(properties={"var": refs([var]).data[0]}, operands=[value])
+
+    def verify_(self) -> None:
+        decl = lookup_var(self, self.var)
+        if decl.type != self.value.type:
+            raise VerifyException(f"cannot write a {self.value.type} into @{self.var.string_value()} ({decl.type})")
+
+
+class _StackOpBase(IRDLOperation):
+    vars = prop_def(ArrayAttr[SymbolRefAttr])
+    traits = traits_def(_InBlock())
+    VERB: ClassVar[str] = ""
+
+    def __init__(self, *names: str | SymbolRefAttr):
+        super().__init__(properties={"vars": refs(names)})
+
+    def verify_(self) -> None:
+        if not self.vars.data:
+            raise VerifyException(f"{self.name} needs at least one variable")
+        for name in self.vars.data:
+            if not lookup_var(self, name).is_stack:
+                raise VerifyException(
+                    f"variable @{name.string_value()} is {self.VERB} but its storage class is register; "
+                    "only stack variables keep saved values"
+                )
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        op = cls(*parse_var_list(parser, parser.Delimiter.NONE))
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_var_list(printer, self.vars.data)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class PushOp(_StackOpBase):
+    """Save the current value of each variable on its stack (masked)."""
+
+    name = "vm.push"
+    VERB: ClassVar[str] = "pushed"
+
+
+@irdl_op_definition
+class PopOp(_StackOpBase):
+    """Restore each variable's last saved value and drop it (masked)."""
+
+    name = "vm.pop"
+    VERB: ClassVar[str] = "popped"
+
+
+@irdl_op_definition
+class PeekOp(_StackOpBase):
+    """Restore each variable's last saved value and keep it saved (masked)."""
+
+    name = "vm.peek"
+    VERB: ClassVar[str] = "peeked"
+
+
+@irdl_op_definition
+class ConstantOp(IRDLOperation):
+    """A constant SSA value inside a kernel."""
+
+    name = "vm.constant"
+
+    value = prop_def(ConstantValue)
+    res = result_def()
+
+    traits = traits_def(Pure(), _InBlock())
+
+    def __init__(self, value: Attribute):
+        super().__init__(properties={"value": value}, result_types=[value.get_type()])  # type: ignore[attr-defined]
+
+    def verify_(self) -> None:
+        if self.res.type != self.value.get_type():
+            raise VerifyException(f"constant of type {self.value.get_type()} cannot produce a {self.res.type}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        weak, value = parse_constant_body(parser)
+        if weak:
+            parser.raise_error("vm constants are fully typed; `weak` is only meaningful before type inference")
+        op = cls(value)
+        op.attributes |= parser.parse_optional_attr_dict()
+        return op
+
+    def print(self, printer: Printer) -> None:
+        print_constant_body(printer, False, self.value)
+        printer.print_op_attributes(self.attributes)
+
+
+@irdl_op_definition
+class PrimOp(IRDLOperation):
+    """A primitive on whole-batch values: a builtin Array-API operation or an opaque callable."""
+
+    name = "vm.prim"
+
+    arguments = var_operand_def()
+    fn = opt_prop_def(StringAttr)
+    callee = opt_prop_def(SymbolRefAttr)
+    res = var_result_def()
+
+    traits = traits_def(_InBlock())
+
+    def __init__(
+        self, fn: str | SymbolRefAttr, arguments: Sequence[SSAValue | Operation], result_types: Sequence[Attribute]
+    ):
+        props: dict[str, Attribute] = {"callee": fn} if isinstance(fn, SymbolRefAttr) else {"fn": StringAttr(fn)}
+        super().__init__(operands=[list(arguments)], result_types=[list(result_types)], properties=props)
+
+    @property
+    def prim_name(self) -> str:
+        return self.fn.data if self.fn is not None else self.callee.string_value()  # type: ignore[union-attr]
+
+    def verify_(self) -> None:
+        verify_prim_signature(
+            self.fn.data if self.fn is not None else None, self.callee, len(self.arguments), len(self.res)
+        )
+        if self.callee is not None and not isinstance(SymbolTable.lookup_symbol(self, self.callee), OpaqueOp):
+            name = self.callee.string_value()
+            raise VerifyException(f"prim @{name} has no `functional.opaque @{name}` declaration in this module")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PrimOp:
+        fn, callee = parse_prim_head(parser)
+        pos = parser.pos
+        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        ftype = parser.parse_function_type()
+        operands = parser.resolve_operands(args, ftype.inputs.data, pos)
+        op = cls(callee if callee is not None else fn.data, operands, ftype.outputs.data)  # type: ignore[union-attr]
+        op.attributes |= attrs
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        print_prim_head(printer, self.fn, self.callee)
+        with printer.in_parens():
+            printer.print_list(self.arguments, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type(self.arguments.types, self.res.types)
+
+
+def _program_size(op: Operation) -> int | None:
+    block = op.parent_op()
+    program = block.parent_op() if block is not None else None
+    return len(program.blocks) if isinstance(program, ProgramOp) else None
+
+
+def _check_targets(op: Operation, targets: Sequence[int]) -> None:
+    size = _program_size(op)
+    for target in targets:
+        if size is not None and not 0 <= target < size:
+            raise VerifyException(f"jump to block {target}, but the program has blocks 0..{size - 1}")
+
+
+@irdl_op_definition
+class JumpOp(IRDLOperation):
+    """pc := target."""
+
+    name = "vm.jump"
+    target = prop_def(IntegerAttr[I64])
+    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock()))
+    assembly_format = "$target attr-dict"
+
+    def __init__(self, target: int):
+        super().__init__(properties={"target": IntegerAttr(target, 64)})
+
+    def verify_(self) -> None:
+        _check_targets(self, [self.target.value.data])
+
+
+@irdl_op_definition
+class BranchOp(IRDLOperation):
+    """Per member: pc := cond ? then_target : else_target."""
+
+    name = "vm.branch"
+    cond = operand_def(IntegerType(1))
+    then_target = prop_def(IntegerAttr[I64])
+    else_target = prop_def(IntegerAttr[I64])
+    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock()))
+    assembly_format = "$cond `,` $then_target `,` $else_target attr-dict"
+
+    def __init__(self, cond: SSAValue | Operation, then_target: int, else_target: int):
+        super().__init__(
+            operands=[cond],
+            properties={"then_target": IntegerAttr(then_target, 64), "else_target": IntegerAttr(else_target, 64)},
+        )
+
+    def verify_(self) -> None:
+        _check_targets(self, [self.then_target.value.data, self.else_target.value.data])
+
+
+@irdl_op_definition
+class CallOp(IRDLOperation):
+    """Push `return_target` on the program-counter stack, then pc := target."""
+
+    name = "vm.call"
+    target = prop_def(IntegerAttr[I64])
+    return_target = prop_def(IntegerAttr[I64])
+    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock()))
+    assembly_format = "$target `,` `return` $return_target attr-dict"
+
+    def __init__(self, target: int, return_target: int):
+        super().__init__(
+            properties={"target": IntegerAttr(target, 64), "return_target": IntegerAttr(return_target, 64)}
+        )
+
+    def verify_(self) -> None:
+        _check_targets(self, [self.target.value.data, self.return_target.value.data])
+
+
+@irdl_op_definition
+class ReturnOp(IRDLOperation):
+    """Pop the program-counter stack into pc."""
+
+    name = "vm.return"
+    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock()))
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class HaltOp(IRDLOperation):
+    """The member is finished (pc := number of blocks)."""
+
+    name = "vm.halt"
+    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock()))
+    assembly_format = "attr-dict"
+
+
+Vm = Dialect(
+    "vm",
+    [
+        VarOp,
+        ProgramOp,
+        BlockOp,
+        ReadOp,
+        WriteOp,
+        PushOp,
+        PopOp,
+        PeekOp,
+        ConstantOp,
+        PrimOp,
+        JumpOp,
+        BranchOp,
+        CallOp,
+        ReturnOp,
+        HaltOp,
+    ],
+    [],
+)

@@ -1,0 +1,44 @@
+"""The exceptions abir raises to users. Each message says what went wrong and what to do."""
+
+from __future__ import annotations
+
+
+class AbirError(Exception):
+    """Base class of abir's own errors."""
+
+
+class UnsupportedSyntaxError(SyntaxError, AbirError):
+    """Python outside abir's subset, reported with file, line, column, source line and a fix."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        filename: str | None = None,
+        lineno: int | None = None,
+        col_offset: int | None = None,
+        source_line: str | None = None,
+        suggestion: str | None = None,
+    ):
+        self.suggestion = suggestion
+        full = message if suggestion is None else f"{message}. Instead: {suggestion}"
+        super().__init__(full, (filename, lineno, None if col_offset is None else col_offset + 1, source_line))
+
+    def __str__(self) -> str:
+        where = f"{self.filename}:{self.lineno}:{self.offset}" if self.filename else "<unknown>"
+        text = f"{where}: {self.msg}"
+        if self.text:
+            text += f"\n    {self.text.strip()}"
+        return text
+
+
+class TypeInferenceError(TypeError, AbirError):
+    """Types that cannot be determined, or that disagree with a user's `type_inference`."""
+
+
+class StackOverflowError(RuntimeError, AbirError):
+    """A member's recursion went deeper than `max_stack_depth`."""
+
+
+class StackUnderflowError(RuntimeError, AbirError):
+    """A member popped a value that was never pushed (a compiler bug, reported clearly)."""

@@ -1,0 +1,35 @@
+# lit configuration for abir's FileCheck tests. Run with: .venv/bin/lit -v test/lit
+import os
+import sys
+
+import lit.formats
+
+config.name = "abir"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir", ".py"]
+config.test_source_root = os.path.dirname(__file__)
+config.excludes = ["lit.cfg.py"]
+config.maxIndividualTestTime = 120
+
+# lit runs under the virtual environment's python: put that environment's bin (abir-opt,
+# filecheck, python) first on PATH so the tests work without activating it.
+bin_dir = os.path.dirname(sys.executable)
+config.environment["PATH"] = bin_dir + os.pathsep + config.environment.get("PATH", "")
+for name in ("HOME", "TMPDIR"):
+    if name in os.environ:
+        config.environment[name] = os.environ[name]
+config.environment["JAX_PLATFORMS"] = "cpu"
+config.environment["TF_CPP_MIN_LOG_LEVEL"] = "3"
+
+config.substitutions.append(
+    (
+        "ABIR_ROUNDTRIP",
+        "abir-opt %s --print-op-generic --split-input-file | abir-opt --split-input-file | filecheck %s",
+    )
+)
+config.substitutions.append(
+    (
+        "ABIR_GENERIC_ROUNDTRIP",
+        "abir-opt %s --print-op-generic --split-input-file | filecheck %s --check-prefix=CHECK-GENERIC",
+    )
+)
