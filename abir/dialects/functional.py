@@ -36,7 +36,16 @@ from xdsl.dialects.builtin import (
     UnitAttr,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
-from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, Region, SSAValue, TypeAttribute
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    Operation,
+    ParametrizedAttribute,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -66,6 +75,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from abir import prims
+from abir.types import is_value_type
 
 
 @irdl_attr_definition
@@ -142,6 +152,11 @@ class FuncOp(IRDLOperation):
     def verify_(self) -> None:
         if not self.body.blocks:
             raise VerifyException(f"function @{self.sym_name.data} has no body")
+        if self.entry_block.predecessors():
+            raise VerifyException(
+                f"function @{self.sym_name.data}: the entry block is the target of a branch; the entry block "
+                "cannot be a branch target (branch to a separate loop-header block instead)"
+            )
         arg_types = self.entry_block.arg_types
         if tuple(arg_types) != self.function_type.inputs.data:
             raise VerifyException(
@@ -299,7 +314,7 @@ def parse_prim_head(parser: Parser) -> tuple[StringAttr | None, SymbolRefAttr | 
     """Parse `"add"` or `@helper` at the start of a prim op."""
     if (sym := parser.parse_optional_symbol_name()) is not None:
         return None, SymbolRefAttr(sym)
-    return StringAttr(parser.parse_str_literal("builtin prim name or @callee")), None
+    return StringAttr(parser.parse_str_literal(' for the prim: a builtin name such as "add", or @callee')), None
 
 
 def print_prim_head(printer: Printer, fn: StringAttr | None, callee: SymbolRefAttr | None) -> None:
@@ -383,6 +398,19 @@ def parse_constant_body(parser: Parser) -> tuple[bool, Attribute]:
     return weak, value
 
 
+def verify_constant_value(value: Attribute, result_type: Attribute) -> None:
+    """Shared by `functional.constant` and `vm.constant`: the value has a per-member type, and the
+    result has the value's type."""
+    value_type = value.get_type()  # type: ignore[attr-defined]
+    if not is_value_type(value_type):
+        raise VerifyException(
+            f"constant of type {value_type} is not a per-member value; use a bool, integer or float "
+            "scalar type (i1, i32, i64, f32, f64, ...) or a static tensor of one"
+        )
+    if result_type != value_type:
+        raise VerifyException(f"constant of type {value_type} cannot produce a {result_type}")
+
+
 def print_constant_body(printer: Printer, weak: bool, value: Attribute) -> None:
     printer.print_string(" weak " if weak else " ")
     printer.print_attribute(value)
@@ -408,8 +436,7 @@ class ConstantOp(IRDLOperation):
         super().__init__(properties=props, result_types=[value.get_type()])  # type: ignore[attr-defined]
 
     def verify_(self) -> None:
-        if self.res.type != self.value.get_type():
-            raise VerifyException(f"constant of type {self.value.get_type()} cannot produce a {self.res.type}")
+        verify_constant_value(self.value, self.res.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:

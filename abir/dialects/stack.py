@@ -33,7 +33,15 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import ClassVar
 
-from xdsl.dialects.builtin import ArrayAttr, IntegerType, ModuleOp, StringAttr, SymbolNameConstraint, SymbolRefAttr, UnitAttr
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    SymbolNameConstraint,
+    SymbolRefAttr,
+    UnitAttr,
+)
 from xdsl.ir import Attribute, Block, Data, Dialect, Operation, Region
 from xdsl.irdl import (
     IRDLOperation,
@@ -217,6 +225,11 @@ class ProgramOp(IRDLOperation):
         for block in self.body.blocks:
             if block.args:
                 raise VerifyException("stack blocks take no arguments; move values with stack.write")
+        if self.body.blocks.first.predecessors():  # type: ignore[union-attr]
+            raise VerifyException(
+                f"program @{self.sym_name.data}: the entry block is the target of a jump; the entry block "
+                "cannot be a jump target (jump to a separate block instead)"
+            )
         for name in (*self.inputs.data, *self.outputs.data):
             lookup_variable(self, name, VarOp)
 
@@ -371,8 +384,8 @@ class WriteOp(IRDLOperation):
                 f"target(s) and {len(self.sources)} source(s)"
             )
         names = [t.string_value() for t in self.targets.data]
-        if len(set(names)) != len(names):
-            raise VerifyException("stack.write writes the same variable twice")
+        if twice := next((n for i, n in enumerate(names) if n in names[:i]), None):
+            raise VerifyException(f"stack.write writes @{twice} twice; each target may appear only once")
         check_readable(self, self.sources.data)
         for target, source in zip(self.targets.data, self.sources.data, strict=True):
             t_type, s_type = var_type(self, target), var_type(self, source)

@@ -68,6 +68,7 @@ from abir.dialects.functional import (
     parse_prim_head,
     print_constant_body,
     print_prim_head,
+    verify_constant_value,
     verify_prim_signature,
 )
 from abir.dialects.stack import StorageAttr, StorageClass, parse_var_list, print_var_list, refs
@@ -116,11 +117,11 @@ class VarOp(IRDLOperation):
         name = parser.parse_symbol_name().data
         parser.parse_punctuation(":")
         type = parser.parse_type()
-        word = parser.parse_identifier("storage class (register or stack)")
+        word = parser.parse_identifier(" for the storage class (register or stack)")
         try:
             storage = StorageClass(word)
         except ValueError:
-            parser.raise_error(f"unknown storage class '{word}'")
+            parser.raise_error(f"unknown storage class '{word}'; expected register or stack")
         op = cls(name, type, storage)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -168,6 +169,11 @@ class ProgramOp(IRDLOperation):
         return 0
 
     def verify_(self) -> None:
+        for op in self.body.block.ops:
+            if not isinstance(op, BlockOp):
+                raise VerifyException(
+                    f"program @{self.sym_name.data} contains a {op.name}; a vm.program holds only vm.block ops"
+                )
         blocks = self.blocks
         if not blocks:
             raise VerifyException(f"program @{self.sym_name.data} has no blocks")
@@ -189,8 +195,9 @@ class ProgramOp(IRDLOperation):
         attrs = parser.parse_optional_attr_dict_with_keyword()
         region = parser.parse_region()
         op = cls(name, inputs, outputs)
-        op.body.detach_block(0)
-        op.body.add_block(region.detach_block(0))
+        if region.blocks:
+            op.body.detach_block(0)
+            op.body.add_block(region.detach_block(0))
         if attrs is not None:
             op.attributes |= attrs.data
         return op
@@ -217,7 +224,9 @@ class BlockOp(IRDLOperation):
     index = prop_def(IntegerAttr[I64])
     body = region_def("single_block")
 
-    traits = traits_def(HasParent(ProgramOp))
+    # NoTerminator: the kernel's last op is checked by `verify_` below, with a clearer message
+    # than xDSL's generic one.
+    traits = traits_def(HasParent(ProgramOp), NoTerminator())
 
     def __init__(self, index: int, body: Region | Block | None = None):
         if body is None:
@@ -235,7 +244,11 @@ class BlockOp(IRDLOperation):
             raise VerifyException("vm.block kernels take no arguments; read the machine state with vm.read")
         last = self.body.block.last_op
         if last is None or not last.has_trait(IsTerminator):
-            raise VerifyException(f"vm.block {self.number} must end in a program-counter terminator")
+            ends = "is empty" if last is None else f"ends in {last.name}"
+            raise VerifyException(
+                f"vm.block {self.number} {ends}; a kernel must end in a program-counter terminator "
+                "(vm.jump, vm.branch, vm.call, vm.return or vm.halt)"
+            )
 
     @classmethod
     def parse(cls, parser: Parser) -> BlockOp:
@@ -372,8 +385,7 @@ class ConstantOp(IRDLOperation):
         super().__init__(properties={"value": value}, result_types=[value.get_type()])  # type: ignore[attr-defined]
 
     def verify_(self) -> None:
-        if self.res.type != self.value.get_type():
-            raise VerifyException(f"constant of type {self.value.get_type()} cannot produce a {self.res.type}")
+        verify_constant_value(self.value, self.res.type)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
