@@ -1,5 +1,5 @@
 # Set-up and entry points. Everything runs in a virtual environment this Makefile creates.
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
