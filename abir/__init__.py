@@ -5,6 +5,8 @@ batch: every member keeps its own program counter and the machine runs one basic
 time for the members that stand at it, on NumPy, TensorFlow or JAX/XLA.
 """
 
+from typing import Any
+
 from abir.errors import (
     AbirError,
     StackOverflowError,
@@ -14,12 +16,38 @@ from abir.errors import (
 )
 from abir.types import TensorType, Type
 
+# Heavy modules (the frontend, JAX, TensorFlow) load on first use.
+_LAZY = {
+    "Context": ("abir.context", "Context"),
+    "truthy": ("abir.context", "truthy"),
+    "NumpyBackend": ("abir.backends.numpy_backend", "NumpyBackend"),
+    "JaxBackend": ("abir.backends.jax_backend", "JaxBackend"),
+    "TensorFlowBackend": ("abir.backends.tf_backend", "TensorFlowBackend"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'abir' has no attribute {name!r}")
+    import importlib
+
+    module_name, attribute = _LAZY[name]
+    value = getattr(importlib.import_module(module_name), attribute)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
     "AbirError",
+    "Context",
+    "JaxBackend",
+    "NumpyBackend",
     "StackOverflowError",
     "StackUnderflowError",
+    "TensorFlowBackend",
     "TensorType",
     "Type",
     "TypeInferenceError",
     "UnsupportedSyntaxError",
+    "truthy",
 ]
