@@ -1,0 +1,183 @@
+"""The JAX backend: the whole machine is one `jax.jit`-compiled XLA program.
+
+`run` stages `while min(pc) < halt: state = switch(min(pc), kernels)(state)` as one
+`lax.while_loop` around one `lax.switch`, so a run makes no host round trip per step. The
+compiled program is cached per `cache_key` (program, signature, batch size) on the backend
+instance, or in a dict the caller supplies, and reused across calls.
+
+Importing this module enables `jax_enable_x64`, so int64/float64 behave as in NumPy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+
+jax.config.update("jax_enable_x64", True)
+
+import jax.numpy as jnp  # noqa: E402  (after enabling x64)
+from jax import lax  # noqa: E402
+
+from abir import prims  # noqa: E402
+from abir.backends.base import Backend, Kernel, State  # noqa: E402
+from abir.types import TensorType  # noqa: E402
+
+# Prims whose operands are compared/combined in their common promoted dtype (result is bool).
+_COMMON_DTYPE_PRIMS = prims.COMPARISONS | {"logical_and", "logical_or", "logical_xor", "logical_not"}
+
+
+def dtype_of(value: Any) -> Any:
+    """The NumPy dtype of an array, or the Python scalar itself (weak in NumPy 2 promotion)."""
+    return value.dtype if hasattr(value, "dtype") else value
+
+
+def _integer(dtype: Any) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.integer)
+
+
+def _safe_int_division(name: str, x: Any, y: Any) -> Any:
+    """Integer floor_divide/remainder by zero give 0, as in NumPy (XLA would give junk)."""
+    zero = y == 0
+    result = getattr(jnp, name)(x, jnp.where(zero, jnp.ones_like(y), y))
+    return jnp.where(zero, jnp.zeros_like(result), result)
+
+
+class JaxBackend(Backend):
+    """jax.numpy arrays; `run` is one jitted `lax.while_loop` over `lax.switch`."""
+
+    name = "jax"
+
+    def __init__(self, code_cache: MutableMapping[Any, Any] | None = None):
+        """`code_cache` maps a run's `cache_key` to its jitted function; pass a dict to share
+        compiled code between backend instances (default: a dict owned by this instance)."""
+        self.code_cache: MutableMapping[Any, Any] = {} if code_cache is None else code_cache
+        self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
+
+    # ----- arrays -------------------------------------------------------------------------
+    def asarray(self, value: Any, dtype: Any = None) -> Any:
+        return jnp.asarray(value, dtype=None if dtype is None else np.dtype(dtype))
+
+    def to_numpy(self, value: Any) -> np.ndarray:
+        return np.asarray(value)
+
+    def is_native(self, value: Any) -> bool:
+        return isinstance(value, jax.Array)
+
+    def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
+        return jnp.zeros(tuple(shape), dtype=np.dtype(dtype))
+
+    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any:
+        return jnp.full(tuple(shape), value, dtype=np.dtype(dtype))
+
+    def arange(self, n: int, dtype: Any = np.int32) -> Any:
+        return jnp.arange(n, dtype=np.dtype(dtype))
+
+    # ----- primitives ---------------------------------------------------------------------
+    def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
+        """NumPy semantics: operands are cast to the dtype NumPy computes in (the result dtype,
+        or the common dtype for comparisons and logical ops), then the result to `result_dtype`."""
+        if not prims.is_builtin(name):
+            raise ValueError(f"{name!r} is not a builtin primitive (see abir.prims)")
+        result_dtype = None if result_dtype is None else np.dtype(result_dtype)
+        if name == "astype":
+            return jnp.asarray(args[0]).astype(result_dtype)
+        if name == "where":
+            cond, x, y = args
+            dt = result_dtype if result_dtype is not None else np.result_type(dtype_of(x), dtype_of(y))
+            return jnp.where(jnp.asarray(cond, dtype=bool), jnp.asarray(x, dt), jnp.asarray(y, dt))
+        operands = self._cast_operands(name, args, result_dtype)
+        if name in ("floor_divide", "remainder") and _integer(operands[0].dtype):
+            result = _safe_int_division(name, *operands)
+        else:
+            result = getattr(jnp, name)(*operands)
+        return result if result_dtype is None else result.astype(result_dtype)
+
+    @staticmethod
+    def _cast_operands(name: str, args: Sequence[Any], result_dtype: np.dtype | None) -> list[Any]:
+        """The operands as jnp arrays of the dtype NumPy's ufunc loop would use."""
+        if name in _COMMON_DTYPE_PRIMS or result_dtype is None:
+            dt = np.result_type(*(dtype_of(a) for a in args))
+        else:
+            dt = result_dtype
+        return [jnp.asarray(a, dtype=dt) for a in args]
+
+    def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+        return fn(*(jnp.asarray(a) for a in args))
+
+    # ----- masked state updates -------------------------------------------------------------
+    def where(self, mask: Any, new: Any, old: Any) -> Any:
+        """`mask` [B] broadcast over the trailing dims; the result keeps `old`'s dtype and shape."""
+        old = jnp.asarray(old)
+        mask = jnp.asarray(mask, dtype=bool).reshape((-1,) + (1,) * (old.ndim - 1))
+        return jnp.where(mask, jnp.asarray(new, dtype=old.dtype), old)
+
+    def stack_write(self, stack: Any, index: Any, value: Any, mask: Any) -> Any:
+        """Scatter `value[b]` to `stack[index[b], b]` where `mask[b]` and the index is in range;
+        every other write is redirected out of range and dropped (O(B) work, not O(D*B))."""
+        depth, batch = stack.shape[0], stack.shape[1]
+        index = jnp.asarray(index, dtype=jnp.int32)
+        ok = jnp.asarray(mask, dtype=bool) & (index >= 0) & (index < depth)
+        rows = jnp.where(ok, index, depth)
+        value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), stack.shape[1:])
+        return stack.at[rows, jnp.arange(batch)].set(value, mode="drop")
+
+    def stack_read(self, stack: Any, index: Any) -> Any:
+        depth, batch = stack.shape[0], stack.shape[1]
+        rows = jnp.clip(jnp.asarray(index, dtype=jnp.int32), 0, depth - 1)
+        return stack[rows, jnp.arange(batch)]
+
+    def reduce_min(self, value: Any) -> Any:
+        return jnp.min(value)
+
+    # ----- running --------------------------------------------------------------------------
+    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+        """One jitted `lax.while_loop`, compiled once per `cache_key` (None: never cached)."""
+        state = {key: jnp.asarray(value) for key, value in state.items()}
+        key = None if cache_key is None else (cache_key, int(halt_index), len(kernels))
+        runner = self.code_cache.get(key) if key is not None else None
+        if runner is None:
+            runner = jax.jit(self._loop(tuple(kernels), int(halt_index)))
+            if key is not None:
+                self.code_cache[key] = runner
+        return dict(runner(state))
+
+    def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+        """The machine loop over `kernels` as a traceable function of the state."""
+
+        def loop(state: State) -> State:
+            self.trace_count += 1  # runs only while tracing
+            branches = [_conforming(kernel, state) for kernel in kernels]
+
+            def cond(s: State) -> Any:
+                return jnp.min(s["pc"]) < halt_index
+
+            def body(s: State) -> State:
+                return lax.switch(jnp.min(s["pc"]), branches, s)
+
+            return lax.while_loop(cond, body, state)
+
+        return loop
+
+    # ----- type inference helpers -----------------------------------------------------------
+    def run_on_dummies(self, fn: Callable[..., Any], input_types: Sequence[TensorType]) -> Any:
+        """Abstract evaluation with `jax.eval_shape`: returns `jax.ShapeDtypeStruct` leaves."""
+        specs = [jax.ShapeDtypeStruct(tuple(t.shape), np.dtype(t.dtype)) for t in input_types]
+        return jax.eval_shape(fn, *specs)
+
+
+def _conforming(kernel: Kernel, template: State) -> Kernel:
+    """`kernel` made to return exactly the keys, dtypes and shapes of `template` (as
+    `lax.switch` requires): missing keys keep their value, new values are cast back."""
+
+    def branch(state: State) -> State:
+        out = kernel(dict(state))
+        result = {}
+        for key, like in template.items():
+            value = jnp.asarray(out.get(key, state[key]), dtype=like.dtype)
+            result[key] = jnp.broadcast_to(value, like.shape)
+        return result
+
+    return branch
