@@ -281,17 +281,27 @@ class OpaqueOp(IRDLOperation):
         super().__init__(properties={"sym_name": StringAttr(name), "source": StringAttr(source)})
 
 
+def verify_opaque_callee(op: Operation, callee: SymbolRefAttr | None) -> None:
+    """Shared by the prim ops of all three dialects: an opaque prim's callee symbol names a
+    `functional.opaque` declaration of the module."""
+    if callee is None:
+        return
+    name = callee.string_value()
+    decl = SymbolTable.lookup_symbol(op, callee)
+    if decl is None:
+        raise VerifyException(f"prim @{name} has no `functional.opaque @{name}` declaration in this module")
+    if not isinstance(decl, OpaqueOp):
+        raise VerifyException(
+            f"prim @{name} names a {decl.name}; an opaque prim must name a `functional.opaque` declaration"
+        )
+
+
 class PrimSymbolUser(SymbolUserOpInterface):
     """Checks that an opaque prim names a `functional.opaque` declaration."""
 
     def verify(self, op: Operation) -> None:
         assert isinstance(op, PrimOp)
-        if op.callee is None:
-            return
-        name = op.callee.string_value()
-        decl = SymbolTable.lookup_symbol(op, op.callee)
-        if not isinstance(decl, OpaqueOp):
-            raise VerifyException(f"prim @{name} has no `functional.opaque @{name}` declaration in this module")
+        verify_opaque_callee(op, op.callee)
 
 
 def verify_prim_signature(fn: str | None, callee: SymbolRefAttr | None, n_operands: int, n_results: int) -> None:
@@ -392,9 +402,12 @@ ConstantValue = IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr
 def parse_constant_body(parser: Parser) -> tuple[bool, Attribute]:
     """Parse `[weak] <typed attribute>` shared by the constant ops of all three dialects."""
     weak = parser.parse_optional_keyword("weak") is not None
+    start = parser.pos
     value = parser.parse_attribute()
     if not isinstance(value, IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr):
-        parser.raise_error("expected an integer, float, boolean or dense tensor constant")
+        parser.raise_error(
+            f"expected an integer, float, boolean or dense tensor constant, got {value}", start, parser.pos
+        )
     return weak, value
 
 
@@ -408,7 +421,7 @@ def verify_constant_value(value: Attribute, result_type: Attribute) -> None:
             "scalar type (i1, i32, i64, f32, f64, ...) or a static tensor of one"
         )
     if result_type != value_type:
-        raise VerifyException(f"constant of type {value_type} cannot produce a {result_type}")
+        raise VerifyException(f"constant of type {value_type} cannot produce a value of type {result_type}")
 
 
 def print_constant_body(printer: Printer, weak: bool, value: Attribute) -> None:

@@ -60,11 +60,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from abir.dialects.functional import (
     ConstantValue,
-    OpaqueOp,
     parse_constant_body,
     parse_prim_head,
     print_constant_body,
     print_prim_head,
+    verify_opaque_callee,
     verify_prim_signature,
 )
 from abir.types import is_value_type
@@ -335,9 +335,7 @@ class PrimOp(IRDLOperation):
         verify_prim_signature(
             self.fn.data if self.fn is not None else None, self.callee, len(self.inputs), len(self.outputs)
         )
-        if self.callee is not None and not isinstance(SymbolTable.lookup_symbol(self, self.callee), OpaqueOp):
-            name = self.callee.string_value()
-            raise VerifyException(f"prim @{name} has no `functional.opaque @{name}` declaration in this module")
+        verify_opaque_callee(self, self.callee)
         check_readable(self, self.inputs.data)
         for name in self.outputs.data:
             lookup_variable(self, name, VarOp)

@@ -63,12 +63,12 @@ from xdsl.utils.exceptions import VerifyException
 
 from abir.dialects.functional import (
     ConstantValue,
-    OpaqueOp,
     parse_constant_body,
     parse_prim_head,
     print_constant_body,
     print_prim_head,
     verify_constant_value,
+    verify_opaque_callee,
     verify_prim_signature,
 )
 from abir.dialects.stack import StorageAttr, StorageClass, parse_var_list, print_var_list, refs
@@ -428,9 +428,7 @@ class PrimOp(IRDLOperation):
         verify_prim_signature(
             self.fn.data if self.fn is not None else None, self.callee, len(self.arguments), len(self.res)
         )
-        if self.callee is not None and not isinstance(SymbolTable.lookup_symbol(self, self.callee), OpaqueOp):
-            name = self.callee.string_value()
-            raise VerifyException(f"prim @{name} has no `functional.opaque @{name}` declaration in this module")
+        verify_opaque_callee(self, self.callee)
 
     @classmethod
     def parse(cls, parser: Parser) -> PrimOp:
