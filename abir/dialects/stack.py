@@ -96,11 +96,15 @@ class StorageAttr(Data[StorageClass]):
 
 
 def parse_storage_keyword(parser: AttrParser) -> StorageClass:
-    word = parser.parse_identifier()
+    """Parse one of the storage class names (`dead`, `temporary`, `register`, `stack`)."""
+    start = parser.pos
+    word = parser.parse_identifier(" for the storage class")
     try:
         return StorageClass(word)
     except ValueError:
-        parser.raise_error(f"unknown storage class '{word}'; expected one of {[s.value for s in StorageClass]}")
+        parser.raise_error(
+            f"unknown storage class '{word}'; expected dead, temporary, register or stack", start, parser.pos
+        )
 
 
 def lookup_variable(op: Operation, name: SymbolRefAttr, var_class: type[Operation]) -> Operation:
