@@ -13,15 +13,25 @@ state is a flat `dict[str, array]` whose arrays all carry the batch dimension B:
     "overflow"      int32 [B]        0, or 1 + the index of the block whose push overflowed
     "underflow"     int32 [B]        likewise for a pop/peek/return with nothing saved
 
-A backend then runs the loop `while min(pc) < N: state = kernels[min(pc)](state)` its own way
-(a Python loop, one `jax.jit` with `lax.while_loop` + `lax.switch`, or a `tf.function` with
-`tf.while_loop` + `tf.switch_case`).
+A backend then runs the loop `while next_block(pc) < N: state = kernels[next_block(pc)](state)`
+its own way (a Python loop, one `jax.jit` with `lax.while_loop` + `lax.switch`, or a
+`tf.function` with `tf.while_loop` + `tf.switch_case`). `next_block` applies the backend's
+scheduling policy (`smallest_live_block` by default: halted members hold N, the largest index,
+so they never hold the others back).
+
+Kernels call only methods of this protocol, so one set of kernels serves every backend. Every
+value a kernel computes carries a leading batch dimension of B, or of 1 for constants (which
+broadcast through `where`). Inactive members' rows hold junk: prims run on every row.
+
+`stack_write` may update its `stack` argument in place (the NumPy backend does, to keep a push
+O(B) instead of O(D*B)); the machine never uses a stack array again after passing it there.
 """
 
 from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,12 +40,52 @@ from abir.types import TensorType
 
 State = dict[str, Any]
 Kernel = Callable[[State], State]
+Scheduler = Callable[["Backend", Any], Any]
+
+
+def smallest_live_block(backend: Backend, pc: Any) -> Any:
+    """The reference scheduling policy: run the smallest block index any member holds.
+
+    Blocks are numbered in schedule-priority order and halted members hold the largest index,
+    so this picks the highest-priority block that still has live members."""
+    return backend.reduce_min(pc)
+
+
+@dataclass
+class RunStats:
+    """What one eager run of the machine did (collected by backends that run step by step).
+
+    `steps` is the number of kernel executions; `block_steps[i]` how many of them ran block i
+    and `block_members[i]` how many members were active in those steps, summed."""
+
+    batch_size: int
+    steps: int = 0
+    block_steps: list[int] = field(default_factory=list)
+    block_members: list[int] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, batch_size: int, num_blocks: int) -> RunStats:
+        return cls(batch_size, 0, [0] * num_blocks, [0] * num_blocks)
+
+    def record(self, block: int, members: int) -> None:
+        self.steps += 1
+        self.block_steps[block] += 1
+        self.block_members[block] += members
+
+    @property
+    def lane_use(self) -> float:
+        """Fraction of member slots doing useful work over all steps (1.0 = no masking waste)."""
+        total = self.steps * self.batch_size
+        return sum(self.block_members) / total if total else 1.0
 
 
 class Backend(abc.ABC):
     """Array operations and the run loop of one array library."""
 
     name: str = "abstract"
+    scheduler: Scheduler = staticmethod(smallest_live_block)  # type: ignore[assignment]
+    last_stats: RunStats | None = None
+    """Set by `run` on backends that can count steps eagerly (NumPy); None otherwise."""
 
     # ----- arrays -------------------------------------------------------------------------
     @abc.abstractmethod
@@ -72,6 +122,14 @@ class Backend(abc.ABC):
     def full_mask(self, batch_size: int) -> Any:
         return self.full((batch_size,), True, np.bool_)
 
+    def create_register(self, batch_size: int, type: TensorType) -> Any:
+        """A zero `[B, *shape]` array for a register (or the top of a stack variable)."""
+        return self.zeros((batch_size, *type.shape), type.dtype)
+
+    def create_stack(self, max_stack_depth: int, batch_size: int, type: TensorType) -> Any:
+        """A zero `[D, B, *shape]` array holding a stack variable's saved values."""
+        return self.zeros((max_stack_depth, batch_size, *type.shape), type.dtype)
+
     # ----- primitives ---------------------------------------------------------------------
     @abc.abstractmethod
     def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
@@ -102,7 +160,30 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def reduce_min(self, value: Any) -> Any: ...
 
+    def expand_event_dims(self, value: Any, count: int) -> Any:
+        """Insert `count` size-1 axes right after the batch axis: `[B, *s] -> [B, 1.., *s]`.
+
+        Per-member broadcasting aligns event shapes on the right; the batch axis must stay in
+        front, so a lower-rank operand is expanded before a batched elementwise prim."""
+        if count == 0:
+            return value
+        return value[(slice(None),) + (None,) * count]
+
     # ----- running --------------------------------------------------------------------------
+    def next_block(self, pc: Any) -> Any:
+        """The block the machine runs next, by this backend's `scheduler`."""
+        return self.scheduler(self, pc)
+
+    def switch_case(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+        """`branches[index](*operands)`; traced backends build one switch over all branches."""
+        return branches[int(self.to_numpy(index))](*operands)
+
+    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
+        """`while cond(state): state = body(state)`; traced backends build a loop op."""
+        while bool(self.to_numpy(cond(state))):
+            state = body(state)
+        return state
+
     @abc.abstractmethod
     def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
         """Run `while min(pc) < halt_index: state = kernels[min(pc)](state)` and return the final

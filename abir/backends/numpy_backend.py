@@ -1,0 +1,110 @@
+"""The NumPy backend: the eager reference implementation of the backend protocol.
+
+Kernels run one after another in a Python loop, so this backend can also count machine steps
+and active members per block (`last_stats`). Primitives run on every row, including the junk
+rows of inactive members, with NumPy's floating-point warnings silenced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from abir import prims
+from abir.backends.base import Backend, Kernel, RunStats, Scheduler, State, smallest_live_block
+
+
+class NumpyBackend(Backend):
+    """Array operations on `numpy.ndarray` and a Python `while` loop over machine steps."""
+
+    name = "numpy"
+
+    def __init__(self, scheduler: Scheduler = smallest_live_block, collect_stats: bool = True):
+        self.scheduler = scheduler
+        self.collect_stats = collect_stats
+        self.last_stats = None
+
+    # ----- arrays -------------------------------------------------------------------------
+    def asarray(self, value: Any, dtype: Any = None) -> np.ndarray:
+        return np.asarray(value, dtype=dtype)
+
+    def to_numpy(self, value: Any) -> np.ndarray:
+        return np.asarray(value)
+
+    def is_native(self, value: Any) -> bool:
+        return isinstance(value, np.ndarray)
+
+    def zeros(self, shape: Sequence[int], dtype: Any) -> np.ndarray:
+        return np.zeros(tuple(shape), dtype=dtype)
+
+    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> np.ndarray:
+        return np.full(tuple(shape), value, dtype=dtype)
+
+    def arange(self, n: int, dtype: Any = np.int32) -> np.ndarray:
+        return np.arange(n, dtype=dtype)
+
+    # ----- primitives ---------------------------------------------------------------------
+    def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> np.ndarray:
+        """NumPy semantics, with the result pinned to `result_dtype` and no warnings from junk rows."""
+        with np.errstate(all="ignore"):
+            result = np.asarray(prims.apply_numpy(name, args, result_dtype))
+            if result_dtype is not None and result.dtype != np.dtype(result_dtype):
+                result = result.astype(result_dtype)
+        return result
+
+    def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+        with np.errstate(all="ignore"):
+            return fn(*args)
+
+    # ----- masked state updates -------------------------------------------------------------
+    def where(self, mask: Any, new: Any, old: Any) -> np.ndarray:
+        mask = np.asarray(mask)
+        old = np.asarray(old)
+        mask = mask.reshape(mask.shape + (1,) * (old.ndim - mask.ndim))
+        return np.where(mask, new, old).astype(old.dtype, copy=False)
+
+    def stack_write(self, stack: np.ndarray, index: Any, value: Any, mask: Any) -> np.ndarray:
+        """Writes in place: only the masked members' slots are touched (O(B), not O(D*B))."""
+        members = np.flatnonzero(mask)
+        if members.size:
+            value = np.broadcast_to(value, stack.shape[1:])
+            stack[np.asarray(index)[members], members] = value[members]
+        return stack
+
+    def stack_read(self, stack: np.ndarray, index: Any) -> np.ndarray:
+        rows = np.clip(np.asarray(index), 0, stack.shape[0] - 1)
+        return stack[rows, np.arange(stack.shape[1])]
+
+    def reduce_min(self, value: Any) -> np.ndarray:
+        return np.min(value)
+
+    # ----- running --------------------------------------------------------------------------
+    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+        """A Python loop over machine steps; records `last_stats` when `collect_stats` is set."""
+        stats = RunStats.empty(int(state["pc"].shape[0]), len(kernels)) if self.collect_stats else None
+        block = int(self.next_block(state["pc"]))
+        while block < halt_index:
+            if stats is not None:
+                stats.record(block, int(np.count_nonzero(state["pc"] == block)))
+            state = kernels[block](state)
+            block = int(self.next_block(state["pc"]))
+        self.last_stats = stats
+        return state
+
+    # ----- reference protocol helpers ---------------------------------------------------------
+    def switch_case(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+        return branches[int(index)](*operands)
+
+    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
+        while bool(cond(state)):
+            state = body(state)
+        return state
+
+    def merge_dtypes(self, a: Any, b: Any) -> np.dtype:
+        return np.promote_types(a, b)
+
+    def broadcast_to_shape_of(self, value: Any, target: Any) -> np.ndarray:
+        target = np.asarray(target)
+        return np.broadcast_to(np.asarray(value, dtype=target.dtype), target.shape).copy()

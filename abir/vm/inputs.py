@@ -1,0 +1,92 @@
+"""Checking and broadcasting the flat argument leaves of a batched call.
+
+Every argument has a leading batch dimension; sizes must agree or be 1 (broadcast); Python
+scalars count as size 1. A leaf is cast to its variable's dtype only when the cast is safe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from abir.backends.base import Backend
+from abir.types import TensorType
+
+
+def _is_python_scalar(value: Any) -> bool:
+    return isinstance(value, bool | int | float) and not isinstance(value, np.generic)
+
+
+def _scalar_fits(value: bool | int | float, dtype: np.dtype) -> bool:
+    """Whether a Python scalar converts to `dtype` without changing its value or kind."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            return info.min <= value <= info.max
+        return dtype.kind == "f"
+    return dtype.kind == "f"
+
+
+def _check_dtype(name: str, value: Any, have: np.dtype, want: np.dtype) -> None:
+    ok = _scalar_fits(value, want) if _is_python_scalar(value) else np.can_cast(have, want, "safe")
+    if not ok:
+        raise TypeError(
+            f"input {name!r} has dtype {have}, which cannot be converted safely to {want}, the type the "
+            f"program was compiled for; pass an array of dtype {want} (e.g. x.astype(np.{want}))"
+        )
+
+
+def _event_shape(name: str, value: Any, backend: Backend, want: TensorType) -> tuple[int, ...]:
+    """The leaf's shape with a batch dimension (Python scalars become size-1 batches)."""
+    shape = () if _is_python_scalar(value) else tuple(backend.type_of(value).shape)
+    if not shape:
+        shape = (1,)
+    if tuple(shape[1:]) != tuple(want.shape):
+        raise ValueError(
+            f"input {name!r} has shape {list(shape)}, but each batch member must have shape "
+            f"{list(want.shape)} (leading batch dimension first)"
+        )
+    return shape
+
+
+def batch_size_of(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> int:
+    """The common batch size: every leaf has leading dimension B or 1."""
+    sizes = {name: shape[0] for name, shape in zip(names, shapes, strict=True)}
+    big = sorted({s for s in sizes.values() if s != 1})
+    if len(big) > 1:
+        detail = ", ".join(f"{n!r}: {s}" for n, s in sizes.items())
+        raise ValueError(f"batch sizes disagree ({detail}); every input needs the same batch size, or 1")
+    return big[0] if big else 1
+
+
+def prepare_inputs(
+    names: Sequence[str], types: Sequence[TensorType], args: Sequence[Any], backend: Backend
+) -> tuple[int, list[Any]]:
+    """Check the leaves against the input types; return (B, leaves as `[B, *shape]` arrays)."""
+    if len(args) != len(types):
+        raise TypeError(f"the program takes {len(types)} input(s) ({', '.join(names)}), got {len(args)}")
+    shapes = []
+    arrays = []
+    for name, want, value in zip(names, types, args, strict=True):
+        want_dtype = np.dtype(want.dtype)
+        have = np.asarray(value).dtype if _is_python_scalar(value) else np.dtype(backend.type_of(value).dtype)
+        _check_dtype(name, value, have, want_dtype)
+        shape = _event_shape(name, value, backend, want)
+        shapes.append(shape)
+        arrays.append(backend.asarray(np.asarray(value, want_dtype) if _is_python_scalar(value) else value, want_dtype))
+    batch = batch_size_of(names, shapes)
+    leaves = [_broadcast(backend, array, shape, batch, want) for array, shape, want in zip(arrays, shapes, types, strict=True)]
+    return batch, leaves
+
+
+def _broadcast(backend: Backend, array: Any, shape: tuple[int, ...], batch: int, want: TensorType) -> Any:
+    """Reshape scalars to a size-1 batch and spread size-1 batches to B."""
+    if len(getattr(array, "shape", ())) == 0:
+        array = array[None]
+    if shape[0] == batch:
+        return array
+    return backend.where(backend.full_mask(batch), array, backend.create_register(batch, want))

@@ -1,0 +1,383 @@
+"""The program-counter machine: a `vm.program` compiled into one kernel per block.
+
+`compile_machine` reads the vm module once and turns each `vm.block` into a list of small
+steps over precomputed data (variable names, SSA slot numbers, constants, prim names). A
+kernel, built once per backend, is then a plain function `state -> state` that replays those
+steps calling only backend methods, so it can run eagerly (NumPy) or be traced (JAX, TF):
+
+    mask = (pc == block)                     # members standing at this block
+    values = [...]                           # the block's SSA values, full batch (junk rows)
+    state  = masked writes / pushes / pops, then the pc update
+
+`Machine.run` builds the initial state, lets the backend loop over steps, checks the per-member
+error flags and returns the output variables' registers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.ir import Operation, SSAValue
+
+from abir.backends.base import Backend, Kernel, RunStats, State
+from abir.dialects import vm
+from abir.errors import StackOverflowError, StackUnderflowError
+from abir.opaque import lookup_opaque
+from abir.types import TensorType, tensor_type_of
+from abir.vm import state_ops
+from abir.vm.inputs import prepare_inputs
+from abir.vm.values import align_operands, constant_array, rank_padding, result_dtype
+
+Env = list[Any]
+Step = Callable[[Backend, State, Env, Any], State]
+"""One op of a kernel: (backend, state, SSA values by slot, mask) -> state."""
+
+DEFAULT_MAX_STACK_DEPTH = 15
+
+
+@dataclass(frozen=True)
+class Variable:
+    """A machine variable: name, per-member type and whether it has a stack."""
+
+    name: str
+    type: TensorType
+    is_stack: bool
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """The precomputed body of one block: its steps and what a user error message needs."""
+
+    index: int
+    function: str | None
+    steps: tuple[Step, ...]
+    slots: int
+    uses_stacks: bool
+    callee: int | None
+
+
+# ----- steps -------------------------------------------------------------------------------
+
+
+def _read_step(slot: int, var: str) -> Step:
+    key = state_ops.register_key(var)
+
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        env[slot] = state[key]
+        return state
+
+    return step
+
+
+def _constant_step(slot: int, value: np.ndarray) -> Step:
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        env[slot] = backend.asarray(value, value.dtype)
+        return state
+
+    return step
+
+
+def _builtin_step(slot: int, name: str, args: tuple[int, ...], padding: tuple[int, ...], dtype: np.dtype) -> Step:
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        operands = align_operands(backend, [env[a] for a in args], padding)
+        env[slot] = backend.builtin_prim(name, operands, dtype)
+        return state
+
+    return step
+
+
+def _opaque_step(slots: tuple[int, ...], symbol: str, args: tuple[int, ...]) -> Step:
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        results = backend.call_opaque(lookup_opaque(symbol), [env[a] for a in args])
+        if len(slots) == 1:
+            results = (results,)
+        if len(results) != len(slots):
+            raise TypeError(f"opaque primitive @{symbol} returned {len(results)} values, expected {len(slots)}")
+        for slot, value in zip(slots, results, strict=True):
+            env[slot] = value
+        return state
+
+    return step
+
+
+def _write_step(var: str, slot: int) -> Step:
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        return state_ops.write(backend, state, var, env[slot], mask)
+
+    return step
+
+
+def _push_step(names: tuple[str, ...], block: int) -> Step:
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        for name in names:
+            state = state_ops.push(backend, state, name, mask, block)
+        return state
+
+    return step
+
+
+def _restore_step(names: tuple[str, ...], block: int, drop: bool) -> Step:
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        for name in names:
+            state = state_ops.restore(backend, state, name, mask, block, drop)
+        return state
+
+    return step
+
+
+def _jump_step(target: int) -> Step:
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        return state_ops.set_pc(backend, state, target, mask)
+
+    return step
+
+
+def _branch_step(cond: int, then_target: int, else_target: int) -> Step:
+    targets = (np.int32(then_target), np.int32(else_target))
+
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        choice = backend.builtin_prim("where", [env[cond], *targets], np.int32)
+        return state_ops.set_pc(backend, state, choice, mask)
+
+    return step
+
+
+def _call_step(target: int, return_target: int, block: int) -> Step:
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        return state_ops.call(backend, state, target, return_target, mask, block)
+
+    return step
+
+
+def _return_step(block: int) -> Step:
+    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+        return state_ops.return_(backend, state, mask, block)
+
+    return step
+
+
+# ----- planning --------------------------------------------------------------------------
+
+
+class _Slots:
+    """Numbers the SSA values of one block."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[SSAValue, int] = {}
+
+    def define(self, value: SSAValue) -> int:
+        self.numbers[value] = len(self.numbers)
+        return self.numbers[value]
+
+    def use(self, value: SSAValue) -> int:
+        return self.numbers[value]
+
+
+def _var_names(op: vm.PushOp | vm.PopOp | vm.PeekOp) -> tuple[str, ...]:
+    return tuple(ref.string_value() for ref in op.vars.data)
+
+
+def _plan_op(op: Operation, slots: _Slots, block: int, halt: int) -> Step:  # noqa: C901
+    """The step that executes one vm op."""
+    match op:
+        case vm.ReadOp():
+            return _read_step(slots.define(op.res), op.var.string_value())
+        case vm.ConstantOp():
+            return _constant_step(slots.define(op.res), constant_array(op.value))
+        case vm.PrimOp() if op.fn is not None:
+            args = tuple(slots.use(a) for a in op.arguments)
+            padding = rank_padding(op.arguments.types, op.res.types)
+            return _builtin_step(slots.define(op.res[0]), op.fn.data, args, padding, result_dtype(op.res[0].type))
+        case vm.PrimOp():
+            args = tuple(slots.use(a) for a in op.arguments)
+            return _opaque_step(tuple(slots.define(r) for r in op.res), op.prim_name, args)
+        case vm.WriteOp():
+            return _write_step(op.var.string_value(), slots.use(op.value))
+        case vm.PushOp():
+            return _push_step(_var_names(op), block)
+        case vm.PopOp() | vm.PeekOp():
+            return _restore_step(_var_names(op), block, drop=isinstance(op, vm.PopOp))
+        case vm.JumpOp():
+            return _jump_step(op.target.value.data)
+        case vm.BranchOp():
+            return _branch_step(slots.use(op.cond), op.then_target.value.data, op.else_target.value.data)
+        case vm.CallOp():
+            return _call_step(op.target.value.data, op.return_target.value.data, block)
+        case vm.ReturnOp():
+            return _return_step(block)
+        case vm.HaltOp():
+            return _jump_step(halt)
+    raise NotImplementedError(f"the machine cannot execute {op.name}")
+
+
+STACK_OPS = (vm.PushOp, vm.PopOp, vm.PeekOp, vm.CallOp, vm.ReturnOp)
+
+
+def _plan_block(block: vm.BlockOp, halt: int) -> BlockPlan:
+    slots = _Slots()
+    ops = list(block.body.block.ops)
+    steps = tuple(_plan_op(op, slots, block.number, halt) for op in ops)
+    function = block.attributes.get("function")
+    terminator = ops[-1]
+    return BlockPlan(
+        index=block.number,
+        function=function.data if isinstance(function, StringAttr) else None,
+        steps=steps,
+        slots=len(slots.numbers),
+        uses_stacks=any(isinstance(op, STACK_OPS) for op in ops),
+        callee=terminator.target.value.data if isinstance(terminator, vm.CallOp) else None,
+    )
+
+
+def make_kernel(plan: BlockPlan, backend: Backend, halt: int) -> Kernel:
+    """The kernel `state -> state` of one planned block on one backend."""
+
+    def kernel(state: State) -> State:
+        state = dict(state)
+        mask = state_ops.block_mask(backend, state, plan.index)
+        env: Env = [None] * plan.slots
+        for step in plan.steps:
+            state = step(backend, state, env, mask)
+        if plan.uses_stacks:
+            state = state_ops.halt_failed(backend, state, halt)
+        return state
+
+    kernel.__name__ = f"block_{plan.index}"
+    return kernel
+
+
+# ----- the machine ----------------------------------------------------------------------
+
+
+def _find_program(module: ModuleOp) -> vm.ProgramOp:
+    programs = [op for op in module.ops if isinstance(op, vm.ProgramOp)]
+    if len(programs) != 1:
+        raise ValueError(f"a vm module must hold exactly one vm.program, found {len(programs)}")
+    return programs[0]
+
+
+def _variables(module: ModuleOp) -> dict[str, Variable]:
+    return {
+        op.sym_name.data: Variable(op.sym_name.data, tensor_type_of(op.type), op.is_stack)
+        for op in module.ops
+        if isinstance(op, vm.VarOp)
+    }
+
+
+class Machine:
+    """A compiled vm program: block plans, and kernels built lazily once per backend."""
+
+    def __init__(
+        self,
+        name: str,
+        variables: dict[str, Variable],
+        inputs: Sequence[str],
+        outputs: Sequence[str],
+        plans: Sequence[BlockPlan],
+    ):
+        self.name = name
+        self.variables = variables
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.plans = tuple(plans)
+        self.has_calls = any(plan.callee is not None for plan in plans)
+        self.last_stats: RunStats | None = None
+        self._kernels: dict[int, tuple[Backend, list[Kernel]]] = {}
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.plans)
+
+    def kernels(self, backend: Backend) -> list[Kernel]:
+        """The block kernels for `backend` (built on first use, then reused)."""
+        entry = self._kernels.get(id(backend))
+        if entry is None or entry[0] is not backend:
+            entry = (backend, [make_kernel(plan, backend, self.num_blocks) for plan in self.plans])
+            self._kernels[id(backend)] = entry
+        return entry[1]
+
+    def initial_state(self, backend: Backend, leaves: Sequence[Any], batch: int, max_stack_depth: int) -> State:
+        """Zero registers and stacks, the inputs in their registers, every pc at block 0."""
+        state: State = {
+            state_ops.PC: backend.zeros((batch,), np.int32),
+            state_ops.OVERFLOW: backend.zeros((batch,), np.int32),
+            state_ops.UNDERFLOW: backend.zeros((batch,), np.int32),
+        }
+        if self.has_calls:
+            state[state_ops.PC_STACK] = backend.zeros((max_stack_depth, batch), np.int32)
+            state[state_ops.PC_SP] = backend.zeros((batch,), np.int32)
+        for var in self.variables.values():
+            state[state_ops.register_key(var.name)] = backend.create_register(batch, var.type)
+            if var.is_stack:
+                state[state_ops.stack_key(var.name)] = backend.create_stack(max_stack_depth, batch, var.type)
+                state[state_ops.pointer_key(var.name)] = backend.zeros((batch,), np.int32)
+        for name, leaf in zip(self.inputs, leaves, strict=True):
+            state[state_ops.register_key(name)] = leaf
+        return state
+
+    def run(
+        self,
+        args: Sequence[Any],
+        backend: Backend,
+        max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
+        cache_key: Any = None,
+    ) -> list[Any]:
+        """Run the program on the flat input leaves; return the output registers."""
+        if max_stack_depth < 1:
+            raise ValueError(f"max_stack_depth must be at least 1, got {max_stack_depth}")
+        types = [self.variables[name].type for name in self.inputs]
+        batch, leaves = prepare_inputs(self.inputs, types, args, backend)
+        state = self.initial_state(backend, leaves, batch, max_stack_depth)
+        backend.last_stats = None
+        state = backend.run(self.kernels(backend), state, self.num_blocks, cache_key)
+        self.last_stats = backend.last_stats
+        self._raise_errors(backend, state, max_stack_depth)
+        return [state[state_ops.register_key(name)] for name in self.outputs]
+
+    # ----- errors ---------------------------------------------------------------------------
+    def _describe(self, block: int) -> str:
+        plan = self.plans[block]
+        where = f"function {plan.function!r}" if plan.function else "the program"
+        if plan.callee is not None:
+            callee = self.plans[plan.callee].function
+            if callee and callee != plan.function:
+                where += f" calling {callee!r}"
+        return f"{where} (vm block {block})"
+
+    def _raise_errors(self, backend: Backend, state: State, max_stack_depth: int) -> None:
+        overflow = backend.to_numpy(state[state_ops.OVERFLOW])
+        if overflow.any():
+            members = np.flatnonzero(overflow)
+            raise StackOverflowError(
+                f"stack overflow in {self._describe(int(overflow[members[0]]) - 1)}: batch member(s) "
+                f"{members.tolist()} recursed deeper than max_stack_depth={max_stack_depth}. Pass a larger "
+                f"max_stack_depth= (e.g. max_stack_depth={2 * max_stack_depth}), or check that the "
+                "recursion terminates"
+            )
+        underflow = backend.to_numpy(state[state_ops.UNDERFLOW])
+        if underflow.any():
+            members = np.flatnonzero(underflow)
+            raise StackUnderflowError(
+                f"stack underflow in {self._describe(int(underflow[members[0]]) - 1)}: batch member(s) "
+                f"{members.tolist()} restored a value that was never saved. This is a bug in abir's "
+                "lowering (or in hand-written vm IR); please report it with the program"
+            )
+
+
+def compile_machine(vm_module: ModuleOp) -> Machine:
+    """Read a vm module once and plan every block (kernels are built per backend on demand)."""
+    vm_module.verify()
+    program = _find_program(vm_module)
+    halt = len(program.blocks)
+    plans = [_plan_block(block, halt) for block in program.blocks]
+    return Machine(
+        program.sym_name.data,
+        _variables(vm_module),
+        [ref.string_value() for ref in program.inputs.data],
+        [ref.string_value() for ref in program.outputs.data],
+        plans,
+    )
