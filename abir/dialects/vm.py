@@ -117,11 +117,12 @@ class VarOp(IRDLOperation):
         name = parser.parse_symbol_name().data
         parser.parse_punctuation(":")
         type = parser.parse_type()
+        start = parser.pos
         word = parser.parse_identifier(" for the storage class (register or stack)")
         try:
             storage = StorageClass(word)
         except ValueError:
-            parser.raise_error(f"unknown storage class '{word}'; expected register or stack")
+            parser.raise_error(f"unknown storage class '{word}'; expected register or stack", start, parser.pos)
         op = cls(name, type, storage)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -255,6 +256,8 @@ class BlockOp(IRDLOperation):
         index = parser.parse_integer(allow_boolean=False, allow_negative=False)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         region = parser.parse_region()
+        if not region.blocks:  # `vm.block N {}`: keep the single (empty) block for the verifier
+            region.add_block(Block())
         op = cls(index, region)
         if attrs is not None:
             op.attributes |= attrs.data
@@ -389,9 +392,12 @@ class ConstantOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
+        start = parser.pos
         weak, value = parse_constant_body(parser)
         if weak:
-            parser.raise_error("vm constants are fully typed; `weak` is only meaningful before type inference")
+            parser.raise_error(
+                "vm constants are fully typed; `weak` is only meaningful before type inference", start, parser.pos
+            )
         op = cls(value)
         op.attributes |= parser.parse_optional_attr_dict()
         return op
