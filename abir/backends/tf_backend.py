@@ -1,0 +1,306 @@
+"""The TensorFlow backend: the machine loop is one `tf.function` (optionally XLA-compiled).
+
+`run` stages `while min(pc) < halt: state = switch_case(min(pc), kernels)(state)` as one
+`tf.while_loop` around one `tf.switch_case` inside a `tf.function(jit_compile=...)`, traced
+once per `cache_key` (program, signature, batch size) and reused across calls. Builtin prims
+follow NumPy semantics: operands are cast to the dtype NumPy computes in, the result to the
+dtype NumPy gives, and integer division by zero yields 0 as in NumPy (TF would raise).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from abir import prims
+from abir.backends.base import Backend, Kernel, State
+
+# Prims whose operands are compared/combined in their common promoted dtype (result is bool).
+_COMMON_DTYPE_PRIMS = prims.COMPARISONS | {"logical_and", "logical_or", "logical_xor", "logical_not"}
+# Prims TF lacks kernels for on 8/16-bit integers: computed in int32, then cast back (the
+# wrap-around of two's complement makes this identical to NumPy's narrow arithmetic).
+_WIDEN_SMALL_INTS = {"add", "subtract", "multiply", "floor_divide", "remainder", "pow", "square", "negative",
+                     "abs", "sign", "maximum", "minimum", "less", "less_equal", "greater", "greater_equal"}  # fmt: skip
+_BOOL_ALGEBRA = {"add": tf.math.logical_or, "maximum": tf.math.logical_or, "bitwise_or": tf.math.logical_or,
+                 "multiply": tf.math.logical_and, "minimum": tf.math.logical_and,
+                 "bitwise_and": tf.math.logical_and, "bitwise_xor": tf.math.logical_xor,
+                 "not_equal": tf.math.logical_xor}  # fmt: skip
+
+
+def tf_dtype(dtype: Any) -> tf.DType:
+    """The TF dtype of a NumPy dtype (or of a TF dtype)."""
+    return dtype if isinstance(dtype, tf.DType) else tf.as_dtype(np.dtype(dtype))
+
+
+def np_dtype_of(value: Any) -> Any:
+    """The NumPy dtype of a tensor or array, or the Python scalar itself (weak promotion)."""
+    if tf.is_tensor(value):
+        return np.dtype(value.dtype.as_numpy_dtype)
+    return value.dtype if hasattr(value, "dtype") else value
+
+
+def as_tensor(value: Any, dtype: Any) -> tf.Tensor:
+    """`value` as a tensor of `dtype` (casting tensors; NumPy-converting everything else)."""
+    dt = tf_dtype(dtype)
+    if tf.is_tensor(value):
+        return value if value.dtype == dt else tf.cast(value, dt)
+    return tf.convert_to_tensor(np.asarray(value).astype(dt.as_numpy_dtype))
+
+
+def _float_like(x: tf.Tensor) -> bool:
+    return x.dtype.is_floating
+
+
+def _unary_float_only(fn: Callable[[tf.Tensor], tf.Tensor]) -> Callable[[tf.Tensor], tf.Tensor]:
+    """`fn` on floats; identity on integers and bools (floor, ceil, round, trunc)."""
+    return lambda x: fn(x) if _float_like(x) else x
+
+
+def _predicate(fn: Callable[[tf.Tensor], tf.Tensor], on_exact: bool) -> Callable[[tf.Tensor], tf.Tensor]:
+    """`fn` on floats; the constant `on_exact` on integers and bools (isnan, isinf, isfinite)."""
+    return lambda x: fn(x) if _float_like(x) else tf.fill(tf.shape(x), on_exact)
+
+
+def _log_base(base: float) -> Callable[[tf.Tensor], tf.Tensor]:
+    return lambda x: tf.math.log(x) / tf.constant(math.log(base), dtype=x.dtype)
+
+
+def _trunc(x: tf.Tensor) -> tf.Tensor:
+    return tf.where(x < 0, tf.math.ceil(x), tf.math.floor(x))
+
+
+def _abs(x: tf.Tensor) -> tf.Tensor:
+    return x if x.dtype == tf.bool or x.dtype.is_unsigned else tf.abs(x)
+
+
+def _invert(x: tf.Tensor) -> tf.Tensor:
+    return tf.logical_not(x) if x.dtype == tf.bool else tf.bitwise.invert(x)
+
+
+def _nan_propagating(
+    fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor],
+) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
+    """maximum/minimum propagating NaN as NumPy does."""
+
+    def apply(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        result = fn(x, y)
+        if not _float_like(x):
+            return result
+        return tf.where(tf.math.is_nan(x) | tf.math.is_nan(y), x + y, result)
+
+    return apply
+
+
+def _safe_division(
+    fn: Callable[[tf.Tensor, tf.Tensor], tf.Tensor],
+) -> Callable[[tf.Tensor, tf.Tensor], tf.Tensor]:
+    """Integer floor_divide/remainder by zero give 0 (NumPy), never a TF error."""
+
+    def apply(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        if _float_like(x):
+            return fn(x, y)
+        zero = tf.equal(y, tf.zeros_like(y))
+        result = fn(x, tf.where(zero, tf.ones_like(y), y))
+        return tf.where(zero, tf.zeros_like(result), result)
+
+    return apply
+
+
+def _hypot(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+    """sqrt(x^2 + y^2) without intermediate overflow."""
+    big = tf.maximum(tf.abs(x), tf.abs(y))
+    small = tf.minimum(tf.abs(x), tf.abs(y))
+    ratio = tf.math.divide_no_nan(small, big)
+    return big * tf.sqrt(1 + ratio * ratio)
+
+
+def _logaddexp(x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+    """log(exp(x) + exp(y)), stable; equal infinities give that infinity, NaN propagates."""
+    delta = x - y
+    stable = tf.maximum(x, y) + tf.math.log1p(tf.exp(-tf.abs(delta)))
+    return tf.where(tf.math.is_nan(delta), x + y, stable)
+
+
+_UNARY: dict[str, Callable[[tf.Tensor], tf.Tensor]] = {
+    "negative": tf.negative, "positive": tf.identity, "abs": _abs, "logical_not": tf.logical_not,
+    "bitwise_invert": _invert, "sqrt": tf.sqrt, "exp": tf.exp, "expm1": tf.math.expm1, "log": tf.math.log,
+    "log1p": tf.math.log1p, "log2": _log_base(2.0), "log10": _log_base(10.0), "sin": tf.sin, "cos": tf.cos,
+    "tan": tf.tan, "asin": tf.asin, "acos": tf.acos, "atan": tf.atan, "sinh": tf.sinh, "cosh": tf.cosh,
+    "tanh": tf.tanh, "asinh": tf.asinh, "acosh": tf.acosh, "atanh": tf.atanh,
+    "floor": _unary_float_only(tf.floor), "ceil": _unary_float_only(tf.math.ceil),
+    "round": _unary_float_only(tf.round), "trunc": _unary_float_only(_trunc), "sign": tf.sign,
+    "square": tf.square, "isnan": _predicate(tf.math.is_nan, False), "isinf": _predicate(tf.math.is_inf, False),
+    "isfinite": _predicate(tf.math.is_finite, True), "copy": tf.identity,
+}  # fmt: skip
+_BINARY: dict[str, Callable[[tf.Tensor, tf.Tensor], tf.Tensor]] = {
+    "add": tf.add, "subtract": tf.subtract, "multiply": tf.multiply, "divide": tf.math.truediv,
+    "floor_divide": _safe_division(tf.math.floordiv), "remainder": _safe_division(tf.math.floormod),
+    "pow": tf.pow, "less": tf.less, "less_equal": tf.less_equal, "greater": tf.greater,
+    "greater_equal": tf.greater_equal, "equal": tf.equal, "not_equal": tf.not_equal,
+    "logical_and": tf.logical_and, "logical_or": tf.logical_or, "logical_xor": tf.math.logical_xor,
+    "bitwise_and": tf.bitwise.bitwise_and, "bitwise_or": tf.bitwise.bitwise_or,
+    "bitwise_xor": tf.bitwise.bitwise_xor, "bitwise_left_shift": tf.bitwise.left_shift,
+    "bitwise_right_shift": tf.bitwise.right_shift, "maximum": _nan_propagating(tf.maximum),
+    "minimum": _nan_propagating(tf.minimum), "atan2": tf.atan2, "hypot": _hypot, "logaddexp": _logaddexp,
+}  # fmt: skip
+
+
+def _tf_function_for(name: str, dtype: tf.DType) -> Callable[..., tf.Tensor]:
+    """The TF function computing prim `name` on operands of `dtype`."""
+    if dtype == tf.bool and name in _BOOL_ALGEBRA:
+        return _BOOL_ALGEBRA[name]
+    if name.startswith("logical_"):
+        return lambda *xs: (_UNARY if len(xs) == 1 else _BINARY)[name](*(tf.cast(x, tf.bool) for x in xs))
+    return _UNARY[name] if name in _UNARY else _BINARY[name]
+
+
+def _compute_dtype(name: str, dtype: tf.DType) -> tf.DType:
+    """The dtype TF computes `name` in, for operands NumPy would compute in `dtype`."""
+    narrow = dtype.is_integer and dtype.size < 4
+    ordered_bool = dtype == tf.bool and name in ("less", "less_equal", "greater", "greater_equal")
+    return tf.int32 if (narrow and name in _WIDEN_SMALL_INTS) or ordered_bool else dtype
+
+
+class TensorFlowBackend(Backend):
+    """TF tensors; `run` is one `tf.function` (`jit_compile=True`: XLA) with while + switch."""
+
+    name = "tensorflow"
+
+    def __init__(self, jit_compile: bool = False, code_cache: MutableMapping[Any, Any] | None = None):
+        """`jit_compile` compiles the whole run with XLA. `code_cache` maps a run's `cache_key`
+        to its `tf.function`; pass a dict to share traced code between backend instances."""
+        self.jit_compile = bool(jit_compile)
+        self.code_cache: MutableMapping[Any, Any] = {} if code_cache is None else code_cache
+        self.trace_count = 0  # how many times a run loop was traced
+
+    @property
+    def label(self) -> str:
+        return "tensorflow+xla" if self.jit_compile else "tensorflow"
+
+    # ----- arrays -------------------------------------------------------------------------
+    def asarray(self, value: Any, dtype: Any = None) -> Any:
+        if dtype is not None:
+            return as_tensor(value, dtype)
+        return value if tf.is_tensor(value) else tf.convert_to_tensor(np.asarray(value))
+
+    def to_numpy(self, value: Any) -> np.ndarray:
+        return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+
+    def is_native(self, value: Any) -> bool:
+        return tf.is_tensor(value)
+
+    def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
+        return tf.zeros(tuple(shape), dtype=tf_dtype(dtype))
+
+    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any:
+        return tf.fill(tuple(shape), as_tensor(value, dtype))
+
+    def arange(self, n: int, dtype: Any = np.int32) -> Any:
+        return tf.range(n, dtype=tf_dtype(dtype))
+
+    def batch_size(self, value: Any) -> int:
+        shape = tuple(value.shape) if hasattr(value, "shape") else ()
+        return int(shape[0]) if shape else 1
+
+    # ----- primitives ---------------------------------------------------------------------
+    def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
+        """NumPy semantics: operands cast to NumPy's computing dtype, result to `result_dtype`."""
+        if not prims.is_builtin(name):
+            raise ValueError(f"{name!r} is not a builtin primitive (see abir.prims)")
+        if result_dtype is None:
+            result_dtype = prims.apply_numpy(name, [np.zeros((), np_dtype_of(a)) for a in args]).dtype
+        out_dtype = tf_dtype(result_dtype)
+        if name == "astype":
+            return as_tensor(args[0], out_dtype)
+        if name == "where":
+            cond, x, y = args
+            return tf.where(as_tensor(cond, tf.bool), as_tensor(x, out_dtype), as_tensor(y, out_dtype))
+        numpy_dtype = (
+            np.result_type(*(np_dtype_of(a) for a in args)) if name in _COMMON_DTYPE_PRIMS else result_dtype
+        )
+        compute = _compute_dtype(name, tf_dtype(numpy_dtype))
+        operands = [as_tensor(a, compute) for a in args]
+        return as_tensor(_tf_function_for(name, compute)(*operands), out_dtype)
+
+    def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+        return fn(*(self.asarray(a) for a in args))
+
+    # ----- masked state updates -------------------------------------------------------------
+    def where(self, mask: Any, new: Any, old: Any) -> Any:
+        """`mask` [B] broadcast over the trailing dims; the result keeps `old`'s dtype."""
+        old = self.asarray(old)
+        mask = tf.reshape(as_tensor(mask, tf.bool), [-1] + [1] * (old.shape.rank - 1))
+        return tf.where(mask, as_tensor(new, old.dtype), old)
+
+    def stack_write(self, stack: Any, index: Any, value: Any, mask: Any) -> Any:
+        """`tensor_scatter_nd_update` at (index[b], b): masked-out or out-of-range members
+        rewrite the value they already hold at the clipped row, so nothing else changes."""
+        depth = stack.shape[0]
+        index = as_tensor(index, tf.int32)
+        ok = as_tensor(mask, tf.bool) & (index >= 0) & (index < depth)
+        coords = self._coords(stack, index)
+        old = tf.gather_nd(stack, coords)
+        new = tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(old))
+        return tf.tensor_scatter_nd_update(stack, coords, self.where(ok, new, old))
+
+    def stack_read(self, stack: Any, index: Any) -> Any:
+        return tf.gather_nd(stack, self._coords(stack, as_tensor(index, tf.int32)))
+
+    @staticmethod
+    def _coords(stack: tf.Tensor, index: tf.Tensor) -> tf.Tensor:
+        """[B, 2] coordinates (clip(index[b], 0, D-1), b) into a [D, B, ...] stack."""
+        rows = tf.clip_by_value(index, 0, stack.shape[0] - 1)
+        return tf.stack([rows, tf.range(tf.shape(stack)[1], dtype=tf.int32)], axis=1)
+
+    def reduce_min(self, value: Any) -> Any:
+        return tf.reduce_min(value)
+
+    # ----- running --------------------------------------------------------------------------
+    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+        """One `tf.function` with `tf.while_loop` + `tf.switch_case`, traced once per cache key
+        (None: a fresh function every call)."""
+        state = {key: self.asarray(value) for key, value in state.items()}
+        key = None if cache_key is None else (cache_key, int(halt_index), len(kernels), self.jit_compile)
+        runner = self.code_cache.get(key) if key is not None else None
+        if runner is None:
+            loop = self._loop(tuple(kernels), int(halt_index))
+            runner = tf.function(loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False)
+            if key is not None:
+                self.code_cache[key] = runner
+        return dict(runner(state))
+
+    def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+        """The machine loop over `kernels` as a traceable function of the state."""
+
+        def loop(state: State) -> State:
+            self.trace_count += 1  # runs only while tracing
+
+            def cond(s: State) -> tf.Tensor:
+                return tf.reduce_min(s["pc"]) < halt_index
+
+            def body(s: State) -> list[State]:
+                branches = [_conforming(kernel, s) for kernel in kernels]
+                return [tf.switch_case(tf.reduce_min(s["pc"]), branches)]
+
+            return tf.while_loop(cond, body, [state])[0]
+
+        return loop
+
+
+def _conforming(kernel: Kernel, state: State) -> Callable[[], State]:
+    """A `switch_case` branch running `kernel` on `state` and returning exactly its keys,
+    dtypes and shapes: missing keys keep their value, new values are cast back."""
+
+    def branch() -> State:
+        out = kernel(dict(state))
+        result = {}
+        for key, like in state.items():
+            value = as_tensor(out.get(key, like), like.dtype)
+            result[key] = tf.broadcast_to(value, tf.shape(like))
+        return result
+
+    return branch
