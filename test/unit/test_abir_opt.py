@@ -115,6 +115,8 @@ def test_pipe_reproduces_output() -> None:
 
 def test_invalid_input_fails() -> None:
     """A verifier error makes abir-opt fail and names the problem."""
-    result = _run(stdin="functional.func @f() {\n  %r = functional.call @g() : () -> i64\n  functional.return\n}\n")
+    result = _run(
+        stdin="functional.func @f() {\n  %r = functional.call @g() : () -> i64\n  functional.return\n}\n"
+    )
     assert result.returncode != 0
     assert "no function @g is defined" in result.stdout + result.stderr
