@@ -76,6 +76,8 @@ def test_print_parse_round_trip(path: Path) -> None:
             if uses_passes(runs):
                 pytest.skip(f"a pass input that does not parse on its own ({where}): {error}")
             raise
+        if not any("--disable-verify" in run for run in runs):
+            module.verify()  # abir-opt verifies what it parses: a valid input must verify here too
         printed = render(module)
         reprinted = render(parse(printed, f"{where}, printed", allow_unregistered))
         assert reprinted == printed, f"{where}: printing the re-parsed text changes it"
