@@ -10,4 +10,60 @@ from xdsl.passes import ModulePass
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     """Every abir pass by name. Only real, working passes are listed here."""
-    return {}
+
+    def infer_types() -> type[ModulePass]:
+        from abir.passes.infer_types import InferTypesPass
+
+        return InferTypesPass
+
+    def simplify_functional() -> type[ModulePass]:
+        from abir.passes.simplify import SimplifyFunctionalPass
+
+        return SimplifyFunctionalPass
+
+    def lower_calls() -> type[ModulePass]:
+        from abir.passes.lower_calls import LowerCallsPass
+
+        return LowerCallsPass
+
+    def merge_blocks() -> type[ModulePass]:
+        from abir.passes.schedule_blocks import MergeBlocksPass
+
+        return MergeBlocksPass
+
+    def stack_optimize() -> type[ModulePass]:
+        from abir.passes.stack_optimize import StackOptimizePass
+
+        return StackOptimizePass
+
+    def allocate_storage() -> type[ModulePass]:
+        from abir.passes.allocate_storage import AllocateStoragePass
+
+        return AllocateStoragePass
+
+    def schedule_blocks() -> type[ModulePass]:
+        from abir.passes.schedule_blocks import ScheduleBlocksPass
+
+        return ScheduleBlocksPass
+
+    def stack_to_vm() -> type[ModulePass]:
+        from abir.passes.stack_to_vm import StackToVmPass
+
+        return StackToVmPass
+
+    def abir_lower() -> type[ModulePass]:
+        from abir.passes.pipeline import AbirLowerPass
+
+        return AbirLowerPass
+
+    return {
+        "infer-types": infer_types,
+        "simplify-functional": simplify_functional,
+        "lower-calls": lower_calls,
+        "merge-blocks": merge_blocks,
+        "stack-optimize": stack_optimize,
+        "allocate-storage": allocate_storage,
+        "schedule-blocks": schedule_blocks,
+        "stack-to-vm": stack_to_vm,
+        "abir-lower": abir_lower,
+    }

@@ -1,0 +1,306 @@
+"""Plain-Python analyses shared by abir's passes.
+
+* call graph of a functional module, its strongly connected components and reachability;
+* generic fixed-point dataflow on control-flow graphs with loops: backward liveness and forward
+  definedness (variables written on every path);
+* instantiations of both for functional SSA functions and for the stack dialect's named variables.
+
+The stack-dialect liveness is intraprocedural in spirit: a `stack.push_goto` block flows into both
+the callee entry and the return block, `stack.indirect_goto` has no successors and `stack.halt`
+reads the program outputs. That is sound for a function's own (non-result) variables, the only
+ones the stack optimizations ask about.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from xdsl.dialects import cf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+
+from abir.dialects import functional, stack
+
+N = TypeVar("N", bound=Hashable)
+V = TypeVar("V", bound=Hashable)
+
+
+# ---------------------------------------------------------------------------------------------
+# Call graph
+# ---------------------------------------------------------------------------------------------
+
+
+def functions_of(module: ModuleOp) -> dict[str, functional.FuncOp]:
+    """The module's functions by symbol name."""
+    return {op.sym_name.data: op for op in module.ops if isinstance(op, functional.FuncOp)}
+
+
+def call_graph(module: ModuleOp) -> dict[str, list[str]]:
+    """function -> callees (each once, in order of first call)."""
+    graph: dict[str, list[str]] = {}
+    for name, func in functions_of(module).items():
+        callees: list[str] = []
+        for op in func.walk():
+            if isinstance(op, functional.CallOp) and (callee := op.callee.string_value()) not in callees:
+                callees.append(callee)
+        graph[name] = callees
+    return graph
+
+
+def reachable(graph: Mapping[N, Sequence[N]], start: N) -> set[N]:
+    """Nodes reachable from `start` (including `start`)."""
+    seen = {start}
+    todo = [start]
+    while todo:
+        for succ in graph.get(todo.pop(), ()):
+            if succ not in seen:
+                seen.add(succ)
+                todo.append(succ)
+    return seen
+
+
+def strongly_connected_components(graph: Mapping[N, Sequence[N]]) -> list[list[N]]:
+    """Tarjan's algorithm (iterative); components come out callees-first (reverse topological)."""
+    index: dict[N, int] = {}
+    low: dict[N, int] = {}
+    on_stack: set[N] = set()
+    stack_: list[N] = []
+    components: list[list[N]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work: list[tuple[N, int]] = [(root, 0)]
+        while work:
+            node, child = work.pop()
+            if child == 0:
+                index[node] = low[node] = counter
+                counter += 1
+                stack_.append(node)
+                on_stack.add(node)
+            succs = list(graph.get(node, ()))
+            if child < len(succs):
+                work.append((node, child + 1))
+                succ = succs[child]
+                if succ not in index:
+                    work.append((succ, 0))
+                elif succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+                continue
+            if low[node] == index[node]:
+                component: list[N] = []
+                while True:
+                    member = stack_.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                components.append(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    return components
+
+
+def may_reenter(graph: Mapping[str, Sequence[str]], callee: str, caller: str) -> bool:
+    """Whether running `callee` may (transitively) run `caller` again."""
+    return caller in reachable(graph, callee)
+
+
+# ---------------------------------------------------------------------------------------------
+# Generic dataflow
+# ---------------------------------------------------------------------------------------------
+
+
+def predecessors(nodes: Iterable[N], successors: Callable[[N], Iterable[N]]) -> dict[N, list[N]]:
+    preds: dict[N, list[N]] = {n: [] for n in nodes}
+    for node in list(preds):
+        for succ in successors(node):
+            preds.setdefault(succ, []).append(node)
+    return preds
+
+
+def backward_liveness(
+    nodes: Sequence[N],
+    successors: Callable[[N], Iterable[N]],
+    uses: Mapping[N, set[V]],
+    defs: Mapping[N, set[V]],
+    exit_live: Mapping[N, set[V]] | None = None,
+) -> tuple[dict[N, set[V]], dict[N, set[V]]]:
+    """Live-in and live-out sets: a fixed point of live_in = uses | (live_out - defs).
+
+    `uses` are the upward-exposed reads of each node; `exit_live` adds values live after a node
+    independent of its successors (e.g. program outputs at a halt)."""
+    live_in: dict[N, set[V]] = {n: set() for n in nodes}
+    live_out: dict[N, set[V]] = {n: set() for n in nodes}
+    changed = True
+    while changed:
+        changed = False
+        for node in reversed(nodes):
+            out = set((exit_live or {}).get(node, set()))
+            for succ in successors(node):
+                out |= live_in.get(succ, set())
+            new_in = uses[node] | (out - defs[node])
+            if out != live_out[node] or new_in != live_in[node]:
+                live_out[node], live_in[node] = out, new_in
+                changed = True
+    return live_in, live_out
+
+
+def forward_definedness(
+    nodes: Sequence[N],
+    successors: Callable[[N], Iterable[N]],
+    defs: Mapping[N, set[V]],
+    entry: N,
+    entry_defined: set[V],
+) -> dict[N, set[V]]:
+    """Values written on EVERY path from `entry` to the start of each node (a must-analysis)."""
+    preds = predecessors(nodes, successors)
+    universe: set[V] = set(entry_defined).union(*defs.values()) if defs else set(entry_defined)
+    defined_in: dict[N, set[V]] = {n: set(universe) for n in nodes}
+    defined_in[entry] = set(entry_defined)
+    changed = True
+    while changed:
+        changed = False
+        for node in nodes:
+            if node == entry:
+                continue
+            incoming = [defined_in[p] | defs[p] for p in preds.get(node, [])]
+            new = set.intersection(*incoming) if incoming else set()
+            if new != defined_in[node]:
+                defined_in[node] = new
+                changed = True
+    return defined_in
+
+
+# ---------------------------------------------------------------------------------------------
+# Functional SSA liveness
+# ---------------------------------------------------------------------------------------------
+
+
+def block_successors(block: Block) -> list[Block]:
+    last = block.last_op
+    return list(last.successors) if last is not None else []
+
+
+@dataclass
+class SSALiveness:
+    """Liveness of SSA values in one functional function."""
+
+    live_in: dict[Block, set[SSAValue]]
+    live_out: dict[Block, set[SSAValue]]
+
+    def live_after(self, op: Operation) -> set[SSAValue]:
+        """Values live immediately after `op` (not counting its own results unless used later)."""
+        block = op.parent_block()
+        assert block is not None
+        live = set(self.live_out[block])
+        current = block.last_op
+        while current is not None and current is not op:
+            live -= set(current.results)
+            live |= set(current.operands)
+            current = current.prev_op
+        return live
+
+
+def ssa_liveness(func: functional.FuncOp) -> SSALiveness:
+    """Fixed-point liveness over the function's CFG (successor operands are uses of the branch)."""
+    blocks = list(func.body.blocks)
+    uses: dict[Block, set[SSAValue]] = {}
+    defs: dict[Block, set[SSAValue]] = {}
+    for block in blocks:
+        defined: set[SSAValue] = set(block.args)
+        used: set[SSAValue] = set()
+        for op in block.ops:
+            used |= {v for v in op.operands if v not in defined}
+            defined |= set(op.results)
+        uses[block], defs[block] = used, defined
+    live_in, live_out = backward_liveness(blocks, block_successors, uses, defs)
+    return SSALiveness(live_in, live_out)
+
+
+def is_branch(op: Operation) -> bool:
+    return isinstance(op, cf.BranchOp | cf.ConditionalBranchOp)
+
+
+# ---------------------------------------------------------------------------------------------
+# Stack-dialect variables
+# ---------------------------------------------------------------------------------------------
+
+
+def reads_writes(op: Operation) -> tuple[list[str], list[str]]:
+    """Variables an op of the stack dialect reads and writes, in that order."""
+    names = lambda refs: [r.string_value() for r in refs]  # noqa: E731
+    match op:
+        case stack.PrimOp():
+            return names(op.inputs.data), names(op.outputs.data)
+        case stack.WriteOp():
+            return names(op.sources.data), names(op.targets.data)
+        case stack.ConstantOp():
+            return [], [op.var.string_value()]
+        case stack.PushOp():
+            return names(op.vars.data), []
+        case stack.PopOp() | stack.PeekOp():
+            return [], names(op.vars.data)
+        case stack.BranchOp():
+            return [op.cond.string_value()], []
+        case _:
+            return [], []
+
+
+def stack_block_successors(block: Block) -> list[Block]:
+    """CFG successors of a stack block: a call flows into its callee and into its return block."""
+    return block_successors(block)
+
+
+@dataclass
+class VariableLiveness:
+    """Liveness of named variables in a stack program."""
+
+    live_in: dict[Block, set[str]]
+    live_out: dict[Block, set[str]]
+
+    def live_after(self, op: Operation) -> set[str]:
+        block = op.parent_block()
+        assert block is not None
+        live = set(self.live_out[block])
+        current = block.last_op
+        while current is not None and current is not op:
+            reads, writes = reads_writes(current)
+            live -= set(writes)
+            live |= set(reads)
+            current = current.prev_op
+        return live
+
+
+def block_uses_defs(block: Block) -> tuple[set[str], set[str]]:
+    """Upward-exposed reads and all writes of a stack block."""
+    used: set[str] = set()
+    written: set[str] = set()
+    for op in block.ops:
+        reads, writes = reads_writes(op)
+        used |= {r for r in reads if r not in written}
+        written |= set(writes)
+    return used, written
+
+
+def variable_liveness(program: stack.ProgramOp) -> VariableLiveness:
+    blocks = list(program.body.blocks)
+    uses: dict[Block, set[str]] = {}
+    defs: dict[Block, set[str]] = {}
+    for block in blocks:
+        uses[block], defs[block] = block_uses_defs(block)
+    outputs = {o.string_value() for o in program.outputs.data}
+    exit_live = {b: outputs for b in blocks if isinstance(b.last_op, stack.HaltOp)}
+    live_in, live_out = backward_liveness(blocks, stack_block_successors, uses, defs, exit_live)
+    return VariableLiveness(live_in, live_out)
+
+
+def variable_definedness(program: stack.ProgramOp) -> dict[Block, set[str]]:
+    """Variables certainly written before each block starts (program inputs count as written)."""
+    blocks = list(program.body.blocks)
+    defs = {b: block_uses_defs(b)[1] for b in blocks}
+    inputs = {i.string_value() for i in program.inputs.data}
+    return forward_definedness(blocks, stack_block_successors, defs, blocks[0], inputs)

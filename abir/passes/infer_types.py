@@ -1,0 +1,590 @@
+"""`infer-types`: per-member dtype and shape of every functional value, as a fixed point over the
+call graph.
+
+Facts are types plus a `weak` flag that only constants marked `weak` (Python literals) carry.
+Each round re-infers every reachable function from the current parameter and result tables:
+block arguments join their incoming values, builtin prims are evaluated by NumPy on zero-size
+dummies (NEP 50: weak literals are passed as Python scalars), opaque prims by abstract evaluation
+(NumPy zero dummies with a small batch dimension, or `jax.eval_shape`), calls read the callee's
+current results (unknown at first for recursive functions; base cases give the first facts).
+Parameters join over all call sites, results over all returns. Rounds repeat until nothing
+changes; the last round reports conflicts (a join of two different types) as errors.
+
+Afterwards every weak constant takes the type its use wants (`x_i32 - 1` makes the `1` an i32),
+duplicated when uses disagree, and loses its `weak` mark.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import cf
+from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
+
+from abir import prims
+from abir.dialects import functional
+from abir.errors import TypeInferenceError
+from abir.opaque import lookup_opaque
+from abir.passes.analysis import call_graph, functions_of, reachable
+from abir.types import TensorType, Type, ir_type, is_value_type, tensor_type_of
+
+MAX_ROUNDS = 200
+
+
+@dataclass(frozen=True)
+class Fact:
+    """What inference knows about a value: its per-member type, and whether it is a weak literal."""
+
+    type: Attribute
+    weak: bool = False
+
+    @property
+    def tensor(self) -> TensorType:
+        return tensor_type_of(self.type)
+
+    def strong(self) -> Fact:
+        return Fact(self.type) if self.weak else self
+
+
+def fmt(t: Attribute | Fact | None) -> str:
+    if t is None:
+        return "<unknown>"
+    if isinstance(t, Fact):
+        return ("weak " if t.weak else "") + str(t.type)
+    return str(t)
+
+
+def scalar_of(attr: Attribute) -> bool | int | float | None:
+    """The Python value of a scalar constant attribute (None for dense tensors)."""
+    if isinstance(attr, IntegerAttr):
+        value = attr.value.data
+        return bool(value) if attr.type == ir_type(np.bool_) else value
+    if isinstance(attr, FloatAttr):
+        return attr.value.data
+    return None
+
+
+def weak_probe(fact: Fact) -> bool | int | float:
+    """A Python scalar of the same kind as a weak fact (for NEP 50 promotion queries)."""
+    kind = fact.tensor.dtype.kind
+    return True if kind == "b" else 1 if kind in "iu" else 1.0
+
+
+def absorbs(strong: Fact, weak: Fact) -> bool:
+    """Whether a weak literal can take the strong type without changing kind or shape."""
+    if strong.tensor.shape != weak.tensor.shape and weak.tensor.shape != ():
+        return False
+    try:
+        return np.result_type(strong.tensor.dtype, weak_probe(weak)) == strong.tensor.dtype
+    except (TypeError, OverflowError):
+        return False
+
+
+class Conflicts:
+    """Collects join conflicts; only those of the final (stable) round are reported."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def join(self, a: Fact | None, b: Fact | None, where: str) -> Fact | None:
+        if a is None or b is None:
+            return a if b is None else b
+        if a.type == b.type:
+            return Fact(a.type, a.weak and b.weak)
+        if a.weak and not b.weak and absorbs(b, a):
+            return b
+        if b.weak and not a.weak and absorbs(a, b):
+            return a
+        if a.weak and b.weak and a.tensor.shape == b.tensor.shape == ():
+            return Fact(ir_type(np.result_type(a.tensor.dtype, b.tensor.dtype)), True)
+        self.messages.append(f"{where}: values of types {fmt(a.type)} and {fmt(b.type)} meet; they must agree")
+        return a
+
+    def join_all(self, facts: Sequence[Fact | None], where: str) -> Fact | None:
+        result: Fact | None = None
+        for fact in facts:
+            result = self.join(result, fact, where)
+        return result
+
+
+def incoming_edges(func: functional.FuncOp) -> dict[Block, list[Sequence[SSAValue]]]:
+    """For each block, the operand lists its predecessors pass to its arguments."""
+    edges: dict[Block, list[Sequence[SSAValue]]] = {b: [] for b in func.body.blocks}
+    for block in func.body.blocks:
+        term = block.last_op
+        if isinstance(term, cf.BranchOp):
+            edges[term.successor].append(term.arguments)
+        elif isinstance(term, cf.ConditionalBranchOp):
+            edges[term.then_block].append(term.then_arguments)
+            edges[term.else_block].append(term.else_arguments)
+    return edges
+
+
+@dataclass
+class PrimEvaluator:
+    """Abstract evaluation of prims on dummies, cached by operand types."""
+
+    backend: str
+    sources: Mapping[str, str]
+    cache: dict[tuple[Any, ...], list[Fact]] = field(default_factory=dict)
+
+    def builtin(self, op: functional.PrimOp, facts: Sequence[Fact], constants: Sequence[Any]) -> Fact:
+        name = op.prim_name
+        if name == "astype":
+            declared = op.res[0].type
+            if isinstance(declared, functional.UnknownType):
+                raise TypeInferenceError('prim "astype" needs a declared result type (e.g. `-> i1`)')
+            dtype = tensor_type_of(declared).dtype if is_value_type(declared) else tensor_type_of(
+                declared.get_element_type()  # type: ignore[attr-defined]
+            ).dtype
+            return Fact(ir_type(dtype, facts[0].tensor.shape))
+        args = [
+            const if fact.weak and const is not None else np.zeros((0, *fact.tensor.shape), fact.tensor.dtype)
+            for fact, const in zip(facts, constants, strict=True)
+        ]
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = np.asarray(prims.apply_numpy(name, args))
+        except Exception as exc:
+            kinds = ", ".join(fmt(f) for f in facts)
+            raise TypeInferenceError(f'builtin prim "{name}" cannot be applied to ({kinds}): {exc}') from exc
+        all_scalars = all(not isinstance(a, np.ndarray) for a in args)
+        shape = out.shape if all_scalars else out.shape[1:]
+        return Fact(ir_type(out.dtype, shape))
+
+    def opaque(self, op: functional.PrimOp, facts: Sequence[Fact]) -> list[Fact]:
+        name = op.prim_name
+        key = (name, tuple(f.type for f in facts), len(op.res))
+        if key not in self.cache:
+            self.cache[key] = self._run_opaque(name, [f.tensor for f in facts], len(op.res))
+        return self.cache[key]
+
+    def _run_opaque(self, name: str, args: Sequence[TensorType], n_results: int) -> list[Fact]:
+        fn = lookup_opaque(name)
+        where = f"opaque callable @{name} (source: {self.sources.get(name, '?')!r})"
+        batch = max([2, *(1 + d for a in args for d in a.shape)])
+        try:
+            out = self._evaluate(fn, args, batch)
+        except TypeInferenceError:
+            raise
+        except Exception as exc:
+            raise TypeInferenceError(f"{where} failed on dummy inputs {list(args)}: {exc}") from exc
+        values = list(out) if isinstance(out, tuple | list) else [out]
+        if isinstance(out, tuple | list) and n_results == 1:
+            raise TypeInferenceError(f"{where} returned a {type(out).__name__} where one array was expected")
+        if len(values) != n_results:
+            raise TypeInferenceError(f"{where} returned {len(values)} value(s), but {n_results} are used")
+        return [self._strip_batch(v, batch, where) for v in values]
+
+    def _evaluate(self, fn: Callable[..., Any], args: Sequence[TensorType], batch: int) -> Any:
+        if self.backend == "jax":
+            import jax
+
+            specs = [jax.ShapeDtypeStruct((batch, *a.shape), a.dtype) for a in args]
+            return jax.eval_shape(fn, *specs)
+        dummies = [np.zeros((batch, *a.shape), a.dtype) for a in args]
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn(*dummies)
+
+    @staticmethod
+    def _strip_batch(value: Any, batch: int, where: str) -> Fact:
+        shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+        if shape is None or dtype is None:
+            raise TypeInferenceError(f"{where} returned a {type(value).__name__}, not an array")
+        shape = tuple(shape)
+        if not shape or shape[0] != batch:
+            raise TypeInferenceError(
+                f"{where} returned shape {shape} for a batch of {batch}; results must keep the leading "
+                "batch dimension"
+            )
+        return Fact(ir_type(np.dtype(dtype), shape[1:]))
+
+
+@dataclass
+class LocalResult:
+    """What one round learned about one function."""
+
+    facts: dict[SSAValue, Fact]
+    calls: list[tuple[str, list[Fact | None]]]
+    returns: list[list[Fact | None]]
+
+
+class FunctionInference:
+    """Infers one function's values given its parameter facts and the callees' result facts."""
+
+    def __init__(self, func: functional.FuncOp, evaluator: PrimEvaluator, conflicts: Conflicts):
+        self.func = func
+        self.name = func.sym_name.data
+        self.evaluator = evaluator
+        self.conflicts = conflicts
+        self.edges = incoming_edges(func)
+
+    def run(self, params: Sequence[Fact | None], results: Mapping[str, Sequence[Fact | None] | None]) -> LocalResult:
+        facts: dict[SSAValue, Fact] = {}
+        for arg, fact in zip(self.func.entry_block.args, params, strict=True):
+            if fact is not None:
+                facts[arg] = fact.strong()
+        for _ in range(MAX_ROUNDS):
+            changed = False
+            for block in self.func.body.blocks:
+                changed |= self._block(block, facts, results)
+            if not changed:
+                break
+        else:
+            raise TypeInferenceError(f"type inference of @{self.name} does not converge")
+        return self._summary(facts)
+
+    def _set(self, facts: dict[SSAValue, Fact], value: SSAValue, fact: Fact | None) -> bool:
+        if fact is None or facts.get(value) == fact:
+            return False
+        facts[value] = fact
+        return True
+
+    def _block(self, block: Block, facts: dict[SSAValue, Fact], results: Mapping[str, Any]) -> bool:
+        changed = False
+        if block is not self.func.entry_block:
+            for i, arg in enumerate(block.args):
+                incoming = [facts.get(operands[i]) for operands in self.edges[block]]
+                joined = self.conflicts.join_all(incoming, f"in @{self.name}, block argument #{i}")
+                changed |= self._set(facts, arg, joined.strong() if joined else None)
+        for op in block.ops:
+            for value, fact in zip(op.results, self._op(op, facts, results), strict=True):
+                changed |= self._set(facts, value, fact)
+        return changed
+
+    def _op(self, op: Operation, facts: Mapping[SSAValue, Fact], results: Mapping[str, Any]) -> list[Fact | None]:
+        if isinstance(op, functional.ConstantOp):
+            return [Fact(op.value.get_type(), op.weak is not None)]  # type: ignore[attr-defined]
+        if isinstance(op, functional.CallOp):
+            known = results.get(op.callee.string_value())
+            return list(known) if known is not None else [None] * len(op.res)
+        if isinstance(op, functional.PrimOp):
+            operands = [facts.get(v) for v in op.arguments]
+            if any(f is None for f in operands):
+                return [None] * len(op.res)
+            return self._prim(op, operands)  # type: ignore[arg-type]
+        return [None] * len(op.results)
+
+    def _prim(self, op: functional.PrimOp, operands: list[Fact]) -> list[Fact | None]:
+        try:
+            if not op.is_builtin:
+                return list(self.evaluator.opaque(op, [f.strong() for f in operands]))
+            constants = [constant_value(v) for v in op.arguments]
+            return [self.evaluator.builtin(op, operands, constants)]
+        except TypeInferenceError as exc:
+            raise TypeInferenceError(f"in @{self.name}: {exc}") from exc
+
+    def _summary(self, facts: dict[SSAValue, Fact]) -> LocalResult:
+        calls: list[tuple[str, list[Fact | None]]] = []
+        returns: list[list[Fact | None]] = []
+        for op in self.func.walk():
+            if isinstance(op, functional.CallOp):
+                calls.append((op.callee.string_value(), [facts.get(v) for v in op.arguments]))
+            elif isinstance(op, functional.ReturnOp):
+                returns.append([facts.get(v) for v in op.arguments])
+        return LocalResult(facts, calls, returns)
+
+
+def constant_value(value: SSAValue) -> Any:
+    owner = value.owner
+    if isinstance(owner, functional.ConstantOp) and owner.weak is not None:
+        return scalar_of(owner.value)
+    return None
+
+
+def user_result_facts(name: str, fn: Callable[..., Any], params: Sequence[Fact]) -> list[Fact]:
+    """Call a user's `type_inference` with the parameter TensorTypes; normalise its answer."""
+    try:
+        answer = fn([f.tensor for f in params])
+    except Exception as exc:
+        raise TypeInferenceError(f"the type_inference of @{name} failed on {[f.tensor for f in params]}: {exc}") from exc
+    if isinstance(answer, Type):
+        answer = answer.tensors
+    leaves = [answer] if isinstance(answer, TensorType) else list(answer)
+    try:
+        return [Fact(ir_type(np.dtype(t.dtype), tuple(t.shape))) for t in leaves]
+    except Exception as exc:
+        raise TypeInferenceError(f"the type_inference of @{name} returned {answer!r}, not TensorTypes") from exc
+
+
+@dataclass
+class ModuleInference:
+    """The fixed point over the call graph."""
+
+    module: ModuleOp
+    entry: str
+    evaluator: PrimEvaluator
+    user: Mapping[str, Callable[..., Any]]
+
+    def run(self, arg_types: Sequence[Attribute]) -> tuple[dict[str, LocalResult], dict[str, Any]]:
+        funcs = functions_of(self.module)
+        if self.entry not in funcs:
+            raise TypeInferenceError(f"no function @{self.entry} in the module")
+        order = [n for n in funcs if n in reachable(call_graph(self.module), self.entry)]
+        entry_facts = [Fact(t) for t in arg_types]
+        n_params = len(funcs[self.entry].entry_block.args)
+        if len(entry_facts) != n_params:
+            raise TypeInferenceError(f"@{self.entry} takes {n_params} argument(s), got {len(entry_facts)} type(s)")
+        params: dict[str, list[Fact | None]] = {self.entry: list(entry_facts)}
+        results: dict[str, list[Fact | None] | None] = {}
+        for _ in range(MAX_ROUNDS):
+            conflicts = Conflicts()
+            locals_ = {n: FunctionInference(funcs[n], self.evaluator, conflicts).run(self._params(funcs[n], params), results) for n in order}
+            new_params, new_results = self._tables(funcs, order, entry_facts, locals_, conflicts)
+            if new_params == params and new_results == results:
+                if conflicts.messages:
+                    raise TypeInferenceError(conflicts.messages[0])
+                self._check_user(funcs, order, new_params, locals_)
+                return locals_, new_results
+            params, results = new_params, new_results
+        raise TypeInferenceError(f"type inference from @{self.entry} does not converge")
+
+    @staticmethod
+    def _params(func: functional.FuncOp, params: Mapping[str, list[Fact | None]]) -> list[Fact | None]:
+        return params.get(func.sym_name.data) or [None] * len(func.entry_block.args)
+
+    def _tables(self, funcs, order, entry_facts, locals_, conflicts):  # noqa: ANN001, ANN202
+        params: dict[str, list[Fact | None]] = {self.entry: list(entry_facts)}
+        for name in order:
+            for callee, args in locals_[name].calls:
+                current = params.get(callee, [None] * len(args))
+                where = f"in @{callee}, parameter #{{}} (from a call in @{name})"
+                params[callee] = [
+                    _strong(conflicts.join(c, a, where.format(i))) for i, (c, a) in enumerate(zip(current, args, strict=True))
+                ]
+        results: dict[str, list[Fact | None] | None] = {}
+        for name in order:
+            n_out = len(funcs[name].function_type.outputs)
+            joined = [
+                _strong(conflicts.join_all([r[i] for r in locals_[name].returns], f"in @{name}, result #{i}"))
+                for i in range(n_out)
+            ]
+            fn_params = params.get(name, [])
+            if name in self.user and fn_params and all(p is not None for p in fn_params):
+                joined = list(user_result_facts(name, self.user[name], fn_params))  # type: ignore[arg-type]
+            results[name] = joined if all(j is not None for j in joined) else None
+        return params, results
+
+    def _check_user(self, funcs, order, params, locals_) -> None:  # noqa: ANN001
+        for name in order:
+            if name not in self.user:
+                continue
+            declared = user_result_facts(name, self.user[name], params[name])
+            conflicts = Conflicts()
+            for i, want in enumerate(declared):
+                found = _strong(conflicts.join_all([r[i] for r in locals_[name].returns], f"@{name}"))
+                if found is not None and found.type != want.type:
+                    raise TypeInferenceError(
+                        f"the type_inference of @{name} says result #{i} is {fmt(want.type)}, but its "
+                        f"returns produce {fmt(found.type)}"
+                    )
+
+
+def _strong(fact: Fact | None) -> Fact | None:
+    return fact.strong() if fact is not None else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Applying the facts to the IR
+# ---------------------------------------------------------------------------------------------
+
+
+def infer_types(
+    module: ModuleOp,
+    entry: str,
+    arg_types: Sequence[Attribute] | None = None,
+    *,
+    backend: str = "numpy",
+    user_type_inference: Mapping[str, Callable[..., Any]] | None = None,
+) -> None:
+    """Type `module` in place from `entry` (its declared parameter types if `arg_types` is None);
+    drop functions not reachable from `entry`."""
+    funcs = functions_of(module)
+    if entry not in funcs:
+        raise TypeInferenceError(f"no function @{entry} in the module")
+    if arg_types is None:
+        arg_types = list(funcs[entry].function_type.inputs.data)
+        if not all(is_value_type(t) for t in arg_types):
+            raise TypeInferenceError(f"@{entry} has untyped parameters {list(map(str, arg_types))}; give entry types")
+    sources = {op.sym_name.data: op.source.data for op in module.ops if isinstance(op, functional.OpaqueOp)}
+    inference = ModuleInference(module, entry, PrimEvaluator(backend, sources), dict(user_type_inference or {}))
+    locals_, results = inference.run(list(arg_types))
+    for name, func in funcs.items():
+        if name not in locals_:
+            Rewriter.erase_op(func, safe_erase=False)
+    for name, local in locals_.items():
+        apply_function(funcs[name], local)
+    for name in locals_:
+        set_function_type(funcs[name], results.get(name))
+    for op in module.walk():
+        if isinstance(op, functional.CallOp):
+            retype_call(op, funcs[op.callee.string_value()])
+    for name in locals_:
+        concretize_weak_constants(funcs[name])
+
+
+def apply_function(func: functional.FuncOp, local: LocalResult) -> None:
+    name = func.sym_name.data
+    remove_unreachable_blocks(func)
+    for block in func.body.blocks:
+        for value in [*block.args, *(r for op in block.ops for r in op.results)]:
+            fact = local.facts.get(value)
+            if fact is None:
+                what = f"the result of {value.owner.name}" if not isinstance(value.owner, Block) else "a block argument"
+                raise TypeInferenceError(
+                    f"cannot determine the type of {what} (%{value.name_hint or '?'}) in @{name}: it depends only on "
+                    "calls that never return (a recursion without a base case?)"
+                )
+            if value.type != fact.type and not isinstance(value.owner, functional.CallOp):
+                Rewriter.replace_value_with_new_type(value, fact.type)
+
+
+def remove_unreachable_blocks(func: functional.FuncOp) -> None:
+    entry = func.entry_block
+    seen = {entry}
+    todo = [entry]
+    while todo:
+        term = todo.pop().last_op
+        for succ in term.successors if term is not None else ():
+            if succ not in seen:
+                seen.add(succ)
+                todo.append(succ)
+    dead = [b for b in func.body.blocks if b not in seen]
+    for block in dead:
+        for op in block.ops:
+            op.drop_all_references()
+    for block in dead:
+        for op in reversed(list(block.ops)):
+            block.erase_op(op, safe_erase=False)
+        func.body.erase_block(block, safe_erase=False)
+
+
+def set_function_type(func: functional.FuncOp, results: Sequence[Fact | None] | None) -> None:
+    if results is None:
+        raise TypeInferenceError(
+            f"the result types of @{func.sym_name.data} cannot be determined: it never returns, or only "
+            "through calls that never return (a recursion without a base case?)"
+        )
+    outputs = [f.type for f in results if f is not None]
+    func.function_type = FunctionType.from_lists(func.entry_block.arg_types, outputs)
+
+
+def retype_call(call: functional.CallOp, callee: functional.FuncOp) -> None:
+    for result, want in zip(call.res, callee.function_type.outputs.data, strict=True):
+        if result.type != want:
+            Rewriter.replace_value_with_new_type(result, want)
+
+
+def wanted_type(use_op: Operation, index: int, constant: SSAValue) -> Attribute:
+    """The type a weak constant must have at one use."""
+    fact = Fact(constant.type, True)
+    if isinstance(use_op, functional.PrimOp) and use_op.is_builtin:
+        strong = [v.type for v in use_op.arguments if not is_weak(v)]
+        dtypes = [tensor_type_of(t).dtype for t in strong]
+        if not dtypes:
+            return constant.type
+        return ir_type(np.result_type(*dtypes, weak_probe(fact)), fact.tensor.shape)
+    target = destination_type(use_op, index)
+    return target if target is not None else constant.type
+
+
+def is_weak(value: SSAValue) -> bool:
+    return isinstance(value.owner, functional.ConstantOp) and value.owner.weak is not None
+
+
+def destination_type(op: Operation, index: int) -> Attribute | None:
+    """The type of the block argument / callee parameter / result an operand flows into."""
+    if isinstance(op, cf.BranchOp):
+        return op.successor.args[index].type
+    if isinstance(op, cf.ConditionalBranchOp):
+        n_then = len(op.then_arguments)
+        if index == 0:
+            return None
+        if index - 1 < n_then:
+            return op.then_block.args[index - 1].type
+        return op.else_block.args[index - 1 - n_then].type
+    if isinstance(op, functional.ReturnOp):
+        func = op.parent_op()
+        assert isinstance(func, functional.FuncOp)
+        return func.function_type.outputs.data[index]
+    if isinstance(op, functional.CallOp):
+        callee = SymbolTable.lookup_symbol(op, op.callee)
+        assert isinstance(callee, functional.FuncOp)
+        return callee.function_type.inputs.data[index]
+    return None
+
+
+def concretize_weak_constants(func: functional.FuncOp) -> None:
+    """Give every weak constant the type each use wants, duplicating it when uses disagree."""
+    for op in list(func.walk()):
+        if not isinstance(op, functional.ConstantOp) or op.weak is None:
+            continue
+        by_type: dict[Attribute, list[tuple[Operation, int]]] = {}
+        for use in list(op.res.uses):
+            by_type.setdefault(wanted_type(use.operation, use.index, op.res), []).append((use.operation, use.index))
+        if not by_type:
+            by_type[op.res.type] = []
+        for want, uses in by_type.items():
+            new = functional.ConstantOp(convert_constant(op.value, want, func.sym_name.data), weak=False)
+            new.res.name_hint = op.res.name_hint
+            Rewriter.insert_op(new, InsertPoint.before(op))
+            for user, index in uses:
+                user.operands[index] = new.res
+        Rewriter.erase_op(op, safe_erase=False)
+
+
+def convert_constant(value: Attribute, want: Attribute, where: str) -> Attribute:
+    scalar = scalar_of(value)
+    if scalar is None:
+        if value.get_type() != want:  # type: ignore[attr-defined]
+            raise TypeInferenceError(f"in @{where}: a tensor literal of type {value.get_type()} is used as {want}")  # type: ignore[attr-defined]
+        return value
+    dtype = tensor_type_of(want).dtype
+    try:
+        np.array(scalar, dtype=dtype)  # raises OverflowError for out-of-range literals
+    except OverflowError as exc:
+        raise TypeInferenceError(f"in @{where}: the literal {scalar!r} does not fit a {want}") from exc
+    if dtype.kind == "f":
+        return FloatAttr(float(scalar), want)
+    return IntegerAttr(int(scalar), want)
+
+
+@dataclass(frozen=True)
+class InferTypesPass(ModulePass):
+    """Infer per-member types from `entry` (default: the module's `entry` attribute, or the one
+    function whose parameters are all typed). Options: entry, backend (numpy | jax | tensorflow)."""
+
+    name = "infer-types"
+
+    entry: str | None = None
+    backend: str = "numpy"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        infer_types(op, self.entry or default_entry(op), backend=self.backend)
+
+
+def default_entry(module: ModuleOp) -> str:
+    """The module's `entry` attribute, else the only function whose parameters are all typed."""
+    if isinstance(attr := module.attributes.get("entry"), StringAttr):
+        return attr.data
+    typed = [
+        name
+        for name, func in functions_of(module).items()
+        if all(is_value_type(t) for t in func.function_type.inputs.data)
+    ]
+    if len(typed) != 1:
+        raise TypeInferenceError(
+            f"cannot choose the entry function (candidates with typed parameters: {typed}); pass entry=..."
+        )
+    return typed[0]

@@ -1,0 +1,86 @@
+"""The compiler pipeline as Python API and as one named pass (`abir-lower`).
+
+    typed = compile_functional(module, "fib", [i64])    # infer types, clean up (new module)
+    vm_module = lower_to_vm(typed, "fib")               # functional -> stack -> vm (new module)
+
+`lower_to_vm` runs: lower-calls, merge-blocks, stack-optimize, allocate-storage, schedule-blocks,
+stack-to-vm, verifying the result of each stage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute
+from xdsl.passes import ModulePass
+
+from abir.passes.allocate_storage import allocate_storage
+from abir.passes.infer_types import default_entry, infer_types
+from abir.passes.lower_calls import lower_calls, replace_module_body
+from abir.passes.schedule_blocks import merge_blocks, schedule_blocks
+from abir.passes.simplify import simplify_functional
+from abir.passes.stack_optimize import optimize_stack
+from abir.passes.stack_to_vm import stack_to_vm
+from abir.types import is_value_type
+
+
+def compile_functional(
+    module: ModuleOp,
+    entry: str,
+    arg_types: Sequence[Attribute],
+    *,
+    backend: str = "numpy",
+    user_type_inference: Mapping[str, Callable[..., Any]] | None = None,
+) -> ModuleOp:
+    """A new functional module: `entry` typed with `arg_types`, every value typed by inference,
+    simplified (constant folding, CSE, DCE), only functions reachable from `entry`; verified."""
+    typed = module.clone()
+    infer_types(typed, entry, arg_types, backend=backend, user_type_inference=user_type_inference)
+    simplify_functional(typed)
+    typed.verify()
+    return typed
+
+
+def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
+    """The allocated, optimized stack module of a typed functional module (a new module)."""
+    lowered = lower_calls(typed_module, entry)
+    merge_blocks(lowered)
+    optimize_stack(lowered)
+    allocate_storage(lowered)
+    lowered.verify()
+    return lowered
+
+
+def lower_to_vm(typed_module: ModuleOp, entry: str) -> ModuleOp:
+    """A new verified vm module: opaque declarations, `vm.var`s and one `vm.program @<entry>`."""
+    lowered = lower_to_stack(typed_module, entry)
+    schedule_blocks(lowered)
+    result = stack_to_vm(lowered)
+    result.verify()
+    return result
+
+
+def is_typed(module: ModuleOp) -> bool:
+    return all(is_value_type(v.type) for op in module.walk() for v in op.results)
+
+
+@dataclass(frozen=True)
+class AbirLowerPass(ModulePass):
+    """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default:
+    the module's `entry` attribute or its only fully typed function), backend."""
+
+    name = "abir-lower"
+
+    entry: str | None = None
+    backend: str = "numpy"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        entry = self.entry or default_entry(op)
+        typed = op.clone()
+        infer_types(typed, entry, backend=self.backend)
+        simplify_functional(typed)
+        replace_module_body(op, lower_to_vm(typed, entry))

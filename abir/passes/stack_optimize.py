@@ -1,0 +1,130 @@
+"""`stack-optimize`: cheaper stack traffic in the stack dialect.
+
+1. Dead saves: a `stack.pop @x` at a call's return block whose restored value is dead afterwards
+   is dropped together with the matching `stack.push @x` before every call returning there.
+2. Pop-push fusion: `stack.pop @x` followed in the same block by `stack.push @x`, with no write
+   of `@x` between, becomes one `stack.peek @x` (restore the saved value and keep it saved).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from abir.dialects import stack
+from abir.passes.allocate_storage import the_program
+from abir.passes.analysis import reads_writes, variable_liveness
+
+
+def var_names(op: stack.PushOp | stack.PopOp | stack.PeekOp) -> list[str]:
+    return [v.string_value() for v in op.vars.data]
+
+
+def drop_vars(op: stack.PushOp | stack.PopOp | stack.PeekOp, names: Iterable[str]) -> None:
+    """Remove variables from a push/pop/peek; erase the op when none remain."""
+    drop = set(names)
+    keep = [n for n in var_names(op) if n not in drop]
+    if keep:
+        op.vars = stack.refs(keep)
+    else:
+        Rewriter.erase_op(op)
+
+
+def callers_returning_to(program: stack.ProgramOp, block: Block) -> list[Block] | None:
+    """The blocks whose call returns to `block`, or None if `block` is also entered otherwise."""
+    callers: list[Block] = []
+    for other in program.body.blocks:
+        term = other.last_op
+        if isinstance(term, stack.PushGotoOp) and term.return_dest is block:
+            callers.append(other)
+        if term is not None and any(
+            s is block for s in term.successors if not (isinstance(term, stack.PushGotoOp) and s is term.return_dest)
+        ):
+            return None
+    return callers
+
+
+def last_push_of(block: Block, name: str) -> stack.PushOp | None:
+    """The push of `name` that the call ending `block` saves (no pop/peek of it afterwards)."""
+    op = block.last_op
+    while op is not None:
+        if isinstance(op, stack.PopOp | stack.PeekOp) and name in var_names(op):
+            return None
+        if isinstance(op, stack.PushOp) and name in var_names(op):
+            return op
+        op = op.prev_op
+    return None
+
+
+def remove_dead_saves(program: stack.ProgramOp) -> bool:
+    liveness = variable_liveness(program)
+    for block in program.body.blocks:
+        for op in block.ops:
+            if not isinstance(op, stack.PopOp):
+                continue
+            dead = [n for n in var_names(op) if n not in liveness.live_after(op)]
+            callers = callers_returning_to(program, block) if dead else None
+            if not dead or not callers:
+                continue
+            pushes = {name: [last_push_of(c, name) for c in callers] for name in dead}
+            removable = [name for name, found in pushes.items() if all(p is not None for p in found)]
+            if not removable:
+                continue
+            for name in removable:
+                for push in pushes[name]:
+                    drop_vars(push, [name])  # type: ignore[arg-type]
+            drop_vars(op, removable)
+            return True
+    return False
+
+
+def fuse_pop_push(block: Block) -> bool:
+    """Turn the first fusable pop ... push pair of `block` into a peek."""
+    for op in block.ops:
+        if not isinstance(op, stack.PopOp):
+            continue
+        for name in var_names(op):
+            push = matching_push(op, name)
+            if push is None:
+                continue
+            Rewriter.insert_op(stack.PeekOp(name), InsertPoint.before(op))
+            drop_vars(push, [name])
+            drop_vars(op, [name])
+            return True
+    return False
+
+
+def matching_push(pop: Operation, name: str) -> stack.PushOp | None:
+    op = pop.next_op
+    while op is not None:
+        if isinstance(op, stack.PushOp) and name in var_names(op):
+            return op
+        if name in reads_writes(op)[1] or isinstance(op, stack.PopOp | stack.PeekOp) and name in var_names(op):
+            return None
+        op = op.next_op
+    return None
+
+
+def optimize_stack(module: ModuleOp) -> None:
+    program = the_program(module)
+    while remove_dead_saves(program):
+        pass
+    for block in program.body.blocks:
+        while fuse_pop_push(block):
+            pass
+
+
+@dataclass(frozen=True)
+class StackOptimizePass(ModulePass):
+    """Drop saves whose restored value is dead; fuse pop-then-push into peek."""
+
+    name = "stack-optimize"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        optimize_stack(op)

@@ -1,0 +1,152 @@
+"""`stack-to-vm`: the allocated stack program -> numbered vm kernels.
+
+Blocks are numbered in their current order (run `schedule-blocks` first). Inside a block:
+temporaries become SSA values; registers and stacks are read with `vm.read` once (later reads
+reuse the last value written or read in this block) and written back with `vm.write` (deferred:
+only the last value is written, before any push/pop/peek of the variable and at the end of the
+block); writes into dead variables vanish; `stack.prim` -> `vm.prim`, `stack.constant` ->
+`vm.constant`, push/pop/peek -> `vm.push/pop/peek`; terminators map to `vm.jump`, `vm.branch`,
+`vm.call`, `vm.return` and `vm.halt`. Each `vm.block` keeps the `function` attribute of its
+terminator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from abir.dialects import functional, stack, vm
+from abir.dialects.stack import StorageClass
+from abir.passes.allocate_storage import the_program
+from abir.passes.lower_calls import FUNCTION_ATTR, replace_module_body
+
+
+@dataclass
+class Declarations:
+    types: dict[str, Attribute]
+    storage: dict[str, StorageClass]
+
+
+class KernelBuilder:
+    """Translates one stack block into the body of a `vm.block`."""
+
+    def __init__(self, decls: Declarations, numbers: dict[Block, int]):
+        self.decls = decls
+        self.numbers = numbers
+        self.body = Block()
+        self.values: dict[str, SSAValue] = {}
+        self.pending: dict[str, SSAValue] = {}
+
+    def add(self, op: Operation) -> Operation:
+        self.body.add_op(op)
+        return op
+
+    def read(self, name: str) -> SSAValue:
+        if name in self.values:
+            return self.values[name]
+        if self.decls.storage[name] == StorageClass.TEMPORARY:
+            raise ValueError(f"temporary @{name} is read before it is written in its block")
+        value = self.add(vm.ReadOp(name, self.decls.types[name])).results[0]
+        self.values[name] = value
+        return value
+
+    def assign(self, name: str, value: SSAValue) -> None:
+        self.values[name] = value
+        if self.decls.storage[name] in (StorageClass.REGISTER, StorageClass.STACK):
+            self.pending[name] = value
+
+    def flush(self, names: list[str] | None = None) -> None:
+        for name in list(self.pending) if names is None else names:
+            if name in self.pending:
+                self.add(vm.WriteOp(name, self.pending.pop(name)))
+
+    def translate(self, block: Block) -> Block:
+        for op in block.ops:
+            self.op(op)
+        return self.body
+
+    def op(self, op: Operation) -> None:
+        match op:
+            case stack.ConstantOp():
+                self.assign(op.var.string_value(), self.add(vm.ConstantOp(op.value)).results[0])
+            case stack.PrimOp():
+                args = [self.read(v.string_value()) for v in op.inputs.data]
+                outs = [v.string_value() for v in op.outputs.data]
+                fn = op.callee if op.callee is not None else op.prim_name
+                prim = self.add(vm.PrimOp(fn, args, [self.decls.types[n] for n in outs]))
+                for name, value in zip(outs, prim.results, strict=True):
+                    self.assign(name, value)
+            case stack.WriteOp():
+                sources = [self.read(v.string_value()) for v in op.sources.data]
+                for target, value in zip(op.targets.data, sources, strict=True):
+                    self.assign(target.string_value(), value)
+            case stack.PushOp():
+                names = [v.string_value() for v in op.vars.data]
+                self.flush(names)
+                self.add(vm.PushOp(*names))
+            case stack.PopOp() | stack.PeekOp():
+                names = [v.string_value() for v in op.vars.data]
+                self.flush(names)
+                self.add(vm.PopOp(*names) if isinstance(op, stack.PopOp) else vm.PeekOp(*names))
+                for name in names:
+                    self.values.pop(name, None)
+            case _:
+                self.terminator(op)
+
+    def terminator(self, op: Operation) -> None:
+        cond = self.read(op.cond.string_value()) if isinstance(op, stack.BranchOp) else None
+        self.flush()
+        match op:
+            case stack.GotoOp():
+                self.add(vm.JumpOp(self.numbers[op.dest]))
+            case stack.BranchOp():
+                assert cond is not None
+                self.add(vm.BranchOp(cond, self.numbers[op.then_dest], self.numbers[op.else_dest]))
+            case stack.PushGotoOp():
+                self.add(vm.CallOp(self.numbers[op.dest], self.numbers[op.return_dest]))
+            case stack.IndirectGotoOp():
+                self.add(vm.ReturnOp())
+            case stack.HaltOp():
+                self.add(vm.HaltOp())
+            case _:
+                raise ValueError(f"stack-to-vm cannot translate {op.name}")
+
+
+def stack_to_vm(module: ModuleOp) -> ModuleOp:
+    """A new vm module for an allocated stack module."""
+    program = the_program(module)
+    decl_ops = [op for op in module.ops if isinstance(op, stack.VarOp)]
+    missing = [op.sym_name.data for op in decl_ops if op.storage is None]
+    if missing:
+        raise ValueError(f"variables {missing} have no storage class; run allocate-storage first")
+    decls = Declarations(
+        {op.sym_name.data: op.type for op in decl_ops},
+        {op.sym_name.data: op.storage.data for op in decl_ops},  # type: ignore[union-attr]
+    )
+    blocks = list(program.body.blocks)
+    numbers = {b: i for i, b in enumerate(blocks)}
+    vm_blocks = []
+    for block in blocks:
+        kernel = vm.BlockOp(numbers[block], KernelBuilder(decls, numbers).translate(block))
+        if (term := block.last_op) is not None and FUNCTION_ATTR in term.attributes:
+            kernel.attributes[FUNCTION_ATTR] = term.attributes[FUNCTION_ATTR]
+        vm_blocks.append(kernel)
+    runtime = (StorageClass.REGISTER, StorageClass.STACK)
+    ops: list[Operation] = [op.clone() for op in module.ops if isinstance(op, functional.OpaqueOp)]
+    ops += [vm.VarOp(n, decls.types[n], s) for n, s in decls.storage.items() if s in runtime]
+    ops.append(vm.ProgramOp(program.sym_name.data, program.inputs.data, program.outputs.data, vm_blocks))
+    return ModuleOp(ops)
+
+
+@dataclass(frozen=True)
+class StackToVmPass(ModulePass):
+    """Translate an allocated, scheduled stack program into numbered vm block kernels."""
+
+    name = "stack-to-vm"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        replace_module_body(op, stack_to_vm(op))
