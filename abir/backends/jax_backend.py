@@ -22,7 +22,7 @@ import jax.numpy as jnp  # noqa: E402  (after enabling x64)
 from jax import lax  # noqa: E402
 
 from abir import prims  # noqa: E402
-from abir.backends.base import Backend, Kernel, State  # noqa: E402
+from abir.backends.base import Backend, Kernel, Scheduler, State, smallest_live_block  # noqa: E402
 from abir.types import TensorType  # noqa: E402
 
 # Prims whose operands are compared/combined in their common promoted dtype (result is bool).
@@ -50,9 +50,13 @@ class JaxBackend(Backend):
 
     name = "jax"
 
-    def __init__(self, code_cache: MutableMapping[Any, Any] | None = None):
+    def __init__(
+        self, code_cache: MutableMapping[Any, Any] | None = None, scheduler: Scheduler = smallest_live_block
+    ):
         """`code_cache` maps a run's `cache_key` to its jitted function; pass a dict to share
-        compiled code between backend instances (default: a dict owned by this instance)."""
+        compiled code between backend instances (default: a dict owned by this instance).
+        `scheduler(backend, pc)` picks the next block; it must be traceable (jnp, not NumPy)."""
+        self.scheduler = scheduler
         self.code_cache: MutableMapping[Any, Any] = {} if code_cache is None else code_cache
         self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
 
@@ -133,16 +137,27 @@ class JaxBackend(Backend):
         return jnp.min(value)
 
     # ----- running --------------------------------------------------------------------------
+    def switch_case(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+        return lax.switch(index, list(branches), *operands)
+
+    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
+        return lax.while_loop(cond, body, state)
+
     def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
-        """One jitted `lax.while_loop`, compiled once per `cache_key` (None: never cached)."""
+        """One jitted `lax.while_loop`, compiled once per `cache_key` and state signature.
+
+        Without a `cache_key` the compiled code is still reused for the same `kernels` list
+        (the machine builds it once per program and backend), kept alive by the cache."""
         state = {key: jnp.asarray(value) for key, value in state.items()}
-        key = None if cache_key is None else (cache_key, int(halt_index), len(kernels))
-        runner = self.code_cache.get(key) if key is not None else None
-        if runner is None:
-            runner = jax.jit(self._loop(tuple(kernels), int(halt_index)))
-            if key is not None:
-                self.code_cache[key] = runner
-        return dict(runner(state))
+        if cache_key is None:
+            key: Any = ("kernels", id(kernels), int(halt_index))
+        else:
+            key = (cache_key, int(halt_index), len(kernels))
+        entry = self.code_cache.get(key)
+        if entry is None or (cache_key is None and entry[0] is not kernels):
+            entry = (kernels, jax.jit(self._loop(tuple(kernels), int(halt_index))))
+            self.code_cache[key] = entry
+        return dict(entry[1](state))
 
     def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
         """The machine loop over `kernels` as a traceable function of the state."""
@@ -152,10 +167,10 @@ class JaxBackend(Backend):
             branches = [_conforming(kernel, state) for kernel in kernels]
 
             def cond(s: State) -> Any:
-                return jnp.min(s["pc"]) < halt_index
+                return self.next_block(s["pc"]) < halt_index
 
             def body(s: State) -> State:
-                return lax.switch(jnp.min(s["pc"]), branches, s)
+                return lax.switch(self.next_block(s["pc"]), branches, s)
 
             return lax.while_loop(cond, body, state)
 
