@@ -56,27 +56,42 @@ class RunStats:
     """What one eager run of the machine did (collected by backends that run step by step).
 
     `steps` is the number of kernel executions; `block_steps[i]` how many of them ran block i
-    and `block_members[i]` how many members were active in those steps, summed."""
+    and `block_members[i]` how many members were active in those steps, summed;
+    `member_steps[b]` how many steps member b was active in (its own block count)."""
 
     batch_size: int
     steps: int = 0
     block_steps: list[int] = field(default_factory=list)
     block_members: list[int] = field(default_factory=list)
+    member_steps: list[int] = field(default_factory=list)
 
     @classmethod
     def empty(cls, batch_size: int, num_blocks: int) -> RunStats:
-        return cls(batch_size, 0, [0] * num_blocks, [0] * num_blocks)
+        return cls(batch_size, 0, [0] * num_blocks, [0] * num_blocks, [0] * batch_size)
 
     def record(self, block: int, members: int) -> None:
+        """Count one step of `block` run for `members` active members (a backend that counts
+        steps per member fills `member_steps` itself)."""
         self.steps += 1
         self.block_steps[block] += 1
         self.block_members[block] += members
+
+    @property
+    def ideal_steps(self) -> int:
+        """The longest member's own block count: the fewest steps any schedule could take."""
+        return max(self.member_steps, default=0)
 
     @property
     def lane_use(self) -> float:
         """Fraction of member slots doing useful work over all steps (1.0 = no masking waste)."""
         total = self.steps * self.batch_size
         return sum(self.block_members) / total if total else 1.0
+
+    def summary(self) -> str:
+        return (
+            f"{self.steps} steps (ideal {self.ideal_steps}) over batch {self.batch_size}, "
+            f"lane use {self.lane_use:.0%}"
+        )
 
 
 class Backend(abc.ABC):

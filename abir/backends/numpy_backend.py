@@ -25,6 +25,7 @@ class NumpyBackend(Backend):
         self.scheduler = scheduler
         self.collect_stats = collect_stats
         self.last_stats = None
+        self._quiet = False  # inside `run`, floating-point warnings are already silenced
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> np.ndarray:
@@ -48,10 +49,16 @@ class NumpyBackend(Backend):
     # ----- primitives ---------------------------------------------------------------------
     def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> np.ndarray:
         """NumPy semantics, with the result pinned to `result_dtype` and no warnings from junk rows."""
-        with np.errstate(all="ignore"):
-            result = np.asarray(prims.apply_numpy(name, args, result_dtype))
-            if result_dtype is not None and result.dtype != np.dtype(result_dtype):
-                result = result.astype(result_dtype)
+        if not self._quiet:
+            with np.errstate(all="ignore"):
+                return self._prim(name, args, result_dtype)
+        return self._prim(name, args, result_dtype)
+
+    @staticmethod
+    def _prim(name: str, args: Sequence[Any], result_dtype: Any) -> np.ndarray:
+        result = np.asarray(prims.apply_numpy(name, args, result_dtype))
+        if result_dtype is not None and result.dtype != np.dtype(result_dtype):
+            result = result.astype(result_dtype)
         return result
 
     def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
@@ -83,13 +90,24 @@ class NumpyBackend(Backend):
     # ----- running --------------------------------------------------------------------------
     def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
         """A Python loop over machine steps; records `last_stats` when `collect_stats` is set."""
-        stats = RunStats.empty(int(state["pc"].shape[0]), len(kernels)) if self.collect_stats else None
+        batch = int(state["pc"].shape[0])
+        stats = RunStats.empty(batch, len(kernels)) if self.collect_stats else None
+        member_steps = np.zeros(batch, np.int64)
         block = int(self.next_block(state["pc"]))
-        while block < halt_index:
-            if stats is not None:
-                stats.record(block, int(np.count_nonzero(state["pc"] == block)))
-            state = kernels[block](state)
-            block = int(self.next_block(state["pc"]))
+        with np.errstate(all="ignore"):
+            self._quiet = True
+            try:
+                while block < halt_index:
+                    if stats is not None:
+                        active = np.asarray(state["pc"]) == block
+                        member_steps += active
+                        stats.record(block, int(np.count_nonzero(active)))
+                    state = kernels[block](state)
+                    block = int(self.next_block(state["pc"]))
+            finally:
+                self._quiet = False
+        if stats is not None:
+            stats.member_steps = member_steps.tolist()
         self.last_stats = stats
         return state
 

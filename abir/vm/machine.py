@@ -348,13 +348,19 @@ class Machine:
                 where += f" calling {callee!r}"
         return f"{where} (vm block {block})"
 
+    @staticmethod
+    def _members(members: np.ndarray, shown: int = 8) -> str:
+        listed = ", ".join(str(m) for m in members[:shown])
+        more = f" and {len(members) - shown} more" if len(members) > shown else ""
+        return f"batch member{'s' if len(members) > 1 else ''} {listed}{more}"
+
     def _raise_errors(self, backend: Backend, state: State, max_stack_depth: int) -> None:
         overflow = backend.to_numpy(state[state_ops.OVERFLOW])
         if overflow.any():
             members = np.flatnonzero(overflow)
             raise StackOverflowError(
-                f"stack overflow in {self._describe(int(overflow[members[0]]) - 1)}: batch member(s) "
-                f"{members.tolist()} recursed deeper than max_stack_depth={max_stack_depth}. Pass a larger "
+                f"stack overflow in {self._describe(int(overflow[members[0]]) - 1)}: "
+                f"{self._members(members)} recursed deeper than max_stack_depth={max_stack_depth}. Pass a larger "
                 f"max_stack_depth= (e.g. max_stack_depth={2 * max_stack_depth}), or check that the "
                 "recursion terminates"
             )
@@ -362,8 +368,8 @@ class Machine:
         if underflow.any():
             members = np.flatnonzero(underflow)
             raise StackUnderflowError(
-                f"stack underflow in {self._describe(int(underflow[members[0]]) - 1)}: batch member(s) "
-                f"{members.tolist()} restored a value that was never saved. This is a bug in abir's "
+                f"stack underflow in {self._describe(int(underflow[members[0]]) - 1)}: "
+                f"{self._members(members)} restored a value that was never saved. This is a bug in abir's "
                 "lowering (or in hand-written vm IR); please report it with the program"
             )
 

@@ -181,6 +181,8 @@ def test_fib_batches_across_recursion(fib):
     assert stats.block_steps[6] == fib_reference(7) - 1
     assert stats.steps == sum(stats.block_steps)
     assert 0 < stats.lane_use < 1
+    assert stats.ideal_steps == stats.member_steps[1] == max(stats.member_steps)  # fib(7) is the longest
+    assert stats.steps >= stats.ideal_steps
 
 
 def test_fib_overflow_names_function_and_depth(fib):
@@ -352,3 +354,34 @@ def test_custom_scheduler_changes_steps_not_results(fib):
     backend = NumpyBackend(scheduler=largest_live_block)
     (out,) = fib.run([np.array([3, 7, 4, 5])], backend)
     np.testing.assert_array_equal(out, [3, 21, 5, 8])
+
+
+def _backend(name: str):
+    if name == "jax":
+        pytest.importorskip("jax")
+        from abir.backends.jax_backend import JaxBackend
+
+        return JaxBackend()
+    pytest.importorskip("tensorflow")
+    from abir.backends.tf_backend import TensorFlowBackend
+
+    return TensorFlowBackend()
+
+
+@pytest.mark.parametrize("backend_name", ["jax", "tf"])
+def test_same_kernels_on_traced_backends(backend_name):
+    """The kernels call only protocol methods, so JAX and TF run them and agree with NumPy."""
+    backend = _backend(backend_name)
+    cases = [
+        (FIB, [np.array([5, 6, 8, 9])]),
+        (COLLATZ, [np.array([1, 2, 3, 6, 7, 27, 97])]),
+        (VECTOR, [np.array([[1.0, 1.0, 1.0]]), 2.0, np.array([0, 1, 2], dtype=np.int32)]),
+    ]
+    for text, args in cases:
+        machine = compile_machine(parse(text))
+        expected = machine.run(args, NumpyBackend())
+        got = machine.run(args, backend)
+        for want, have in zip(expected, got, strict=True):
+            np.testing.assert_array_equal(backend.to_numpy(have), want)
+    with pytest.raises(StackOverflowError, match="'fib'.*max_stack_depth=4"):
+        compile_machine(parse(FIB)).run([np.array([2, 9])], backend, max_stack_depth=4)

@@ -71,8 +71,10 @@ def test_run_counts_steps_and_members():
 
     out = be.run([step_down] * 3, {"pc": np.array([0, 2, 1], np.int32)}, 3, None)
     assert out["pc"].tolist() == [3, 3, 3]
-    assert be.last_stats == RunStats(3, 3, [1, 1, 1], [1, 2, 3])
+    assert be.last_stats == RunStats(3, 3, [1, 1, 1], [1, 2, 3], [3, 1, 2])
     assert be.last_stats.lane_use == pytest.approx(6 / 9)
+    assert be.last_stats.ideal_steps == 3
+    assert "3 steps (ideal 3)" in be.last_stats.summary()
 
 
 # ----- model-based test of the masked stack operations -----------------------------------------
