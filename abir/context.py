@@ -1,0 +1,216 @@
+"""The user-facing `Context`: decorate per-example Python functions and get batched programs.
+
+    ctx = abir.Context()
+
+    @ctx.batch(type_inference=lambda arg_types: arg_types[0])
+    def fib(n):
+        if n > 2:
+            return fib(n - 1) + fib(n - 2)
+        return 1
+
+    ctx.module()          # functional-dialect IR of every decorated function
+    ctx.program("fib")    # only what `fib` reaches
+
+Functions decorated in one `Context` may call each other by name in any order (forward
+references, recursion, mutual recursion). `build_program` is what the rest of the pipeline uses:
+the module for an entry function specialized to the structure of its arguments.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import optree
+from xdsl.dialects.builtin import ModuleOp
+
+from abir.errors import UnsupportedSyntaxError
+from abir.frontend.program import FunctionEntry, OpaqueNames, ProgramBuilder, SpecializationNames, SpecKey
+from abir.frontend.source import FunctionSource
+from abir.frontend.syntax import check_supported_syntax
+from abir.frontend.values import LEAF
+
+TypeInference = Callable[[list[Any]], Any]
+
+_DRY_RUN = contextvars.ContextVar("abir_dry_run", default=False)
+
+
+def truthy(x: Any) -> Any:
+    """Mark `x` as a condition: `if truthy(x):`. The compiler treats it as the identity; in a dry
+    run (plain Python at batch size 1) a size-1 array becomes a Python bool."""
+    if _DRY_RUN.get() or np.size(x) == 1:
+        return bool(np.asarray(x).reshape(()))
+    return x
+
+
+@dataclass(frozen=True)
+class FrontendProgram:
+    """The frontend's result for one entry function and argument structure."""
+
+    module: ModuleOp
+    """Functional dialect, verified; only the functions reachable from the entry."""
+    entry: str
+    """Symbol of the entry function's specialization."""
+    output_treedef: optree.PyTreeSpec
+    """Rebuilds the entry's flat results into the Python structure it returns."""
+
+
+class BatchedFunction:
+    """A decorated function: call it on a batch (or with `dry_run=True` on one example)."""
+
+    def __init__(self, context: Context, name: str, function: Callable[..., Any], type_inference: TypeInference | None):
+        functools.update_wrapper(self, function)
+        self._context = context
+        self.name = name
+        self.python_function = function
+        self.type_inference = type_inference
+
+    def __call__(self, *args: Any, dry_run: bool = False, **kwargs: Any) -> Any:
+        if _DRY_RUN.get():
+            return self.python_function(*args, **kwargs)
+        if dry_run:
+            return self._dry_run(args, kwargs)
+        return self._context._call_batched(self.name, args, kwargs)
+
+    def _dry_run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if kwargs:
+            raise TypeError(f"a dry run of '{self.name}' takes its arguments positionally; got {sorted(kwargs)}")
+        for leaf in optree.tree_leaves(args):
+            shape = np.shape(leaf)
+            if shape and shape[0] != 1:
+                raise ValueError(
+                    f"a dry run of '{self.name}' runs one example: every argument needs batch size 1, "
+                    f"got an argument of shape {shape}"
+                )
+        token = _DRY_RUN.set(True)
+        try:
+            return self.python_function(*args)
+        finally:
+            _DRY_RUN.reset(token)
+
+    def __repr__(self) -> str:
+        return f"<abir batched function {self.name}>"
+
+
+class Context:
+    """A set of batched functions that may call each other by name."""
+
+    def __init__(self) -> None:
+        self._functions: dict[str, FunctionEntry] = {}
+        self._type_inference: dict[str, TypeInference] = {}
+        self._names = SpecializationNames()
+        self._opaques = OpaqueNames()
+        self._programs: dict[tuple[str, tuple[optree.PyTreeSpec, ...]], FrontendProgram] = {}
+        self._module: ModuleOp | None = None
+
+    # -- decoration -------------------------------------------------------------------------
+
+    def batch(self, type_inference: TypeInference | None = None) -> Callable[[Callable[..., Any]], BatchedFunction]:
+        """Decorator: `@ctx.batch()` or `@ctx.batch(type_inference=...)`."""
+        if isinstance(type_inference, BatchedFunction) or (
+            callable(type_inference) and getattr(type_inference, "__code__", None) is not None
+            and _looks_like_decorated_def(type_inference)
+        ):
+            raise UnsupportedSyntaxError(
+                "`ctx.batch` needs parentheses when used as a decorator",
+                filename=type_inference.__code__.co_filename,
+                lineno=type_inference.__code__.co_firstlineno,
+                suggestion="write `@ctx.batch()` (or `@ctx.batch(type_inference=...)`)",
+            )
+
+        def decorate(function: Callable[..., Any]) -> BatchedFunction:
+            return self.batch_uncurried(function, type_inference)
+
+        return decorate
+
+    def batch_uncurried(self, function: Callable[..., Any], type_inference: TypeInference | None = None) -> BatchedFunction:
+        """Register `function` as a batched function of this context."""
+        source = FunctionSource.of(function)
+        check_supported_syntax(source)
+        name = source.name
+        if name in self._functions:
+            raise UnsupportedSyntaxError(
+                f"this Context already has a batched function named '{name}'",
+                filename=source.filename,
+                lineno=source.lineno(source.tree),
+                source_line=source.source_line(source.lineno(source.tree)),
+                suggestion="give each batched function of a Context its own name",
+            )
+        batched = BatchedFunction(self, name, function, type_inference)
+        self._functions[name] = FunctionEntry(name, source, batched)
+        if type_inference is not None:
+            self._type_inference[name] = type_inference
+        self._programs.clear()
+        self._module = None
+        return batched
+
+    # -- inspection -------------------------------------------------------------------------
+
+    def function_names(self) -> list[str]:
+        """Names of the decorated functions, in decoration order."""
+        return list(self._functions)
+
+    def python_function(self, name: str) -> Callable[..., Any]:
+        """The original Python function of batched function `name` (for dry runs)."""
+        return self._entry(name).source.function
+
+    def module(self) -> ModuleOp:
+        """The functional-dialect module of every decorated function (all-array arguments)."""
+        if self._module is None:
+            entries = [(name, (LEAF,) * entry.n_params) for name, entry in self._functions.items()]
+            self._module, _ = self._builder().build(entries)
+        return self._module
+
+    def program(self, main: str) -> ModuleOp:
+        """The functional-dialect module of `main` and everything it calls."""
+        return self.build_program(main).module
+
+    def build_program(self, main: str, arg_treedefs: Sequence[optree.PyTreeSpec] | None = None) -> FrontendProgram:
+        """`main` specialized to its arguments' structures (None: every argument is one array)."""
+        entry = self._entry(main)
+        treedefs = tuple(arg_treedefs) if arg_treedefs is not None else (LEAF,) * entry.n_params
+        if len(treedefs) != entry.n_params:
+            raise TypeError(f"'{main}' takes {entry.n_params} argument(s), got {len(treedefs)} structure(s)")
+        key: SpecKey = (main, treedefs)
+        if key not in self._programs:
+            module, outputs = self._builder().build([key])
+            self._programs[key] = FrontendProgram(module, self._names.symbol(key), outputs[key])
+        return self._programs[key]
+
+    def type_inference_callables(self) -> dict[str, TypeInference]:
+        """Function symbol (every specialization made so far) -> the user's `type_inference`."""
+        result = dict(self._type_inference)
+        for (name, _), symbol in self._names.symbols.items():
+            if name in self._type_inference:
+                result[symbol] = self._type_inference[name]
+        return result
+
+    # -- execution --------------------------------------------------------------------------
+
+    def _call_batched(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        raise NotImplementedError("batched execution is wired in by the machine integration")
+
+    def _entry(self, name: str) -> FunctionEntry:
+        try:
+            return self._functions[name]
+        except KeyError:
+            known = ", ".join(self._functions) or "none"
+            raise KeyError(f"no batched function named '{name}' in this Context (known: {known})") from None
+
+    def _builder(self) -> ProgramBuilder:
+        return ProgramBuilder(self._functions, self._names, self._opaques)
+
+
+def _looks_like_decorated_def(fn: Any) -> bool:
+    """`@ctx.batch` without parentheses passes the decorated function itself."""
+    try:
+        import inspect
+
+        first = inspect.getsourcelines(fn)[0][0].strip()
+    except (OSError, TypeError):
+        return False
+    return first.startswith("@") and ".batch" in first and "(" not in first

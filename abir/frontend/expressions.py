@@ -1,0 +1,535 @@
+"""Lowering of Python expressions to functional-dialect operations.
+
+Operators on batched values become builtin prims (`add`, `less`, `logical_and`, `where`, ...);
+expressions over compile-time values are evaluated at compile time; calls become batched calls
+(functions of the same Context, by name), structure constructors (namedtuple classes), builtin
+prims (NumPy functions with an Array-API name) or opaque prims (any other callable).
+Conditional expressions and `and`/`or` whose operands call functions branch, so that only the
+chosen operand runs (a recursive call must not run on every path).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import SymbolRefAttr
+from xdsl.ir import SSAValue
+
+from abir import prims
+from abir.dialects.functional import CallOp, UnknownType
+from abir.frontend.state import LoweringState, UnknownResultStructure, _what
+from abir.frontend.values import MaybeUndefined, Static, flatten, unflatten
+
+BINARY_PRIMS: dict[type[ast.operator], str] = {
+    ast.Add: "add",
+    ast.Sub: "subtract",
+    ast.Mult: "multiply",
+    ast.Div: "divide",
+    ast.FloorDiv: "floor_divide",
+    ast.Mod: "remainder",
+    ast.Pow: "pow",
+    ast.LShift: "bitwise_left_shift",
+    ast.RShift: "bitwise_right_shift",
+    ast.BitAnd: "bitwise_and",
+    ast.BitOr: "bitwise_or",
+    ast.BitXor: "bitwise_xor",
+}
+BINARY_OPERATORS: dict[type[ast.operator], Any] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+    ast.MatMult: operator.matmul,
+}
+COMPARE_PRIMS: dict[type[ast.cmpop], str] = {
+    ast.Lt: "less",
+    ast.LtE: "less_equal",
+    ast.Gt: "greater",
+    ast.GtE: "greater_equal",
+    ast.Eq: "equal",
+    ast.NotEq: "not_equal",
+}
+COMPARE_OPERATORS: dict[type[ast.cmpop], Any] = {
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+}
+UNARY_PRIMS: dict[type[ast.unaryop], str] = {
+    ast.USub: "negative",
+    ast.UAdd: "positive",
+    ast.Invert: "bitwise_invert",
+}
+UNARY_OPERATORS: dict[type[ast.unaryop], Any] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
+    ast.Not: operator.not_,
+}
+PYTHON_BUILTIN_PRIMS: dict[Any, tuple[str, int]] = {abs: ("abs", 1), max: ("maximum", 2), min: ("minimum", 2)}
+RESULT = ".value"
+"""Hidden variable carrying an expression's value across a join."""
+
+
+def _numpy_prim(fn: Any, n_args: int) -> str | None:
+    """The builtin prim a NumPy or math function is, if any."""
+    for module in (np, math):
+        name = getattr(fn, "__name__", None)
+        if name is None or getattr(module, name, None) is not fn:
+            continue
+        name = {"absolute": "abs", "fabs": "abs", "power": "pow", "mod": "remainder", "true_divide": "divide"}.get(
+            name, name
+        )
+        if prims.is_builtin(name) and prims.ARITY[name] == n_args and name != "astype":
+            return name
+    return None
+
+
+def contains_call(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Call) for n in ast.walk(node))
+
+
+class ExpressionLowering(LoweringState):
+    """Turns expression ASTs into frontend values, emitting operations into `self.current`."""
+
+    local_names: set[str]
+
+    def expr(self, node: ast.expr, n_results: int | None = None) -> Any:
+        method = getattr(self, f"expr_{type(node).__name__}", None)
+        if method is None:
+            return self.compile_time_value(node)
+        if isinstance(node, ast.Call):
+            return method(node, n_results)
+        return method(node)
+
+    def leaf(self, node: ast.expr) -> Any:
+        """A single (static or batched) value; structures are rejected."""
+        value = self.expr(node)
+        if isinstance(value, tuple | list):
+            raise self.source.error(
+                node,
+                "a tuple, list or namedtuple cannot be used where a single array is expected",
+                "index or destructure the structure first",
+            )
+        return value
+
+    def compile_time_value(self, node: ast.expr) -> Static:
+        """Evaluate an expression that reads no local variable, once, at compile time."""
+        used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        batched = sorted(used & self.local_names)
+        if batched:
+            kind = type(node).__name__
+            raise self.source.error(
+                node,
+                f"{_describe_node(node)} over the local variable(s) {', '.join(batched)} is not supported",
+                _suggestion_for(kind),
+            )
+        code = compile(ast.Expression(body=node), self.source.filename, "eval")
+        try:
+            return Static(eval(code, dict(self.names)))
+        except Exception as e:
+            raise self.source.error(node, f"evaluating this at compile time raised {type(e).__name__}: {e}") from None
+
+    # -- names and literals -----------------------------------------------------------------
+
+    def expr_Constant(self, node: ast.Constant) -> Static:
+        return Static(node.value)
+
+    def expr_Name(self, node: ast.Name) -> Any:
+        name = node.id
+        if name in self.env:
+            value = self.env[name]
+            if isinstance(value, MaybeUndefined):
+                raise self.source.error(
+                    node,
+                    f"variable '{name}' may be undefined here: it is assigned (line {value.lineno}) "
+                    "on some paths to this use but not on others",
+                    f"assign '{name}' on every path before this use, e.g. give it an initial value "
+                    "before the `if` or the loop",
+                )
+            return value
+        if name in self.local_names:
+            raise self.source.error(
+                node, f"variable '{name}' is used before it is assigned", f"assign '{name}' before this line"
+            )
+        if name in self.names:
+            return Static(self.names[name])
+        raise self.source.error(node, f"name '{name}' is not defined", "define it or import it at module level")
+
+    def expr_Tuple(self, node: ast.Tuple) -> tuple:
+        self._reject_starred(node.elts)
+        return tuple(self.expr(e) for e in node.elts)
+
+    def expr_List(self, node: ast.List) -> list:
+        self._reject_starred(node.elts)
+        return [self.expr(e) for e in node.elts]
+
+    def _reject_starred(self, elements: list[ast.expr]) -> None:
+        for e in elements:
+            if isinstance(e, ast.Starred):
+                raise self.source.error(e, "starred expressions (`*x`) are not supported", "list the elements")
+
+    def expr_Attribute(self, node: ast.Attribute) -> Any:
+        base = self.expr(node.value)
+        if isinstance(base, Static):
+            try:
+                return Static(getattr(base.value, node.attr))
+            except AttributeError as e:
+                raise self.source.error(node, str(e)) from None
+        if isinstance(base, tuple) and node.attr in getattr(type(base), "_fields", ()):
+            return getattr(base, node.attr)
+        if isinstance(base, tuple) and node.attr == "_replace" and hasattr(base, "_fields"):
+            return Static(base._replace)
+        raise self.source.error(
+            node,
+            f"attribute '.{node.attr}' of a batched value is not supported",
+            "pass the value to a helper function (it becomes an opaque primitive), or read fields of "
+            "namedtuples only",
+        )
+
+    def expr_Subscript(self, node: ast.Subscript) -> Any:
+        base = self.expr(node.value)
+        index = self.expr(node.slice)
+        if isinstance(base, tuple | list | Static) and isinstance(index, Static):
+            container = base.value if isinstance(base, Static) else base
+            try:
+                item = container[index.value]
+            except Exception as e:
+                raise self.source.error(node, f"indexing failed at compile time: {e}") from None
+            return Static(item) if isinstance(base, Static) else item
+        raise self.source.error(
+            node,
+            "indexing a batched array, or indexing with a batched index, is not supported",
+            "index with compile-time constants into tuples/lists, or call a helper function for arrays",
+        )
+
+    def expr_Slice(self, node: ast.Slice) -> Static:
+        parts = [None if p is None else self.leaf(p) for p in (node.lower, node.upper, node.step)]
+        if not all(p is None or isinstance(p, Static) for p in parts):
+            raise self.source.error(node, "slice bounds must be compile-time constants")
+        return Static(slice(*(None if p is None else p.value for p in parts)))
+
+    def expr_NamedExpr(self, node: ast.NamedExpr) -> Any:
+        value = self.expr(node.value)
+        self.assign_name(node.target.id, value, node)
+        return value
+
+    # -- operators --------------------------------------------------------------------------
+
+    def expr_BinOp(self, node: ast.BinOp) -> Any:
+        return self.binary(node, type(node.op), self.expr(node.left), self.expr(node.right))
+
+    def binary(self, node: ast.AST, op_type: type[ast.operator], left: Any, right: Any) -> Any:
+        """`left <op> right`: folded when both are compile-time values, else a builtin prim."""
+        if isinstance(left, Static) and isinstance(right, Static) or _both_structures(left, right):
+            return self._static_apply(node, BINARY_OPERATORS[op_type], left, right)
+        if op_type not in BINARY_PRIMS:
+            raise self.source.error(node, "the matrix product `@` on batched values is not supported",
+                                    "call np.matmul (it becomes an opaque primitive)")
+        operands = [self.materialize(v, node) for v in (left, right)]
+        return self.prim(BINARY_PRIMS[op_type], operands)
+
+    def _static_apply(self, node: ast.AST, fn: Any, *values: Any) -> Any:
+        try:
+            result = fn(*(v.value if isinstance(v, Static) else v for v in values))
+        except Exception as e:
+            raise self.source.error(node, f"evaluating this at compile time raised {type(e).__name__}: {e}") from None
+        return result if _both_structures(*values) else Static(result)
+
+    def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
+        operand = self.leaf(node.operand)
+        if isinstance(operand, Static):
+            return self._static_apply(node, UNARY_OPERATORS[type(node.op)], operand)
+        if isinstance(node.op, ast.Not):
+            condition = self.as_condition(operand, node)
+            assert isinstance(condition, SSAValue)
+            return self.prim("logical_not", [condition])
+        return self.prim(UNARY_PRIMS[type(node.op)], [operand])
+
+    def expr_Compare(self, node: ast.Compare) -> Any:
+        result: Any = None
+        left = self.leaf(node.left)
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            right = self.leaf(comparator)
+            result = self._and(result, self._compare(node, op, left, right), node)
+            left = right
+        return result
+
+    def _compare(self, node: ast.Compare, op: ast.cmpop, left: Any, right: Any) -> Any:
+        if isinstance(left, Static) and isinstance(right, Static):
+            return self._static_apply(node, COMPARE_OPERATORS[type(op)], left, right)
+        if isinstance(op, ast.Is | ast.IsNot) and _is_none(left, right):
+            return Static(isinstance(op, ast.IsNot))  # a batched value is never None
+        if type(op) not in COMPARE_PRIMS:
+            raise self.source.error(
+                node, f"`{_op_text(op)}` on batched values is not supported", "compare with ==, !=, <, <=, > or >="
+            )
+        return self.prim(COMPARE_PRIMS[type(op)], [self.materialize(left, node), self.materialize(right, node)])
+
+    def _and(self, accumulated: Any, value: Any, node: ast.AST) -> Any:
+        """Conjunction of two comparison results, folding compile-time ones."""
+        if accumulated is None:
+            return value
+        if isinstance(accumulated, Static):
+            return value if accumulated.value else accumulated
+        if isinstance(value, Static):
+            return accumulated if value.value else value
+        return self.prim("logical_and", [accumulated, value])
+
+    def expr_BoolOp(self, node: ast.BoolOp) -> Any:
+        result = self.leaf(node.values[0])
+        for operand in node.values[1:]:
+            result = self._bool_op(node, isinstance(node.op, ast.And), result, operand)
+        return result
+
+    def _bool_op(self, node: ast.BoolOp, is_and: bool, left: Any, right_node: ast.expr) -> Any:
+        if isinstance(left, Static):
+            decided = bool(left.value) != is_and  # `False and ...` / `True or ...`
+            return left if decided else self.leaf(right_node)
+        if contains_call(right_node):
+            return self._short_circuit(node, is_and, left, right_node)
+        right = self.materialize(self.leaf(right_node), node)
+        if left in self.booleans and right in self.booleans:
+            return self.prim("logical_and" if is_and else "logical_or", [left, right])
+        condition = self.as_condition(left, node)
+        chosen = [right, left] if is_and else [left, right]
+        return self.prim("where", [condition, *chosen])
+
+    def _short_circuit(self, node: ast.BoolOp, is_and: bool, left: Any, right_node: ast.expr) -> Any:
+        """`a and f(x)` runs `f` only where `a` holds: branch, then join the two values."""
+        condition = self.as_condition(left, node)
+        assert isinstance(condition, SSAValue)
+        saved = dict(self.env)
+        true_edge, false_edge = self.graph.branch(self.block, condition)
+        evaluate_edge, skip_edge = (true_edge, false_edge) if is_and else (false_edge, true_edge)
+        self.current = self.graph.new_block()
+        evaluate_edge.target = self.current
+        self.env = dict(saved)
+        right = self.materialize(self.leaf(right_node), node)
+        arrivals = [(skip_edge, {**saved, RESULT: left}), (self.block, {**self.env, RESULT: right})]
+        return self._join_value(arrivals, node)
+
+    def _join_value(self, arrivals: list, node: ast.AST) -> Any:
+        self.merge(arrivals, node)
+        return self.env.pop(RESULT)
+
+    def expr_IfExp(self, node: ast.IfExp) -> Any:
+        condition = self.as_condition(self.leaf(node.test), node.test)
+        if isinstance(condition, Static):
+            return self.expr(node.body if condition.value else node.orelse)
+        if not contains_call(node.body) and not contains_call(node.orelse):
+            return self._select(node, condition, self.expr(node.body), self.expr(node.orelse))
+        saved = dict(self.env)
+        true_edge, false_edge = self.graph.branch(self.block, condition)
+        arrivals = []
+        for edge, branch in ((true_edge, node.body), (false_edge, node.orelse)):
+            self.current = self.graph.new_block()
+            edge.target = self.current
+            self.env = dict(saved)
+            value = self.expr(branch)
+            arrivals.append((self.block, {**self.env, RESULT: value}))
+        return self._join_value(arrivals, node)
+
+    def _select(self, node: ast.IfExp, condition: SSAValue, then_value: Any, else_value: Any) -> Any:
+        (then_leaves, then_def), (else_leaves, else_def) = flatten(then_value), flatten(else_value)
+        if then_def != else_def:
+            raise self.source.error(
+                node, "the two arms of this conditional expression have different structures",
+                "make both arms tuples/lists of the same length, or both single values",
+            )
+        selected = [
+            t if isinstance(t, SSAValue) and t is e else
+            self.prim("where", [condition, self.materialize(t, node), self.materialize(e, node)])
+            for t, e in zip(then_leaves, else_leaves, strict=True)
+        ]  # fmt: skip
+        return unflatten(then_def, selected)
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def expr_Call(self, node: ast.Call, n_results: int | None = None) -> Any:
+        callee = self._callee(node)
+        if isinstance(callee, str):
+            return self._batched_call(node, callee)
+        fn = callee.value
+        from abir.context import truthy
+
+        if fn is truthy:
+            return self._truthy(node)
+        if fn is range:
+            raise self.source.error(node, "range() is supported only as the iterable of a `for` loop",
+                                    "write `for i in range(...):`")
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                raise self.source.error(arg, "`*args` in calls is not supported", "pass the arguments one by one")
+        args = [self.expr(a) for a in node.args]
+        kwargs = {}
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise self.source.error(keyword, "`**kwargs` in calls is not supported", "pass keyword arguments one by one")
+            kwargs[keyword.arg] = self.expr(keyword.value)
+        leaves, _ = flatten((args, kwargs))
+        if all(isinstance(leaf, Static) for leaf in leaves) or _is_structure_builder(fn):
+            return self._static_call(node, fn, args, kwargs)
+        if (builtin := self._builtin_prim(fn, args, kwargs)) is not None:
+            return self.prim(builtin, [self.materialize(a, node) for a in args])
+        return self._opaque_call(node, fn, args, kwargs, n_results)
+
+    def _callee(self, node: ast.Call) -> str | Static:
+        """The batched function name called, or the compile-time callable."""
+        func = node.func
+        if isinstance(func, ast.Name) and func.id not in self.local_names and func.id in self.names:
+            name = self.services.batched_callee(self.names[func.id])
+            if name is not None:
+                return name
+        value = self.expr(func)
+        if not isinstance(value, Static):
+            raise self.source.error(
+                node, "calling a batched value is not supported", "call functions by their name"
+            )
+        if self.services.batched_callee(value.value) is not None:
+            raise self.source.error(
+                node,
+                "a batched function must be called directly by its own name",
+                f"write `{getattr(value.value, '__name__', 'f')}(...)` instead of calling it through "
+                "a variable, an attribute or an expression",
+            )
+        return value
+
+    def _truthy(self, node: ast.Call) -> Any:
+        if len(node.args) != 1 or node.keywords:
+            raise self.source.error(node, "truthy() takes exactly one argument")
+        return self.leaf(node.args[0])
+
+    def _batched_call(self, node: ast.Call, name: str) -> Any:
+        if node.keywords:
+            raise self.source.error(
+                node, f"keyword arguments in calls to batched function '{name}' are not supported",
+                "pass the arguments positionally",
+            )
+        for arg in node.args:
+            if isinstance(arg, ast.Starred):
+                raise self.source.error(arg, f"`*args` in calls to batched function '{name}' is not supported",
+                                        "pass the arguments one by one")
+        flat_args: list[SSAValue] = []
+        treedefs = []
+        for arg in node.args:
+            leaves, treedef = flatten(_drop_none(self.expr(arg)))
+            flat_args += [self.materialize(leaf, arg) for leaf in leaves]
+            treedefs.append(treedef)
+        symbol, output = self.services.call_target(name, tuple(treedefs), node)
+        if output is None:
+            raise UnknownResultStructure(node, name)
+        results = self.call_op(symbol, flat_args, output.num_leaves)
+        return unflatten(output, results)
+
+    def call_op(self, symbol: str, args: list[SSAValue], n_results: int) -> list[SSAValue]:
+        op = CallOp(SymbolRefAttr(symbol), args, [UnknownType()] * n_results)
+        self.block.add_op(op)
+        return list(op.res)
+
+    def _static_call(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:
+        try:
+            result = fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+        except Exception as e:
+            raise self.source.error(node, f"calling {_what(fn)} at compile time raised {type(e).__name__}: {e}") from None
+        return result if _is_structure_builder(fn) else Static(result)
+
+    def _builtin_prim(self, fn: Any, args: list, kwargs: dict) -> str | None:
+        if kwargs or any(isinstance(a, tuple | list) for a in args):
+            return None
+        if fn in PYTHON_BUILTIN_PRIMS and PYTHON_BUILTIN_PRIMS[fn][1] == len(args):
+            return PYTHON_BUILTIN_PRIMS[fn][0]
+        return _numpy_prim(fn, len(args))
+
+    def _opaque_call(self, node: ast.Call, fn: Any, args: list, kwargs: dict, n_results: int | None) -> Any:
+        leaves, treedef = flatten((args, kwargs))
+        batched = [leaf for leaf in leaves if isinstance(leaf, SSAValue)]
+        statics = [leaf.value if isinstance(leaf, Static) else None for leaf in leaves]
+        is_batched = [isinstance(leaf, SSAValue) for leaf in leaves]
+
+        def call_with_batched_leaves(*arrays: Any) -> Any:
+            supplied = iter(arrays)
+            full = [next(supplied) if b else s for b, s in zip(is_batched, statics, strict=True)]
+            call_args, call_kwargs = unflatten(treedef, full)
+            return fn(*call_args, **call_kwargs)
+
+        key = (self.source.function, node.lineno, node.col_offset, treedef, tuple(map(id, statics)), n_results)
+        hint = getattr(fn, "__name__", None) or type(fn).__name__
+        symbol = self.services.opaque(key, hint, self.source.segment(node), call_with_batched_leaves)
+        results = self.opaque_prim(symbol, batched, n_results or 1)
+        return tuple(results) if n_results is not None else results[0]
+
+
+def _unwrap(value: Any) -> Any:
+    leaves, treedef = flatten(value)
+    return unflatten(treedef, [leaf.value if isinstance(leaf, Static) else leaf for leaf in leaves])
+
+
+def _drop_none(value: Any) -> Any:
+    """Compile-time `None` leaves become empty structure nodes (no array)."""
+    leaves, treedef = flatten(value)
+    return unflatten(treedef, [None if isinstance(leaf, Static) and leaf.value is None else leaf for leaf in leaves])
+
+
+def _is_structure_builder(fn: Any) -> bool:
+    """namedtuple classes, tuple, list and namedtuple `_replace`: they build structures."""
+    if fn in (tuple, list):
+        return True
+    if isinstance(fn, type) and issubclass(fn, tuple) and hasattr(fn, "_fields"):
+        return True
+    return getattr(fn, "__name__", None) == "_replace" and hasattr(getattr(fn, "__self__", None), "_fields")
+
+
+def _both_structures(*values: Any) -> bool:
+    return all(isinstance(v, tuple | list) for v in values)
+
+
+def _is_none(left: Any, right: Any) -> bool:
+    return any(isinstance(v, Static) and v.value is None for v in (left, right))
+
+
+def _op_text(op: ast.cmpop) -> str:
+    return {ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in"}.get(type(op), type(op).__name__)
+
+
+def _describe_node(node: ast.AST) -> str:
+    return {
+        "ListComp": "a list comprehension",
+        "SetComp": "a set comprehension",
+        "DictComp": "a dict comprehension",
+        "GeneratorExp": "a generator expression",
+        "Lambda": "a lambda",
+        "Dict": "a dict",
+        "Set": "a set",
+        "JoinedStr": "an f-string",
+        "Await": "await",
+        "Yield": "yield",
+        "YieldFrom": "yield from",
+        "Starred": "a starred expression",
+    }.get(type(node).__name__, f"the expression {type(node).__name__}")
+
+
+def _suggestion_for(kind: str) -> str:
+    if kind in ("ListComp", "GeneratorExp", "SetComp", "DictComp"):
+        return "write a `for i in range(...)` loop, or move the comprehension into a helper function"
+    if kind == "Lambda":
+        return "define a named function at module level and call it"
+    return "compute it in a helper function called from the batched function"

@@ -1,0 +1,164 @@
+"""Building a functional-dialect module from decorated functions.
+
+A function is lowered once per structure of its arguments (a *specialization*); calls discover
+new specializations, which are lowered depth-first so that a callee's result structure is known
+at its call sites. Inside a recursive cycle the result structure of a function still being
+lowered is unknown: the calling path is abandoned for this round, the base cases give the
+structure, and the whole program is lowered again until no call site is left unknown.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import optree
+from xdsl.dialects.builtin import ModuleOp
+
+from abir.dialects.functional import OpaqueOp
+from abir.errors import UnsupportedSyntaxError
+from abir.frontend.lowering import FunctionLowering, LoweredFunction
+from abir.frontend.source import FunctionSource
+from abir.frontend.values import LEAF
+from abir.opaque import fresh_opaque_name, register_opaque
+
+SpecKey = tuple[str, tuple[optree.PyTreeSpec, ...]]
+
+
+@dataclass(frozen=True)
+class FunctionEntry:
+    """What a program needs to know about one decorated function."""
+
+    name: str
+    source: FunctionSource
+    batched: Any
+    """The object users call (the `BatchedFunction`); calls to it are batched calls."""
+
+    @property
+    def n_params(self) -> int:
+        args = self.source.tree.args
+        return len(args.posonlyargs) + len(args.args)
+
+
+class SpecializationNames:
+    """Stable symbols for specializations: `f` for all-leaves arguments, `f.s1`, `f.s2`, ... else."""
+
+    def __init__(self) -> None:
+        self.symbols: dict[SpecKey, str] = {}
+        self._counts: dict[str, int] = {}
+
+    def symbol(self, key: SpecKey) -> str:
+        if key not in self.symbols:
+            name, treedefs = key
+            if all(t == LEAF for t in treedefs):
+                self.symbols[key] = name
+            else:
+                self._counts[name] = self._counts.get(name, 0) + 1
+                self.symbols[key] = f"{name}.s{self._counts[name]}"
+        return self.symbols[key]
+
+
+class OpaqueNames:
+    """Opaque callables registered once per call site and compile-time arguments."""
+
+    def __init__(self) -> None:
+        self.by_key: dict[Any, tuple[str, Any]] = {}
+
+    def name(self, key: Any, hint: str, fn: Callable[..., Any]) -> str:
+        if key not in self.by_key:
+            name = register_opaque(fresh_opaque_name(hint), fn)
+            self.by_key[key] = (name, fn)
+        return self.by_key[key][0]
+
+
+MAX_ROUNDS = 16
+
+
+class ProgramBuilder:
+    """Lowers the specializations reachable from some entry points into one module."""
+
+    def __init__(
+        self, functions: dict[str, FunctionEntry], names: SpecializationNames, opaques: OpaqueNames
+    ):
+        self.functions = functions
+        self.names = names
+        self.opaque_names = opaques
+        self.outputs: dict[SpecKey, optree.PyTreeSpec] = {}
+        self._batched = {id(entry.batched): name for name, entry in functions.items()}
+        self._batched.update({id(entry.source.function): name for name, entry in functions.items()})
+
+    def build(self, entries: Sequence[SpecKey]) -> tuple[ModuleOp, dict[SpecKey, optree.PyTreeSpec]]:
+        """The module of everything reachable from `entries`, and every specialization's output."""
+        for _ in range(MAX_ROUNDS):
+            known = dict(self.outputs)
+            lowered = self._round(entries)
+            unknown = [result.unknown for result in lowered.values() if result.unknown is not None]
+            if not unknown:
+                return self._module(lowered), dict(self.outputs)
+            if known == self.outputs:
+                raise self._unresolved_error(unknown[0])
+        raise self._unresolved_error(unknown[0])
+
+    def _round(self, entries: Sequence[SpecKey]) -> dict[SpecKey, LoweredFunction]:
+        self._lowered: dict[SpecKey, LoweredFunction | None] = {}
+        self._opaques: dict[str, str] = {}
+        for key in entries:
+            self._ensure_lowered(key)
+        return {key: result for key, result in self._lowered.items() if result is not None}
+
+    def _ensure_lowered(self, key: SpecKey) -> None:
+        if key in self._lowered:
+            return
+        self._lowered[key] = None  # in progress
+        name, treedefs = key
+        entry = self.functions[name]
+        result = FunctionLowering(entry.source, self, self.names.symbol(key), treedefs).lower()
+        if result.output is not None:
+            self.outputs[key] = result.output
+        self._lowered[key] = result
+
+    def _module(self, lowered: dict[SpecKey, LoweredFunction]) -> ModuleOp:
+        declarations = [OpaqueOp(name, source) for name, source in self._opaques.items()]
+        module = ModuleOp([*declarations, *(result.func for result in lowered.values())])
+        module.verify()
+        return module
+
+    def _unresolved_error(self, unknown: Any) -> UnsupportedSyntaxError:
+        entry = self.functions[unknown.callee]
+        caller = next(e for e in self.functions.values() if _contains(e.source.tree, unknown.node))
+        return caller.source.error(
+            unknown.node,
+            f"cannot tell what '{unknown.callee}' returns: every path through it that returns calls "
+            "itself (directly or through other functions) first",
+            f"give '{entry.name}' a base case that returns without recursing",
+        )
+
+    # -- services for FunctionLowering ----------------------------------------------------------
+
+    def batched_callee(self, obj: Any) -> str | None:
+        return self._batched.get(id(obj))
+
+    def call_target(
+        self, name: str, arg_treedefs: tuple[optree.PyTreeSpec, ...], node: ast.AST
+    ) -> tuple[str, optree.PyTreeSpec | None]:
+        entry = self.functions[name]
+        if len(arg_treedefs) != entry.n_params:
+            caller = next(e for e in self.functions.values() if _contains(e.source.tree, node))
+            raise caller.source.error(
+                node,
+                f"batched function '{name}' takes {entry.n_params} argument(s) but {len(arg_treedefs)} were given",
+            )
+        key = (name, arg_treedefs)
+        self._ensure_lowered(key)
+        return self.names.symbol(key), self.outputs.get(key)
+
+    def opaque(self, key: Any, hint: str, source: str, fn: Any) -> str:
+        name = self.opaque_names.name(key, hint, fn)
+        self._opaques[name] = source
+        return name
+
+
+def _contains(tree: ast.AST, node: ast.AST) -> bool:
+    return any(n is node for n in ast.walk(tree))

@@ -1,0 +1,247 @@
+"""The state shared by statement and expression lowering: where code goes and what names hold.
+
+`LoweringState` owns the function's `FunctionGraph`, the block receiving operations (`current`,
+`None` after a `return`/`break`/`continue`), the environment mapping variable names to frontend
+values, and the helpers that emit primitive operations and merge environments at joins.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import optree
+from xdsl.dialects.builtin import SymbolRefAttr, i1
+from xdsl.ir import Block, SSAValue
+
+from abir import prims
+from abir.dialects.functional import PrimOp, UnknownType
+from abir.frontend.cfg import Edge, FunctionGraph
+from abir.frontend.source import FunctionSource
+from abir.frontend.values import (
+    LEAF,
+    MaybeUndefined,
+    Static,
+    constant_op,
+    flatten,
+    is_materializable,
+    unflatten,
+)
+
+Env = dict[str, Any]
+Arrival = tuple[Block | Edge, Env]
+"""Control reaching a join: from the open end of a block, or along a branch edge, with the
+variables as they are on that path."""
+
+BOOLEAN_PRIMS = prims.COMPARISONS | {"logical_and", "logical_or", "logical_xor", "logical_not"}
+
+
+class UnknownResultStructure(Exception):
+    """A call to a function whose result structure is not known yet (recursion in progress).
+
+    The path making the call is abandoned for this round; its base cases tell the structure."""
+
+    def __init__(self, node: ast.AST, callee: str):
+        super().__init__(callee)
+        self.node = node
+        self.callee = callee
+
+
+class ProgramServices(Protocol):
+    """What lowering one function needs from the program being built."""
+
+    def batched_callee(self, obj: Any) -> str | None:
+        """The name of the batched function `obj` is, if it belongs to this program."""
+        ...
+
+    def call_target(
+        self, name: str, arg_treedefs: tuple[optree.PyTreeSpec, ...], node: ast.AST
+    ) -> tuple[str, optree.PyTreeSpec | None]:
+        """The symbol of a specialization and its output structure (None while unknown)."""
+        ...
+
+    def opaque(self, key: Any, hint: str, source: str, fn: Any) -> str:
+        """Register (once per key) an opaque callable and declare it in the module."""
+        ...
+
+
+@dataclass(frozen=True)
+class ReturnSite:
+    treedef: optree.PyTreeSpec
+    lineno: int
+
+
+def describe_structure(treedef: optree.PyTreeSpec) -> str:
+    if treedef == LEAF:
+        return "a single value"
+    if treedef.num_nodes == 1 and treedef.num_leaves == 0:
+        return "None"
+    return f"the structure {str(treedef).removeprefix('PyTreeSpec(').removesuffix(')')}"
+
+
+class LoweringState:
+    """Emission point, environment and join logic for one function specialization."""
+
+    def __init__(self, source: FunctionSource, graph: FunctionGraph, services: ProgramServices):
+        self.source = source
+        self.graph = graph
+        self.services = services
+        self.current: Block | None = graph.entry
+        self.env: Env = {}
+        self.booleans: set[SSAValue] = set()
+        self.first_assignment: dict[str, int] = {}
+        self.names = source.enclosing_names()
+
+    # -- emission ---------------------------------------------------------------------------
+
+    @property
+    def block(self) -> Block:
+        assert self.current is not None, "emitting into unreachable code"
+        return self.current
+
+    def prim(self, name: str, operands: Sequence[SSAValue], to_bool: bool = False) -> SSAValue:
+        boolean = to_bool or name in BOOLEAN_PRIMS
+        op = PrimOp(name, list(operands), [i1 if boolean else UnknownType()])
+        self.block.add_op(op)
+        if boolean:
+            self.booleans.add(op.res[0])
+        return op.res[0]
+
+    def opaque_prim(self, symbol: str, operands: Sequence[SSAValue], n_results: int) -> list[SSAValue]:
+        op = PrimOp(SymbolRefAttr(symbol), list(operands), [UnknownType()] * n_results)
+        self.block.add_op(op)
+        return list(op.res)
+
+    def materialize(self, value: Any, node: ast.AST, block: Block | None = None) -> SSAValue:
+        """The SSA value of a leaf: statics become constants appended to `block`."""
+        if isinstance(value, SSAValue):
+            return value
+        if isinstance(value, Static):
+            if not is_materializable(value.value):
+                raise self.source.error(
+                    node,
+                    f"{_what(value.value)} cannot be used as a batched value",
+                    "only numbers, booleans and NumPy arrays can become per-member tensors; "
+                    "use it at compile time only (attribute access, calls)",
+                )
+            try:
+                op = constant_op(value.value)
+            except (OverflowError, TypeError) as e:
+                raise self.source.error(node, str(e)) from None
+            (block or self.block).add_op(op)
+            if op.res.type == i1:
+                self.booleans.add(op.res)
+            return op.res
+        raise self.source.error(
+            node,
+            "a tuple, list or namedtuple cannot be used where a single array is expected",
+            "index or destructure the structure first",
+        )
+
+    def as_condition(self, value: Any, node: ast.AST) -> SSAValue | Static:
+        """An `i1` value (or a compile-time truth value) to branch on."""
+        if isinstance(value, Static):
+            try:
+                return Static(bool(value.value))
+            except Exception as e:
+                raise self.source.error(node, f"cannot take the truth value of {_what(value.value)}: {e}") from None
+        if isinstance(value, tuple | list):
+            return Static(len(value) > 0)
+        if value.type == i1:
+            return value
+        return self.prim("astype", [value], to_bool=True)
+
+    # -- variables --------------------------------------------------------------------------
+
+    def assign_name(self, name: str, value: Any, node: ast.AST) -> None:
+        self.env[name] = value
+        self.first_assignment.setdefault(name, self.source.lineno(node))
+        if isinstance(value, SSAValue) and value.name_hint is None and name.isidentifier():
+            value.name_hint = name
+
+    # -- joins ------------------------------------------------------------------------------
+
+    def merge(self, arrivals: list[Arrival], node: ast.AST) -> None:
+        """Continue after a join of `arrivals`: block arguments for values that differ."""
+        if not arrivals:
+            self.current = None
+            self.env = {}
+            return
+        if len(arrivals) == 1 and isinstance(arrivals[0][0], Block):
+            self.current, self.env = arrivals[0]
+            return
+        target = self.graph.new_block()
+        edges = [self._edge_to(origin, target) for origin, _ in arrivals]
+        envs = [env for _, env in arrivals]
+        merged: Env = {}
+        for name in _ordered_union(envs):
+            merged[name] = self._merge_variable(name, [env.get(name) for env in envs], edges, target, node)
+        self.current, self.env = target, merged
+
+    def _edge_to(self, origin: Block | Edge, target: Block) -> Edge:
+        edge = self.graph.jump(origin) if isinstance(origin, Block) else origin
+        edge.target = target
+        return edge
+
+    def _merge_variable(self, name: str, values: list[Any], edges: list[Edge], target: Block, node: ast.AST) -> Any:
+        if any(v is None or isinstance(v, MaybeUndefined) for v in values):
+            return MaybeUndefined(name, self.first_assignment.get(name, self.source.lineno(node)))
+        if all(_same(values[0], v) for v in values[1:]):
+            return values[0]
+        flat = [flatten(v) for v in values]
+        treedefs = {treedef for _, treedef in flat}
+        if len(treedefs) > 1:
+            shapes = ", ".join(sorted({describe_structure(t) for t in treedefs}))
+            raise self.source.error(
+                node,
+                f"variable '{name}' holds different structures on the paths that meet here ({shapes})",
+                f"give '{name}' the same tuple/list/namedtuple structure on every path",
+            )
+        merged_leaves = []
+        for position, leaves in enumerate(zip(*[leaves for leaves, _ in flat], strict=True)):
+            if all(_same(leaves[0], leaf) for leaf in leaves[1:]):
+                merged_leaves.append(leaves[0])
+                continue
+            merged_leaves.append(self._join_argument(name, position, leaves, edges, target, node))
+        return unflatten(flat[0][1], merged_leaves)
+
+    def _join_argument(
+        self, name: str, position: int, leaves: Sequence[Any], edges: list[Edge], target: Block, node: ast.AST
+    ) -> SSAValue:
+        arg = self.graph.add_argument(target, name)
+        for leaf, edge in zip(leaves, edges, strict=True):
+            edge.args.append(self.materialize(leaf, node, edge.source))
+        if all(leaf in self.booleans or _is_static_bool(leaf) for leaf in leaves):
+            self.booleans.add(arg)
+        return arg
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, Static) and isinstance(b, Static):
+        return a.same_as(b)
+    if isinstance(a, SSAValue) or isinstance(b, SSAValue):
+        return a is b
+    if isinstance(a, tuple | list) and isinstance(b, tuple | list):
+        return (
+            type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        )
+    return a is b
+
+
+def _is_static_bool(value: Any) -> bool:
+    return isinstance(value, Static) and isinstance(value.value, bool)
+
+
+def _ordered_union(envs: list[Env]) -> list[str]:
+    names: dict[str, None] = {}
+    for env in envs:
+        names.update(dict.fromkeys(env))
+    return list(names)
+
+
+def _what(value: Any) -> str:
+    if callable(value):
+        return f"the callable {getattr(value, '__qualname__', repr(value))}"
+    return f"the {type(value).__name__} {value!r}"

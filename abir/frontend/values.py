@@ -1,0 +1,110 @@
+"""What a Python variable holds while the frontend compiles a function.
+
+A frontend value is one of
+* an `SSAValue`: a batched per-member tensor computed by the program;
+* a `Static`: a compile-time Python object (a literal, a function, a module, a constant from the
+  enclosing scope, a namedtuple class, ...);
+* a structure: a tuple, list or namedtuple whose leaves are frontend values. Structures exist
+  only at compile time; at function boundaries and control-flow joins they are flattened with
+  optree into their leaves.
+Variables may also be bound to `MaybeUndefined`, which makes every read a located error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import optree
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, i1, i64
+from xdsl.ir import Attribute, SSAValue
+
+from abir.dialects.functional import ConstantOp
+from abir.types import element_type_of, ir_type
+
+
+@dataclass(frozen=True, eq=False)
+class Static:
+    """A compile-time Python object used by the function (never a batched value)."""
+
+    value: Any
+
+    def same_as(self, other: Static) -> bool:
+        """Whether two statics are interchangeable (same object, or equal literals of one type)."""
+        if self.value is other.value:
+            return True
+        if type(self.value) is not type(other.value):
+            return False
+        if isinstance(self.value, bool | int | float | str):
+            return bool(self.value == other.value)
+        return False
+
+
+@dataclass(frozen=True)
+class MaybeUndefined:
+    """A variable that is unbound on some path reaching this point."""
+
+    name: str
+    lineno: int
+    """Where the variable is first assigned (for the error message)."""
+
+
+def is_leaf(value: Any) -> bool:
+    return isinstance(value, SSAValue | Static)
+
+
+def flatten(value: Any) -> tuple[list[Any], optree.PyTreeSpec]:
+    """Leaves (SSA values and statics) and structure of a frontend value."""
+    leaves, treedef = optree.tree_flatten(value, is_leaf=is_leaf)
+    return leaves, treedef
+
+
+def unflatten(treedef: optree.PyTreeSpec, leaves: list[Any]) -> Any:
+    return optree.tree_unflatten(treedef, leaves)
+
+
+LEAF = optree.tree_structure(0)
+"""The structure of a single array."""
+
+
+def is_structure(value: Any) -> bool:
+    """A tuple, list or namedtuple of frontend values (not a leaf)."""
+    return isinstance(value, tuple | list)
+
+
+def is_materializable(value: Any) -> bool:
+    """Whether a compile-time object can become a per-member constant tensor."""
+    if isinstance(value, np.ndarray | np.generic):
+        return value.dtype.kind in "biuf"
+    return isinstance(value, bool | int | float)
+
+
+def constant_op(value: Any) -> ConstantOp:
+    """The constant op for a number or NumPy array. Python literals are `weak` (NEP 50)."""
+    if isinstance(value, np.ndarray | np.generic):
+        return _array_constant(np.asarray(value))
+    if isinstance(value, bool):
+        return ConstantOp(IntegerAttr(int(value), i1), weak=True)
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            raise OverflowError(f"the integer literal {value} does not fit in 64 bits")
+        return ConstantOp(IntegerAttr(value, i64), weak=True)
+    if isinstance(value, float):
+        return ConstantOp(FloatAttr(value, 64), weak=True)
+    raise TypeError(f"{type(value).__name__} {value!r} is not a number or a NumPy array")
+
+
+def _array_constant(array: np.ndarray) -> ConstantOp:
+    if array.ndim == 0:
+        return ConstantOp(_scalar_attr(array))
+    tensor_type = ir_type(array.dtype, array.shape)
+    data = [int(x) if array.dtype == np.bool_ else x.item() for x in array.reshape(-1)]
+    return ConstantOp(DenseIntOrFPElementsAttr.from_list(tensor_type, data))  # type: ignore[arg-type]
+
+
+def _scalar_attr(array: np.ndarray) -> Attribute:
+    element = element_type_of(array.dtype)
+    if array.dtype.kind == "f":
+        return FloatAttr(float(array), element)  # type: ignore[arg-type]
+    return IntegerAttr(int(array), element)  # type: ignore[arg-type]
