@@ -106,7 +106,9 @@ class Conflicts:
             return a
         if a.weak and b.weak and a.tensor.shape == b.tensor.shape == ():
             return Fact(ir_type(np.result_type(a.tensor.dtype, b.tensor.dtype)), True)
-        self.messages.append(f"{where}: values of types {fmt(a.type)} and {fmt(b.type)} meet; they must agree")
+        self.messages.append(
+            f"{where}: values of types {fmt(a.type)} and {fmt(b.type)} meet; they must agree"
+        )
         return a
 
     def join_all(self, facts: Sequence[Fact | None], where: str) -> Fact | None:
@@ -143,9 +145,13 @@ class PrimEvaluator:
             declared = op.res[0].type
             if isinstance(declared, functional.UnknownType):
                 raise TypeInferenceError('prim "astype" needs a declared result type (e.g. `-> i1`)')
-            dtype = tensor_type_of(declared).dtype if is_value_type(declared) else tensor_type_of(
-                declared.get_element_type()  # type: ignore[attr-defined]
-            ).dtype
+            dtype = (
+                tensor_type_of(declared).dtype
+                if is_value_type(declared)
+                else tensor_type_of(
+                    declared.get_element_type()  # type: ignore[attr-defined]
+                ).dtype
+            )
             return Fact(ir_type(dtype, facts[0].tensor.shape))
         args = [
             const if fact.weak and const is not None else np.zeros((0, *fact.tensor.shape), fact.tensor.dtype)
@@ -230,7 +236,9 @@ class FunctionInference:
         self.conflicts = conflicts
         self.edges = incoming_edges(func)
 
-    def run(self, params: Sequence[Fact | None], results: Mapping[str, Sequence[Fact | None] | None]) -> LocalResult:
+    def run(
+        self, params: Sequence[Fact | None], results: Mapping[str, Sequence[Fact | None] | None]
+    ) -> LocalResult:
         facts: dict[SSAValue, Fact] = {}
         for arg, fact in zip(self.func.entry_block.args, params, strict=True):
             if fact is not None:
@@ -263,7 +271,9 @@ class FunctionInference:
                 changed |= self._set(facts, value, fact)
         return changed
 
-    def _op(self, op: Operation, facts: Mapping[SSAValue, Fact], results: Mapping[str, Any]) -> list[Fact | None]:
+    def _op(
+        self, op: Operation, facts: Mapping[SSAValue, Fact], results: Mapping[str, Any]
+    ) -> list[Fact | None]:
         if isinstance(op, functional.ConstantOp):
             return [Fact(op.value.get_type(), op.weak is not None)]  # type: ignore[attr-defined]
         if isinstance(op, functional.CallOp):
@@ -308,14 +318,18 @@ def user_result_facts(name: str, fn: Callable[..., Any], params: Sequence[Fact])
     try:
         answer = fn([f.tensor for f in params])
     except Exception as exc:
-        raise TypeInferenceError(f"the type_inference of @{name} failed on {[f.tensor for f in params]}: {exc}") from exc
+        raise TypeInferenceError(
+            f"the type_inference of @{name} failed on {[f.tensor for f in params]}: {exc}"
+        ) from exc
     if isinstance(answer, Type):
         answer = answer.tensors
     leaves = [answer] if isinstance(answer, TensorType) else list(answer)
     try:
         return [Fact(ir_type(np.dtype(t.dtype), tuple(t.shape))) for t in leaves]
     except Exception as exc:
-        raise TypeInferenceError(f"the type_inference of @{name} returned {answer!r}, not TensorTypes") from exc
+        raise TypeInferenceError(
+            f"the type_inference of @{name} returned {answer!r}, not TensorTypes"
+        ) from exc
 
 
 @dataclass
@@ -335,12 +349,19 @@ class ModuleInference:
         entry_facts = [Fact(t) for t in arg_types]
         n_params = len(funcs[self.entry].entry_block.args)
         if len(entry_facts) != n_params:
-            raise TypeInferenceError(f"@{self.entry} takes {n_params} argument(s), got {len(entry_facts)} type(s)")
+            raise TypeInferenceError(
+                f"@{self.entry} takes {n_params} argument(s), got {len(entry_facts)} type(s)"
+            )
         params: dict[str, list[Fact | None]] = {self.entry: list(entry_facts)}
         results: dict[str, list[Fact | None] | None] = {}
         for _ in range(MAX_ROUNDS):
             conflicts = Conflicts()
-            locals_ = {n: FunctionInference(funcs[n], self.evaluator, conflicts).run(self._params(funcs[n], params), results) for n in order}
+            locals_ = {
+                n: FunctionInference(funcs[n], self.evaluator, conflicts).run(
+                    self._params(funcs[n], params), results
+                )
+                for n in order
+            }
             new_params, new_results = self._tables(funcs, order, entry_facts, locals_, conflicts)
             if new_params == params and new_results == results:
                 if conflicts.messages:
@@ -361,7 +382,8 @@ class ModuleInference:
                 current = params.get(callee, [None] * len(args))
                 where = f"in @{callee}, parameter #{{}} (from a call in @{name})"
                 params[callee] = [
-                    _strong(conflicts.join(c, a, where.format(i))) for i, (c, a) in enumerate(zip(current, args, strict=True))
+                    _strong(conflicts.join(c, a, where.format(i)))
+                    for i, (c, a) in enumerate(zip(current, args, strict=True))
                 ]
         results: dict[str, list[Fact | None] | None] = {}
         for name in order:
@@ -416,9 +438,13 @@ def infer_types(
     if arg_types is None:
         arg_types = list(funcs[entry].function_type.inputs.data)
         if not all(is_value_type(t) for t in arg_types):
-            raise TypeInferenceError(f"@{entry} has untyped parameters {list(map(str, arg_types))}; give entry types")
+            raise TypeInferenceError(
+                f"@{entry} has untyped parameters {list(map(str, arg_types))}; give entry types"
+            )
     sources = {op.sym_name.data: op.source.data for op in module.ops if isinstance(op, functional.OpaqueOp)}
-    inference = ModuleInference(module, entry, PrimEvaluator(backend, sources), dict(user_type_inference or {}))
+    inference = ModuleInference(
+        module, entry, PrimEvaluator(backend, sources), dict(user_type_inference or {})
+    )
     locals_, results = inference.run(list(arg_types))
     for name, func in funcs.items():
         if name not in locals_:
@@ -441,7 +467,11 @@ def apply_function(func: functional.FuncOp, local: LocalResult) -> None:
         for value in [*block.args, *(r for op in block.ops for r in op.results)]:
             fact = local.facts.get(value)
             if fact is None:
-                what = f"the result of {value.owner.name}" if not isinstance(value.owner, Block) else "a block argument"
+                what = (
+                    f"the result of {value.owner.name}"
+                    if not isinstance(value.owner, Block)
+                    else "a block argument"
+                )
                 raise TypeInferenceError(
                     f"cannot determine the type of {what} (%{value.name_hint or '?'}) in @{name}: it depends only on "
                     "calls that never return (a recursion without a base case?)"
@@ -532,7 +562,9 @@ def concretize_weak_constants(func: functional.FuncOp) -> None:
             continue
         by_type: dict[Attribute, list[tuple[Operation, int]]] = {}
         for use in list(op.res.uses):
-            by_type.setdefault(wanted_type(use.operation, use.index, op.res), []).append((use.operation, use.index))
+            by_type.setdefault(wanted_type(use.operation, use.index, op.res), []).append(
+                (use.operation, use.index)
+            )
         if not by_type:
             by_type[op.res.type] = []
         for want, uses in by_type.items():
@@ -548,7 +580,9 @@ def convert_constant(value: Attribute, want: Attribute, where: str) -> Attribute
     scalar = scalar_of(value)
     if scalar is None:
         if value.get_type() != want:  # type: ignore[attr-defined]
-            raise TypeInferenceError(f"in @{where}: a tensor literal of type {value.get_type()} is used as {want}")  # type: ignore[attr-defined]
+            raise TypeInferenceError(
+                f"in @{where}: a tensor literal of type {value.get_type()} is used as {want}"
+            )  # type: ignore[attr-defined]
         return value
     dtype = tensor_type_of(want).dtype
     try:

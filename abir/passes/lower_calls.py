@@ -114,7 +114,9 @@ class CallLowering:
             root = groups.find(name)
             if root not in self.result_vars:
                 outputs = self.funcs[root].function_type.outputs.data
-                self.result_vars[root] = [self.vars.fresh(f"{root}.result{i}", t) for i, t in enumerate(outputs)]
+                self.result_vars[root] = [
+                    self.vars.fresh(f"{root}.result{i}", t) for i, t in enumerate(outputs)
+                ]
             self.result_vars[name] = self.result_vars[root]
 
     # -- code -------------------------------------------------------------------------------
@@ -174,7 +176,9 @@ class FunctionLowering:
                 self.emit(stack.ConstantOp(self.var(op.res), op.value))
             case functional.PrimOp():
                 fn = op.callee if op.callee is not None else op.prim_name
-                self.emit(stack.PrimOp(fn, [self.var(v) for v in op.arguments], [self.var(v) for v in op.res]))
+                self.emit(
+                    stack.PrimOp(fn, [self.var(v) for v in op.arguments], [self.var(v) for v in op.res])
+                )
             case functional.CallOp():
                 self.call(op)
             case functional.ReturnOp():

@@ -67,7 +67,11 @@ def is_bookkeeping(block: Block) -> bool:
 def schedule_blocks(module: ModuleOp) -> None:
     program = the_program(module)
     blocks = list(program.body.blocks)
-    order = [blocks[0], *(b for b in blocks[1:] if is_bookkeeping(b)), *(b for b in blocks[1:] if not is_bookkeeping(b))]
+    order = [
+        blocks[0],
+        *(b for b in blocks[1:] if is_bookkeeping(b)),
+        *(b for b in blocks[1:] if not is_bookkeeping(b)),
+    ]
     for block in blocks:
         program.body.detach_block(block)
     for block in order:

@@ -44,7 +44,9 @@ def callers_returning_to(program: stack.ProgramOp, block: Block) -> list[Block] 
         if isinstance(term, stack.PushGotoOp) and term.return_dest is block:
             callers.append(other)
         if term is not None and any(
-            s is block for s in term.successors if not (isinstance(term, stack.PushGotoOp) and s is term.return_dest)
+            s is block
+            for s in term.successors
+            if not (isinstance(term, stack.PushGotoOp) and s is term.return_dest)
         ):
             return None
     return callers
@@ -105,7 +107,11 @@ def matching_push(pop: Operation, name: str) -> stack.PushOp | None:
     while op is not None:
         if isinstance(op, stack.PushOp) and name in var_names(op):
             return op
-        if name in reads_writes(op)[1] or isinstance(op, stack.PopOp | stack.PeekOp) and name in var_names(op):
+        if (
+            name in reads_writes(op)[1]
+            or isinstance(op, stack.PopOp | stack.PeekOp)
+            and name in var_names(op)
+        ):
             return None
         op = op.next_op
     return None
