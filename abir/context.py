@@ -29,6 +29,7 @@ import optree
 from xdsl.dialects.builtin import ModuleOp
 
 from abir.errors import UnsupportedSyntaxError
+from abir.frontend.lowering import called_names
 from abir.frontend.program import FunctionEntry, OpaqueNames, ProgramBuilder, SpecializationNames, SpecKey
 from abir.frontend.source import FunctionSource
 from abir.frontend.syntax import check_supported_syntax
@@ -159,11 +160,25 @@ class Context:
         return self._entry(name).source.function
 
     def module(self) -> ModuleOp:
-        """The functional-dialect module of every decorated function (all-array arguments)."""
+        """The functional-dialect module of every decorated function.
+
+        Functions no other function calls are lowered for all-array arguments; the others as
+        their callers call them (so a function taking a namedtuple state gets that structure)."""
         if self._module is None:
-            entries = [(name, (LEAF,) * entry.n_params) for name, entry in self._functions.items()]
+            entries = [(name, (LEAF,) * self._functions[name].n_params) for name in self._module_roots()]
             self._module, _ = self._builder().build(entries)
         return self._module
+
+    def _module_roots(self) -> list[str]:
+        calls = {name: called_names(entry.source.tree) & set(self._functions) for name, entry in self._functions.items()}
+        roots = [name for name in self._functions if not any(name in calls[c] for c in calls if c != name)]
+        reached = set(roots)
+        work = list(roots)
+        while work:
+            for callee in calls[work.pop()] - reached:
+                reached.add(callee)
+                work.append(callee)
+        return roots + [name for name in self._functions if name not in reached]
 
     def program(self, main: str) -> ModuleOp:
         """The functional-dialect module of `main` and everything it calls."""

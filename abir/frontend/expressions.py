@@ -446,11 +446,14 @@ class ExpressionLowering(LoweringState):
         return list(op.res)
 
     def _static_call(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:
+        builds_structure = _is_structure_builder(fn)
+        if not builds_structure:
+            args, kwargs = [_unwrap(a) for a in args], {k: _unwrap(v) for k, v in kwargs.items()}
         try:
-            result = fn(*[_unwrap(a) for a in args], **{k: _unwrap(v) for k, v in kwargs.items()})
+            result = fn(*args, **kwargs)
         except Exception as e:
             raise self.source.error(node, f"calling {_what(fn)} at compile time raised {type(e).__name__}: {e}") from None
-        return result if _is_structure_builder(fn) else Static(result)
+        return result if builds_structure else Static(result)
 
     def _builtin_prim(self, fn: Any, args: list, kwargs: dict) -> str | None:
         if kwargs or any(isinstance(a, tuple | list) for a in args):

@@ -484,3 +484,8 @@ def assigned_names(body: list[ast.stmt], *extra: ast.AST) -> list[str]:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names[node.id] = None
     return list(names)
+
+
+def called_names(tree: ast.FunctionDef) -> set[str]:
+    """Names called directly (`name(...)`) in a function body: its possible batched callees."""
+    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
