@@ -9,6 +9,7 @@ dtype NumPy gives, and integer division by zero yields 0 as in NumPy (TF would r
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
@@ -17,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from abir import prims
-from abir.backends.base import Backend, Kernel, State
+from abir.backends.base import Backend, Kernel, Scheduler, State, smallest_live_block
 
 # Prims whose operands are compared/combined in their common promoted dtype (result is bool).
 _COMMON_DTYPE_PRIMS = prims.COMPARISONS | {"logical_and", "logical_or", "logical_xor", "logical_not"}
@@ -170,9 +171,16 @@ class TensorFlowBackend(Backend):
 
     name = "tensorflow"
 
-    def __init__(self, jit_compile: bool = False, code_cache: MutableMapping[Any, Any] | None = None):
+    def __init__(
+        self,
+        jit_compile: bool = False,
+        code_cache: MutableMapping[Any, Any] | None = None,
+        scheduler: Scheduler = smallest_live_block,
+    ):
         """`jit_compile` compiles the whole run with XLA. `code_cache` maps a run's `cache_key`
-        to its `tf.function`; pass a dict to share traced code between backend instances."""
+        to its `tf.function`; pass a dict to share traced code between backend instances.
+        `scheduler(backend, pc)` picks the next block; it must be traceable (TF ops)."""
+        self.scheduler = scheduler
         self.jit_compile = bool(jit_compile)
         self.code_cache: MutableMapping[Any, Any] = {} if code_cache is None else code_cache
         self.trace_count = 0  # how many times a run loop was traced
@@ -260,18 +268,30 @@ class TensorFlowBackend(Backend):
         return tf.reduce_min(value)
 
     # ----- running --------------------------------------------------------------------------
+    def switch_case(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+        return tf.switch_case(index, [functools.partial(branch, *operands) for branch in branches])
+
+    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
+        return tf.while_loop(cond, lambda s: [body(s)], [state])[0]
+
     def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
         """One `tf.function` with `tf.while_loop` + `tf.switch_case`, traced once per cache key
-        (None: a fresh function every call)."""
+        and state signature. Without a `cache_key` the function is still reused for the same
+        `kernels` list (the machine builds it once per program and backend)."""
         state = {key: self.asarray(value) for key, value in state.items()}
-        key = None if cache_key is None else (cache_key, int(halt_index), len(kernels), self.jit_compile)
-        runner = self.code_cache.get(key) if key is not None else None
-        if runner is None:
+        if cache_key is None:
+            key: Any = ("kernels", id(kernels), int(halt_index), self.jit_compile)
+        else:
+            key = (cache_key, int(halt_index), len(kernels), self.jit_compile)
+        entry = self.code_cache.get(key)
+        if entry is None or (cache_key is None and entry[0] is not kernels):
             loop = self._loop(tuple(kernels), int(halt_index))
-            runner = tf.function(loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False)
-            if key is not None:
-                self.code_cache[key] = runner
-        return dict(runner(state))
+            function = tf.function(
+                loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False
+            )
+            entry = (kernels, function)
+            self.code_cache[key] = entry
+        return dict(entry[1](state))
 
     def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
         """The machine loop over `kernels` as a traceable function of the state."""
@@ -280,11 +300,11 @@ class TensorFlowBackend(Backend):
             self.trace_count += 1  # runs only while tracing
 
             def cond(s: State) -> tf.Tensor:
-                return tf.reduce_min(s["pc"]) < halt_index
+                return self.next_block(s["pc"]) < halt_index
 
             def body(s: State) -> list[State]:
                 branches = [_conforming(kernel, s) for kernel in kernels]
-                return [tf.switch_case(tf.reduce_min(s["pc"]), branches)]
+                return [tf.switch_case(self.next_block(s["pc"]), branches)]
 
             return tf.while_loop(cond, body, [state])[0]
 
