@@ -1,0 +1,40 @@
+# RUN: python %s | filecheck %s
+# RUN: python %s | abir-opt | filecheck %s
+# Calls of other Python callables become opaque prims with their source text; compile-time
+# arguments (keywords, closure constants) are bound in the registered callable. NumPy functions
+# with an Array-API name become builtin prims. Names from the enclosing scope (modules, module
+# attributes, closure cells, config objects) are compile-time constants.
+import types
+
+import numpy as np
+
+import abir.context
+
+
+def split(v, scale=1.0):
+    return v * scale, v - 1
+
+
+def make(ctx, cfg):
+    @ctx.batch()
+    def clip(x):
+        lo, hi = split(x, scale=cfg.scale)
+        total = np.sum(x, axis=0)
+        return np.minimum(np.sin(lo), cfg.limit), hi, total
+
+    return clip
+
+
+ctx = abir.context.Context()
+make(ctx, types.SimpleNamespace(limit=3.0, scale=2.0))
+print(ctx.module())
+
+# CHECK:      functional.opaque @split_{{[0-9]+}} "split(x, scale=cfg.scale)"
+# CHECK-NEXT: functional.opaque @sum_{{[0-9]+}} "np.sum(x, axis=0)"
+# CHECK-LABEL: functional.func @clip(%x: !functional.unknown)
+# CHECK-NEXT:   %lo, %hi = functional.prim @split_{{[0-9]+}}(%x) : (!functional.unknown) -> (!functional.unknown, !functional.unknown)
+# CHECK-NEXT:   %total = functional.prim @sum_{{[0-9]+}}(%x) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   %0 = functional.prim "sin"(%lo)
+# CHECK-NEXT:   %1 = functional.constant weak 3.000000e+00 : f64
+# CHECK-NEXT:   %2 = functional.prim "minimum"(%0, %1)
+# CHECK-NEXT:   functional.return %2, %hi, %total
