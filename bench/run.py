@@ -1,0 +1,178 @@
+"""abir benchmarks: recursive fibonacci and Collatz step counts over batch sizes and backends.
+
+    .venv/bin/python bench/run.py --quick
+    .venv/bin/python bench/run.py --sizes 64,1024 --backends numpy,jax --repeats 7
+
+Every (program, backend, batch size) is timed in one process: the first call (compilation of
+the program and, on JAX/TF, tracing and XLA compilation) separately from the steady state (the
+median of `--repeats` further calls on the same inputs). The steady-state table gives each time
+and its ratio to the plain Python loop over members measured in the same run. If
+`tensorflow_probability` is importable, TFP's `auto_batching` runs the same programs too
+(its NumPy VM, and its TF VM under `tf.function(jit_compile=True)`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import programs  # noqa: E402
+
+ABIR_BACKENDS = ("numpy", "jax", "tf", "tf-xla")
+TFP_BACKENDS = ("tfp-numpy", "tfp-tf-xla")
+BASELINE = "python"
+
+
+@dataclass
+class Measurement:
+    program: str
+    backend: str
+    size: int
+    first_call: float
+    steady: float
+
+
+def abir_backend(name: str) -> Any:
+    """A fresh abir backend instance for a backend name."""
+    import abir
+
+    if name == "numpy":
+        return abir.NumpyBackend()
+    if name == "jax":
+        return abir.JaxBackend()
+    return abir.TensorFlowBackend(jit_compile=name == "tf-xla")
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+
+
+def make_runner(program: str, backend: str) -> Callable[[np.ndarray], Any]:
+    """A callable on the inputs for one (program, backend), with fresh compile caches."""
+    if backend == BASELINE:
+        return programs.python_loop(program)
+    depth = programs.MAX_STACK_DEPTH[program]
+    if backend in TFP_BACKENDS:
+        import tfp_programs
+
+        return tfp_programs.runner(program, backend, depth)
+    batched = programs.batched(program)
+    instance = abir_backend(backend)
+    return lambda x: to_numpy(batched(x, backend=instance, max_stack_depth=depth))
+
+
+def measure(program: str, backend: str, size: int, repeats: int) -> Measurement:
+    """First-call time, then the median of `repeats` steady-state calls; checks the results."""
+    x = programs.inputs(program, size)
+    expected = programs.python_loop(program)(x)
+    run = make_runner(program, backend)
+    start = time.perf_counter()
+    result = to_numpy(run(x))
+    first = time.perf_counter() - start
+    np.testing.assert_array_equal(result.astype(np.int64), expected, err_msg=f"{program} on {backend}")
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        to_numpy(run(x))
+        times.append(time.perf_counter() - start)
+    return Measurement(program, backend, size, first, statistics.median(times))
+
+
+def format_seconds(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:8.1f}us"
+    if seconds < 1:
+        return f"{seconds * 1e3:8.2f}ms"
+    return f"{seconds:8.2f}s "
+
+
+def print_table(
+    title: str, rows: list[Measurement], value: Callable[[Measurement], float], ratios: bool
+) -> None:
+    """One row per (program, size), one column per backend; optionally `xN` vs the Python loop."""
+    backends = list(dict.fromkeys(m.backend for m in rows))
+    keys = list(dict.fromkeys((m.program, m.size) for m in rows))
+    cell = {(m.program, m.size, m.backend): m for m in rows}
+    width = 22 if ratios else 12
+    print(f"\n{title}")
+    print(f"{'program':8} {'batch':>6} " + " ".join(f"{b:>{width}}" for b in backends))
+    for program, size in keys:
+        cells = []
+        base = cell.get((program, size, BASELINE))
+        for backend in backends:
+            m = cell.get((program, size, backend))
+            if m is None:
+                cells.append(f"{'-':>{width}}")
+                continue
+            text = format_seconds(value(m))
+            if ratios and base is not None and backend != BASELINE:
+                text += f" ({base.steady / m.steady:7.2f}x)"
+            cells.append(f"{text:>{width}}")
+        print(f"{program:8} {size:6d} " + " ".join(cells))
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="1,64,1024,4096", help="comma-separated batch sizes")
+    parser.add_argument(
+        "--backends", default=",".join(ABIR_BACKENDS), help=f"comma-separated, of {ABIR_BACKENDS}"
+    )
+    parser.add_argument("--programs", default="fib,collatz", help="comma-separated, of fib,collatz")
+    parser.add_argument("--repeats", type=int, default=5, help="steady-state calls per measurement (median)")
+    parser.add_argument("--quick", action="store_true", help="sizes 1,64 and 3 repeats (smoke run)")
+    parser.add_argument("--no-tfp", action="store_true", help="skip TFP even if it is importable")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.repeats = "1,64", 3
+    return args
+
+
+def selected_backends(args: argparse.Namespace) -> list[str]:
+    backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+    unknown = set(backends) - set(ABIR_BACKENDS)
+    if unknown:
+        raise SystemExit(f"unknown backends {sorted(unknown)}; choose from {ABIR_BACKENDS}")
+    tfp = not args.no_tfp and importlib.util.find_spec("tensorflow_probability") is not None
+    if not tfp:
+        print("tensorflow_probability is not importable (or --no-tfp): TFP comparison skipped")
+    return [BASELINE, *backends, *(TFP_BACKENDS if tfp else ())]
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    backends = selected_backends(args)
+    rows = []
+    for program in args.programs.split(","):
+        for size in sizes:
+            for backend in backends:
+                m = measure(program, backend, size, args.repeats)
+                print(
+                    f"  {program} B={size} {backend}: first {format_seconds(m.first_call)}, steady {format_seconds(m.steady)}",
+                    flush=True,
+                )
+                rows.append(m)
+    print_table(
+        f"steady state (median of {args.repeats}); (Nx) = speed-up over the Python loop",
+        rows,
+        lambda m: m.steady,
+        True,
+    )
+    print_table("first call (compile + run)", rows, lambda m: m.first_call, False)
+
+
+if __name__ == "__main__":
+    main()
