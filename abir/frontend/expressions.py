@@ -447,6 +447,8 @@ class ExpressionLowering(LoweringState):
 
     def _static_call(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:
         builds_structure = _is_structure_builder(fn)
+        if fn in (tuple, list) and len(args) == 1 and isinstance(args[0], Static):
+            return Static(fn(args[0].value))
         if not builds_structure:
             args, kwargs = [_unwrap(a) for a in args], {k: _unwrap(v) for k, v in kwargs.items()}
         try:

@@ -470,20 +470,24 @@ class FunctionLowering(ExpressionLowering):
 def local_names(tree: ast.FunctionDef) -> set[str]:
     """Names the function assigns (its local variables, as Python scopes them)."""
     names = {a.arg for a in tree.args.posonlyargs + tree.args.args}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-    return names
+    return names | set(assigned_names(tree.body))
 
 
 def assigned_names(body: list[ast.stmt], *extra: ast.AST) -> list[str]:
     """Names assigned in `body` (and `extra` nodes), in order of first appearance."""
     names: dict[str, None] = {}
-    for root in [*body, *extra]:
-        for node in ast.walk(root):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                names[node.id] = None
+    work: list[ast.AST] = [*reversed(extra), *reversed(body)]
+    while work:
+        node = work.pop()
+        if isinstance(node, OWN_SCOPES):
+            continue  # comprehension and lambda variables are not the function's
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names[node.id] = None
+        work += reversed(list(ast.iter_child_nodes(node)))
     return list(names)
+
+
+OWN_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)
 
 
 def called_names(tree: ast.FunctionDef) -> set[str]:
