@@ -107,6 +107,10 @@ class Context:
         self._opaques = OpaqueNames()
         self._programs: dict[tuple[str, tuple[optree.PyTreeSpec, ...]], FrontendProgram] = {}
         self._module: ModuleOp | None = None
+        self.generation = 0
+        """Incremented whenever a function is decorated (keys caches of compiled programs)."""
+        self.compile_cache: dict[Any, Any] = {}
+        """Compiled programs of this context, for calls that pass no `block_code_cache`."""
 
     # -- decoration -------------------------------------------------------------------------
 
@@ -147,6 +151,7 @@ class Context:
             self._type_inference[name] = type_inference
         self._programs.clear()
         self._module = None
+        self.generation += 1
         return batched
 
     # -- inspection -------------------------------------------------------------------------
