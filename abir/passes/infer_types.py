@@ -38,6 +38,7 @@ from abir.passes.analysis import call_graph, functions_of, reachable
 from abir.types import TensorType, Type, ir_type, is_value_type, tensor_type_of
 
 MAX_ROUNDS = 200
+ENTRY_ATTR = "abir.entry"  # set on typed modules: the function the program starts in
 
 
 @dataclass(frozen=True)
@@ -458,6 +459,7 @@ def infer_types(
             retype_call(op, funcs[op.callee.string_value()])
     for name in locals_:
         concretize_weak_constants(funcs[name])
+    module.attributes[ENTRY_ATTR] = StringAttr(entry)
 
 
 def apply_function(func: functional.FuncOp, local: LocalResult) -> None:
@@ -596,8 +598,8 @@ def convert_constant(value: Attribute, want: Attribute, where: str) -> Attribute
 
 @dataclass(frozen=True)
 class InferTypesPass(ModulePass):
-    """Infer per-member types from `entry` (default: the module's `entry` attribute, or the one
-    function whose parameters are all typed). Options: entry, backend (numpy | jax | tensorflow)."""
+    """Infer per-member types from `entry` (default: the module's `abir.entry` attribute, or the
+    one function whose parameters are all typed); records the entry as `abir.entry`. Options: entry, backend (numpy | jax | tensorflow)."""
 
     name = "infer-types"
 
@@ -609,16 +611,19 @@ class InferTypesPass(ModulePass):
 
 
 def default_entry(module: ModuleOp) -> str:
-    """The module's `entry` attribute, else the only function whose parameters are all typed."""
-    if isinstance(attr := module.attributes.get("entry"), StringAttr):
+    """The module's `abir.entry` attribute, else the only function whose parameters are all typed, else
+    the only typed function no other function calls."""
+    if isinstance(attr := module.attributes.get(ENTRY_ATTR), StringAttr):
         return attr.data
     typed = [
         name
         for name, func in functions_of(module).items()
         if all(is_value_type(t) for t in func.function_type.inputs.data)
     ]
-    if len(typed) != 1:
-        raise TypeInferenceError(
-            f"cannot choose the entry function (candidates with typed parameters: {typed}); pass entry=..."
-        )
-    return typed[0]
+    if len(typed) == 1:
+        return typed[0]
+    called = {callee for callees in call_graph(module).values() for callee in callees}
+    roots = [name for name in typed if name not in called]
+    if len(roots) != 1:
+        raise TypeInferenceError(f"cannot choose the entry function (candidates: {typed}); pass entry=...")
+    return roots[0]

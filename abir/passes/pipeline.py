@@ -71,7 +71,7 @@ def is_typed(module: ModuleOp) -> bool:
 @dataclass(frozen=True)
 class AbirLowerPass(ModulePass):
     """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default:
-    the module's `entry` attribute or its only fully typed function), backend."""
+    the module's `abir.entry` attribute or its only fully typed function), backend."""
 
     name = "abir-lower"
 

@@ -1,0 +1,38 @@
+// RUN: abir-opt %s -p 'simplify-functional' --split-input-file | filecheck %s
+// Constant folding (2 * 3 = 6), CSE of equal constants and prims within a block, DCE of unused pure ops, identity astype dropped.
+
+// Folding, CSE, DCE.
+builtin.module {
+  functional.func @s(%x: i64) -> i64 {
+    %c2 = functional.constant 2 : i64
+    %c3 = functional.constant 3 : i64
+    %six = functional.prim "multiply"(%c2, %c3) : (i64, i64) -> i64
+    %again = functional.constant 2 : i64
+    %y = functional.prim "add"(%x, %six) : (i64, i64) -> i64
+    %z = functional.prim "add"(%x, %six) : (i64, i64) -> i64
+    %unused = functional.prim "negative"(%x) : (i64) -> i64
+    %p = functional.prim "greater"(%y, %again) : (i64, i64) -> i1
+    %b = functional.prim "astype"(%p) : (i1) -> i1
+    cf.cond_br %b, ^t, ^f
+  ^t:
+    %w = functional.prim "multiply"(%y, %z) : (i64, i64) -> i64
+    functional.return %w : i64
+  ^f:
+    functional.return %c2 : i64
+  }
+}
+
+// CHECK:      builtin.module {
+// CHECK-NEXT:   functional.func @s(%x: i64) -> i64 {
+// CHECK-NEXT:     %c2 = functional.constant 2 : i64
+// CHECK-NEXT:     %six = functional.constant 6 : i64
+// CHECK-NEXT:     %y = functional.prim "add"(%x, %six) : (i64, i64) -> i64
+// CHECK-NEXT:     %p = functional.prim "greater"(%y, %c2) : (i64, i64) -> i1
+// CHECK-NEXT:     cf.cond_br %p, ^t, ^f
+// CHECK-NEXT:   ^t:
+// CHECK-NEXT:     %w = functional.prim "multiply"(%y, %y) : (i64, i64) -> i64
+// CHECK-NEXT:     functional.return %w : i64
+// CHECK-NEXT:   ^f:
+// CHECK-NEXT:     functional.return %c2 : i64
+// CHECK-NEXT:   }
+// CHECK-NEXT: }

@@ -1,0 +1,188 @@
+// RUN: abir-opt %s -p stack-optimize --split-input-file | filecheck %s
+// pop followed by push of the same variable becomes peek (g: n is live across both calls); saves whose restored value is dead are dropped.
+// A value (n) live across two recursive calls.
+builtin.module {
+  stack.var @g.n : i64
+  stack.var @g.c : i64
+  stack.var @g.p : i1
+  stack.var @g.one : i64
+  stack.var @g.m : i64
+  stack.var @g.a : i64
+  stack.var @g.b : i64
+  stack.var @g.s : i64
+  stack.var @g.t : i64
+  stack.var @g.result0 : i64
+  stack.program @g(@g.n) -> (@g.result0) {
+    stack.push_goto ^bb1, ^bb2
+  ^bb1:
+    stack.halt
+  ^bb2:
+    stack.constant @g.c = 0 : i64
+    stack.prim "greater"(@g.n, @g.c) -> (@g.p)
+    stack.branch @g.p, ^bb3, ^bb6 {function = "g"}
+  ^bb3:
+    stack.constant @g.one = 1 : i64
+    stack.prim "subtract"(@g.n, @g.one) -> (@g.m)
+    stack.push @g.m, @g.n
+    stack.write @g.n = @g.m
+    stack.push_goto ^bb4, ^bb2 {function = "g"}
+  ^bb4:
+    stack.pop @g.m, @g.n
+    stack.write @g.a = @g.result0
+    stack.push @g.a, @g.n
+    stack.write @g.n = @g.m
+    stack.push_goto ^bb5, ^bb2 {function = "g"}
+  ^bb5:
+    stack.pop @g.a, @g.n
+    stack.write @g.b = @g.result0
+    stack.prim "add"(@g.a, @g.b) -> (@g.s)
+    stack.prim "add"(@g.s, @g.n) -> (@g.t)
+    stack.write @g.result0 = @g.t
+    stack.indirect_goto {function = "g"}
+  ^bb6:
+    stack.write @g.result0 = @g.n
+    stack.indirect_goto {function = "g"}
+  }
+}
+
+// CHECK:      builtin.module {
+// CHECK-NEXT:   stack.var @g.n : i64
+// CHECK-NEXT:   stack.var @g.c : i64
+// CHECK-NEXT:   stack.var @g.p : i1
+// CHECK-NEXT:   stack.var @g.one : i64
+// CHECK-NEXT:   stack.var @g.m : i64
+// CHECK-NEXT:   stack.var @g.a : i64
+// CHECK-NEXT:   stack.var @g.b : i64
+// CHECK-NEXT:   stack.var @g.s : i64
+// CHECK-NEXT:   stack.var @g.t : i64
+// CHECK-NEXT:   stack.var @g.result0 : i64
+// CHECK-NEXT:   stack.program @g(@g.n) -> (@g.result0) {
+// CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
+// CHECK-NEXT:   ^bb1:
+// CHECK-NEXT:     stack.halt
+// CHECK-NEXT:   ^bb2:
+// CHECK-NEXT:     stack.constant @g.c = 0 : i64
+// CHECK-NEXT:     stack.prim "greater"(@g.n, @g.c) -> (@g.p)
+// CHECK-NEXT:     stack.branch @g.p, ^bb3, ^bb6 {function = "g"}
+// CHECK-NEXT:   ^bb3:
+// CHECK-NEXT:     stack.constant @g.one = 1 : i64
+// CHECK-NEXT:     stack.prim "subtract"(@g.n, @g.one) -> (@g.m)
+// CHECK-NEXT:     stack.push @g.m, @g.n
+// CHECK-NEXT:     stack.write @g.n = @g.m
+// CHECK-NEXT:     stack.push_goto ^bb4, ^bb2 {function = "g"}
+// CHECK-NEXT:   ^bb4:
+// CHECK-NEXT:     stack.peek @g.n
+// CHECK-NEXT:     stack.pop @g.m
+// CHECK-NEXT:     stack.write @g.a = @g.result0
+// CHECK-NEXT:     stack.push @g.a
+// CHECK-NEXT:     stack.write @g.n = @g.m
+// CHECK-NEXT:     stack.push_goto ^bb5, ^bb2 {function = "g"}
+// CHECK-NEXT:   ^bb5:
+// CHECK-NEXT:     stack.pop @g.a, @g.n
+// CHECK-NEXT:     stack.write @g.b = @g.result0
+// CHECK-NEXT:     stack.prim "add"(@g.a, @g.b) -> (@g.s)
+// CHECK-NEXT:     stack.prim "add"(@g.s, @g.n) -> (@g.t)
+// CHECK-NEXT:     stack.write @g.result0 = @g.t
+// CHECK-NEXT:     stack.indirect_goto {function = "g"}
+// CHECK-NEXT:   ^bb6:
+// CHECK-NEXT:     stack.write @g.result0 = @g.n
+// CHECK-NEXT:     stack.indirect_goto {function = "g"}
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
+
+// -----
+
+// Recursive fibonacci.
+builtin.module {
+  stack.var @fib.n : i64
+  stack.var @fib.c2 : i64
+  stack.var @fib.cond : i1
+  stack.var @fib.c1 : i64
+  stack.var @fib.a1 : i64
+  stack.var @fib.f1 : i64
+  stack.var @fib.a2 : i64
+  stack.var @fib.f2 : i64
+  stack.var @fib.s : i64
+  stack.var @fib.one : i64
+  stack.var @fib.result0 : i64
+  stack.program @fib(@fib.n) -> (@fib.result0) {
+    stack.push_goto ^bb1, ^bb2
+  ^bb1:
+    stack.halt
+  ^bb2:
+    stack.constant @fib.c2 = 2 : i64
+    stack.prim "greater"(@fib.n, @fib.c2) -> (@fib.cond)
+    stack.branch @fib.cond, ^bb3, ^bb6 {function = "fib"}
+  ^bb3:
+    stack.constant @fib.c1 = 1 : i64
+    stack.prim "subtract"(@fib.n, @fib.c1) -> (@fib.a1)
+    stack.push @fib.n
+    stack.write @fib.n = @fib.a1
+    stack.push_goto ^bb4, ^bb2 {function = "fib"}
+  ^bb4:
+    stack.pop @fib.n
+    stack.constant @fib.c2 = 2 : i64
+    stack.write @fib.f1 = @fib.result0
+    stack.prim "subtract"(@fib.n, @fib.c2) -> (@fib.a2)
+    stack.push @fib.f1
+    stack.write @fib.n = @fib.a2
+    stack.push_goto ^bb5, ^bb2 {function = "fib"}
+  ^bb5:
+    stack.pop @fib.f1
+    stack.write @fib.f2 = @fib.result0
+    stack.prim "add"(@fib.f1, @fib.f2) -> (@fib.s)
+    stack.write @fib.result0 = @fib.s
+    stack.indirect_goto {function = "fib"}
+  ^bb6:
+    stack.constant @fib.one = 1 : i64
+    stack.write @fib.result0 = @fib.one
+    stack.indirect_goto {function = "fib"}
+  }
+}
+
+// CHECK:      builtin.module {
+// CHECK-NEXT:   stack.var @fib.n : i64
+// CHECK-NEXT:   stack.var @fib.c2 : i64
+// CHECK-NEXT:   stack.var @fib.cond : i1
+// CHECK-NEXT:   stack.var @fib.c1 : i64
+// CHECK-NEXT:   stack.var @fib.a1 : i64
+// CHECK-NEXT:   stack.var @fib.f1 : i64
+// CHECK-NEXT:   stack.var @fib.a2 : i64
+// CHECK-NEXT:   stack.var @fib.f2 : i64
+// CHECK-NEXT:   stack.var @fib.s : i64
+// CHECK-NEXT:   stack.var @fib.one : i64
+// CHECK-NEXT:   stack.var @fib.result0 : i64
+// CHECK-NEXT:   stack.program @fib(@fib.n) -> (@fib.result0) {
+// CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
+// CHECK-NEXT:   ^bb1:
+// CHECK-NEXT:     stack.halt
+// CHECK-NEXT:   ^bb2:
+// CHECK-NEXT:     stack.constant @fib.c2 = 2 : i64
+// CHECK-NEXT:     stack.prim "greater"(@fib.n, @fib.c2) -> (@fib.cond)
+// CHECK-NEXT:     stack.branch @fib.cond, ^bb3, ^bb6 {function = "fib"}
+// CHECK-NEXT:   ^bb3:
+// CHECK-NEXT:     stack.constant @fib.c1 = 1 : i64
+// CHECK-NEXT:     stack.prim "subtract"(@fib.n, @fib.c1) -> (@fib.a1)
+// CHECK-NEXT:     stack.push @fib.n
+// CHECK-NEXT:     stack.write @fib.n = @fib.a1
+// CHECK-NEXT:     stack.push_goto ^bb4, ^bb2 {function = "fib"}
+// CHECK-NEXT:   ^bb4:
+// CHECK-NEXT:     stack.pop @fib.n
+// CHECK-NEXT:     stack.constant @fib.c2 = 2 : i64
+// CHECK-NEXT:     stack.write @fib.f1 = @fib.result0
+// CHECK-NEXT:     stack.prim "subtract"(@fib.n, @fib.c2) -> (@fib.a2)
+// CHECK-NEXT:     stack.push @fib.f1
+// CHECK-NEXT:     stack.write @fib.n = @fib.a2
+// CHECK-NEXT:     stack.push_goto ^bb5, ^bb2 {function = "fib"}
+// CHECK-NEXT:   ^bb5:
+// CHECK-NEXT:     stack.pop @fib.f1
+// CHECK-NEXT:     stack.write @fib.f2 = @fib.result0
+// CHECK-NEXT:     stack.prim "add"(@fib.f1, @fib.f2) -> (@fib.s)
+// CHECK-NEXT:     stack.write @fib.result0 = @fib.s
+// CHECK-NEXT:     stack.indirect_goto {function = "fib"}
+// CHECK-NEXT:   ^bb6:
+// CHECK-NEXT:     stack.constant @fib.one = 1 : i64
+// CHECK-NEXT:     stack.write @fib.result0 = @fib.one
+// CHECK-NEXT:     stack.indirect_goto {function = "fib"}
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
