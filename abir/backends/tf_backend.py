@@ -15,6 +15,7 @@ from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
+import optree
 import tensorflow as tf
 
 from abir import prims
@@ -235,7 +236,18 @@ class TensorFlowBackend(Backend):
         return as_tensor(_tf_function_for(name, compute)(*operands), out_dtype)
 
     def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
-        return fn(*(self.asarray(a) for a in args))
+        """`fn` on tensors. Inside a graph, a function written with NumPy calls (which cannot
+        take symbolic tensors) runs through `tf.numpy_function` instead, its output types found
+        by a run on NumPy zeros; that path is not XLA-compilable (`jit_compile=True`)."""
+        tensors = [self.asarray(a) for a in args]
+        if tf.executing_eagerly():
+            return fn(*tensors)
+        try:
+            return fn(*tensors)
+        except (NotImplementedError, TypeError) as error:
+            if "numpy" not in str(error).lower():
+                raise
+            return _numpy_opaque(fn, tensors)
 
     # ----- masked state updates -------------------------------------------------------------
     def where(self, mask: Any, new: Any, old: Any) -> Any:
@@ -309,6 +321,24 @@ class TensorFlowBackend(Backend):
             return tf.while_loop(cond, body, [state])[0]
 
         return loop
+
+
+def _numpy_opaque(fn: Callable[..., Any], tensors: Sequence[tf.Tensor]) -> Any:
+    """`fn` (NumPy code) staged as a `tf.numpy_function`, keeping its result structure."""
+    dummies = [np.zeros(t.shape, t.dtype.as_numpy_dtype) for t in tensors]
+    with np.errstate(all="ignore"):
+        leaves, structure = optree.tree_flatten(fn(*dummies))
+    templates = [np.asarray(leaf) for leaf in leaves]
+
+    def flat(*arrays: np.ndarray) -> list[np.ndarray]:
+        with np.errstate(all="ignore"):
+            outs = optree.tree_leaves(fn(*arrays))
+        return [np.asarray(out, like.dtype) for out, like in zip(outs, templates, strict=True)]
+
+    results = tf.numpy_function(flat, list(tensors), [tf_dtype(t.dtype) for t in templates], stateful=False)
+    for result, like in zip(results, templates, strict=True):
+        result.set_shape(like.shape)
+    return optree.tree_unflatten(structure, list(results))
 
 
 def _conforming(kernel: Kernel, state: State) -> Callable[[], State]:

@@ -379,3 +379,24 @@ def test_machine_run_compiles_once_per_cache_key(fib_machine, jit_compile: bool)
 
 def backend_numpy(value) -> np.ndarray:
     return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
+
+
+def test_call_opaque_numpy_function_inside_a_graph(backend: TensorFlowBackend) -> None:
+    """An opaque function written with NumPy runs through tf.numpy_function in graph mode."""
+
+    def numpy_fn(x, y):
+        return np.sum(x, axis=-1, keepdims=True) + y, np.int32(2) * y
+
+    fn = tf.function(lambda x, y: backend.call_opaque(numpy_fn, [x, y]), autograph=False)
+    total, doubled = fn(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([[1.0], [2.0]]))
+    np.testing.assert_array_equal(total.numpy(), [[4.0], [9.0]])
+    assert doubled.dtype == tf.float64 and doubled.shape == (2, 1)  # NumPy: int32 * float32
+
+
+def test_call_opaque_other_errors_propagate(backend: TensorFlowBackend) -> None:
+    def broken(x):
+        raise TypeError("bad operand")
+
+    fn = tf.function(lambda x: backend.call_opaque(broken, [x]), autograph=False)
+    with pytest.raises(TypeError, match="bad operand"):
+        fn(tf.constant([1.0]))
