@@ -6,8 +6,8 @@ machine step instead of two, and more variables stay inside one kernel (temporar
 
 `schedule-blocks` fixes the block order, which becomes the vm block numbering and so the
 machine's priority (it runs the smallest block index any live member holds). Policy: the program
-entry stays first; then the cheap bookkeeping blocks (only writes, constants, push/pop/peek and
-jumps, no `stack.prim`); then the blocks that compute prims. Within each group the existing order
+entry stays first; then the cheap bookkeeping blocks (only writes, push/pop/peek and jumps: no
+`stack.prim`, no `stack.constant`); then the blocks that compute. Within each group the existing order
 (function by function, in source order) is kept. Running cheap blocks first lets members that
 are merely moving values or returning catch up with the others, so the expensive blocks run once
 for a larger group of members.
@@ -61,7 +61,7 @@ def merge_blocks(module: ModuleOp) -> None:
 
 
 def is_bookkeeping(block: Block) -> bool:
-    return not any(isinstance(op, stack.PrimOp) for op in block.ops)
+    return not any(isinstance(op, stack.PrimOp | stack.ConstantOp) for op in block.ops)
 
 
 def schedule_blocks(module: ModuleOp) -> None:

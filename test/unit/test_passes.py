@@ -159,9 +159,13 @@ def test_vm_blocks_carry_function_and_entry_is_zero() -> None:
 
 
 def test_schedule_puts_bookkeeping_blocks_first() -> None:
-    _, _, v = compiled(GCD, "gcd", [i64, i64])
-    blocks = next(op for op in v.ops if isinstance(op, vm.ProgramOp)).blocks
-    has_prim = [any(isinstance(o, vm.PrimOp) for o in b.body.block.ops) for b in blocks[1:]]
+    for text, entry, n in [(GCD, "gcd", 2), (FIB, "fib", 1), (EARLY, "find", 2)]:
+        _, _, v = compiled(text, entry, [i64] * n)
+        assert_bookkeeping_first(next(op for op in v.ops if isinstance(op, vm.ProgramOp)).blocks)
+
+
+def assert_bookkeeping_first(blocks: list[vm.BlockOp]) -> None:
+    has_prim = [any(isinstance(o, vm.PrimOp | vm.ConstantOp) for o in b.body.block.ops) for b in blocks[1:]]
     assert has_prim == sorted(has_prim)
 
 

@@ -28,46 +28,46 @@ builtin.module {
 // CHECK-NEXT:   vm.var @fib.result0 : i64 register
 // CHECK-NEXT:   vm.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:     vm.block 0 {
-// CHECK-NEXT:       vm.call 3, return 1
+// CHECK-NEXT:       vm.call 2, return 1
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 1 {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "fib"} {
-// CHECK-NEXT:       %0 = vm.constant 1 : i64
-// CHECK-NEXT:       vm.write @fib.result0, %0 : i64
-// CHECK-NEXT:       vm.return
+// CHECK-NEXT:       %0 = vm.constant 2 : i32
+// CHECK-NEXT:       %1 = vm.read @fib.n : i32
+// CHECK-NEXT:       %2 = vm.prim "greater"(%1, %0) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.branch %2, 3, 6
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "fib"} {
-// CHECK-NEXT:       %1 = vm.constant 2 : i32
-// CHECK-NEXT:       %2 = vm.read @fib.n : i32
-// CHECK-NEXT:       %3 = vm.prim "greater"(%2, %1) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.branch %3, 4, 2
+// CHECK-NEXT:       %3 = vm.constant 1 : i32
+// CHECK-NEXT:       %4 = vm.read @fib.n : i32
+// CHECK-NEXT:       %5 = vm.prim "subtract"(%4, %3) : (i32, i32) -> i32
+// CHECK-NEXT:       vm.push @fib.n
+// CHECK-NEXT:       vm.write @fib.n, %5 : i32
+// CHECK-NEXT:       vm.call 2, return 4
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "fib"} {
-// CHECK-NEXT:       %4 = vm.constant 1 : i32
-// CHECK-NEXT:       %5 = vm.read @fib.n : i32
-// CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.push @fib.n
-// CHECK-NEXT:       vm.write @fib.n, %6 : i32
-// CHECK-NEXT:       vm.call 3, return 5
+// CHECK-NEXT:       vm.pop @fib.n
+// CHECK-NEXT:       %6 = vm.constant 2 : i32
+// CHECK-NEXT:       %7 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %8 = vm.read @fib.n : i32
+// CHECK-NEXT:       %9 = vm.prim "subtract"(%8, %6) : (i32, i32) -> i32
+// CHECK-NEXT:       vm.write @fib.f1, %7 : i64
+// CHECK-NEXT:       vm.push @fib.f1
+// CHECK-NEXT:       vm.write @fib.n, %9 : i32
+// CHECK-NEXT:       vm.call 2, return 5
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %7 = vm.constant 2 : i32
-// CHECK-NEXT:       %8 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %9 = vm.read @fib.n : i32
-// CHECK-NEXT:       %10 = vm.prim "subtract"(%9, %7) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.write @fib.f1, %8 : i64
-// CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       vm.write @fib.n, %10 : i32
-// CHECK-NEXT:       vm.call 3, return 6
+// CHECK-NEXT:       vm.pop @fib.f1
+// CHECK-NEXT:       %10 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %11 = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %12 = vm.prim "add"(%11, %10) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.result0, %12 : i64
+// CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 6 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %11 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %12 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %13 = vm.prim "add"(%12, %11) : (i64, i64) -> i64
+// CHECK-NEXT:       %13 = vm.constant 1 : i64
 // CHECK-NEXT:       vm.write @fib.result0, %13 : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
@@ -166,42 +166,42 @@ builtin.module {
 // CHECK-NEXT:   vm.var @is_even.result0 : i1 register
 // CHECK-NEXT:   vm.program @is_even(@is_even.n) -> (@is_even.result0) {
 // CHECK-NEXT:     vm.block 0 {
-// CHECK-NEXT:       vm.call 4, return 1
+// CHECK-NEXT:       vm.call 2, return 1
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 1 {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "is_even"} {
-// CHECK-NEXT:       %0 = vm.constant true
-// CHECK-NEXT:       vm.write @is_even.result0, %0 : i1
+// CHECK-NEXT:       %0 = vm.constant 0 : i16
+// CHECK-NEXT:       %1 = vm.read @is_even.n : i16
+// CHECK-NEXT:       %2 = vm.prim "equal"(%1, %0) : (i16, i16) -> i1
+// CHECK-NEXT:       vm.branch %2, 3, 4
+// CHECK-NEXT:     }
+// CHECK-NEXT:     vm.block 3 attributes {function = "is_even"} {
+// CHECK-NEXT:       %3 = vm.constant true
+// CHECK-NEXT:       vm.write @is_even.result0, %3 : i1
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 3 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %1 = vm.constant false
-// CHECK-NEXT:       vm.write @is_even.result0, %1 : i1
-// CHECK-NEXT:       vm.return
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 4 attributes {function = "is_even"} {
-// CHECK-NEXT:       %2 = vm.constant 0 : i16
-// CHECK-NEXT:       %3 = vm.read @is_even.n : i16
-// CHECK-NEXT:       %4 = vm.prim "equal"(%3, %2) : (i16, i16) -> i1
-// CHECK-NEXT:       vm.branch %4, 2, 5
+// CHECK-NEXT:     vm.block 4 attributes {function = "is_odd"} {
+// CHECK-NEXT:       %4 = vm.constant 1 : i16
+// CHECK-NEXT:       %5 = vm.read @is_even.n : i16
+// CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i16, i16) -> i16
+// CHECK-NEXT:       %7 = vm.constant 0 : i16
+// CHECK-NEXT:       %8 = vm.prim "equal"(%6, %7) : (i16, i16) -> i1
+// CHECK-NEXT:       vm.write @is_odd.n, %6 : i16
+// CHECK-NEXT:       vm.branch %8, 5, 6
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %5 = vm.constant 1 : i16
-// CHECK-NEXT:       %6 = vm.read @is_even.n : i16
-// CHECK-NEXT:       %7 = vm.prim "subtract"(%6, %5) : (i16, i16) -> i16
-// CHECK-NEXT:       %8 = vm.constant 0 : i16
-// CHECK-NEXT:       %9 = vm.prim "equal"(%7, %8) : (i16, i16) -> i1
-// CHECK-NEXT:       vm.write @is_odd.n, %7 : i16
-// CHECK-NEXT:       vm.branch %9, 3, 6
+// CHECK-NEXT:       %9 = vm.constant false
+// CHECK-NEXT:       vm.write @is_even.result0, %9 : i1
+// CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 6 attributes {function = "is_odd"} {
 // CHECK-NEXT:       %10 = vm.constant 1 : i16
 // CHECK-NEXT:       %11 = vm.read @is_odd.n : i16
 // CHECK-NEXT:       %12 = vm.prim "subtract"(%11, %10) : (i16, i16) -> i16
 // CHECK-NEXT:       vm.write @is_even.n, %12 : i16
-// CHECK-NEXT:       vm.jump 4
+// CHECK-NEXT:       vm.jump 2
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT: }

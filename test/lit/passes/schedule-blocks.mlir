@@ -1,5 +1,5 @@
 // RUN: abir-opt %s -p schedule-blocks --split-input-file | filecheck %s
-// Entry stays block 0, then bookkeeping blocks (no prims), then blocks computing prims, each group in program order.
+// Entry stays block 0, then bookkeeping blocks (only writes, pops, pushes, jumps), then blocks that compute (prims or constants), each group in program order.
 // Recursive fibonacci.
 builtin.module {
   stack.var @fib.n : i64 stack
@@ -61,36 +61,36 @@ builtin.module {
 // CHECK-NEXT:   stack.var @fib.one : i64 temporary
 // CHECK-NEXT:   stack.var @fib.result0 : i64 register
 // CHECK-NEXT:   stack.program @fib(@fib.n) -> (@fib.result0) {
-// CHECK-NEXT:     stack.push_goto ^bb1, ^bb3
+// CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
 // CHECK-NEXT:   ^bb2:
-// CHECK-NEXT:     stack.constant @fib.one = 1 : i64
-// CHECK-NEXT:     stack.write @fib.result0 = @fib.one
-// CHECK-NEXT:     stack.indirect_goto {function = "fib"}
-// CHECK-NEXT:   ^bb3:
 // CHECK-NEXT:     stack.constant @fib.c2 = 2 : i64
 // CHECK-NEXT:     stack.prim "greater"(@fib.n, @fib.c2) -> (@fib.cond)
-// CHECK-NEXT:     stack.branch @fib.cond, ^bb4, ^bb2 {function = "fib"}
-// CHECK-NEXT:   ^bb4:
+// CHECK-NEXT:     stack.branch @fib.cond, ^bb3, ^bb6 {function = "fib"}
+// CHECK-NEXT:   ^bb3:
 // CHECK-NEXT:     stack.constant @fib.c1 = 1 : i64
 // CHECK-NEXT:     stack.prim "subtract"(@fib.n, @fib.c1) -> (@fib.a1)
 // CHECK-NEXT:     stack.push @fib.n
 // CHECK-NEXT:     stack.write @fib.n = @fib.a1
-// CHECK-NEXT:     stack.push_goto ^bb5, ^bb3 {function = "fib"}
-// CHECK-NEXT:   ^bb5:
+// CHECK-NEXT:     stack.push_goto ^bb4, ^bb2 {function = "fib"}
+// CHECK-NEXT:   ^bb4:
 // CHECK-NEXT:     stack.pop @fib.n
 // CHECK-NEXT:     stack.constant @fib.c2 = 2 : i64
 // CHECK-NEXT:     stack.write @fib.f1 = @fib.result0
 // CHECK-NEXT:     stack.prim "subtract"(@fib.n, @fib.c2) -> (@fib.a2)
 // CHECK-NEXT:     stack.push @fib.f1
 // CHECK-NEXT:     stack.write @fib.n = @fib.a2
-// CHECK-NEXT:     stack.push_goto ^bb6, ^bb3 {function = "fib"}
-// CHECK-NEXT:   ^bb6:
+// CHECK-NEXT:     stack.push_goto ^bb5, ^bb2 {function = "fib"}
+// CHECK-NEXT:   ^bb5:
 // CHECK-NEXT:     stack.pop @fib.f1
 // CHECK-NEXT:     stack.write @fib.f2 = @fib.result0
 // CHECK-NEXT:     stack.prim "add"(@fib.f1, @fib.f2) -> (@fib.s)
 // CHECK-NEXT:     stack.write @fib.result0 = @fib.s
+// CHECK-NEXT:     stack.indirect_goto {function = "fib"}
+// CHECK-NEXT:   ^bb6:
+// CHECK-NEXT:     stack.constant @fib.one = 1 : i64
+// CHECK-NEXT:     stack.write @fib.result0 = @fib.one
 // CHECK-NEXT:     stack.indirect_goto {function = "fib"}
 // CHECK-NEXT:   }
 // CHECK-NEXT: }

@@ -14,36 +14,36 @@ builtin.module {
   stack.var @fib.one : i64 temporary
   stack.var @fib.result0 : i64 register
   stack.program @fib(@fib.n) -> (@fib.result0) {
-    stack.push_goto ^bb1, ^bb3
+    stack.push_goto ^bb1, ^bb2
   ^bb1:
     stack.halt
   ^bb2:
-    stack.constant @fib.one = 1 : i64
-    stack.write @fib.result0 = @fib.one
-    stack.indirect_goto {function = "fib"}
-  ^bb3:
     stack.constant @fib.c2 = 2 : i64
     stack.prim "greater"(@fib.n, @fib.c2) -> (@fib.cond)
-    stack.branch @fib.cond, ^bb4, ^bb2 {function = "fib"}
-  ^bb4:
+    stack.branch @fib.cond, ^bb3, ^bb6 {function = "fib"}
+  ^bb3:
     stack.constant @fib.c1 = 1 : i64
     stack.prim "subtract"(@fib.n, @fib.c1) -> (@fib.a1)
     stack.push @fib.n
     stack.write @fib.n = @fib.a1
-    stack.push_goto ^bb5, ^bb3 {function = "fib"}
-  ^bb5:
+    stack.push_goto ^bb4, ^bb2 {function = "fib"}
+  ^bb4:
     stack.pop @fib.n
     stack.constant @fib.c2 = 2 : i64
     stack.write @fib.f1 = @fib.result0
     stack.prim "subtract"(@fib.n, @fib.c2) -> (@fib.a2)
     stack.push @fib.f1
     stack.write @fib.n = @fib.a2
-    stack.push_goto ^bb6, ^bb3 {function = "fib"}
-  ^bb6:
+    stack.push_goto ^bb5, ^bb2 {function = "fib"}
+  ^bb5:
     stack.pop @fib.f1
     stack.write @fib.f2 = @fib.result0
     stack.prim "add"(@fib.f1, @fib.f2) -> (@fib.s)
     stack.write @fib.result0 = @fib.s
+    stack.indirect_goto {function = "fib"}
+  ^bb6:
+    stack.constant @fib.one = 1 : i64
+    stack.write @fib.result0 = @fib.one
     stack.indirect_goto {function = "fib"}
   }
 }
@@ -54,46 +54,46 @@ builtin.module {
 // CHECK-NEXT:   vm.var @fib.result0 : i64 register
 // CHECK-NEXT:   vm.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:     vm.block 0 {
-// CHECK-NEXT:       vm.call 3, return 1
+// CHECK-NEXT:       vm.call 2, return 1
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 1 {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "fib"} {
-// CHECK-NEXT:       %0 = vm.constant 1 : i64
-// CHECK-NEXT:       vm.write @fib.result0, %0 : i64
-// CHECK-NEXT:       vm.return
+// CHECK-NEXT:       %0 = vm.constant 2 : i64
+// CHECK-NEXT:       %1 = vm.read @fib.n : i64
+// CHECK-NEXT:       %2 = vm.prim "greater"(%1, %0) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.branch %2, 3, 6
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "fib"} {
-// CHECK-NEXT:       %1 = vm.constant 2 : i64
-// CHECK-NEXT:       %2 = vm.read @fib.n : i64
-// CHECK-NEXT:       %3 = vm.prim "greater"(%2, %1) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.branch %3, 4, 2
+// CHECK-NEXT:       %3 = vm.constant 1 : i64
+// CHECK-NEXT:       %4 = vm.read @fib.n : i64
+// CHECK-NEXT:       %5 = vm.prim "subtract"(%4, %3) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.push @fib.n
+// CHECK-NEXT:       vm.write @fib.n, %5 : i64
+// CHECK-NEXT:       vm.call 2, return 4
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "fib"} {
-// CHECK-NEXT:       %4 = vm.constant 1 : i64
-// CHECK-NEXT:       %5 = vm.read @fib.n : i64
-// CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.push @fib.n
-// CHECK-NEXT:       vm.write @fib.n, %6 : i64
-// CHECK-NEXT:       vm.call 3, return 5
+// CHECK-NEXT:       vm.pop @fib.n
+// CHECK-NEXT:       %6 = vm.constant 2 : i64
+// CHECK-NEXT:       %7 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %8 = vm.read @fib.n : i64
+// CHECK-NEXT:       %9 = vm.prim "subtract"(%8, %6) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.f1, %7 : i64
+// CHECK-NEXT:       vm.push @fib.f1
+// CHECK-NEXT:       vm.write @fib.n, %9 : i64
+// CHECK-NEXT:       vm.call 2, return 5
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %7 = vm.constant 2 : i64
-// CHECK-NEXT:       %8 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %9 = vm.read @fib.n : i64
-// CHECK-NEXT:       %10 = vm.prim "subtract"(%9, %7) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.f1, %8 : i64
-// CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       vm.write @fib.n, %10 : i64
-// CHECK-NEXT:       vm.call 3, return 6
+// CHECK-NEXT:       vm.pop @fib.f1
+// CHECK-NEXT:       %10 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %11 = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %12 = vm.prim "add"(%11, %10) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.result0, %12 : i64
+// CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 6 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %11 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %12 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %13 = vm.prim "add"(%12, %11) : (i64, i64) -> i64
+// CHECK-NEXT:       %13 = vm.constant 1 : i64
 // CHECK-NEXT:       vm.write @fib.result0, %13 : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
@@ -122,33 +122,33 @@ builtin.module {
   stack.var @is_odd.nnr : i1 temporary
   stack.var @is_even.result0 : i1 register
   stack.program @is_even(@is_even.n) -> (@is_even.result0) {
-    stack.push_goto ^bb1, ^bb4
+    stack.push_goto ^bb1, ^bb2
   ^bb1:
     stack.halt
   ^bb2:
+    stack.constant @is_even.c0 = 0 : i64
+    stack.prim "equal"(@is_even.n, @is_even.c0) -> (@is_even.z)
+    stack.branch @is_even.z, ^bb3, ^bb4 {function = "is_even"}
+  ^bb3:
     stack.constant @is_even.t = true
     stack.write @is_even.result0 = @is_even.t
     stack.indirect_goto {function = "is_even"}
-  ^bb3:
-    stack.constant @is_odd.f = false
-    stack.write @is_even.result0 = @is_odd.f
-    stack.indirect_goto {function = "is_odd"}
   ^bb4:
-    stack.constant @is_even.c0 = 0 : i64
-    stack.prim "equal"(@is_even.n, @is_even.c0) -> (@is_even.z)
-    stack.branch @is_even.z, ^bb2, ^bb5 {function = "is_even"}
-  ^bb5:
     stack.constant @is_even.c1 = 1 : i64
     stack.prim "subtract"(@is_even.n, @is_even.c1) -> (@is_even.m)
     stack.write @is_odd.n = @is_even.m
     stack.constant @is_odd.c0 = 0 : i64
     stack.prim "equal"(@is_odd.n, @is_odd.c0) -> (@is_odd.z)
-    stack.branch @is_odd.z, ^bb3, ^bb6 {function = "is_odd"}
+    stack.branch @is_odd.z, ^bb5, ^bb6 {function = "is_odd"}
+  ^bb5:
+    stack.constant @is_odd.f = false
+    stack.write @is_even.result0 = @is_odd.f
+    stack.indirect_goto {function = "is_odd"}
   ^bb6:
     stack.constant @is_odd.c1 = 1 : i64
     stack.prim "subtract"(@is_odd.n, @is_odd.c1) -> (@is_odd.m)
     stack.write @is_even.n = @is_odd.m
-    stack.push_goto ^bb7, ^bb4 {function = "is_odd"}
+    stack.push_goto ^bb7, ^bb2 {function = "is_odd"}
   ^bb7:
     stack.write @is_odd.r = @is_even.result0
     stack.prim "logical_not"(@is_odd.r) -> (@is_odd.nr)
@@ -164,42 +164,42 @@ builtin.module {
 // CHECK-NEXT:   vm.var @is_even.result0 : i1 register
 // CHECK-NEXT:   vm.program @is_even(@is_even.n) -> (@is_even.result0) {
 // CHECK-NEXT:     vm.block 0 {
-// CHECK-NEXT:       vm.call 4, return 1
+// CHECK-NEXT:       vm.call 2, return 1
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 1 {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "is_even"} {
-// CHECK-NEXT:       %0 = vm.constant true
-// CHECK-NEXT:       vm.write @is_even.result0, %0 : i1
+// CHECK-NEXT:       %0 = vm.constant 0 : i64
+// CHECK-NEXT:       %1 = vm.read @is_even.n : i64
+// CHECK-NEXT:       %2 = vm.prim "equal"(%1, %0) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.branch %2, 3, 4
+// CHECK-NEXT:     }
+// CHECK-NEXT:     vm.block 3 attributes {function = "is_even"} {
+// CHECK-NEXT:       %3 = vm.constant true
+// CHECK-NEXT:       vm.write @is_even.result0, %3 : i1
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 3 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %1 = vm.constant false
-// CHECK-NEXT:       vm.write @is_even.result0, %1 : i1
-// CHECK-NEXT:       vm.return
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 4 attributes {function = "is_even"} {
-// CHECK-NEXT:       %2 = vm.constant 0 : i64
-// CHECK-NEXT:       %3 = vm.read @is_even.n : i64
-// CHECK-NEXT:       %4 = vm.prim "equal"(%3, %2) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.branch %4, 2, 5
+// CHECK-NEXT:     vm.block 4 attributes {function = "is_odd"} {
+// CHECK-NEXT:       %4 = vm.constant 1 : i64
+// CHECK-NEXT:       %5 = vm.read @is_even.n : i64
+// CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i64, i64) -> i64
+// CHECK-NEXT:       %7 = vm.constant 0 : i64
+// CHECK-NEXT:       %8 = vm.prim "equal"(%6, %7) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.write @is_odd.n, %6 : i64
+// CHECK-NEXT:       vm.branch %8, 5, 6
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %5 = vm.constant 1 : i64
-// CHECK-NEXT:       %6 = vm.read @is_even.n : i64
-// CHECK-NEXT:       %7 = vm.prim "subtract"(%6, %5) : (i64, i64) -> i64
-// CHECK-NEXT:       %8 = vm.constant 0 : i64
-// CHECK-NEXT:       %9 = vm.prim "equal"(%7, %8) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.write @is_odd.n, %7 : i64
-// CHECK-NEXT:       vm.branch %9, 3, 6
+// CHECK-NEXT:       %9 = vm.constant false
+// CHECK-NEXT:       vm.write @is_even.result0, %9 : i1
+// CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 6 attributes {function = "is_odd"} {
 // CHECK-NEXT:       %10 = vm.constant 1 : i64
 // CHECK-NEXT:       %11 = vm.read @is_odd.n : i64
 // CHECK-NEXT:       %12 = vm.prim "subtract"(%11, %10) : (i64, i64) -> i64
 // CHECK-NEXT:       vm.write @is_even.n, %12 : i64
-// CHECK-NEXT:       vm.call 4, return 7
+// CHECK-NEXT:       vm.call 2, return 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 7 attributes {function = "is_odd"} {
 // CHECK-NEXT:       %13 = vm.read @is_even.result0 : i1
