@@ -57,10 +57,7 @@ def parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOpt
             f"functions take their own arguments by position and accept only {', '.join(CALL_OPTIONS)}"
         )
     options = dict(kwargs)
-    if options.get("backend") is None:
-        from abir.backends.numpy_backend import NumpyBackend
-
-        options["backend"] = NumpyBackend()
+    options["backend"] = default_backend(options.get("backend"))
     depth = options.get("max_stack_depth", 15)
     if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1:
         raise ValueError(f"max_stack_depth must be a positive integer, got {depth!r}")
@@ -94,7 +91,7 @@ def flatten_arguments(function_name: str, args: Sequence[Any]) -> tuple[list[Any
     leaves: list[Any] = []
     treedefs: list[optree.PyTreeSpec] = []
     for position, arg in enumerate(args):
-        arg_leaves, treedef = optree.tree_flatten(arg, none_is_leaf=True)
+        arg_leaves, treedef = optree.tree_flatten(arg)
         for path, leaf in zip(treedef.paths(), arg_leaves, strict=True):
             if not is_array_leaf(leaf):
                 where = f"argument {position}" + "".join(f"[{p!r}]" for p in path)
@@ -164,6 +161,28 @@ def compiled_for(
     return cache[key]
 
 
+def default_backend(backend: Backend | None) -> Backend:
+    if backend is not None:
+        return backend
+    from abir.backends.numpy_backend import NumpyBackend
+
+    return NumpyBackend()
+
+
+def compiled_for_call(context: Context, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
+    """The compiled program a call `name(*args)` on `backend` runs."""
+    leaves, treedefs = flatten_arguments(name, args)
+    batch_size_of(name, leaves)
+    backend = default_backend(backend)
+    return compiled_for(context, context.compile_cache, name, treedefs, signature_of(leaves), backend)
+
+
+def compiled_for_signature(context: Context, name: str, sig: Sequence[Any], backend: Backend | None) -> CompiledProgram:
+    """The compiled program for a signature given as one TensorType pattern per argument."""
+    treedefs, leaf_types = signature_from_types(sig)
+    return compiled_for(context, context.compile_cache, name, treedefs, leaf_types, default_backend(backend))
+
+
 def call_batched(context: Context, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
     """Run batched function `name` of `context` on `args` (the non-dry-run modes)."""
     options = parse_call_options(name, kwargs)
@@ -181,7 +200,7 @@ def call_batched(context: Context, name: str, args: Sequence[Any], kwargs: Mappi
             leaves,
             options.backend,
             max_stack_depth=int(options.max_stack_depth),
-            cache_key=("abir.run", id(program.machine), batch_size, int(options.max_stack_depth)),
+            cache_key=("abir.run", program.machine, batch_size, int(options.max_stack_depth)),
         )
     return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
@@ -203,4 +222,4 @@ def signature_from_types(sig: Sequence[Any]) -> tuple[list[optree.PyTreeSpec], t
 
 def _argument_structure(treedef: optree.PyTreeSpec) -> optree.PyTreeSpec:
     """The structure of arguments shaped like a signature pattern (TensorType leaves -> array leaves)."""
-    return optree.tree_structure(optree.tree_unflatten(treedef, [0] * treedef.num_leaves), none_is_leaf=True)
+    return optree.tree_structure(optree.tree_unflatten(treedef, [0] * treedef.num_leaves))

@@ -22,7 +22,7 @@ import contextvars
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import optree
@@ -34,6 +34,10 @@ from abir.frontend.program import FunctionEntry, OpaqueNames, ProgramBuilder, Sp
 from abir.frontend.source import FunctionSource
 from abir.frontend.syntax import check_supported_syntax
 from abir.frontend.values import LEAF
+
+if TYPE_CHECKING:
+    from abir.backends.base import Backend
+    from abir.calling import CompiledProgram
 
 TypeInference = Callable[[list[Any]], Any]
 
@@ -211,8 +215,37 @@ class Context:
 
     # -- execution --------------------------------------------------------------------------
 
+    def program_compiled(self, main: str, sig: Sequence[Any] | None = None, backend: Backend | None = None) -> ModuleOp:
+        """`main` typed for signature `sig` (one `TensorType` pattern per argument) and cleaned up:
+        the functional IR the stackless executor runs. Without `sig`, the untyped `program(main)`."""
+        if sig is None:
+            return self.program(main)
+        return self._compiled_for_signature(main, sig, backend).typed
+
+    def program_lowered(self, main: str, sig: Sequence[Any] | None = None, backend: Backend | None = None) -> ModuleOp:
+        """`main` lowered to the vm dialect for signature `sig`: the IR the machine runs."""
+        if sig is None:
+            raise ValueError(
+                f"program_lowered('{main}') needs a signature: one abir.TensorType pattern per argument, "
+                "e.g. [abir.TensorType(np.int64, ())]"
+            )
+        return self._compiled_for_signature(main, sig, backend).lowered
+
+    def lowered_for_args(self, name: str, args: Sequence[Any], backend: Backend | None = None) -> ModuleOp:
+        """The vm program a call `name(*args)` would run."""
+        from abir.calling import compiled_for_call
+
+        return compiled_for_call(self, name, args, backend).lowered
+
+    def _compiled_for_signature(self, main: str, sig: Sequence[Any], backend: Backend | None) -> CompiledProgram:
+        from abir.calling import compiled_for_signature
+
+        return compiled_for_signature(self, main, sig, backend)
+
     def _call_batched(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        raise NotImplementedError("batched execution is wired in by the machine integration")
+        from abir.calling import call_batched
+
+        return call_batched(self, name, args, kwargs)
 
     def _entry(self, name: str) -> FunctionEntry:
         try:

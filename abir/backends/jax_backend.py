@@ -45,6 +45,9 @@ def _safe_int_division(name: str, x: Any, y: Any) -> Any:
     return jnp.where(zero, jnp.zeros_like(result), result)
 
 
+# Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
+SHARED_CODE_CACHE: dict[Any, Any] = {}
+
 class JaxBackend(Backend):
     """jax.numpy arrays; `run` is one jitted `lax.while_loop` over `lax.switch`."""
 
@@ -54,10 +57,10 @@ class JaxBackend(Backend):
         self, code_cache: MutableMapping[Any, Any] | None = None, scheduler: Scheduler = smallest_live_block
     ):
         """`code_cache` maps a run's `cache_key` to its jitted function; pass a dict to share
-        compiled code between backend instances (default: a dict owned by this instance).
+        compiled code between backend instances (default: one cache shared by every instance, so a new backend object per call does not recompile).
         `scheduler(backend, pc)` picks the next block; it must be traceable (jnp, not NumPy)."""
         self.scheduler = scheduler
-        self.code_cache: MutableMapping[Any, Any] = {} if code_cache is None else code_cache
+        self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
         self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
 
     # ----- arrays -------------------------------------------------------------------------
@@ -152,7 +155,7 @@ class JaxBackend(Backend):
         if cache_key is None:
             key: Any = ("kernels", id(kernels), int(halt_index))
         else:
-            key = (cache_key, int(halt_index), len(kernels))
+            key = (cache_key, int(halt_index), len(kernels), self.scheduler)
         entry = self.code_cache.get(key)
         if entry is None or (cache_key is None and entry[0] is not kernels):
             entry = (kernels, jax.jit(self._loop(tuple(kernels), int(halt_index))))

@@ -167,6 +167,9 @@ def _compute_dtype(name: str, dtype: tf.DType) -> tf.DType:
     return tf.int32 if (narrow and name in _WIDEN_SMALL_INTS) or ordered_bool else dtype
 
 
+# Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
+SHARED_CODE_CACHE: dict[Any, Any] = {}
+
 class TensorFlowBackend(Backend):
     """TF tensors; `run` is one `tf.function` (`jit_compile=True`: XLA) with while + switch."""
 
@@ -183,7 +186,7 @@ class TensorFlowBackend(Backend):
         `scheduler(backend, pc)` picks the next block; it must be traceable (TF ops)."""
         self.scheduler = scheduler
         self.jit_compile = bool(jit_compile)
-        self.code_cache: MutableMapping[Any, Any] = {} if code_cache is None else code_cache
+        self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
         self.trace_count = 0  # how many times a run loop was traced
 
     @property
@@ -294,7 +297,7 @@ class TensorFlowBackend(Backend):
         if cache_key is None:
             key: Any = ("kernels", id(kernels), int(halt_index), self.jit_compile)
         else:
-            key = (cache_key, int(halt_index), len(kernels), self.jit_compile)
+            key = (cache_key, int(halt_index), len(kernels), self.scheduler, self.jit_compile)
         entry = self.code_cache.get(key)
         if entry is None or (cache_key is None and entry[0] is not kernels):
             loop = self._loop(tuple(kernels), int(halt_index))

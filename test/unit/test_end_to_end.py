@@ -386,8 +386,11 @@ def test_against_plain_python(ctx, backend, program, args):
 
 
 def test_result_dtypes_follow_numpy(ctx):
-    result = batched(ctx, fib, np.array([3, 4], dtype=np.int32))
+    # A returned Python literal is weak (NEP 50): joined with int32 values it stays int32.
+    result = batched(ctx, rec_sum, np.array([3, 4], dtype=np.int32))
     assert np.asarray(result).dtype == np.int32
+    # Only literals reach fib's result: Python ints, i.e. int64.
+    assert np.asarray(batched(ctx, fib, np.array([3, 4], dtype=np.int32))).dtype == np.int64
     result = batched(ctx, float_newton_sqrt, np.array([2.0], dtype=np.float32))
     assert np.asarray(result).dtype == np.float32
 
