@@ -18,6 +18,8 @@ from xdsl.dialects.builtin import (
     Float64Type,
     IntegerType,
     Signedness,
+)
+from xdsl.dialects.builtin import (
     TensorType as BuiltinTensorType,
 )
 from xdsl.ir import Attribute
