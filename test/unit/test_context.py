@@ -209,10 +209,9 @@ def test_dry_run_calls_python_directly_at_batch_size_one():
         f(np.array([1, 2]), dry_run=True)
 
 
-def test_batched_execution_is_left_to_the_integration():
+def test_batched_call_runs_the_program():
     ctx, fib = make_fib_context()
-    with pytest.raises(NotImplementedError, match="machine integration"):
-        fib(np.array([3, 4]))
+    np.testing.assert_array_equal(fib(np.array([3, 4, 10])), [2, 3, 55])
 
 
 def test_truthy_outside_dry_run():
