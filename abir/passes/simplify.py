@@ -7,7 +7,10 @@ opaque callable need not be pure), so this pass treats builtin prims and constan
 * a builtin prim whose operands are all scalar constants is folded by NumPy into a constant;
 * within a block, a constant or builtin prim equal to an earlier one (same name, operands,
   value and types) reuses the earlier result (CSE);
-* unused constants and builtin prims are erased (DCE). Opaque prims and calls are kept.
+* unused constants and builtin prims are erased (DCE). Opaque prims and calls are kept;
+* xDSL's `canonicalize` runs too (its `cf` patterns forward pass-through blocks, merge identical
+  successors, turns value-only diamonds into `arith.select`, which becomes `where`; its region
+  DCE drops unreachable blocks and unused constants).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 import numpy as np
 from xdsl.context import Context
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
 from xdsl.ir import Attribute, Block, Operation
 from xdsl.passes import ModulePass
@@ -28,6 +32,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
+from xdsl.transforms.canonicalize import CanonicalizePass
 
 from abir import prims
 from abir.dialects import functional
@@ -82,6 +87,25 @@ class FoldConstantPrim(RewritePattern):
         rewriter.replace(op, functional.ConstantOp(attr))
 
 
+@dataclass
+class SelectToWhere(RewritePattern):
+    """xDSL's cf canonicalization turns value-only diamonds into `arith.select`: use `where`."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.SelectOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace(op, functional.PrimOp("where", [op.cond, op.lhs, op.rhs], [op.result.type]))
+
+
+@dataclass
+class ArithConstantToFunctional(RewritePattern):
+    """Constants the cf patterns materialize (`arith.constant true`) become functional ones."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: arith.ConstantOp, rewriter: PatternRewriter) -> None:
+        if is_value_type(op.result.type):
+            rewriter.replace(op, functional.ConstantOp(op.value))
+
+
 def cse_key(op: Operation) -> tuple[Any, ...] | None:
     if isinstance(op, functional.ConstantOp):
         return ("constant", op.value, op.weak is not None)
@@ -117,9 +141,9 @@ def dce(module: ModuleOp) -> None:
 
 def simplify_functional(module: ModuleOp) -> None:
     """Canonicalize, fold, CSE and DCE a functional module in place."""
-    PatternRewriteWalker(
-        GreedyRewritePatternApplier([DropIdentityAstype(), FoldConstantPrim()]), apply_recursively=True
-    ).rewrite_module(module)
+    CanonicalizePass().apply(Context(), module)  # xDSL's cf patterns: pass-through blocks, ...
+    patterns = [SelectToWhere(), ArithConstantToFunctional(), DropIdentityAstype(), FoldConstantPrim()]
+    PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=True).rewrite_module(module)
     for func in module.ops:
         if isinstance(func, functional.FuncOp):
             for block in func.body.blocks:

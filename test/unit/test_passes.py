@@ -322,3 +322,22 @@ def test_all_passes_registered() -> None:
     }
     for factory in get_all_passes().values():
         assert factory().name
+
+
+def test_value_diamond_becomes_where_and_still_computes() -> None:
+    text = """
+    builtin.module {
+      functional.func @pick(%x: !functional.unknown, %y: !functional.unknown) -> !functional.unknown {
+        %lt = functional.prim "less"(%x, %y) : (!functional.unknown, !functional.unknown) -> i1
+        cf.cond_br %lt, ^fwd, ^join(%y : !functional.unknown)
+      ^fwd:
+        cf.br ^join(%x : !functional.unknown)
+      ^join(%v: !functional.unknown):
+        functional.return %v : !functional.unknown
+      }
+    }"""
+    typed, st, v = compiled(text, "pick", [i64, i64])
+    assert [op.prim_name for op in typed.walk() if isinstance(op, functional.PrimOp)] == ["less", "where"]
+    for a, b in [(1, 2), (5, 3)]:
+        assert run_stack(st, [a, b])[0][0] == min(a, b)
+        assert run_vm(v, [a, b])[0][0] == min(a, b)
