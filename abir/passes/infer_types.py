@@ -132,6 +132,14 @@ def incoming_edges(func: functional.FuncOp) -> dict[Block, list[Sequence[SSAValu
     return edges
 
 
+def member_dummy(tensor: TensorType, rank: int) -> np.ndarray:
+    """A zero-size batch of `tensor`, its event shape padded on the left to `rank` axes after the
+    batch axis: per-member shapes broadcast right-aligned, the batch axis stays in front (as the
+    machine aligns operands)."""
+    padded = (1,) * (rank - len(tensor.shape)) + tuple(tensor.shape)
+    return np.zeros((0, *padded), tensor.dtype)
+
+
 @dataclass
 class PrimEvaluator:
     """Abstract evaluation of prims on dummies, cached by operand types."""
@@ -154,8 +162,9 @@ class PrimEvaluator:
                 ).dtype
             )
             return Fact(ir_type(dtype, facts[0].tensor.shape))
+        rank = max(len(f.tensor.shape) for f in facts)
         args = [
-            const if fact.weak and const is not None else np.zeros((0, *fact.tensor.shape), fact.tensor.dtype)
+            const if fact.weak and const is not None else member_dummy(fact.tensor, rank)
             for fact, const in zip(facts, constants, strict=True)
         ]
         try:

@@ -207,9 +207,13 @@ def test_broadcasting_and_tensors() -> None:
     }"""
     typed = compile_functional(parse(text), "k", [TensorType(f32, [3]), TensorType(f64, [1])])
     assert func(typed, "k").function_type.outputs.data == (TensorType(f64, [3]),)
-    # Batched arrays carry the batch dimension in front: [B, 3] * [B] does not broadcast.
-    with pytest.raises(TypeInferenceError, match=r'@k: builtin prim "multiply".*tensor<3xf32>, f64'):
-        compile_functional(parse(text), "k", [TensorType(f32, [3]), f64])
+    # Per-member shapes broadcast right-aligned behind the batch axis: scalar * vector is a vector.
+    typed = compile_functional(parse(text), "k", [TensorType(f32, [2, 3]), f64])
+    assert func(typed, "k").function_type.outputs.data == (TensorType(f64, [2, 3]),)
+    with pytest.raises(
+        TypeInferenceError, match=r'@k: builtin prim "multiply".*tensor<3xf32>, tensor<2xf64>'
+    ):
+        compile_functional(parse(text), "k", [TensorType(f32, [3]), TensorType(f64, [2])])
 
 
 def test_join_conflict_is_an_error_naming_both_types() -> None:
