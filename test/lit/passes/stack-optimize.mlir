@@ -186,3 +186,54 @@ builtin.module {
 // CHECK-NEXT:     stack.indirect_goto {function = "fib"}
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
+
+// -----
+
+// Hand-written: @f.t is saved around the call but never read after its pop: push and pop lose it.
+builtin.module {
+  stack.var @f.n : i1
+  stack.var @f.t : i1
+  stack.var @f.result0 : i1
+  stack.program @f(@f.n) -> (@f.result0) {
+    stack.push_goto ^exit, ^entry
+  ^exit:
+    stack.halt
+  ^entry:
+    stack.branch @f.n, ^rec, ^base
+  ^rec:
+    stack.push @f.n, @f.t
+    stack.write @f.n = @f.t
+    stack.push_goto ^cont, ^entry
+  ^cont:
+    stack.pop @f.n, @f.t
+    stack.write @f.result0 = @f.n
+    stack.indirect_goto
+  ^base:
+    stack.write @f.result0 = @f.n
+    stack.indirect_goto
+  }
+}
+
+// CHECK:      builtin.module {
+// CHECK-NEXT:   stack.var @f.n : i1
+// CHECK-NEXT:   stack.var @f.t : i1
+// CHECK-NEXT:   stack.var @f.result0 : i1
+// CHECK-NEXT:   stack.program @f(@f.n) -> (@f.result0) {
+// CHECK-NEXT:     stack.push_goto ^exit, ^entry
+// CHECK-NEXT:   ^exit:
+// CHECK-NEXT:     stack.halt
+// CHECK-NEXT:   ^entry:
+// CHECK-NEXT:     stack.branch @f.n, ^rec, ^base
+// CHECK-NEXT:   ^rec:
+// CHECK-NEXT:     stack.push @f.n
+// CHECK-NEXT:     stack.write @f.n = @f.t
+// CHECK-NEXT:     stack.push_goto ^cont, ^entry
+// CHECK-NEXT:   ^cont:
+// CHECK-NEXT:     stack.pop @f.n
+// CHECK-NEXT:     stack.write @f.result0 = @f.n
+// CHECK-NEXT:     stack.indirect_goto
+// CHECK-NEXT:   ^base:
+// CHECK-NEXT:     stack.write @f.result0 = @f.n
+// CHECK-NEXT:     stack.indirect_goto
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
