@@ -140,7 +140,6 @@ def compile_program(
         frontend.module,
         frontend.entry,
         arg_types,
-        backend=backend.name,
         user_type_inference=context.type_inference_callables(),
     )
     lowered = lower_to_vm(typed, frontend.entry)

@@ -5,7 +5,8 @@ Facts are types plus a `weak` flag that only constants marked `weak` (Python lit
 Each round re-infers every reachable function from the current parameter and result tables:
 block arguments join their incoming values, builtin prims are evaluated by NumPy on zero-size
 dummies (NEP 50: weak literals are passed as Python scalars), opaque prims by abstract evaluation
-(NumPy zero dummies with a small batch dimension, or `jax.eval_shape`), calls read the callee's
+on NumPy zero dummies with a small batch dimension (callables written with jax.numpy or TF accept
+NumPy arrays too), calls read the callee's
 current results (unknown at first for recursive functions; base cases give the first facts).
 Parameters join over all call sites, results over all returns. Rounds repeat until nothing
 changes; the last round reports conflicts (a join of two different types) as errors.
@@ -144,7 +145,6 @@ def member_dummy(tensor: TensorType, rank: int) -> np.ndarray:
 class PrimEvaluator:
     """Abstract evaluation of prims on dummies, cached by operand types."""
 
-    backend: str
     sources: Mapping[str, str]
     cache: dict[tuple[Any, ...], list[Fact]] = field(default_factory=dict)
 
@@ -164,7 +164,7 @@ class PrimEvaluator:
             return Fact(ir_type(dtype, facts[0].tensor.shape))
         rank = max(len(f.tensor.shape) for f in facts)
         args = [
-            const if fact.weak and const is not None else member_dummy(fact.tensor, rank)
+            (const if const is not None else weak_probe(fact)) if fact.weak else member_dummy(fact.tensor, rank)
             for fact, const in zip(facts, constants, strict=True)
         ]
         try:
@@ -174,9 +174,9 @@ class PrimEvaluator:
         except Exception as exc:
             kinds = ", ".join(fmt(f) for f in facts)
             raise TypeInferenceError(f'builtin prim "{name}" cannot be applied to ({kinds}): {exc}') from exc
-        all_scalars = all(not isinstance(a, np.ndarray) for a in args)
-        shape = out.shape if all_scalars else out.shape[1:]
-        return Fact(ir_type(out.dtype, shape))
+        all_weak = all(f.weak for f in facts)
+        shape = out.shape if all_weak else out.shape[1:]
+        return Fact(ir_type(out.dtype, shape), weak=all_weak)
 
     def opaque(self, op: functional.PrimOp, facts: Sequence[Fact]) -> list[Fact]:
         name = op.prim_name
@@ -203,11 +203,6 @@ class PrimEvaluator:
         return [self._strip_batch(v, batch, where) for v in values]
 
     def _evaluate(self, fn: Callable[..., Any], args: Sequence[TensorType], batch: int) -> Any:
-        if self.backend == "jax":
-            import jax
-
-            specs = [jax.ShapeDtypeStruct((batch, *a.shape), a.dtype) for a in args]
-            return jax.eval_shape(fn, *specs)
         dummies = [np.zeros((batch, *a.shape), a.dtype) for a in args]
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -224,7 +219,7 @@ class PrimEvaluator:
                 f"{where} returned shape {shape} for a batch of {batch}; results must keep the leading "
                 "batch dimension"
             )
-        return Fact(ir_type(np.dtype(dtype), shape[1:]))
+        return Fact(ir_type(np.dtype(getattr(dtype, "as_numpy_dtype", dtype)), shape[1:]))
 
 
 @dataclass
@@ -252,7 +247,7 @@ class FunctionInference:
         facts: dict[SSAValue, Fact] = {}
         for arg, fact in zip(self.func.entry_block.args, params, strict=True):
             if fact is not None:
-                facts[arg] = fact.strong()
+                facts[arg] = fact
         for _ in range(MAX_ROUNDS):
             changed = False
             for block in self.func.body.blocks:
@@ -275,7 +270,7 @@ class FunctionInference:
             for i, arg in enumerate(block.args):
                 incoming = [facts.get(operands[i]) for operands in self.edges[block]]
                 joined = self.conflicts.join_all(incoming, f"in @{self.name}, block argument #{i}")
-                changed |= self._set(facts, arg, joined.strong() if joined else None)
+                changed |= self._set(facts, arg, joined)
         for op in block.ops:
             for value, fact in zip(op.results, self._op(op, facts, results), strict=True):
                 changed |= self._set(facts, value, fact)
@@ -392,14 +387,14 @@ class ModuleInference:
                 current = params.get(callee, [None] * len(args))
                 where = f"in @{callee}, parameter #{{}} (from a call in @{name})"
                 params[callee] = [
-                    _strong(conflicts.join(c, a, where.format(i)))
+                    conflicts.join(c, a, where.format(i))
                     for i, (c, a) in enumerate(zip(current, args, strict=True))
                 ]
         results: dict[str, list[Fact | None] | None] = {}
         for name in order:
             n_out = len(funcs[name].function_type.outputs)
             joined = [
-                _strong(conflicts.join_all([r[i] for r in locals_[name].returns], f"in @{name}, result #{i}"))
+                conflicts.join_all([r[i] for r in locals_[name].returns], f"in @{name}, result #{i}")
                 for i in range(n_out)
             ]
             fn_params = params.get(name, [])
@@ -437,7 +432,6 @@ def infer_types(
     entry: str,
     arg_types: Sequence[Attribute] | None = None,
     *,
-    backend: str = "numpy",
     user_type_inference: Mapping[str, Callable[..., Any]] | None = None,
 ) -> None:
     """Type `module` in place from `entry` (its declared parameter types if `arg_types` is None);
@@ -453,13 +447,15 @@ def infer_types(
             )
     sources = {op.sym_name.data: op.source.data for op in module.ops if isinstance(op, functional.OpaqueOp)}
     inference = ModuleInference(
-        module, entry, PrimEvaluator(backend, sources), dict(user_type_inference or {})
+        module, entry, PrimEvaluator(sources), dict(user_type_inference or {})
     )
     locals_, results = inference.run(list(arg_types))
     for name, func in funcs.items():
         if name not in locals_:
             Rewriter.erase_op(func, safe_erase=False)
+    weak: dict[str, list[tuple[Operation | Block, int]]] = {}
     for name, local in locals_.items():
+        weak[name] = weak_positions(local)
         apply_function(funcs[name], local)
     for name in locals_:
         set_function_type(funcs[name], results.get(name))
@@ -467,8 +463,35 @@ def infer_types(
         if isinstance(op, functional.CallOp):
             retype_call(op, funcs[op.callee.string_value()])
     for name in locals_:
-        concretize_weak_constants(funcs[name])
+        weak_values = [value_at(owner, index) for owner, index in weak[name]]
+        convert_weak_values(weak_values)
+        concretize_weak_constants(funcs[name], set(weak_values))
     module.attributes[ENTRY_ATTR] = StringAttr(entry)
+
+
+def weak_positions(local: LocalResult) -> list[tuple[Operation | Block, int]]:
+    """Where the weak values that are not literals live (block arguments, prim and call results):
+    positions, because typing the IR replaces the value objects."""
+    return [(v.owner, v.index) for v, f in local.facts.items() if f.weak and not is_weak(v)]  # type: ignore[attr-defined]
+
+
+def value_at(owner: Operation | Block, index: int) -> SSAValue:
+    return owner.args[index] if isinstance(owner, Block) else owner.results[index]
+
+
+def convert_weak_values(weak_values: Sequence[SSAValue]) -> None:
+    """A weak value (a Python number computed from literals only, e.g. a counter started at 0)
+    keeps its default type (i64, f64, i1); where it meets a typed value, convert it as NEP 50
+    would: `x_i32 + count` computes in int32, so `count` is cast to i32 at that use."""
+    weak_set = set(weak_values)
+    for value in weak_values:
+        for use in list(value.uses):
+            want = wanted_type(use.operation, use.index, value, weak_set)
+            if want == value.type:
+                continue
+            cast = functional.PrimOp("astype", [value], [want])
+            Rewriter.insert_op(cast, InsertPoint.before(use.operation))
+            use.operation.operands[use.index] = cast.res[0]
 
 
 def apply_function(func: functional.FuncOp, local: LocalResult) -> None:
@@ -527,11 +550,11 @@ def retype_call(call: functional.CallOp, callee: functional.FuncOp) -> None:
             Rewriter.replace_value_with_new_type(result, want)
 
 
-def wanted_type(use_op: Operation, index: int, constant: SSAValue) -> Attribute:
-    """The type a weak constant must have at one use."""
+def wanted_type(use_op: Operation, index: int, constant: SSAValue, weak_values: set[SSAValue]) -> Attribute:
+    """The type a weak constant or value must have at one use."""
     fact = Fact(constant.type, True)
     if isinstance(use_op, functional.PrimOp) and use_op.is_builtin:
-        strong = [v.type for v in use_op.arguments if not is_weak(v)]
+        strong = [v.type for v in use_op.arguments if not is_weak(v) and v not in weak_values]
         dtypes = [tensor_type_of(t).dtype for t in strong]
         if not dtypes:
             return constant.type
@@ -566,14 +589,14 @@ def destination_type(op: Operation, index: int) -> Attribute | None:
     return None
 
 
-def concretize_weak_constants(func: functional.FuncOp) -> None:
+def concretize_weak_constants(func: functional.FuncOp, weak_values: set[SSAValue]) -> None:
     """Give every weak constant the type each use wants, duplicating it when uses disagree."""
     for op in list(func.walk()):
         if not isinstance(op, functional.ConstantOp) or op.weak is None:
             continue
         by_type: dict[Attribute, list[tuple[Operation, int]]] = {}
         for use in list(op.res.uses):
-            by_type.setdefault(wanted_type(use.operation, use.index, op.res), []).append(
+            by_type.setdefault(wanted_type(use.operation, use.index, op.res, weak_values), []).append(
                 (use.operation, use.index)
             )
         if not by_type:
@@ -608,15 +631,14 @@ def convert_constant(value: Attribute, want: Attribute, where: str) -> Attribute
 @dataclass(frozen=True)
 class InferTypesPass(ModulePass):
     """Infer per-member types from `entry` (default: the module's `abir.entry` attribute, or the
-    one function whose parameters are all typed); records the entry as `abir.entry`. Options: entry, backend (numpy | jax | tensorflow)."""
+    one function whose parameters are all typed); records the entry as `abir.entry`. Option: entry."""
 
     name = "infer-types"
 
     entry: str | None = None
-    backend: str = "numpy"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        infer_types(op, self.entry or default_entry(op), backend=self.backend)
+        infer_types(op, self.entry or default_entry(op))
 
 
 def default_entry(module: ModuleOp) -> str:

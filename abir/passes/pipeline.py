@@ -33,13 +33,12 @@ def compile_functional(
     entry: str,
     arg_types: Sequence[Attribute],
     *,
-    backend: str = "numpy",
     user_type_inference: Mapping[str, Callable[..., Any]] | None = None,
 ) -> ModuleOp:
     """A new functional module: `entry` typed with `arg_types`, every value typed by inference,
     simplified (constant folding, CSE, DCE), only functions reachable from `entry`; verified."""
     typed = module.clone()
-    infer_types(typed, entry, arg_types, backend=backend, user_type_inference=user_type_inference)
+    infer_types(typed, entry, arg_types, user_type_inference=user_type_inference)
     simplify_functional(typed)
     typed.verify()
     return typed
@@ -71,16 +70,15 @@ def is_typed(module: ModuleOp) -> bool:
 @dataclass(frozen=True)
 class AbirLowerPass(ModulePass):
     """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default:
-    the module's `abir.entry` attribute or its only fully typed function), backend."""
+    the module's `abir.entry` attribute or its only fully typed function)."""
 
     name = "abir-lower"
 
     entry: str | None = None
-    backend: str = "numpy"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         entry = self.entry or default_entry(op)
         typed = op.clone()
-        infer_types(typed, entry, backend=self.backend)
+        infer_types(typed, entry)
         simplify_functional(typed)
         replace_module_body(op, lower_to_vm(typed, entry))

@@ -268,12 +268,15 @@ builtin.module {
 }"""
 
 
-@pytest.mark.parametrize("backend", ["numpy", "jax"])
-def test_opaque_prim_by_abstract_evaluation(backend: str) -> None:
-    register_opaque("pass_sum", lambda x: x.sum(axis=-1).astype(np.float32))
-    typed = compile_functional(
-        parse(OPAQUE % ("pass_sum", "x.sum(-1)", "pass_sum")), "o", [TensorType(f64, [4])], backend=backend
-    )
+@pytest.mark.parametrize("library", ["numpy", "jax"])
+def test_opaque_prim_by_abstract_evaluation(library: str) -> None:
+    if library == "jax":
+        import jax.numpy as jnp
+
+        register_opaque("pass_sum", lambda x: jnp.sum(x, axis=-1).astype(jnp.float32))
+    else:
+        register_opaque("pass_sum", lambda x: x.sum(axis=-1).astype(np.float32))
+    typed = compile_functional(parse(OPAQUE % ("pass_sum", "x.sum(-1)", "pass_sum")), "o", [TensorType(f64, [4])])
     assert func(typed, "o").function_type.outputs.data == (f32,)
 
 
