@@ -17,10 +17,10 @@ import numpy as np
 
 import abir
 
-ctx = abir.Context()
+# The programs are plain Python functions; `batch_uncurried` below makes batched versions, so the
+# same source also runs unbatched, member by member, as the reference.
 
 
-@ctx.batch()
 def fib(n):
     """Doubly recursive Fibonacci: recursion depth and call count differ per member."""
     if n > 2:
@@ -28,7 +28,6 @@ def fib(n):
     return 1
 
 
-@ctx.batch()
 def collatz_steps(n):
     """A while loop whose trip count differs per member."""
     steps = 0
@@ -41,7 +40,6 @@ def collatz_steps(n):
     return steps
 
 
-@ctx.batch()
 def gcd(a, b):
     """A loop with a swap of its two variables."""
     while b != 0:
@@ -49,14 +47,12 @@ def gcd(a, b):
     return a
 
 
-@ctx.batch()
 def is_even(n):
     if n == 0:
         return True
     return is_odd(n - 1)
 
 
-@ctx.batch()
 def is_odd(n):
     if n == 0:
         return False
@@ -66,7 +62,6 @@ def is_odd(n):
 Stats = collections.namedtuple("Stats", ["total", "largest"])
 
 
-@ctx.batch()
 def digit_stats(n):
     """Early return from a loop, and a namedtuple result."""
     total = 0
@@ -80,10 +75,13 @@ def digit_stats(n):
             return Stats(total, largest)
 
 
+ctx = abir.Context()
+BATCHED = {f.__name__: ctx.batch_uncurried(f) for f in (fib, collatz_steps, gcd, is_even, is_odd, digit_stats)}
+
+
 def plain_python(fn: Callable[..., Any], *columns: np.ndarray) -> list[Any]:
-    """Run the undecorated Python function member by member (the reference result)."""
-    python_fn = fn.__wrapped__
-    return [python_fn(*(int(c[i]) for c in columns)) for i in range(len(columns[0]))]
+    """Run the plain Python function member by member (the reference result)."""
+    return [fn(*(int(c[i]) for c in columns)) for i in range(len(columns[0]))]
 
 
 def timed(thunk: Callable[[], Any], repeats: int) -> tuple[Any, float]:
@@ -106,7 +104,8 @@ def available_backends() -> list[tuple[str, Any]]:
 def run_case(name: str, fn: Any, columns: Sequence[np.ndarray], repeats: int) -> None:
     expected, python_time = timed(lambda: plain_python(fn, *columns), repeats)
     for backend_name, backend in available_backends():
-        result, batched_time = timed(lambda b=backend: fn(*columns, backend=b, max_stack_depth=64), repeats)
+        batched = BATCHED[fn.__name__]
+        result, batched_time = timed(lambda b=backend, f=batched: f(*columns, backend=b, max_stack_depth=64), repeats)
         flat = [np.asarray(r) for r in (result if isinstance(result, tuple) else (result,))]
         got = [tuple(int(x[i]) for x in flat) if len(flat) > 1 else flat[0][i].item() for i in range(len(columns[0]))]
         want = [tuple(e) if isinstance(e, tuple) else e for e in expected]
