@@ -23,8 +23,16 @@ Kernels call only methods of this protocol, so one set of kernels serves every b
 value a kernel computes carries a leading batch dimension of B, or of 1 for constants (which
 broadcast through `where`). Inactive members' rows hold junk: prims run on every row.
 
-`stack_write` may update its `stack` argument in place (the NumPy backend does, to keep a push
-O(B) instead of O(D*B)); the machine never uses a stack array again after passing it there.
+`stack_write` and `stack_scatter` may update their `stack` argument in place (the NumPy backend
+does, to keep a push O(B) instead of O(D*B)); the machine never uses a stack array again after
+passing it there.
+
+The machine's kernels (`abir.vm.machine.BlockKernel`) also offer a split form,
+`kernel.split(regs, stacks) -> (regs, writes)`: `regs` is the state without its stacks, the
+stacks are only read, and the stack pushes come back as write requests `(rows, value)` that the
+backend applies after the kernel with `stack_scatter` (see `abir.vm.state_ops`). Every backend's
+`run` uses that form when all kernels offer it (`splittable`), so the big stack arrays never pass
+through a traced conditional, and falls back to plain `state -> state` kernels otherwise.
 """
 
 from __future__ import annotations
@@ -41,6 +49,16 @@ from abir.types import TensorType
 State = dict[str, Any]
 Kernel = Callable[[State], State]
 Scheduler = Callable[["Backend", Any], Any]
+
+
+def splittable(kernels: Sequence[Any]) -> bool:
+    """Whether every kernel offers the split form `split(regs, stacks) -> (regs, writes)`."""
+    return all(callable(getattr(kernel, "split", None)) and hasattr(kernel, "writes") for kernel in kernels)
+
+
+def is_stack_key(key: str) -> bool:
+    """Whether a state key names a `[D, B, ...]` stack."""
+    return key == "pc_stack" or key.startswith("s:")
 
 
 def smallest_live_block(backend: Backend, pc: Any) -> Any:
@@ -167,6 +185,14 @@ class Backend(abc.ABC):
         """Return `stack` ([D, B, *shape]) with `stack[index[b], b] = value[b]` for members where
         `mask[b]`; others unchanged. Indices of unmasked members may be out of range. An update by
         index, never a mask over the whole stack."""
+
+    def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
+        """Return `stack` ([D, B, *shape]) with `stack[rows[b], b] = value[b]` for every member b
+        whose row is in [0, D); a row of D means "no write" (`value` may broadcast)."""
+        depth = int(stack.shape[0])
+        return self.stack_write(
+            stack, rows, value, self.builtin_prim("less", [rows, np.int32(depth)], np.bool_)
+        )
 
     @abc.abstractmethod
     def stack_read(self, stack: Any, index: Any) -> Any:

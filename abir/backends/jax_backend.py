@@ -22,7 +22,15 @@ import jax.numpy as jnp  # noqa: E402  (after enabling x64)
 from jax import lax  # noqa: E402
 
 from abir import prims  # noqa: E402
-from abir.backends.base import Backend, Kernel, Scheduler, State, smallest_live_block  # noqa: E402
+from abir.backends.base import (  # noqa: E402
+    Backend,
+    Kernel,
+    Scheduler,
+    State,
+    is_stack_key,
+    smallest_live_block,
+    splittable,
+)
 from abir.types import TensorType  # noqa: E402
 
 # Prims whose operands are compared/combined in their common promoted dtype (result is bool).
@@ -47,6 +55,7 @@ def _safe_int_division(name: str, x: Any, y: Any) -> Any:
 
 # Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
 SHARED_CODE_CACHE: dict[Any, Any] = {}
+
 
 class JaxBackend(Backend):
     """jax.numpy arrays; `run` is one jitted `lax.while_loop` over `lax.switch`."""
@@ -131,6 +140,14 @@ class JaxBackend(Backend):
         value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), stack.shape[1:])
         return stack.at[rows, jnp.arange(batch)].set(value, mode="drop")
 
+    def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
+        """Scatter by index; rows of D (or anything out of range) are dropped. Inside the run
+        loop the stack is a loop-carried buffer, so XLA updates it in place (O(B) per push)."""
+        batch = stack.shape[1]
+        rows = jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (batch,))
+        value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), stack.shape[1:])
+        return stack.at[rows, jnp.arange(batch)].set(value, mode="drop", unique_indices=True)
+
     def stack_read(self, stack: Any, index: Any) -> Any:
         depth, batch = stack.shape[0], stack.shape[1]
         rows = jnp.clip(jnp.asarray(index, dtype=jnp.int32), 0, depth - 1)
@@ -164,6 +181,8 @@ class JaxBackend(Backend):
 
     def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
         """The machine loop over `kernels` as a traceable function of the state."""
+        if splittable(kernels):
+            return self._split_loop(kernels, halt_index)
 
         def loop(state: State) -> State:
             self.trace_count += 1  # runs only while tracing
@@ -176,6 +195,38 @@ class JaxBackend(Backend):
                 return lax.switch(self.next_block(s["pc"]), branches, s)
 
             return lax.while_loop(cond, body, state)
+
+        return loop
+
+    def _split_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+        """The loop over split kernels: the carry is (next block, regs, stacks). Only the small
+        per-member arrays pass through `lax.switch`; the stacks enter the branches read-only
+        and the branches return padded write requests, applied after the switch as in-place
+        scatters into the loop-carried stacks. The next block is computed once per step."""
+
+        def loop(state: State) -> State:
+            self.trace_count += 1  # runs only while tracing
+            regs = {key: value for key, value in state.items() if not is_stack_key(key)}
+            stacks = {key: value for key, value in state.items() if is_stack_key(key)}
+            counts = {key: max(kernel.writes.get(key, 0) for kernel in kernels) for key in stacks}  # type: ignore[attr-defined]
+            counts = {key: n for key, n in counts.items() if n}
+            branches = [_split_branch(kernel, regs, stacks, counts) for kernel in kernels]
+
+            def cond(carry: tuple[Any, State, State]) -> Any:
+                return carry[0] < halt_index
+
+            def body(carry: tuple[Any, State, State]) -> tuple[Any, State, State]:
+                block, regs, stacks = carry
+                regs, writes = lax.switch(block, branches, regs, stacks)
+                stacks = dict(stacks)
+                for key, requests in writes.items():
+                    for rows, value in requests:
+                        stacks[key] = self.stack_scatter(stacks[key], rows, value)
+                return self.next_block(regs["pc"]).astype(jnp.int32), regs, stacks
+
+            start = self.next_block(regs["pc"]).astype(jnp.int32)
+            _, regs, stacks = lax.while_loop(cond, body, (start, regs, stacks))
+            return {**regs, **stacks}
 
         return loop
 
@@ -197,5 +248,38 @@ def _conforming(kernel: Kernel, template: State) -> Kernel:
             value = jnp.asarray(out.get(key, state[key]), dtype=like.dtype)
             result[key] = jnp.broadcast_to(value, like.shape)
         return result
+
+    return branch
+
+
+def _split_branch(kernel: Any, regs: State, stacks: State, counts: dict[str, int]) -> Callable[..., Any]:
+    """A `lax.switch` branch running split `kernel`: it returns the regs with exactly the keys,
+    dtypes and shapes of `regs`, and `counts[key]` write requests per stack (padded with
+    requests that write nothing: rows = D)."""
+
+    def branch(current: State, stacks_in: State) -> tuple[State, dict[str, list[tuple[Any, Any]]]]:
+        out, writes = kernel.split(dict(current), stacks_in)
+        result = {}
+        for key, like in regs.items():
+            value = jnp.asarray(out.get(key, current[key]), dtype=like.dtype)
+            result[key] = jnp.broadcast_to(value, like.shape)
+        padded = {}
+        for key, count in counts.items():
+            stack = stacks[key]
+            depth, batch = stack.shape[0], stack.shape[1]
+            requests = [
+                (
+                    jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (batch,)),
+                    jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), stack.shape[1:]),
+                )
+                for rows, value in writes.get(key, [])
+            ]
+            assert len(requests) <= count, f"{kernel.__name__} made more write requests to {key} than planned"
+            while len(requests) < count:
+                requests.append(
+                    (jnp.full((batch,), depth, jnp.int32), jnp.zeros(stack.shape[1:], stack.dtype))
+                )
+            padded[key] = requests
+        return result, padded
 
     return branch

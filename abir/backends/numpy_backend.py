@@ -13,7 +13,16 @@ from typing import Any
 import numpy as np
 
 from abir import prims
-from abir.backends.base import Backend, Kernel, RunStats, Scheduler, State, smallest_live_block
+from abir.backends.base import (
+    Backend,
+    Kernel,
+    RunStats,
+    Scheduler,
+    State,
+    is_stack_key,
+    smallest_live_block,
+    splittable,
+)
 
 
 class NumpyBackend(Backend):
@@ -80,6 +89,18 @@ class NumpyBackend(Backend):
             stack[np.asarray(index)[members], members] = value[members]
         return stack
 
+    def stack_scatter(self, stack: np.ndarray, rows: Any, value: Any) -> np.ndarray:
+        """In place: only the members with a row below the depth are touched."""
+        rows = np.asarray(rows)
+        members = np.flatnonzero(rows < stack.shape[0])
+        if members.size:
+            value = np.asarray(value)
+            if value.ndim and value.shape[0] == stack.shape[1]:
+                stack[rows[members], members] = value[members]
+            else:
+                stack[rows[members], members] = np.broadcast_to(value, stack.shape[1:])[members]
+        return stack
+
     def stack_read(self, stack: np.ndarray, index: Any) -> np.ndarray:
         rows = np.clip(np.asarray(index), 0, stack.shape[0] - 1)
         return stack[rows, np.arange(stack.shape[1])]
@@ -89,27 +110,44 @@ class NumpyBackend(Backend):
 
     # ----- running --------------------------------------------------------------------------
     def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
-        """A Python loop over machine steps; records `last_stats` when `collect_stats` is set."""
+        """A Python loop over machine steps; records `last_stats` when `collect_stats` is set.
+
+        With split kernels the stacks stay out of the kernels and are updated in place (the
+        state's stack arrays are copied once first, so the caller's arrays are never written)."""
         batch = int(state["pc"].shape[0])
         stats = RunStats.empty(batch, len(kernels)) if self.collect_stats else None
         member_steps = np.zeros(batch, np.int64)
-        block = int(self.next_block(state["pc"]))
+        split = splittable(kernels)
+        if split:
+            regs = {key: value for key, value in state.items() if not is_stack_key(key)}
+            stacks = {key: np.array(value) for key, value in state.items() if is_stack_key(key)}
+        pc = np.asarray(state["pc"])
+        block = int(self.next_block(pc))
         with np.errstate(all="ignore"):
             self._quiet = True
             try:
                 while block < halt_index:
                     if stats is not None:
-                        active = np.asarray(state["pc"]) == block
+                        active = pc == block
                         member_steps += active
                         stats.record(block, int(np.count_nonzero(active)))
-                    state = kernels[block](state)
-                    block = int(self.next_block(state["pc"]))
+                    if split:
+                        regs, writes = kernels[block].split(regs, stacks)  # type: ignore[attr-defined]
+                        for key, requests in writes.items():
+                            stack = stacks[key]
+                            for rows, value in requests:
+                                self.stack_scatter(stack, rows, value)
+                        pc = np.asarray(regs["pc"])
+                    else:
+                        state = kernels[block](state)
+                        pc = np.asarray(state["pc"])
+                    block = int(self.next_block(pc))
             finally:
                 self._quiet = False
         if stats is not None:
             stats.member_steps = member_steps.tolist()
         self.last_stats = stats
-        return state
+        return {**regs, **stacks} if split else state
 
     # ----- reference protocol helpers ---------------------------------------------------------
     def switch_case(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:

@@ -30,11 +30,12 @@ from abir.opaque import lookup_opaque
 from abir.types import TensorType, tensor_type_of
 from abir.vm import state_ops
 from abir.vm.inputs import prepare_inputs
+from abir.vm.state_ops import Frame, Writes
 from abir.vm.values import align_operands, constant_array, rank_padding, result_dtype
 
 Env = list[Any]
-Step = Callable[[Backend, State, Env, Any], State]
-"""One op of a kernel: (backend, state, SSA values by slot, mask) -> state."""
+Step = Callable[[Backend, Frame, Env, Any], None]
+"""One op of a kernel: (backend, frame, SSA values by slot, mask); updates the frame."""
 
 DEFAULT_MAX_STACK_DEPTH = 15
 
@@ -58,6 +59,9 @@ class BlockPlan:
     slots: int
     uses_stacks: bool
     callee: int | None
+    stack_writes: tuple[tuple[str, int], ...] = ()
+    """(stack key, number of write requests the block leaves for the backend), for each stack
+    the block pushes onto (a pop of a value pushed in the same block cancels its request)."""
 
 
 # ----- steps -------------------------------------------------------------------------------
@@ -66,72 +70,77 @@ class BlockPlan:
 def _read_step(slot: int, var: str) -> Step:
     key = state_ops.register_key(var)
 
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
-        env[slot] = state[key]
-        return state
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
+        env[slot] = frame.regs[key]
 
     return step
 
 
 def _constant_step(slot: int, value: np.ndarray) -> Step:
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
         env[slot] = backend.asarray(value, value.dtype)
-        return state
 
     return step
 
 
-def _builtin_step(slot: int, name: str, args: tuple[int, ...], padding: tuple[int, ...], dtype: np.dtype) -> Step:
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+def _builtin_step(
+    slot: int, name: str, args: tuple[int, ...], padding: tuple[int, ...], dtype: np.dtype
+) -> Step:
+    if not any(padding):
+
+        def plain(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
+            env[slot] = backend.builtin_prim(name, [env[a] for a in args], dtype)
+
+        return plain
+
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
         operands = align_operands(backend, [env[a] for a in args], padding)
         env[slot] = backend.builtin_prim(name, operands, dtype)
-        return state
 
     return step
 
 
 def _opaque_step(slots: tuple[int, ...], symbol: str, args: tuple[int, ...]) -> Step:
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
         results = backend.call_opaque(lookup_opaque(symbol), [env[a] for a in args])
         if len(slots) == 1:
             results = (results,)
         if len(results) != len(slots):
-            raise TypeError(f"opaque primitive @{symbol} returned {len(results)} values, expected {len(slots)}")
+            raise TypeError(
+                f"opaque primitive @{symbol} returned {len(results)} values, expected {len(slots)}"
+            )
         for slot, value in zip(slots, results, strict=True):
             env[slot] = value
-        return state
 
     return step
 
 
 def _write_step(var: str, slot: int) -> Step:
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
-        return state_ops.write(backend, state, var, env[slot], mask)
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
+        state_ops.write(backend, frame, var, env[slot], mask)
 
     return step
 
 
-def _push_step(names: tuple[str, ...], block: int) -> Step:
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+def _push_step(names: tuple[str, ...]) -> Step:
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
         for name in names:
-            state = state_ops.push(backend, state, name, mask, block)
-        return state
+            state_ops.push(backend, frame, name, mask)
 
     return step
 
 
-def _restore_step(names: tuple[str, ...], block: int, drop: bool) -> Step:
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+def _restore_step(names: tuple[str, ...], drop: bool) -> Step:
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
         for name in names:
-            state = state_ops.restore(backend, state, name, mask, block, drop)
-        return state
+            state_ops.restore(backend, frame, name, mask, drop)
 
     return step
 
 
 def _jump_step(target: int) -> Step:
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
-        return state_ops.set_pc(backend, state, target, mask)
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
+        state_ops.set_pc(backend, frame, target, mask)
 
     return step
 
@@ -139,23 +148,23 @@ def _jump_step(target: int) -> Step:
 def _branch_step(cond: int, then_target: int, else_target: int) -> Step:
     targets = (np.int32(then_target), np.int32(else_target))
 
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
         choice = backend.builtin_prim("where", [env[cond], *targets], np.int32)
-        return state_ops.set_pc(backend, state, choice, mask)
+        state_ops.set_pc(backend, frame, choice, mask)
 
     return step
 
 
-def _call_step(target: int, return_target: int, block: int) -> Step:
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
-        return state_ops.call(backend, state, target, return_target, mask, block)
+def _call_step(target: int, return_target: int) -> Step:
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
+        state_ops.call(backend, frame, target, return_target, mask)
 
     return step
 
 
-def _return_step(block: int) -> Step:
-    def step(backend: Backend, state: State, env: Env, mask: Any) -> State:
-        return state_ops.return_(backend, state, mask, block)
+def _return_step() -> Step:
+    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
+        state_ops.return_(backend, frame, mask)
 
     return step
 
@@ -191,30 +200,54 @@ def _plan_op(op: Operation, slots: _Slots, block: int, halt: int) -> Step:  # no
         case vm.PrimOp() if op.fn is not None:
             args = tuple(slots.use(a) for a in op.arguments)
             padding = rank_padding(op.arguments.types, op.res.types)
-            return _builtin_step(slots.define(op.res[0]), op.fn.data, args, padding, result_dtype(op.res[0].type))
+            return _builtin_step(
+                slots.define(op.res[0]), op.fn.data, args, padding, result_dtype(op.res[0].type)
+            )
         case vm.PrimOp():
             args = tuple(slots.use(a) for a in op.arguments)
             return _opaque_step(tuple(slots.define(r) for r in op.res), op.prim_name, args)
         case vm.WriteOp():
             return _write_step(op.var.string_value(), slots.use(op.value))
         case vm.PushOp():
-            return _push_step(_var_names(op), block)
+            return _push_step(_var_names(op))
         case vm.PopOp() | vm.PeekOp():
-            return _restore_step(_var_names(op), block, drop=isinstance(op, vm.PopOp))
+            return _restore_step(_var_names(op), drop=isinstance(op, vm.PopOp))
         case vm.JumpOp():
             return _jump_step(op.target.value.data)
         case vm.BranchOp():
             return _branch_step(slots.use(op.cond), op.then_target.value.data, op.else_target.value.data)
         case vm.CallOp():
-            return _call_step(op.target.value.data, op.return_target.value.data, block)
+            return _call_step(op.target.value.data, op.return_target.value.data)
         case vm.ReturnOp():
-            return _return_step(block)
+            return _return_step()
         case vm.HaltOp():
             return _jump_step(halt)
     raise NotImplementedError(f"the machine cannot execute {op.name}")
 
 
 STACK_OPS = (vm.PushOp, vm.PopOp, vm.PeekOp, vm.CallOp, vm.ReturnOp)
+
+
+def _stack_writes(ops: Sequence[Operation]) -> tuple[tuple[str, int], ...]:
+    """The write requests a block's kernel leaves per stack (as `state_ops` builds them)."""
+    pending: dict[str, int] = {}
+
+    def pop(key: str) -> None:
+        if pending.get(key):
+            pending[key] -= 1
+
+    for op in ops:
+        if isinstance(op, vm.PushOp):
+            for name in _var_names(op):
+                pending[state_ops.stack_key(name)] = pending.get(state_ops.stack_key(name), 0) + 1
+        elif isinstance(op, vm.PopOp):
+            for name in _var_names(op):
+                pop(state_ops.stack_key(name))
+        elif isinstance(op, vm.CallOp):
+            pending[state_ops.PC_STACK] = pending.get(state_ops.PC_STACK, 0) + 1
+        elif isinstance(op, vm.ReturnOp):
+            pop(state_ops.PC_STACK)
+    return tuple((key, count) for key, count in pending.items() if count)
 
 
 def _plan_block(block: vm.BlockOp, halt: int) -> BlockPlan:
@@ -230,24 +263,46 @@ def _plan_block(block: vm.BlockOp, halt: int) -> BlockPlan:
         slots=len(slots.numbers),
         uses_stacks=any(isinstance(op, STACK_OPS) for op in ops),
         callee=terminator.target.value.data if isinstance(terminator, vm.CallOp) else None,
+        stack_writes=_stack_writes(ops),
     )
 
 
-def make_kernel(plan: BlockPlan, backend: Backend, halt: int) -> Kernel:
-    """The kernel `state -> state` of one planned block on one backend."""
+class BlockKernel:
+    """The kernel of one planned block on one backend.
 
-    def kernel(state: State) -> State:
-        state = dict(state)
-        mask = state_ops.block_mask(backend, state, plan.index)
+    `split(regs, stacks) -> (regs, writes)` is the form backends run: `regs` holds the state's
+    per-member arrays (a fresh dict the kernel may fill), `stacks` the `[D, B, ...]` stacks,
+    read only; `writes` are the stack write requests to apply afterwards (`state_ops`).
+    `writes` (the attribute) gives their static count per stack key. Calling the kernel on a
+    full state (`state -> state`, the plain `Kernel` protocol) applies the requests itself."""
+
+    def __init__(self, plan: BlockPlan, backend: Backend, halt: int):
+        self.plan = plan
+        self.backend = backend
+        self.halt = halt
+        self.writes = dict(plan.stack_writes)
+        self.__name__ = f"block_{plan.index}"
+
+    def split(self, regs: State, stacks: State) -> tuple[State, Writes]:
+        backend, plan = self.backend, self.plan
+        frame = Frame(regs, stacks)
+        mask = state_ops.block_mask(backend, regs, plan.index)
         env: Env = [None] * plan.slots
         for step in plan.steps:
-            state = step(backend, state, env, mask)
+            step(backend, frame, env, mask)
         if plan.uses_stacks:
-            state = state_ops.halt_failed(backend, state, halt)
-        return state
+            state_ops.finish(backend, frame, plan.index, self.halt)
+        return frame.regs, frame.writes
 
-    kernel.__name__ = f"block_{plan.index}"
-    return kernel
+    def __call__(self, state: State) -> State:
+        regs, stacks = state_ops.split_state(state)
+        regs, writes = self.split(regs, stacks)
+        return {**regs, **state_ops.apply_writes(self.backend, stacks, writes)}
+
+
+def make_kernel(plan: BlockPlan, backend: Backend, halt: int) -> BlockKernel:
+    """The kernel of one planned block on one backend."""
+    return BlockKernel(plan, backend, halt)
 
 
 # ----- the machine ----------------------------------------------------------------------
@@ -300,7 +355,9 @@ class Machine:
             self._kernels[id(backend)] = entry
         return entry[1]
 
-    def initial_state(self, backend: Backend, leaves: Sequence[Any], batch: int, max_stack_depth: int) -> State:
+    def initial_state(
+        self, backend: Backend, leaves: Sequence[Any], batch: int, max_stack_depth: int
+    ) -> State:
         """Zero registers and stacks, the inputs in their registers, every pc at block 0."""
         state: State = {
             state_ops.PC: backend.zeros((batch,), np.int32),

@@ -1,19 +1,28 @@
 """Masked updates of the machine state, written once against the backend protocol.
 
-Each function takes the state dict (layout in `abir.backends.base`) and returns it updated;
+A kernel works on a `Frame`: the small per-member arrays of the state (pc, registers, stack
+pointers, error flags: `regs`), read-only views of the stacks (`stacks`), and the stack writes
+the block requests (`writes`). Stacks are never updated inside a kernel: a push appends a write
+request `(rows, value)` (scatter `value[b]` to `stack[rows[b], b]`; rows equal to the depth D
+mean "no write") and advances the stack pointer; a pop/peek reads the top, either the value a
+push of the same block left pending, or the stack row below the pointer. The backend applies the
+requests after the kernel, in order, as in-place scatters. This keeps the big `[D, B, ...]`
+arrays out of traced conditionals (XLA would copy them through every `lax.switch` branch).
+
 `mask` is bool `[B]`, true for the members standing at the running block. Reads see every row,
-only these updates are masked. A push onto a full stack, or a pop/peek/return from an empty
-one, writes nothing out of range: it records `1 + block` in the member's `overflow` or
-`underflow` flag instead, and `halt_failed` then stops the member so the run can finish.
+only these updates are masked. A push onto a full stack, or a pop/peek/return from an empty one,
+writes nothing out of range: it marks the member, and `finish` records `1 + block` in its
+`overflow` or `underflow` flag and stops it (pc := halt) so the run can finish.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from abir.backends.base import Backend, State
+from abir.backends.base import Backend, State, is_stack_key
 
 OVERFLOW = "overflow"
 UNDERFLOW = "underflow"
@@ -21,6 +30,11 @@ PC = "pc"
 PC_STACK = "pc_stack"
 PC_SP = "pc_sp"
 FLAG_KEYS = (OVERFLOW, UNDERFLOW)
+
+__all__ = ["is_stack_key"]  # re-exported for the machine
+
+Writes = dict[str, list[tuple[Any, Any]]]
+"""Stack key -> the block's write requests `(rows, value)`, to be applied in order."""
 
 
 def register_key(var: str) -> str:
@@ -35,6 +49,26 @@ def pointer_key(var: str) -> str:
     return f"sp:{var}"
 
 
+def split_state(state: State) -> tuple[State, State]:
+    """(regs, stacks): the per-member arrays and the stacks of a full state."""
+    regs = {key: value for key, value in state.items() if not is_stack_key(key)}
+    stacks = {key: value for key, value in state.items() if is_stack_key(key)}
+    return regs, stacks
+
+
+class Frame:
+    """The working state of one kernel execution (see the module docstring)."""
+
+    __slots__ = ("overflow", "regs", "stacks", "underflow", "writes")
+
+    def __init__(self, regs: State, stacks: Mapping[str, Any]):
+        self.regs = regs
+        self.stacks = stacks
+        self.writes: Writes = {}
+        self.overflow: Any = None
+        self.underflow: Any = None
+
+
 def _int(backend: Backend, value: int) -> Any:
     return backend.asarray(np.int32(value), np.int32)
 
@@ -43,102 +77,110 @@ def _prim(backend: Backend, name: str, *args: Any, dtype: Any = np.bool_) -> Any
     return backend.builtin_prim(name, args, dtype)
 
 
-def block_mask(backend: Backend, state: State, block: int) -> Any:
+def _either(backend: Backend, old: Any, new: Any) -> Any:
+    return new if old is None else _prim(backend, "logical_or", old, new)
+
+
+def block_mask(backend: Backend, regs: State, block: int) -> Any:
     """The members whose program counter is `block`."""
-    return _prim(backend, "equal", state[PC], _int(backend, block))
+    return _prim(backend, "equal", regs[PC], _int(backend, block))
 
 
-def write(backend: Backend, state: State, var: str, value: Any, mask: Any) -> State:
+def write(backend: Backend, frame: Frame, var: str, value: Any, mask: Any) -> None:
     """`vm.write`: the masked members' current value of `var` becomes `value`."""
     key = register_key(var)
-    state[key] = backend.where(mask, value, state[key])
-    return state
+    frame.regs[key] = backend.where(mask, value, frame.regs[key])
 
 
-def set_pc(backend: Backend, state: State, target: Any, mask: Any) -> State:
+def set_pc(backend: Backend, frame: Frame, target: Any, mask: Any) -> None:
     """pc := target (an int or a per-member int32 array) for the masked members."""
     if isinstance(target, int):
         target = _int(backend, target)
-    state[PC] = backend.where(mask, target, state[PC])
-    return state
-
-
-def flag(backend: Backend, state: State, key: str, members: Any, block: int) -> State:
-    """Record `1 + block` in error flag `key` for `members` that have no error flag yet."""
-    fresh = _prim(backend, "equal", state[key], _int(backend, 0))
-    state[key] = backend.where(_prim(backend, "logical_and", members, fresh), _int(backend, block + 1), state[key])
-    return state
-
-
-def _split(backend: Backend, mask: Any, ok: Any) -> tuple[Any, Any]:
-    """(mask & ok, mask & ~ok)."""
-    good = _prim(backend, "logical_and", mask, ok)
-    bad = _prim(backend, "logical_and", mask, _prim(backend, "logical_not", ok))
-    return good, bad
+    frame.regs[PC] = backend.where(mask, target, frame.regs[PC])
 
 
 def _step(backend: Backend, pointer: Any, mask: Any, name: str) -> Any:
     return _prim(backend, name, pointer, _prim(backend, "astype", mask, dtype=np.int32), dtype=np.int32)
 
 
-def stack_push(
-    backend: Backend, state: State, stack: str, pointer: str, value: Any, mask: Any, block: int
-) -> State:
-    """Save `value` at each masked member's stack pointer and advance the pointer."""
-    depth = int(state[stack].shape[0])
-    good, bad = _split(backend, mask, _prim(backend, "less", state[pointer], _int(backend, depth)))
-    state[stack] = backend.stack_write(state[stack], state[pointer], value, good)
-    state[pointer] = _step(backend, state[pointer], good, "add")
-    return flag(backend, state, OVERFLOW, bad, block)
+def stack_push(backend: Backend, frame: Frame, stack: str, pointer: str, value: Any, mask: Any) -> None:
+    """Request `stack[sp[b], b] = value[b]` for each masked member and advance its pointer."""
+    depth = int(frame.stacks[stack].shape[0])
+    sp = frame.regs[pointer]
+    ok = _prim(backend, "less", sp, _int(backend, depth))
+    good = _prim(backend, "logical_and", mask, ok)
+    rows = _prim(backend, "where", good, sp, _int(backend, depth), dtype=np.int32)
+    frame.writes.setdefault(stack, []).append((rows, value))
+    frame.regs[pointer] = _step(backend, sp, good, "add")
+    bad = _prim(backend, "logical_and", mask, _prim(backend, "logical_not", ok))
+    frame.overflow = _either(backend, frame.overflow, bad)
 
 
 def stack_top(
-    backend: Backend, state: State, stack: str, pointer: str, mask: Any, block: int, drop: bool
-) -> tuple[State, Any, Any]:
+    backend: Backend, frame: Frame, stack: str, pointer: str, mask: Any, drop: bool
+) -> tuple[Any, Any]:
     """The last saved value of each member (`drop`: and remove it for the masked members).
 
-    Returns (state, value, valid) where `valid` is the masked members that had a saved value;
-    the others are flagged in `underflow`."""
-    good, bad = _split(backend, mask, _prim(backend, "greater", state[pointer], _int(backend, 0)))
-    top = _prim(backend, "subtract", state[pointer], _int(backend, 1), dtype=np.int32)
-    value = backend.stack_read(state[stack], top)
+    Returns (value, valid) where `valid` is the masked members that had a saved value; the
+    others are marked for `underflow`. A value pushed earlier in the same block is still a
+    pending write request: it is read from there (and a drop cancels the request)."""
+    sp = frame.regs[pointer]
+    ok = _prim(backend, "greater", sp, _int(backend, 0))
+    good = _prim(backend, "logical_and", mask, ok)
+    pending = frame.writes.get(stack)
+    if pending:
+        value = pending.pop()[1] if drop else pending[-1][1]
+    else:
+        top = _prim(backend, "subtract", sp, _int(backend, 1), dtype=np.int32)
+        value = backend.stack_read(frame.stacks[stack], top)
     if drop:
-        state[pointer] = _step(backend, state[pointer], good, "subtract")
-    return flag(backend, state, UNDERFLOW, bad, block), value, good
+        frame.regs[pointer] = _step(backend, sp, good, "subtract")
+    bad = _prim(backend, "logical_and", mask, _prim(backend, "logical_not", ok))
+    frame.underflow = _either(backend, frame.underflow, bad)
+    return value, good
 
 
-def push(backend: Backend, state: State, var: str, mask: Any, block: int) -> State:
+def push(backend: Backend, frame: Frame, var: str, mask: Any) -> None:
     """`vm.push @var`: save the current value of `var` (it stays current too)."""
-    return stack_push(
-        backend, state, stack_key(var), pointer_key(var), state[register_key(var)], mask, block
-    )
+    stack_push(backend, frame, stack_key(var), pointer_key(var), frame.regs[register_key(var)], mask)
 
 
-def restore(backend: Backend, state: State, var: str, mask: Any, block: int, drop: bool) -> State:
+def restore(backend: Backend, frame: Frame, var: str, mask: Any, drop: bool) -> None:
     """`vm.pop @var` (drop) or `vm.peek @var`: the last saved value becomes current."""
-    state, value, valid = stack_top(backend, state, stack_key(var), pointer_key(var), mask, block, drop)
-    return write(backend, state, var, value, valid)
+    value, valid = stack_top(backend, frame, stack_key(var), pointer_key(var), mask, drop)
+    write(backend, frame, var, value, valid)
 
 
-def call(backend: Backend, state: State, target: int, return_target: int, mask: Any, block: int) -> State:
+def call(backend: Backend, frame: Frame, target: int, return_target: int, mask: Any) -> None:
     """`vm.call`: save `return_target` on the program-counter stack, then pc := target."""
-    saved = backend.where(mask, _int(backend, return_target), state[PC])
-    state = stack_push(backend, state, PC_STACK, PC_SP, saved, mask, block)
-    return set_pc(backend, state, target, mask)
+    stack_push(backend, frame, PC_STACK, PC_SP, _int(backend, return_target), mask)
+    set_pc(backend, frame, target, mask)
 
 
-def return_(backend: Backend, state: State, mask: Any, block: int) -> State:
+def return_(backend: Backend, frame: Frame, mask: Any) -> None:
     """`vm.return`: pc := the last saved return block, which is dropped."""
-    state, value, valid = stack_top(backend, state, PC_STACK, PC_SP, mask, block, drop=True)
-    return set_pc(backend, state, value, valid)
+    value, valid = stack_top(backend, frame, PC_STACK, PC_SP, mask, drop=True)
+    set_pc(backend, frame, value, valid)
 
 
-def halt_failed(backend: Backend, state: State, halt_index: int) -> State:
-    """Members with an overflow or underflow flag stop: pc := halt_index."""
-    failed = _prim(
-        backend,
-        "logical_or",
-        _prim(backend, "not_equal", state[OVERFLOW], _int(backend, 0)),
-        _prim(backend, "not_equal", state[UNDERFLOW], _int(backend, 0)),
-    )
-    return set_pc(backend, state, halt_index, failed)
+def finish(backend: Backend, frame: Frame, block: int, halt_index: int) -> None:
+    """Members whose push overflowed (pop underflowed) in this block get `1 + block` in their
+    `overflow` (`underflow`) flag and stop: pc := halt_index. (A member with a flag has halted,
+    so it never runs another block: a flag, once set, is never overwritten.)"""
+    failed = None
+    for key, bad in ((OVERFLOW, frame.overflow), (UNDERFLOW, frame.underflow)):
+        if bad is not None:
+            frame.regs[key] = backend.where(bad, _int(backend, block + 1), frame.regs[key])
+            failed = _either(backend, failed, bad)
+    if failed is not None:
+        set_pc(backend, frame, halt_index, failed)
+
+
+def apply_writes(backend: Backend, stacks: State, writes: Writes) -> State:
+    """The stacks after a block's write requests (`backend.stack_scatter`, in order)."""
+    for key, requests in writes.items():
+        stack = stacks[key]
+        for rows, value in requests:
+            stack = backend.stack_scatter(stack, rows, value)
+        stacks[key] = stack
+    return stacks

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -54,7 +56,9 @@ def test_protocol_helpers():
     assert be.full_mask(3).tolist() == [True] * 3
     assert be.merge_dtypes(np.int32, np.float32) == np.float64
     assert be.merge_shapes((3, 1), (4,)) == (3, 4)
-    np.testing.assert_array_equal(be.broadcast_to_shape_of(np.array([1.0, 2.0, 3.0]), x), np.tile([1, 2, 3], (4, 1)))
+    np.testing.assert_array_equal(
+        be.broadcast_to_shape_of(np.array([1.0, 2.0, 3.0]), x), np.tile([1, 2, 3], (4, 1))
+    )
     assert be.expand_event_dims(np.zeros(4), 2).shape == (4, 1, 1)
     assert be.switch_case(np.int32(1), [lambda v: v + 1, lambda v: v * 10], 3) == 30
     assert be.while_loop(lambda s: s[0] < 5, lambda s: (s[0] + 1, s[1] * 2), (0, 1)) == (5, 32)
@@ -125,12 +129,25 @@ def _initial_state(be: NumpyBackend, batch: int, depth: int, shape: tuple[int, .
     }
 
 
+def _in_frame(be: NumpyBackend, state: dict, block: int, op) -> dict:
+    """Run `op(frame)` as a block of its own: apply its stack writes, record fresh error flags
+    (without halting, so the model can keep going after an error)."""
+    regs, stacks = state_ops.split_state(state)
+    frame = state_ops.Frame(dict(regs), stacks)
+    op(frame)
+    for key, bad in ((state_ops.OVERFLOW, frame.overflow), (state_ops.UNDERFLOW, frame.underflow)):
+        if bad is not None:
+            fresh = frame.regs[key] == 0
+            frame.regs[key] = np.where(bad & fresh, np.int32(block + 1), frame.regs[key])
+    return {**frame.regs, **state_ops.apply_writes(be, stacks, frame.writes)}
+
+
 def _apply(be: NumpyBackend, state: dict, kind: str, mask: np.ndarray, value: np.ndarray, block: int) -> dict:
     if kind == "write":
-        return state_ops.write(be, state, "x", value, mask)
+        return _in_frame(be, state, block, lambda f: state_ops.write(be, f, "x", value, mask))
     if kind == "push":
-        return state_ops.push(be, state, "x", mask, block)
-    return state_ops.restore(be, state, "x", mask, block, drop=kind == "pop")
+        return _in_frame(be, state, block, lambda f: state_ops.push(be, f, "x", mask))
+    return _in_frame(be, state, block, lambda f: state_ops.restore(be, f, "x", mask, drop=kind == "pop"))
 
 
 @st.composite
@@ -154,7 +171,9 @@ def test_stack_ops_match_model(program):
     model = StackModel(batch, depth, shape)
     state = _initial_state(be, batch, depth, shape)
     for step, (kind, mask) in enumerate(ops):
-        value = np.full((batch, *shape), float(step + 1)) + np.arange(batch).reshape((batch,) + (1,) * len(shape))
+        value = np.full((batch, *shape), float(step + 1)) + np.arange(batch).reshape(
+            (batch,) + (1,) * len(shape)
+        )
         state = _apply(be, state, kind, np.array(mask), value, block=step)
         model.apply(kind, mask, value, block=step)
         np.testing.assert_array_equal(state["r:x"], np.array(model.current))
@@ -184,9 +203,12 @@ def test_pc_stack_call_return_match_model(ops):
     over, under = [0] * batch, [0] * batch
     for step, (is_call, mask) in enumerate(ops):
         if is_call:
-            state = state_ops.call(be, state, 100 + step, 200 + step, np.array(mask), step)
+            op = functools.partial(
+                state_ops.call, be, target=100 + step, return_target=200 + step, mask=np.array(mask)
+            )
         else:
-            state = state_ops.return_(be, state, np.array(mask), step)
+            op = functools.partial(state_ops.return_, be, mask=np.array(mask))
+        state = _in_frame(be, state, step, lambda f, op=op: op(frame=f))
         for b in (b for b in range(batch) if mask[b]):
             if is_call and len(saved[b]) == depth:
                 over[b] = over[b] or step + 1
@@ -201,3 +223,42 @@ def test_pc_stack_call_return_match_model(ops):
         assert state["pc"].tolist() == pc
         assert state["pc_sp"].tolist() == [len(s) for s in saved]
         assert state["overflow"].tolist() == over and state["underflow"].tolist() == under
+
+
+@settings(max_examples=200, deadline=None)
+@given(stack_programs())
+def test_stack_ops_in_one_block_match_model(program):
+    """All ops in ONE frame (one block, one mask): pops see values pushed earlier in the same
+    block (still pending write requests) and the requests left over are applied in order."""
+    batch, depth, shape, ops = program
+    mask = [True] * batch if not ops else ops[0][1]
+    be = NumpyBackend()
+    model = StackModel(batch, depth, shape)
+    state = _initial_state(be, batch, depth, shape)
+    for b in range(batch):  # start from a partly filled stack
+        for i in range(b % (depth + 1)):
+            model.saved[b].append(np.full(shape, -1.0 - i))
+            state["s:x"][i, b] = -1.0 - i
+        state["sp:x"][b] = len(model.saved[b])
+
+    def block(frame):
+        for step, (kind, _) in enumerate(ops):
+            value = np.full((batch, *shape), float(step + 1))
+            if kind == "write":
+                state_ops.write(be, frame, "x", value, np.array(mask))
+            elif kind == "push":
+                state_ops.push(be, frame, "x", np.array(mask))
+            else:
+                state_ops.restore(be, frame, "x", np.array(mask), drop=kind == "pop")
+            model.apply(kind, mask, value, block=0)
+
+    state = _in_frame(be, state, 0, block)
+    for b in range(batch):
+        if model.overflow[b] or model.underflow[b]:
+            continue  # a failed member halts; its registers and stack are junk
+        np.testing.assert_array_equal(state["r:x"][b], model.current[b])
+        assert state["sp:x"][b] == len(model.saved[b])
+        for i, saved in enumerate(model.saved[b]):
+            np.testing.assert_array_equal(state["s:x"][i, b], saved)
+    failed = [bool(o or u) for o, u in zip(state["overflow"], state["underflow"], strict=True)]
+    assert failed == [bool(o or u) for o, u in zip(model.overflow, model.underflow, strict=True)]
