@@ -19,7 +19,15 @@ import optree
 import tensorflow as tf
 
 from abir import prims
-from abir.backends.base import Backend, Kernel, Scheduler, State, smallest_live_block
+from abir.backends.base import (
+    Backend,
+    Kernel,
+    Scheduler,
+    State,
+    is_stack_key,
+    smallest_live_block,
+    splittable,
+)
 
 # Prims whose operands are compared/combined in their common promoted dtype (result is bool).
 _COMMON_DTYPE_PRIMS = prims.COMPARISONS | {"logical_and", "logical_or", "logical_xor", "logical_not"}
@@ -170,6 +178,7 @@ def _compute_dtype(name: str, dtype: tf.DType) -> tf.DType:
 # Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
 SHARED_CODE_CACHE: dict[Any, Any] = {}
 
+
 class TensorFlowBackend(Backend):
     """TF tensors; `run` is one `tf.function` (`jit_compile=True`: XLA) with while + switch."""
 
@@ -270,6 +279,15 @@ class TensorFlowBackend(Backend):
         new = tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(old))
         return tf.tensor_scatter_nd_update(stack, coords, self.where(ok, new, old))
 
+    def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
+        """Members whose row is out of range rewrite the value they hold at the clipped row."""
+        depth = stack.shape[0]
+        rows = tf.broadcast_to(as_tensor(rows, tf.int32), tf.shape(stack)[1:2])
+        coords = self._coords(stack, rows)
+        old = tf.gather_nd(stack, coords)
+        new = tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(old))
+        return tf.tensor_scatter_nd_update(stack, coords, self.where(rows < depth, new, old))
+
     def stack_read(self, stack: Any, index: Any) -> Any:
         return tf.gather_nd(stack, self._coords(stack, as_tensor(index, tf.int32)))
 
@@ -310,6 +328,8 @@ class TensorFlowBackend(Backend):
 
     def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
         """The machine loop over `kernels` as a traceable function of the state."""
+        if splittable(kernels):
+            return self._split_loop(kernels, halt_index)
 
         def loop(state: State) -> State:
             self.trace_count += 1  # runs only while tracing
@@ -324,6 +344,68 @@ class TensorFlowBackend(Backend):
             return tf.while_loop(cond, body, [state])[0]
 
         return loop
+
+    def _split_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+        """The loop over split kernels (as in the JAX backend): the loop variables are (next
+        block, regs, stacks); only the regs pass through `tf.switch_case`, the stacks are read
+        in the branches and updated by the padded write requests after the switch."""
+
+        def loop(state: State) -> State:
+            self.trace_count += 1  # runs only while tracing
+            regs = {key: value for key, value in state.items() if not is_stack_key(key)}
+            stacks = {key: value for key, value in state.items() if is_stack_key(key)}
+            counts = {key: max(kernel.writes.get(key, 0) for kernel in kernels) for key in stacks}  # type: ignore[attr-defined]
+            counts = {key: n for key, n in counts.items() if n}
+
+            def cond(block: tf.Tensor, regs: State, stacks: State) -> tf.Tensor:
+                return block < halt_index
+
+            def body(block: tf.Tensor, regs: State, stacks: State) -> tuple[tf.Tensor, State, State]:
+                branches = [_split_branch(kernel, regs, stacks, counts) for kernel in kernels]
+                regs, writes = tf.switch_case(block, branches)
+                stacks = dict(stacks)
+                for key, requests in writes.items():
+                    for rows, value in requests:
+                        stacks[key] = self.stack_scatter(stacks[key], rows, value)
+                return as_tensor(self.next_block(regs["pc"]), tf.int32), regs, stacks
+
+            start = as_tensor(self.next_block(regs["pc"]), tf.int32)
+            _, regs, stacks = tf.while_loop(cond, body, (start, regs, stacks))
+            return {**regs, **stacks}
+
+        return loop
+
+
+def _split_branch(kernel: Any, regs: State, stacks: State, counts: dict[str, int]) -> Callable[[], Any]:
+    """A `switch_case` branch running split `kernel`: regs with exactly the keys, dtypes and
+    shapes of `regs`, and `counts[key]` write requests per stack (padded: rows = D)."""
+
+    def branch() -> tuple[State, dict[str, list[tuple[Any, Any]]]]:
+        out, writes = kernel.split(dict(regs), stacks)
+        result = {}
+        for key, like in regs.items():
+            result[key] = tf.broadcast_to(as_tensor(out.get(key, like), like.dtype), tf.shape(like))
+        padded = {}
+        for key, count in counts.items():
+            stack = stacks[key]
+            depth = stack.shape[0]
+            batch = tf.shape(stack)[1:2]
+            requests = [
+                (
+                    tf.broadcast_to(as_tensor(rows, tf.int32), batch),
+                    tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(stack)[1:]),
+                )
+                for rows, value in writes.get(key, [])
+            ]
+            assert len(requests) <= count, f"{kernel.__name__} made more write requests to {key} than planned"
+            while len(requests) < count:
+                requests.append(
+                    (tf.fill(batch, tf.constant(depth, tf.int32)), tf.zeros(tf.shape(stack)[1:], stack.dtype))
+                )
+            padded[key] = requests
+        return result, padded
+
+    return branch
 
 
 def _numpy_opaque(fn: Callable[..., Any], tensors: Sequence[tf.Tensor]) -> Any:
