@@ -201,6 +201,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def reduce_min(self, value: Any) -> Any: ...
 
+    def known_none(self, mask: Any) -> bool:
+        """Whether bool `mask` is known to be all false right now (lets an eager backend skip
+        masked updates that would change nothing; traced backends cannot know: False)."""
+        return False
+
     def expand_event_dims(self, value: Any, count: int) -> Any:
         """Insert `count` size-1 axes right after the batch axis: `[B, *s] -> [B, 1.., *s]`.
 

@@ -7,6 +7,7 @@ rows of inactive members, with NumPy's floating-point warnings silenced.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -23,6 +24,17 @@ from abir.backends.base import (
     smallest_live_block,
     splittable,
 )
+
+_FUNCTIONS: dict[str, Callable[..., Any]] = {}
+"""Builtin prim name -> NumPy function (filled on first use)."""
+
+
+@functools.lru_cache(maxsize=64)
+def _members(batch: int) -> np.ndarray:
+    """`arange(batch)`, cached (read only)."""
+    members = np.arange(batch)
+    members.flags.writeable = False
+    return members
 
 
 class NumpyBackend(Backend):
@@ -65,8 +77,15 @@ class NumpyBackend(Backend):
 
     @staticmethod
     def _prim(name: str, args: Sequence[Any], result_dtype: Any) -> np.ndarray:
-        result = np.asarray(prims.apply_numpy(name, args, result_dtype))
-        if result_dtype is not None and result.dtype != np.dtype(result_dtype):
+        function = _FUNCTIONS.get(name)
+        if function is None:
+            if name == "astype":
+                return np.asarray(prims.apply_numpy(name, args, result_dtype))
+            function = _FUNCTIONS[name] = prims.numpy_function(name)
+        result = function(*args)
+        if type(result) is not np.ndarray:
+            result = np.asarray(result)
+        if result_dtype is not None and result.dtype != result_dtype:
             result = result.astype(result_dtype)
         return result
 
@@ -78,8 +97,10 @@ class NumpyBackend(Backend):
     def where(self, mask: Any, new: Any, old: Any) -> np.ndarray:
         mask = np.asarray(mask)
         old = np.asarray(old)
-        mask = mask.reshape(mask.shape + (1,) * (old.ndim - mask.ndim))
-        return np.where(mask, new, old).astype(old.dtype, copy=False)
+        if mask.ndim != old.ndim:
+            mask = mask.reshape(mask.shape + (1,) * (old.ndim - mask.ndim))
+        result = np.where(mask, new, old)
+        return result if result.dtype == old.dtype else result.astype(old.dtype)
 
     def stack_write(self, stack: np.ndarray, index: Any, value: Any, mask: Any) -> np.ndarray:
         """Writes in place: only the masked members' slots are touched (O(B), not O(D*B))."""
@@ -102,8 +123,11 @@ class NumpyBackend(Backend):
         return stack
 
     def stack_read(self, stack: np.ndarray, index: Any) -> np.ndarray:
-        rows = np.clip(np.asarray(index), 0, stack.shape[0] - 1)
-        return stack[rows, np.arange(stack.shape[1])]
+        rows = np.minimum(np.maximum(index, 0), stack.shape[0] - 1)
+        return stack[rows, _members(stack.shape[1])]
+
+    def known_none(self, mask: Any) -> bool:
+        return not np.any(mask)
 
     def reduce_min(self, value: Any) -> np.ndarray:
         return np.min(value)

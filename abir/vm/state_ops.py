@@ -70,7 +70,8 @@ class Frame:
 
 
 def _int(backend: Backend, value: int) -> Any:
-    return backend.asarray(np.int32(value), np.int32)
+    """An int32 scalar operand (every backend's prims and `where` accept NumPy scalars)."""
+    return np.int32(value)
 
 
 def _prim(backend: Backend, name: str, *args: Any, dtype: Any = np.bool_) -> Any:
@@ -99,20 +100,15 @@ def set_pc(backend: Backend, frame: Frame, target: Any, mask: Any) -> None:
     frame.regs[PC] = backend.where(mask, target, frame.regs[PC])
 
 
-def _step(backend: Backend, pointer: Any, mask: Any, name: str) -> Any:
-    return _prim(backend, name, pointer, _prim(backend, "astype", mask, dtype=np.int32), dtype=np.int32)
-
-
 def stack_push(backend: Backend, frame: Frame, stack: str, pointer: str, value: Any, mask: Any) -> None:
     """Request `stack[sp[b], b] = value[b]` for each masked member and advance its pointer."""
     depth = int(frame.stacks[stack].shape[0])
     sp = frame.regs[pointer]
-    ok = _prim(backend, "less", sp, _int(backend, depth))
-    good = _prim(backend, "logical_and", mask, ok)
+    good = _prim(backend, "logical_and", mask, _prim(backend, "less", sp, _int(backend, depth)))
     rows = _prim(backend, "where", good, sp, _int(backend, depth), dtype=np.int32)
     frame.writes.setdefault(stack, []).append((rows, value))
-    frame.regs[pointer] = _step(backend, sp, good, "add")
-    bad = _prim(backend, "logical_and", mask, _prim(backend, "logical_not", ok))
+    frame.regs[pointer] = _prim(backend, "add", sp, good, dtype=np.int32)
+    bad = _prim(backend, "not_equal", mask, good)  # masked, but the stack is full
     frame.overflow = _either(backend, frame.overflow, bad)
 
 
@@ -125,8 +121,7 @@ def stack_top(
     others are marked for `underflow`. A value pushed earlier in the same block is still a
     pending write request: it is read from there (and a drop cancels the request)."""
     sp = frame.regs[pointer]
-    ok = _prim(backend, "greater", sp, _int(backend, 0))
-    good = _prim(backend, "logical_and", mask, ok)
+    good = _prim(backend, "logical_and", mask, _prim(backend, "greater", sp, _int(backend, 0)))
     pending = frame.writes.get(stack)
     if pending:
         value = pending.pop()[1] if drop else pending[-1][1]
@@ -134,8 +129,8 @@ def stack_top(
         top = _prim(backend, "subtract", sp, _int(backend, 1), dtype=np.int32)
         value = backend.stack_read(frame.stacks[stack], top)
     if drop:
-        frame.regs[pointer] = _step(backend, sp, good, "subtract")
-    bad = _prim(backend, "logical_and", mask, _prim(backend, "logical_not", ok))
+        frame.regs[pointer] = _prim(backend, "subtract", sp, good, dtype=np.int32)
+    bad = _prim(backend, "not_equal", mask, good)  # masked, but nothing saved
     frame.underflow = _either(backend, frame.underflow, bad)
     return value, good
 
@@ -169,7 +164,7 @@ def finish(backend: Backend, frame: Frame, block: int, halt_index: int) -> None:
     so it never runs another block: a flag, once set, is never overwritten.)"""
     failed = None
     for key, bad in ((OVERFLOW, frame.overflow), (UNDERFLOW, frame.underflow)):
-        if bad is not None:
+        if bad is not None and not backend.known_none(bad):
             frame.regs[key] = backend.where(bad, _int(backend, block + 1), frame.regs[key])
             failed = _either(backend, failed, bad)
     if failed is not None:
