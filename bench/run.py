@@ -89,6 +89,36 @@ def measure(program: str, backend: str, size: int, repeats: int) -> Measurement:
     return Measurement(program, backend, size, first, statistics.median(times))
 
 
+def machine_steps(program: str, size: int) -> tuple[int, int]:
+    """(steps, ideal steps) of one run of `program` at batch `size`, counted by the NumPy
+    backend (every abir backend runs the same schedule, so the count holds for all of them)."""
+    import abir
+
+    backend = abir.NumpyBackend()
+    programs.batched(program)(programs.inputs(program, size), backend=backend,
+                              max_stack_depth=programs.MAX_STACK_DEPTH[program])  # fmt: skip
+    stats = backend.last_stats
+    return (stats.steps, stats.ideal_steps) if stats is not None else (0, 0)
+
+
+def print_step_costs(rows: list[Measurement]) -> None:
+    """Steady-state time per machine step (the machine's own overhead per block executed)."""
+    backends = [b for b in dict.fromkeys(m.backend for m in rows) if b in ABIR_BACKENDS]
+    keys = list(dict.fromkeys((m.program, m.size) for m in rows))
+    cell = {(m.program, m.size, m.backend): m for m in rows}
+    print("\nper machine step (steady time / steps)")
+    print(f"{'program':8} {'batch':>6} {'steps':>7} {'ideal':>7} " + " ".join(f"{b:>12}" for b in backends))
+    for program, size in keys:
+        steps, ideal = machine_steps(program, size)
+        cells = []
+        for backend in backends:
+            m = cell.get((program, size, backend))
+            cells.append(
+                f"{'-':>12}" if m is None or not steps else f"{format_seconds(m.steady / steps):>12}"
+            )
+        print(f"{program:8} {size:6d} {steps:7d} {ideal:7d} " + " ".join(cells))
+
+
 def format_seconds(seconds: float) -> str:
     if seconds < 1e-3:
         return f"{seconds * 1e6:8.1f}us"
@@ -172,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
         True,
     )
     print_table("first call (compile + run)", rows, lambda m: m.first_call, False)
+    print_step_costs(rows)
 
 
 if __name__ == "__main__":
