@@ -21,7 +21,8 @@ from xdsl.ir import SSAValue
 
 from abir import prims
 from abir.dialects.functional import CallOp, UnknownType
-from abir.frontend.state import LoweringState, UnknownResultStructure, _what
+from abir.frontend.arrays import ArrayLowering, _LikeDtype
+from abir.frontend.state import UnknownResultStructure, _what
 from abir.frontend.values import MaybeUndefined, Static, flatten, unflatten
 
 BINARY_PRIMS: dict[type[ast.operator], str] = {
@@ -107,7 +108,7 @@ def contains_call(node: ast.AST) -> bool:
     return any(isinstance(n, ast.Call) for n in ast.walk(node))
 
 
-class ExpressionLowering(LoweringState):
+class ExpressionLowering(ArrayLowering):
     """Turns expression ASTs into frontend values, emitting operations into `self.current`."""
 
     local_names: set[str]
@@ -175,20 +176,44 @@ class ExpressionLowering(LoweringState):
         raise self.source.error(node, f"name '{name}' is not defined", "define it or import it at module level")
 
     def expr_Tuple(self, node: ast.Tuple) -> tuple:
-        self._reject_starred(node.elts)
-        return tuple(self.expr(e) for e in node.elts)
+        return tuple(self.elements(node.elts))
 
     def expr_List(self, node: ast.List) -> list:
-        self._reject_starred(node.elts)
-        return [self.expr(e) for e in node.elts]
+        return self.elements(node.elts)
 
-    def _reject_starred(self, elements: list[ast.expr]) -> None:
-        for e in elements:
-            if isinstance(e, ast.Starred):
-                raise self.source.error(e, "starred expressions (`*x`) are not supported", "list the elements")
+    def elements(self, nodes: list[ast.expr], in_call: bool = False) -> list[Any]:
+        """The values of `nodes`; a starred compile-time structure (`*xs`) is spread in place."""
+        values: list[Any] = []
+        for e in nodes:
+            if not isinstance(e, ast.Starred):
+                values.append(self.expr(e))
+                continue
+            value = self.expr(e.value)
+            if isinstance(value, tuple | list):
+                values.extend(value)
+                continue
+            if isinstance(value, Static):
+                try:
+                    values.extend(Static(v) for v in value.value)
+                except TypeError as error:
+                    raise self.source.error(e, f"cannot unpack {_what(value.value)}: {error}") from None
+                continue
+            what = "`*args` in calls" if in_call else "starred expressions (`*x`)"
+            raise self.source.error(
+                e,
+                f"{what} over a batched array is not supported: unpacking it needs its per-member length, "
+                "which is not known at compile time",
+                "index the elements (`f(x[0], x[1])`), or pass a tuple of arrays and star that",
+            )
+        return values
 
     def expr_Attribute(self, node: ast.Attribute) -> Any:
-        base = self.expr(node.value)
+        return self.attribute(node, self.expr(node.value))
+
+    def attribute(self, node: ast.Attribute, base: Any) -> Any:
+        """`base.attr` for an already evaluated `base`."""
+        if isinstance(base, SSAValue):
+            return self.array_attribute(node, base)
         if isinstance(base, Static):
             try:
                 return Static(getattr(base.value, node.attr))
@@ -206,8 +231,20 @@ class ExpressionLowering(LoweringState):
         )
 
     def expr_Subscript(self, node: ast.Subscript) -> Any:
-        base = self.expr(node.value)
+        if isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+            shape_of = self.expr(node.value.value)
+            if isinstance(shape_of, SSAValue):
+                dim = self.expr(node.slice)
+                if not (isinstance(dim, Static) and isinstance(dim.value, int | np.integer)):
+                    raise self.source.error(node, "x.shape[...] of a batched value takes one compile-time int",
+                                            "write x.shape[0], x.shape[1], ... or len(x)")
+                return self.shape_fact(node, shape_of, "shape", int(dim.value))
+            base = self.attribute(node.value, shape_of)
+        else:
+            base = self.expr(node.value)
         index = self.expr(node.slice)
+        if isinstance(index, tuple | list) and all(isinstance(leaf, Static) for leaf in flatten(index)[0]):
+            index = Static(_unwrap(index))
         if isinstance(base, tuple | list | Static) and isinstance(index, Static):
             container = base.value if isinstance(base, Static) else base
             try:
@@ -215,11 +252,7 @@ class ExpressionLowering(LoweringState):
             except Exception as e:
                 raise self.source.error(node, f"indexing failed at compile time: {e}") from None
             return Static(item) if isinstance(base, Static) else item
-        raise self.source.error(
-            node,
-            "indexing a batched array, or indexing with a batched index, is not supported",
-            "index with compile-time constants into tuples/lists, or call a helper function for arrays",
-        )
+        return self.index_array(node, base, index)
 
     def expr_Slice(self, node: ast.Slice) -> Static:
         parts = [None if p is None else self.leaf(p) for p in (node.lower, node.upper, node.step)]
@@ -241,9 +274,8 @@ class ExpressionLowering(LoweringState):
         """`left <op> right`: folded when both are compile-time values, else a builtin prim."""
         if isinstance(left, Static) and isinstance(right, Static) or _both_structures(left, right):
             return self._static_apply(node, BINARY_OPERATORS[op_type], left, right)
-        if op_type not in BINARY_PRIMS:
-            raise self.source.error(node, "the matrix product `@` on batched values is not supported",
-                                    "call np.matmul (it becomes an opaque primitive)")
+        if op_type not in BINARY_PRIMS:  # `@`: the members' matrix product
+            return self.array_function(node, np.matmul, [left, right], {})  # type: ignore[arg-type]
         operands = [self.materialize(v, node) for v in (left, right)]
         return self.prim(BINARY_PRIMS[op_type], operands)
 
@@ -365,7 +397,13 @@ class ExpressionLowering(LoweringState):
     # -- calls ------------------------------------------------------------------------------
 
     def expr_Call(self, node: ast.Call, n_results: int | None = None) -> Any:
-        callee = self._callee(node)
+        if isinstance(node.func, ast.Attribute):
+            receiver = self.expr(node.func.value)
+            if isinstance(receiver, SSAValue):
+                return self._method_call(node, receiver)
+            callee = self._callee(node, receiver)
+        else:
+            callee = self._callee(node)
         if isinstance(callee, str):
             return self._batched_call(node, callee)
         fn = callee.value
@@ -376,30 +414,54 @@ class ExpressionLowering(LoweringState):
         if fn is range:
             raise self.source.error(node, "range() is supported only as the iterable of a `for` loop",
                                     "write `for i in range(...):`")
-        for arg in node.args:
-            if isinstance(arg, ast.Starred):
-                raise self.source.error(arg, "`*args` in calls is not supported", "pass the arguments one by one")
-        args = [self.expr(a) for a in node.args]
+        args, kwargs = self._arguments(node)
+        leaves, _ = flatten((args, kwargs))
+        if all(isinstance(leaf, Static) for leaf in leaves) or _is_structure_builder(fn):
+            return self._static_call(node, fn, args, kwargs)
+        if (lowered := self.array_function(node, fn, args, kwargs)) is not NotImplemented:
+            return lowered
+        if (builtin := self._builtin_prim(fn, args, kwargs)) is not None:
+            return self.prim(builtin, [self.materialize(a, node) for a in args])
+        return self._opaque_call(node, fn, args, kwargs, n_results)
+
+    def _arguments(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
+        """Positional (starred compile-time structures spread) and keyword argument values."""
+        args = self.elements(node.args, in_call=True)
         kwargs = {}
         for keyword in node.keywords:
             if keyword.arg is None:
                 raise self.source.error(keyword, "`**kwargs` in calls is not supported", "pass keyword arguments one by one")
             kwargs[keyword.arg] = self.expr(keyword.value)
-        leaves, _ = flatten((args, kwargs))
-        if all(isinstance(leaf, Static) for leaf in leaves) or _is_structure_builder(fn):
-            return self._static_call(node, fn, args, kwargs)
-        if (builtin := self._builtin_prim(fn, args, kwargs)) is not None:
-            return self.prim(builtin, [self.materialize(a, node) for a in args])
-        return self._opaque_call(node, fn, args, kwargs, n_results)
+        return args, kwargs
 
-    def _callee(self, node: ast.Call) -> str | Static:
-        """The batched function name called, or the compile-time callable."""
+    def _method_call(self, node: ast.Call, receiver: SSAValue) -> Any:
+        """`x.method(...)` on a batched `x`."""
+        assert isinstance(node.func, ast.Attribute)
+        method = node.func.attr
+        if method == "astype":
+            dtype_node = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "dtype"), None)
+            if isinstance(dtype_node, ast.Attribute) and dtype_node.attr == "dtype":
+                like = self.expr(dtype_node.value)
+                if isinstance(like, SSAValue):
+                    if len(node.args) + len(node.keywords) != 1:
+                        raise self.source.error(node, "astype() takes only the dtype here")
+                    return self._astype(node, receiver, _LikeDtype(like))
+        args, kwargs = self._arguments(node)
+        return self.array_method(node, receiver, method, args, kwargs)
+
+    def _callee(self, node: ast.Call, receiver: Any = None) -> str | Static:
+        """The batched function name called, or the compile-time callable (`receiver`: the
+        already evaluated object of an attribute call `receiver.name(...)`)."""
         func = node.func
         if isinstance(func, ast.Name) and func.id not in self.local_names and func.id in self.names:
             name = self.services.batched_callee(self.names[func.id])
             if name is not None:
                 return name
-        value = self.expr(func)
+        if receiver is not None:
+            assert isinstance(func, ast.Attribute)
+            value = self.attribute(func, receiver)
+        else:
+            value = self.expr(func)
         if not isinstance(value, Static):
             raise self.source.error(
                 node, "calling a batched value is not supported", "call functions by their name"
@@ -424,15 +486,11 @@ class ExpressionLowering(LoweringState):
                 node, f"keyword arguments in calls to batched function '{name}' are not supported",
                 "pass the arguments positionally",
             )
-        for arg in node.args:
-            if isinstance(arg, ast.Starred):
-                raise self.source.error(arg, f"`*args` in calls to batched function '{name}' is not supported",
-                                        "pass the arguments one by one")
         flat_args: list[SSAValue] = []
         treedefs = []
-        for arg in node.args:
-            leaves, treedef = flatten(_drop_none(self.expr(arg)))
-            flat_args += [self.materialize(leaf, arg) for leaf in leaves]
+        for arg in self.elements(node.args, in_call=True):
+            leaves, treedef = flatten(_drop_none(arg))
+            flat_args += [self.materialize(leaf, node) for leaf in leaves]
             treedefs.append(treedef)
         symbol, output = self.services.call_target(name, tuple(treedefs), node)
         if output is None:

@@ -1,0 +1,436 @@
+"""Lowering of array syntax on batched values: indexing, methods, attributes, axis-aware NumPy.
+
+Per-example code treats a batched value as ONE member's array; the prims emitted here are
+opaque prims whose callables (`abir.frontend.batch_ops`) apply the member's operation to the
+event dimensions of the whole-batch array, on NumPy, JAX and TensorFlow alike.
+
+* `x[k]`, `x[1:]`, `x[..., 0]`, `x[None]`, `x[::-1, 2]`, `x[[0, 2]]`: compile-time indices
+  (ints, slices, Ellipsis, None, one integer array/list) index the event dimensions.
+* `x[i]`, `x[i, 1:]`, `x[i, j]`, `TABLE[i]`: per-member integer indices gather member by member
+  (indices are clipped into range, so junk in inactive rows never fails).
+* methods `sum mean max min prod any all std var argmax argmin cumsum cumprod` (compile-time
+  `axis`, `keepdims`, `ddof`), `astype`, `reshape`, `transpose`, `.T`, `flatten`, `ravel`,
+  `squeeze`, `copy`, `clip`, `dot`, `item`;
+* `np.sum(x, axis=...)` and the other reductions, `np.dot`, `np.matmul` / `@`, `np.inner`,
+  `np.outer`, `np.linalg.norm` (ord=None), `np.concatenate`, `np.stack`, `np.transpose`,
+  `np.reshape`, `np.squeeze`, `np.ravel`, `np.clip`: the member's own axes, as the methods;
+* `x.shape[k]`, `len(x)`, `x.ndim`, `x.size`, `np.ndim(x)`, `np.size(x)`: per-member int64
+  values (the frontend does not know per-member types; the value is computed at run time, the
+  same in every row, usable in arithmetic and as a loop bound, not as a compile-time shape);
+* `x.astype(np.float32)`, `np.float32(x)`, `float(x)`, `int(x)`: the builtin `astype` prim with
+  the dtype's IR type as result type; `x.astype(y.dtype)` an opaque prim taking both.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import i1
+from xdsl.ir import SSAValue
+
+from abir.dialects.functional import PrimOp
+from abir.frontend import batch_ops
+from abir.frontend.state import LoweringState
+from abir.frontend.values import Static, flatten, unflatten
+from abir.types import element_type_of
+
+REDUCTION_FUNCTIONS: dict[Any, str] = {
+    np.sum: "sum", np.mean: "mean", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min",
+    np.prod: "prod", np.any: "any", np.all: "all", np.std: "std", np.var: "var", np.argmax: "argmax",
+    np.argmin: "argmin",
+}  # fmt: skip
+SCAN_FUNCTIONS: dict[Any, str] = {np.cumsum: "cumsum", np.cumprod: "cumprod"}
+PRODUCT_FUNCTIONS: dict[Any, str] = {np.dot: "dot", np.matmul: "matmul", np.inner: "inner", np.outer: "outer"}
+SHAPE_ATTRIBUTES = ("ndim", "size")
+ARRAY_METHODS = (
+    *batch_ops.REDUCTIONS, *batch_ops.SCANS, "astype", "reshape", "transpose", "flatten", "ravel", "squeeze",
+    "copy", "clip", "dot", "item",
+)  # fmt: skip
+SHAPE_SUGGESTION = (
+    "abir's frontend does not know per-member shapes at compile time: write `x.shape[k]` (k a "
+    "compile-time int) or `len(x)` for a per-member int value (fine for arithmetic and loop bounds), "
+    "or use a compile-time constant (a module-level DIM = 3) where a shape is needed"
+)
+DTYPE_SUGGESTION = (
+    "abir's frontend does not know per-member dtypes at compile time: write `y.astype(x.dtype)` "
+    "(supported), or name the dtype as a compile-time constant (np.float64)"
+)
+
+
+def canonical(value: Any) -> Any:
+    """A hashable description of compile-time parameters (slices and arrays included)."""
+    if isinstance(value, slice):
+        return ("slice", canonical(value.start), canonical(value.stop), canonical(value.step))
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, tuple | list):
+        return (type(value).__name__, *(canonical(v) for v in value))
+    if value is Ellipsis:
+        return ("...",)
+    if isinstance(value, np.dtype | type):
+        return ("dtype", str(value))
+    return value
+
+
+class ArrayLowering(LoweringState):
+    """Indexing, attributes and methods of batched values; axis-aware NumPy functions."""
+
+    # -- emission ---------------------------------------------------------------------------------
+
+    def batch_op(
+        self, node: ast.AST, hint: str, params: Any, fn: Callable[..., Any], operands: Sequence[SSAValue]
+    ) -> SSAValue:
+        """An opaque prim running `fn` (one of `batch_ops`' callables) on `operands`."""
+        key = ("abir.batch_op", self.source.function, node.lineno, node.col_offset, hint, canonical(params))
+        symbol = self.services.opaque(key, hint, self.source.segment(node), fn)
+        return self.opaque_prim(symbol, list(operands), 1)[0]
+
+    def astype_op(self, node: ast.AST, value: SSAValue, dtype: Any) -> SSAValue:
+        """The builtin `astype` prim converting `value` to compile-time `dtype`."""
+        try:
+            element = element_type_of(np.dtype(dtype))
+        except TypeError as e:
+            raise self.source.error(node, f"cannot convert a batched value to {dtype!r}: {e}") from None
+        op = PrimOp("astype", [value], [element])
+        self.block.add_op(op)
+        if element == i1:
+            self.booleans.add(op.res[0])
+        return op.res[0]
+
+    def array_operand(self, node: ast.AST, value: Any) -> SSAValue:
+        """One array from a leaf, or from a flat list/tuple of leaves (stacked, as NumPy would)."""
+        if isinstance(value, tuple | list):
+            if any(isinstance(v, tuple | list) for v in value):
+                raise self.source.error(node, "nested lists of batched values cannot become one array",
+                                        "build the array in steps with np.stack")
+            if all(isinstance(v, Static) for v in value):
+                return self.materialize(Static(np.asarray([v.value for v in value])), node)
+            leaves = [self.materialize(v, node) for v in value]
+            return self.batch_op(node, "stack", ("stack", 0, len(leaves)), batch_ops.make_stack(0), leaves)
+        return self.materialize(value, node)
+
+    def compile_time(self, node: ast.AST, value: Any, what: str) -> Any:
+        """The Python value of a compile-time argument (structures of statics included)."""
+        leaves, treedef = flatten(value)
+        if any(isinstance(leaf, SSAValue) for leaf in leaves):
+            raise self.source.error(node, f"{what} must be a compile-time constant, not a batched value",
+                                    "use a literal or a module-level constant")
+        return unflatten(treedef, [leaf.value for leaf in leaves])
+
+    # -- indexing -----------------------------------------------------------------------------------
+
+    def index_array(self, node: ast.Subscript, base: Any, index: Any) -> SSAValue:
+        """`base[index]` where the base or the index is batched."""
+        if isinstance(base, tuple | list):
+            if not all(isinstance(v, Static) for v in base):
+                raise self.source.error(
+                    node, "indexing a tuple or list of batched values with a per-member index is not supported",
+                    "stack them into one array first (`np.stack([a, b, c])[i]`), or branch with if/elif",
+                )
+            base = Static(np.asarray([v.value for v in base]))
+        array = self.materialize(base, node.value)
+        components: list[batch_ops.IndexComponent] = []
+        operands: list[SSAValue] = []
+        parts = index if type(index) is tuple else (index,)
+        if isinstance(index, Static) and type(index.value) is tuple:
+            parts = tuple(Static(v) for v in index.value)
+        for part in parts:
+            components.append(self._index_component(node, part, operands))
+        self._check_index(node, components)
+        fn = batch_ops.make_index(components)
+        return self.batch_op(node, "getitem", ("getitem", components), fn, [array, *operands])
+
+    def _index_component(self, node: ast.Subscript, part: Any, operands: list[SSAValue]) -> batch_ops.IndexComponent:
+        if isinstance(part, SSAValue):
+            operands.append(part)
+            return (batch_ops.BATCHED, None)
+        if isinstance(part, list):
+            if not all(isinstance(v, Static) for v in part):
+                raise self.source.error(node, "a list of per-member indices is not supported as an index",
+                                        "index with one per-member integer at a time, or stack them with np.stack")
+            part = Static([v.value for v in part])
+        if isinstance(part, tuple):
+            raise self.source.error(node, "a tuple nested inside an index is not supported", "flatten the index")
+        value = part.value
+        if value is None or value is Ellipsis or isinstance(value, slice):
+            return (batch_ops.BASIC, value)
+        if isinstance(value, bool | np.bool_):
+            raise self.source.error(node, "boolean indices are not supported on batched values",
+                                    "select with np.where(mask, a, b), or use integer indices")
+        if isinstance(value, int | np.integer):
+            return (batch_ops.BASIC, int(value))
+        if isinstance(value, list | tuple | np.ndarray):
+            array = np.asarray(value)
+            if array.dtype.kind == "b":
+                raise self.source.error(node, "boolean mask indices are not supported on batched values",
+                                        f"index with the positions instead (np.nonzero(mask)[0] = {np.nonzero(array)[0].tolist()})")
+            if array.dtype.kind not in "iu":
+                raise self.source.error(node, f"an index array must hold integers, not {array.dtype}")
+            return (batch_ops.ARRAY, array.astype(np.int64))
+        raise self.source.error(node, f"cannot index a batched value with the {type(value).__name__} {value!r}",
+                                "index with ints, slices, ..., None or per-member integers")
+
+    def _check_index(self, node: ast.Subscript, components: list[batch_ops.IndexComponent]) -> None:
+        if sum(1 for c in components if c == (batch_ops.BASIC, Ellipsis)) > 1:
+            raise self.source.error(node, "an index can only have a single ellipsis ('...')")
+        arrays = [c for c in components if c[0] == batch_ops.ARRAY]
+        others = [c for c in components if c[0] == batch_ops.BATCHED or (c[0] == batch_ops.BASIC and isinstance(c[1], int))]
+        if arrays and (len(arrays) > 1 or others):
+            raise self.source.error(
+                node, "an index array can only stand beside slices, ..., and None on a batched value",
+                "index in two steps, e.g. `x[i][[0, 2]]`",
+            )
+
+    def shape_fact(self, node: ast.AST, value: SSAValue, what: str, dim: int | None = None) -> SSAValue:
+        fn = batch_ops.make_shape_fact(what, dim)
+        return self.batch_op(node, what, (what, dim), fn, [value])
+
+    # -- attributes ---------------------------------------------------------------------------------
+
+    def array_attribute(self, node: ast.Attribute, base: SSAValue) -> Any:
+        attr = node.attr
+        if attr == "T":
+            return self.batch_op(node, "transpose", ("T",), batch_ops.make_transpose(None), [base])
+        if attr in SHAPE_ATTRIBUTES:
+            return self.shape_fact(node, base, attr)
+        if attr == "shape":
+            raise self.source.error(node, "attribute '.shape' of a batched value is not supported", SHAPE_SUGGESTION)
+        if attr == "dtype":
+            raise self.source.error(node, "attribute '.dtype' of a batched value is not supported", DTYPE_SUGGESTION)
+        if attr in ARRAY_METHODS:
+            raise self.source.error(node, f"the method '.{attr}' of a batched value can only be called",
+                                    f"call it: `x.{attr}(...)`")
+        raise self.source.error(
+            node,
+            f"attribute '.{attr}' of a batched value is not supported",
+            "supported: .T .ndim .size, x.shape[k], and the methods " + ", ".join(ARRAY_METHODS)
+            + "; otherwise pass the value to a helper function (it becomes an opaque primitive that sees "
+            "the whole batch)",
+        )
+
+    # -- methods ------------------------------------------------------------------------------------
+
+    def array_method(self, node: ast.Call, base: SSAValue, method: str, args: list, kwargs: dict) -> Any:
+        if method in batch_ops.REDUCTIONS:
+            return self._reduction(node, method, base, args, kwargs, first=0)
+        if method in batch_ops.SCANS:
+            return self._scan(node, method, base, args, kwargs, first=0)
+        if method == "astype":
+            params = self._bind(node, method, args, kwargs, ["dtype"], required=1)
+            return self._astype(node, base, params["dtype"])
+        if method == "reshape":
+            shape = args[0] if len(args) == 1 else tuple(args)
+            if kwargs:
+                raise self.source.error(node, "reshape takes the shape only (no keywords)")
+            return self._reshape(node, base, shape)
+        if method == "transpose":
+            axes = args[0] if len(args) == 1 else (tuple(args) if args else Static(None))
+            if kwargs:
+                raise self.source.error(node, "transpose takes the axes only (no keywords)")
+            return self._transpose(node, base, axes)
+        if method in ("flatten", "ravel"):
+            self._bind(node, method, args, kwargs, [])
+            return self._reshape(node, base, Static((-1,)))
+        if method == "squeeze":
+            params = self._bind(node, method, args, kwargs, ["axis"])
+            return self._squeeze(node, base, params.get("axis", Static(None)))
+        if method == "copy":
+            self._bind(node, method, args, kwargs, [])
+            return self.prim("copy", [base])
+        if method == "item":
+            self._bind(node, method, args, kwargs, [])
+            return self._reshape(node, base, Static(()))
+        if method == "clip":
+            params = self._bind(node, method, args, kwargs, ["min", "max"], required=2)
+            return self._clip(node, base, params["min"], params["max"])
+        if method == "dot":
+            params = self._bind(node, method, args, kwargs, ["b"], required=1)
+            return self._product(node, "dot", base, params["b"])
+        raise self.source.error(
+            node,
+            f"the method '.{method}()' of a batched value is not supported",
+            "supported methods: " + ", ".join(ARRAY_METHODS) + "; otherwise call a helper function (it "
+            "becomes an opaque primitive that sees the whole batch, leading batch axis included)",
+        )
+
+    def _bind(
+        self, node: ast.Call, name: str, args: list, kwargs: dict, params: list[str], required: int = 0
+    ) -> dict[str, Any]:
+        if len(args) > len(params):
+            raise self.source.error(node, f"{name}() takes at most {len(params)} positional argument(s) here",
+                                    "pass the others by keyword: " + ", ".join(params) if params else "call it without arguments")
+        bound = dict(zip(params, args, strict=False))
+        for key, value in kwargs.items():
+            if key not in params or key in bound:
+                supported = ", ".join(params) or "none"
+                raise self.source.error(node, f"{name}(): the argument '{key}' is not supported on batched values "
+                                        f"(supported: {supported})")
+            bound[key] = value
+        missing = [p for p in params[:required] if p not in bound]
+        if missing:
+            raise self.source.error(node, f"{name}() needs the argument(s) {', '.join(missing)}")
+        return bound
+
+    def _reduction(self, node: ast.Call, name: str, x: Any, args: list, kwargs: dict, first: int) -> SSAValue:
+        params = ["axis", "ddof", "keepdims"] if name in ("std", "var") else ["axis", "keepdims"]
+        bound = self._bind(node, name, args[first:first + 1], kwargs, params)
+        axis = self.compile_time(node, bound.get("axis", Static(None)), "axis")
+        keepdims = bool(self.compile_time(node, bound.get("keepdims", Static(False)), "keepdims"))
+        ddof = int(self.compile_time(node, bound.get("ddof", Static(0)), "ddof"))
+        axis = self._axis_value(node, axis, allow_tuple=name not in ("argmax", "argmin"))
+        if len(args) > first + 1:
+            raise self.source.error(node, f"{name}(): pass axis, keepdims{', ddof' if 'ddof' in params else ''} by keyword")
+        fn = batch_ops.make_reduction(name, axis, keepdims, ddof)
+        return self.batch_op(node, name, (name, axis, keepdims, ddof), fn, [self.array_operand(node, x)])
+
+    def _axis_value(self, node: ast.AST, axis: Any, allow_tuple: bool = True) -> Any:
+        if axis is None:
+            return None
+        if isinstance(axis, int | np.integer) and not isinstance(axis, bool):
+            return int(axis)
+        if allow_tuple and isinstance(axis, tuple | list) and all(isinstance(a, int | np.integer) for a in axis):
+            return tuple(int(a) for a in axis)
+        raise self.source.error(node, f"axis must be None, an int{' or a tuple of ints' if allow_tuple else ''}, "
+                                f"got {axis!r}")
+
+    def _scan(self, node: ast.Call, name: str, x: Any, args: list, kwargs: dict, first: int) -> SSAValue:
+        bound = self._bind(node, name, args[first:], kwargs, ["axis"])
+        axis = self._axis_value(node, self.compile_time(node, bound.get("axis", Static(None)), "axis"), False)
+        fn = batch_ops.make_scan(name, axis)
+        return self.batch_op(node, name, (name, axis), fn, [self.array_operand(node, x)])
+
+    def _astype(self, node: ast.Call, x: Any, dtype: Any) -> SSAValue:
+        if isinstance(dtype, _LikeDtype):
+            return self.batch_op(node, "astype_like", ("astype_like",), batch_ops.astype_like,
+                                 [self.materialize(x, node), dtype.array])
+        dtype = self.compile_time(node, dtype, "the dtype")
+        return self.astype_op(node, self.materialize(x, node), dtype)
+
+    def _reshape(self, node: ast.AST, x: Any, shape: Any) -> SSAValue:
+        shape = self.compile_time(node, shape, "the shape")
+        shape = (shape,) if isinstance(shape, int | np.integer) else tuple(shape)
+        if not all(isinstance(d, int | np.integer) for d in shape) or sum(1 for d in shape if d == -1) > 1:
+            raise self.source.error(node, f"a per-member shape must be ints (at most one -1), got {shape!r}")
+        shape = tuple(int(d) for d in shape)
+        return self.batch_op(node, "reshape", ("reshape", shape), batch_ops.make_reshape(shape),
+                             [self.materialize(x, node)])
+
+    def _transpose(self, node: ast.AST, x: Any, axes: Any) -> SSAValue:
+        axes = self.compile_time(node, axes, "the axes")
+        axes = None if axes is None else tuple(int(a) for a in axes)
+        return self.batch_op(node, "transpose", ("transpose", axes), batch_ops.make_transpose(axes),
+                             [self.materialize(x, node)])
+
+    def _squeeze(self, node: ast.AST, x: Any, axis: Any) -> SSAValue:
+        axis = self._axis_value(node, self.compile_time(node, axis, "axis"))
+        return self.batch_op(node, "squeeze", ("squeeze", axis), batch_ops.make_squeeze(axis),
+                             [self.materialize(x, node)])
+
+    def _clip(self, node: ast.AST, x: Any, low: Any, high: Any) -> Any:
+        value = self.materialize(x, node)
+        if not (isinstance(high, Static) and high.value is None):
+            value = self.prim("minimum", [value, self.materialize(high, node)])
+        if not (isinstance(low, Static) and low.value is None):
+            value = self.prim("maximum", [value, self.materialize(low, node)])
+        return value
+
+    def _product(self, node: ast.AST, name: str, a: Any, b: Any) -> SSAValue:
+        operands = [self.array_operand(node, a), self.array_operand(node, b)]
+        return self.batch_op(node, name, (name,), batch_ops.make_product(name), operands)
+
+    # -- NumPy functions ------------------------------------------------------------------------------
+
+    def array_function(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:
+        """The lowering of an axis-aware NumPy (or Python) function on batched values, or
+        `NotImplemented` when `fn` is not one of them."""
+        try:
+            known = fn in REDUCTION_FUNCTIONS or fn in SCAN_FUNCTIONS or fn in PRODUCT_FUNCTIONS
+        except TypeError:  # unhashable callable
+            return NotImplemented
+        if known:
+            if not args:
+                raise self.source.error(node, f"{_name(fn)}() needs an array argument")
+            if fn in REDUCTION_FUNCTIONS:
+                return self._reduction(node, REDUCTION_FUNCTIONS[fn], args[0], args, kwargs, first=1)
+            if fn in SCAN_FUNCTIONS:
+                return self._scan(node, SCAN_FUNCTIONS[fn], args[0], args, kwargs, first=1)
+            bound = self._bind(node, _name(fn), args, kwargs, ["a", "b"], required=2)
+            return self._product(node, PRODUCT_FUNCTIONS[fn], bound["a"], bound["b"])
+        return self._other_array_function(node, fn, args, kwargs)
+
+    def _other_array_function(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:
+        if fn is np.linalg.norm:
+            bound = self._bind(node, "norm", args, kwargs, ["x", "ord", "axis", "keepdims"], required=1)
+            if self.compile_time(node, bound.get("ord", Static(None)), "ord") is not None:
+                raise self.source.error(node, "np.linalg.norm on batched values supports ord=None only",
+                                        "write the norm out, e.g. np.sum(np.abs(x)) for ord=1")
+            axis = self._axis_value(node, self.compile_time(node, bound.get("axis", Static(None)), "axis"))
+            keepdims = bool(self.compile_time(node, bound.get("keepdims", Static(False)), "keepdims"))
+            return self.batch_op(node, "norm", ("norm", axis, keepdims), batch_ops.make_norm(axis, keepdims),
+                                 [self.array_operand(node, bound["x"])])
+        if fn in (np.concatenate, np.stack):
+            name = _name(fn)
+            bound = self._bind(node, name, args, kwargs, ["arrays", "axis"], required=1)
+            arrays = bound["arrays"]
+            if not isinstance(arrays, tuple | list):
+                raise self.source.error(node, f"np.{name} of a batched value needs a list or tuple of arrays",
+                                        f"write np.{name}([a, b])")
+            axis = self.compile_time(node, bound.get("axis", Static(0)), "axis")
+            if fn is np.stack or axis is not None:
+                axis = self._axis_value(node, axis, allow_tuple=False)
+            leaves = [self.materialize(a, node) for a in arrays]
+            maker = batch_ops.make_concatenate if fn is np.concatenate else batch_ops.make_stack
+            return self.batch_op(node, name, (name, axis, len(leaves)), maker(axis), leaves)
+        return self._shape_changing_function(node, fn, args, kwargs)
+
+    def _shape_changing_function(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:
+        if fn is np.transpose:
+            bound = self._bind(node, "transpose", args, kwargs, ["a", "axes"], required=1)
+            return self._transpose(node, bound["a"], bound.get("axes", Static(None)))
+        if fn is np.reshape:
+            bound = self._bind(node, "reshape", args, kwargs, ["a", "shape"], required=2)
+            return self._reshape(node, bound["a"], bound["shape"])
+        if fn is np.squeeze:
+            bound = self._bind(node, "squeeze", args, kwargs, ["a", "axis"], required=1)
+            return self._squeeze(node, bound["a"], bound.get("axis", Static(None)))
+        if fn is np.ravel:
+            bound = self._bind(node, "ravel", args, kwargs, ["a"], required=1)
+            return self._reshape(node, bound["a"], Static((-1,)))
+        if fn is np.clip:
+            bound = self._bind(node, "clip", args, kwargs, ["a", "a_min", "a_max"], required=3)
+            return self._clip(node, bound["a"], bound["a_min"], bound["a_max"])
+        if fn in (builtins.len, np.ndim, np.size, np.shape):
+            return self._shape_function(node, fn, args, kwargs)
+        if fn in (builtins.float, builtins.int, builtins.bool) or (isinstance(fn, type) and issubclass(fn, np.generic)):
+            if len(args) != 1 or kwargs or not isinstance(args[0], SSAValue):
+                return NotImplemented
+            if fn is builtins.bool:
+                return self.as_condition(args[0], node)
+            dtype = {builtins.float: np.float64, builtins.int: np.int64}.get(fn, fn)
+            return self.astype_op(node, args[0], dtype)
+        return NotImplemented
+
+    def _shape_function(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> SSAValue:
+        name = _name(fn)
+        if len(args) != 1 or kwargs or not isinstance(args[0], SSAValue):
+            raise self.source.error(node, f"{name}() of a batched value takes exactly that value")
+        if fn is np.shape:
+            raise self.source.error(node, "np.shape() of a batched value is not supported", SHAPE_SUGGESTION)
+        what = {builtins.len: "len", np.ndim: "ndim", np.size: "size"}[fn]
+        return self.shape_fact(node, args[0], what, 0 if what == "len" else None)
+
+
+class _LikeDtype:
+    """`y.dtype` where `y` is batched: only usable as the argument of `astype`."""
+
+    def __init__(self, array: SSAValue):
+        self.array = array
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+

@@ -1,0 +1,569 @@
+"""Run-time callables of the array operations the frontend lowers to opaque prims.
+
+Per-example code says `x[i]`, `x.sum()`, `np.dot(a, b)` about ONE member; an opaque prim
+receives whole-batch arrays `[B, *event_shape]`. The callables here apply the member's operation
+to the event dimensions: axes are shifted past the batch axis (`axis=k >= 0` becomes `k + 1`;
+negative axes already count from the end), `axis=None` means every event axis (never the batch
+axis), and per-member indices gather row by row.
+
+Every callable works on the array type it is given: NumPy arrays (NumpyBackend and type
+inference's dummy runs), JAX arrays and tracers (`jax.numpy`, inside `jit`) and TensorFlow
+tensors (core `tf` ops, so graphs stay XLA-compilable). `ops_for(*arrays)` picks the namespace
+from the arrays' types. Results are cast to the dtype NumPy would give, so that every backend
+agrees with what type inference found on NumPy dummies.
+
+Junk rows: the machine runs a prim on every row, including members that stand at another block,
+whose values may be junk. Per-member indices are therefore clipped into range (negative ones
+first wrap as in Python) so that a gather never fails; an out-of-range index in an ACTIVE row
+reads the nearest valid element instead of raising `IndexError`.
+
+Operands may have a batch dimension of 1 (constants) next to full-batch ones; operations taking
+several arrays broadcast their batch dimensions first.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+REDUCTIONS = ("sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin")
+"""Reductions over event axes: `axis` (None, int or tuple; argmax/argmin: None or int), `keepdims`."""
+SCANS = ("cumsum", "cumprod")
+"""Scans along one event axis (`axis=None` scans the flattened member)."""
+
+
+# -- namespaces --------------------------------------------------------------------------------
+
+
+def _family(x: Any) -> str:
+    module = type(x).__module__
+    if module.startswith("tensorflow"):
+        return "tf"
+    if module.startswith(("jax", "jaxlib")):
+        return "jax"
+    return "numpy"
+
+
+def ops_for(*arrays: Any) -> ArrayOps:
+    """The operations for these arrays: TensorFlow or JAX if any array is one, else NumPy."""
+    families = {_family(a) for a in arrays}
+    if "tf" in families:
+        return TensorFlowOps()
+    if "jax" in families:
+        import jax.numpy as jnp
+
+        return ArrayOps(jnp)
+    return ArrayOps(np)
+
+
+def numpy_dtype(dtype: Any) -> np.dtype:
+    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
+
+
+def _quiet_numpy(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
+class ArrayOps:
+    """NumPy-like namespaces (numpy, jax.numpy): the operations the callables need."""
+
+    def __init__(self, xp: Any):
+        self.xp = xp
+
+    def asarray(self, x: Any) -> Any:
+        return self.xp.asarray(x)
+
+    def event_shape(self, x: Any) -> tuple[int, ...]:
+        return tuple(int(d) for d in x.shape[1:])
+
+    def ndim(self, x: Any) -> int:
+        return len(x.shape)
+
+    def dtype(self, x: Any) -> np.dtype:
+        return numpy_dtype(x.dtype)
+
+    def cast(self, x: Any, dtype: Any) -> Any:
+        dtype = numpy_dtype(dtype)
+        return x if self.dtype(x) == dtype else x.astype(dtype)
+
+    def broadcast_batch(self, arrays: Sequence[Any]) -> list[Any]:
+        """The arrays with one common batch size (sizes of 1 broadcast)."""
+        arrays = [self.asarray(a) for a in arrays]
+        batch = max(a.shape[0] for a in arrays)
+        return [a if a.shape[0] == batch else self.xp.broadcast_to(a, (batch, *a.shape[1:])) for a in arrays]
+
+    def reshape_event(self, x: Any, shape: Sequence[int]) -> Any:
+        return self.xp.reshape(x, (x.shape[0], *shape))
+
+    def full_batch(self, x: Any, value: Any, dtype: Any) -> Any:
+        return self.xp.full((x.shape[0],), value, dtype=numpy_dtype(dtype))
+
+    def take(self, x: Any, indices: np.ndarray, axis: int) -> Any:
+        return self.xp.take(x, indices, axis=axis)
+
+    def gather(self, x: Any, index: Any, axis: int) -> Any:
+        """Per member b: `x[b]` indexed by `index[b]` (any shape) along `axis` (>= 1)."""
+        x, index = self.broadcast_batch([x, index])
+        size = x.shape[axis]
+        index = self.clip_index(index, size)
+        batch, member_shape = x.shape[0], tuple(index.shape[1:])
+        flat = self.xp.reshape(index, (batch, -1))
+        count = flat.shape[1]
+        expanded = self.xp.reshape(flat, (batch, *(1,) * (axis - 1), count, *(1,) * (x.ndim - axis - 1)))
+        out = self.xp.take_along_axis(x, expanded, axis=axis)
+        return self.xp.reshape(out, (*x.shape[:axis], *member_shape, *x.shape[axis + 1 :]))
+
+    def clip_index(self, index: Any, size: int) -> Any:
+        index = self.cast(self.asarray(index), np.int64)
+        index = self.xp.where(index < 0, index + size, index)
+        return self.xp.clip(index, 0, max(size - 1, 0))
+
+    def reduce(self, name: str, x: Any, axis: Any, keepdims: bool, ddof: int = 0) -> Any:
+        kwargs: dict[str, Any] = {"axis": axis}
+        if keepdims:
+            kwargs["keepdims"] = True
+        if name in ("std", "var"):
+            kwargs["ddof"] = ddof
+        return getattr(self.xp, name)(x, **kwargs)
+
+    def scan(self, name: str, x: Any, axis: int) -> Any:
+        return getattr(self.xp, name)(x, axis=axis)
+
+    def transpose(self, x: Any, perm: Sequence[int]) -> Any:
+        return self.xp.transpose(x, tuple(perm))
+
+    def concatenate(self, arrays: Sequence[Any], axis: int) -> Any:
+        return self.xp.concatenate(list(arrays), axis=axis)
+
+    def stack(self, arrays: Sequence[Any], axis: int) -> Any:
+        return self.xp.stack(list(arrays), axis=axis)
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        return self.xp.matmul(a, b)
+
+    def multiply(self, a: Any, b: Any) -> Any:
+        return self.xp.multiply(a, b)
+
+    def sqrt(self, x: Any) -> Any:
+        return self.xp.sqrt(x)
+
+    def abs(self, x: Any) -> Any:
+        return self.xp.abs(x)
+
+    def squeeze(self, x: Any, axis: tuple[int, ...]) -> Any:
+        return self.xp.squeeze(x, axis=axis) if axis else x
+
+    def expand_dims(self, x: Any, axis: int) -> Any:
+        return self.xp.expand_dims(x, axis)
+
+
+class TensorFlowOps(ArrayOps):
+    """The same operations with core TensorFlow ops (graph- and XLA-friendly; the batch size
+    may be unknown while tracing, event dimensions are static)."""
+
+    def __init__(self) -> None:
+        import tensorflow as tf
+
+        self.tf = tf
+        super().__init__(None)
+
+    def asarray(self, x: Any) -> Any:
+        return x if isinstance(x, self.tf.Tensor | self.tf.Variable) else self.tf.convert_to_tensor(x)
+
+    def ndim(self, x: Any) -> int:
+        return int(x.shape.rank)
+
+    def cast(self, x: Any, dtype: Any) -> Any:
+        dtype = numpy_dtype(dtype)
+        return x if self.dtype(x) == dtype else self.tf.cast(x, self.tf.as_dtype(dtype))
+
+    def _batch(self, x: Any) -> Any:
+        return self.tf.shape(x)[:1]
+
+    def broadcast_batch(self, arrays: Sequence[Any]) -> list[Any]:
+        tf = self.tf
+        arrays = [self.asarray(a) for a in arrays]
+        if len(arrays) == 1:
+            return arrays
+        batch = self._batch(arrays[0])
+        for a in arrays[1:]:
+            batch = tf.maximum(batch, self._batch(a))
+        return [tf.broadcast_to(a, tf.concat([batch, tf.shape(a)[1:]], 0)) for a in arrays]
+
+    def reshape_event(self, x: Any, shape: Sequence[int]) -> Any:
+        tf = self.tf
+        return tf.reshape(x, tf.concat([self._batch(x), tf.constant(list(shape), tf.int32)], 0))
+
+    def full_batch(self, x: Any, value: Any, dtype: Any) -> Any:
+        tf = self.tf
+        return tf.fill(self._batch(x), tf.constant(value, tf.as_dtype(numpy_dtype(dtype))))
+
+    def take(self, x: Any, indices: np.ndarray, axis: int) -> Any:
+        size = int(x.shape[axis])
+        indices = np.where(indices < 0, indices + size, indices)
+        return self.tf.gather(x, indices, axis=axis)
+
+    def gather(self, x: Any, index: Any, axis: int) -> Any:
+        x, index = self.broadcast_batch([x, index])
+        index = self.clip_index(index, int(x.shape[axis]))
+        return self.tf.gather(x, index, axis=axis, batch_dims=1)
+
+    def clip_index(self, index: Any, size: int) -> Any:
+        tf = self.tf
+        index = self.cast(self.asarray(index), np.int64)
+        index = tf.where(index < 0, index + size, index)
+        return tf.clip_by_value(index, tf.constant(0, tf.int64), tf.constant(max(size - 1, 0), tf.int64))
+
+    def reduce(self, name: str, x: Any, axis: Any, keepdims: bool, ddof: int = 0) -> Any:
+        tf = self.tf
+        if name in ("argmax", "argmin"):
+            fn = tf.math.argmax if name == "argmax" else tf.math.argmin
+            out = fn(x, axis=axis, output_type=tf.int64)
+            return tf.expand_dims(out, axis) if keepdims else out
+        if name in ("any", "all"):
+            x = self.cast(x, np.bool_)
+        axis = list(axis) if isinstance(axis, tuple) else axis
+        if name in ("std", "var"):
+            var = tf.math.reduce_variance(x, axis=axis, keepdims=keepdims)
+            if ddof:
+                count = np.prod([int(x.shape[a]) for a in (axis if isinstance(axis, list) else [axis])])
+                var = var * (count / max(count - ddof, 0)) if count > ddof else var * np.nan
+            return tf.sqrt(var) if name == "std" else var
+        fn = {"sum": tf.reduce_sum, "mean": tf.reduce_mean, "max": tf.reduce_max, "min": tf.reduce_min,
+              "prod": tf.reduce_prod, "any": tf.reduce_any, "all": tf.reduce_all}[name]  # fmt: skip
+        return fn(x, axis=axis, keepdims=keepdims)
+
+    def scan(self, name: str, x: Any, axis: int) -> Any:
+        fn = self.tf.math.cumsum if name == "cumsum" else self.tf.math.cumprod
+        return fn(x, axis=axis)
+
+    def transpose(self, x: Any, perm: Sequence[int]) -> Any:
+        return self.tf.transpose(x, list(perm))
+
+    def concatenate(self, arrays: Sequence[Any], axis: int) -> Any:
+        return self.tf.concat(list(arrays), axis=axis)
+
+    def stack(self, arrays: Sequence[Any], axis: int) -> Any:
+        return self.tf.stack(list(arrays), axis=axis)
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        if a.dtype.is_floating:
+            return self.tf.linalg.matmul(a, b)
+        # integer matmul kernels are missing on some devices: multiply and reduce instead
+        return self.tf.reduce_sum(self.tf.expand_dims(a, -1) * self.tf.expand_dims(b, -3), axis=-2)
+
+    def multiply(self, a: Any, b: Any) -> Any:
+        return self.tf.multiply(a, b)
+
+    def sqrt(self, x: Any) -> Any:
+        return self.tf.sqrt(x)
+
+    def abs(self, x: Any) -> Any:
+        return self.tf.abs(x)
+
+    def squeeze(self, x: Any, axis: tuple[int, ...]) -> Any:
+        return self.tf.squeeze(x, axis=list(axis)) if axis else x
+
+    def expand_dims(self, x: Any, axis: int) -> Any:
+        return self.tf.expand_dims(x, axis)
+
+    def getitem(self, x: Any, key: tuple[Any, ...]) -> Any:
+        return x[key]
+
+
+# -- axes --------------------------------------------------------------------------------------
+
+
+def event_axis(axis: int) -> int:
+    """A member's axis as an axis of the batch array: non-negative axes move past the batch."""
+    return axis + 1 if axis >= 0 else axis
+
+
+def event_axes(axis: Any, ndim: int) -> Any:
+    """`axis` (None, int or tuple) of a member as axes of a batch array of rank `ndim`."""
+    if axis is None:
+        return tuple(range(1, ndim))
+    if isinstance(axis, tuple):
+        return tuple(event_axis(a) for a in axis)
+    return event_axis(axis)
+
+
+def _flatten_events(ops: ArrayOps, x: Any) -> Any:
+    return ops.reshape_event(x, (int(np.prod(ops.event_shape(x), dtype=np.int64)),))
+
+
+# -- indexing ----------------------------------------------------------------------------------
+
+BASIC = "basic"
+ARRAY = "array"
+BATCHED = "batched"
+IndexComponent = tuple[str, Any]
+"""(BASIC, int | slice | None | Ellipsis), (ARRAY, compile-time integer array) or (BATCHED, None):
+the next per-member index operand."""
+
+
+def _consumes_axis(component: IndexComponent) -> bool:
+    kind, value = component
+    return kind != BASIC or (value is not None and value is not Ellipsis)
+
+
+def make_index(components: Sequence[IndexComponent]) -> Callable[..., Any]:
+    """The callable `(x, *per_member_indices) -> x[member index]` over whole-batch arrays."""
+    components = tuple(components)
+    if all(kind == BASIC for kind, _ in components):
+        key = (slice(None), *(value for _, value in components))
+
+        def index_basic(x: Any) -> Any:
+            return x[key]
+
+        return index_basic
+
+    n_ints = sum(1 for kind, value in components if kind == BASIC and isinstance(value, int))
+
+    def index(x: Any, *indices: Any) -> Any:
+        ops = ops_for(x, *indices)
+        x = ops.asarray(x)
+        indices = tuple(ops.asarray(i) for i in indices)
+        arrays = [i for i in indices if ops.ndim(i) > 1]
+        others = len(indices) - len(arrays) + n_ints + sum(1 for kind, _ in components if kind == ARRAY)
+        if arrays and (len(arrays) > 1 or others > 0):
+            raise IndexError(
+                "abir supports one per-member index array, with slices only beside it (got a "
+                "per-member index array next to other integer or array indices); index in two steps"
+            )
+        for i in indices:
+            if ops.dtype(i).kind not in "iu":
+                raise IndexError(f"per-member indices must be integers, got dtype {ops.dtype(i)}")
+        expanded: list[IndexComponent] = []
+        consumed = sum(1 for c in components if _consumes_axis(c))
+        for component in components:
+            if component == (BASIC, Ellipsis):
+                expanded += [(BASIC, slice(None))] * (ops.ndim(x) - 1 - consumed)
+            else:
+                expanded.append(component)
+        supplied = iter(indices)
+        axis, pending = 1, []
+
+        def flush(x: Any, axis: int) -> tuple[Any, int]:
+            if pending:
+                x = x[(slice(None),) * axis + tuple(pending)]
+                axis += sum(1 for p in pending if not isinstance(p, int))
+                pending.clear()
+            return x, axis
+
+        for kind, value in expanded:
+            if kind == BASIC:
+                pending.append(value)
+                continue
+            x, axis = flush(x, axis)
+            if kind == ARRAY:
+                x = ops.take(x, value, axis)
+                axis += value.ndim
+            else:
+                i = next(supplied)
+                x = ops.gather(x, i, axis)
+                axis += ops.ndim(i) - 1
+        x, axis = flush(x, axis)
+        return x
+
+    return index
+
+
+# -- shape facts -------------------------------------------------------------------------------
+
+
+def make_shape_fact(what: str, dim: int | None = None) -> Callable[[Any], Any]:
+    """`x.shape[dim]`, `len(x)`, `x.ndim` or `x.size` of each member, as a per-member int64."""
+
+    def shape_fact(x: Any) -> Any:
+        ops = ops_for(x)
+        x = ops.asarray(x)
+        shape = ops.event_shape(x)
+        if what == "ndim":
+            value = len(shape)
+        elif what == "size":
+            value = int(np.prod(shape, dtype=np.int64))
+        else:
+            if not shape:
+                raise TypeError("len() of a per-member scalar" if what == "len" else "a per-member scalar has no dimensions")
+            value = shape[dim if dim is not None else 0]
+        return ops.full_batch(x, value, np.int64)
+
+    return shape_fact
+
+
+# -- conversions and reshaping -----------------------------------------------------------------
+
+
+def astype_like(x: Any, like: Any) -> Any:
+    """`x.astype(like.dtype)`."""
+    ops = ops_for(x, like)
+    return ops.cast(ops.asarray(x), ops.dtype(ops.asarray(like)))
+
+
+def make_reshape(shape: tuple[int, ...]) -> Callable[[Any], Any]:
+    def reshape(x: Any) -> Any:
+        ops = ops_for(x)
+        x = ops.asarray(x)
+        event = ops.event_shape(x)
+        target = list(shape)
+        if -1 in target:
+            known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
+            target[target.index(-1)] = int(np.prod(event, dtype=np.int64)) // max(known, 1)
+        return ops.reshape_event(x, target)
+
+    return reshape
+
+
+def make_transpose(axes: tuple[int, ...] | None) -> Callable[[Any], Any]:
+    """`x.T` / `x.transpose(axes)` of each member (`None`: reverse the event axes)."""
+
+    def transpose(x: Any) -> Any:
+        ops = ops_for(x)
+        x = ops.asarray(x)
+        n = ops.ndim(x) - 1
+        member = tuple(reversed(range(n))) if axes is None else tuple(a % n for a in axes)
+        return ops.transpose(x, (0, *(a + 1 for a in member)))
+
+    return transpose
+
+
+def make_squeeze(axis: Any) -> Callable[[Any], Any]:
+    def squeeze(x: Any) -> Any:
+        ops = ops_for(x)
+        x = ops.asarray(x)
+        shape = ops.event_shape(x)
+        if axis is None:
+            axes = tuple(i + 1 for i, d in enumerate(shape) if d == 1)
+        else:
+            member = axis if isinstance(axis, tuple) else (axis,)
+            axes = tuple(a % len(shape) + 1 for a in member)
+        return ops.squeeze(x, axes)
+
+    return squeeze
+
+
+# -- reductions and scans ------------------------------------------------------------------------
+
+
+def _result_dtype(name: str, dtype: np.dtype, **kwargs: Any) -> np.dtype:
+    return np.asarray(_quiet_numpy(getattr(np, name), np.zeros((2,), dtype), **kwargs)).dtype
+
+
+def make_reduction(name: str, axis: Any, keepdims: bool, ddof: int = 0) -> Callable[[Any], Any]:
+    """`np.<name>(member, axis=axis, keepdims=keepdims)` of each member."""
+    if name in ("argmax", "argmin") and isinstance(axis, tuple):
+        raise TypeError(f"{name} takes one axis or None")
+
+    def reduce(x: Any) -> Any:
+        ops = ops_for(x)
+        x = ops.asarray(x)
+        dtype = _result_dtype(name, ops.dtype(x), **({"ddof": ddof} if name in ("std", "var") else {}))
+        if name in ("argmax", "argmin") and axis is None:
+            flat = _flatten_events(ops, x)
+            out = ops.reduce(name, flat, 1, False)
+            if keepdims:
+                out = ops.reshape_event(out, (1,) * (ops.ndim(x) - 1))
+            return ops.cast(out, dtype)
+        if name in ("sum", "prod", "mean", "std", "var") and isinstance(ops, TensorFlowOps):
+            x = ops.cast(x, dtype)
+        return ops.cast(ops.reduce(name, x, event_axes(axis, ops.ndim(x)), keepdims, ddof), dtype)
+
+    return reduce
+
+
+def make_scan(name: str, axis: int | None) -> Callable[[Any], Any]:
+    def scan(x: Any) -> Any:
+        ops = ops_for(x)
+        x = ops.asarray(x)
+        dtype = _result_dtype(name, ops.dtype(x))
+        x = ops.cast(x, dtype)
+        if axis is None:
+            return ops.scan(name, _flatten_events(ops, x), 1)
+        return ops.scan(name, x, event_axis(axis))
+
+    return scan
+
+
+# -- several operands ----------------------------------------------------------------------------
+
+
+def _common(ops: ArrayOps, arrays: Sequence[Any]) -> list[Any]:
+    arrays = ops.broadcast_batch(arrays)
+    dtype = np.result_type(*(ops.dtype(a) for a in arrays))
+    return [ops.cast(a, dtype) for a in arrays]
+
+
+def make_concatenate(axis: int | None) -> Callable[..., Any]:
+    def concatenate(*arrays: Any) -> Any:
+        ops = ops_for(*arrays)
+        arrays = _common(ops, arrays)
+        if axis is None:
+            return ops.concatenate([_flatten_events(ops, a) for a in arrays], 1)
+        return ops.concatenate(arrays, event_axis(axis))
+
+    return concatenate
+
+
+def make_stack(axis: int) -> Callable[..., Any]:
+    def stack(*arrays: Any) -> Any:
+        ops = ops_for(*arrays)
+        return ops.stack(_common(ops, arrays), event_axis(axis))
+
+    return stack
+
+
+def make_product(name: str) -> Callable[[Any, Any], Any]:
+    """`np.dot`, `np.matmul` (`@`), `np.inner` (1-d) and `np.outer` of two members."""
+
+    def product(a: Any, b: Any) -> Any:
+        ops = ops_for(a, b)
+        a, b = _common(ops, [a, b])
+        na, nb = ops.ndim(a) - 1, ops.ndim(b) - 1
+        if name == "outer":
+            a, b = _flatten_events(ops, a), _flatten_events(ops, b)
+            return ops.multiply(ops.expand_dims(a, 2), ops.expand_dims(b, 1))
+        if name == "inner" and (na > 1 or nb > 1):
+            raise TypeError("abir's np.inner takes per-member vectors (or scalars)")
+        if name == "dot" and (na > 2 or nb > 2):
+            raise TypeError("abir's np.dot takes per-member scalars, vectors or matrices; use np.matmul / @ for stacks")
+        if na == 0 or nb == 0:
+            if name == "matmul":
+                raise TypeError("matmul: a per-member operand is a scalar (use * instead)")
+            return ops.multiply(a, b)
+        squeeze = []
+        if na == 1:
+            a = ops.expand_dims(a, 1)  # [B, 1, n]
+            squeeze.append(-2)
+        if nb == 1:
+            b = ops.expand_dims(b, 2)  # [B, n, 1]
+            squeeze.append(-1)
+        while ops.ndim(a) < ops.ndim(b):
+            a = ops.expand_dims(a, 1)
+        while ops.ndim(b) < ops.ndim(a):
+            b = ops.expand_dims(b, 1)
+        out = ops.matmul(a, b)
+        rank = ops.ndim(out)
+        return ops.squeeze(out, tuple(sorted(s % rank for s in squeeze)))
+
+    return product
+
+
+def make_norm(axis: Any, keepdims: bool) -> Callable[[Any], Any]:
+    """`np.linalg.norm(member)` with `ord=None`: the 2-norm of the flattened member (or along
+    `axis`)."""
+
+    def norm(x: Any) -> Any:
+        ops = ops_for(x)
+        x = ops.asarray(x)
+        dtype = np.asarray(_quiet_numpy(np.linalg.norm, np.zeros((2,), ops.dtype(x)))).dtype
+        magnitude = ops.cast(ops.abs(x), dtype)
+        squares = ops.reduce("sum", ops.multiply(magnitude, magnitude), event_axes(axis, ops.ndim(x)), keepdims)
+        return ops.sqrt(squares)
+
+    return norm
