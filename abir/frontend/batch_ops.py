@@ -341,6 +341,8 @@ def make_index(components: Sequence[IndexComponent]) -> Callable[..., Any]:
                 raise IndexError(f"per-member indices must be integers, got dtype {ops.dtype(i)}")
         expanded: list[IndexComponent] = []
         consumed = sum(1 for c in components if _consumes_axis(c))
+        if consumed > ops.ndim(x) - 1:
+            raise IndexError(f"too many indices: each member has {ops.ndim(x) - 1} dimension(s), the index uses {consumed}")
         for component in components:
             if component == (BASIC, Ellipsis):
                 expanded += [(BASIC, slice(None))] * (ops.ndim(x) - 1 - consumed)

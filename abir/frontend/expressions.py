@@ -257,7 +257,11 @@ class ExpressionLowering(ArrayLowering):
     def expr_Slice(self, node: ast.Slice) -> Static:
         parts = [None if p is None else self.leaf(p) for p in (node.lower, node.upper, node.step)]
         if not all(p is None or isinstance(p, Static) for p in parts):
-            raise self.source.error(node, "slice bounds must be compile-time constants")
+            raise self.source.error(
+                node, "slice bounds must be compile-time constants",
+                "a per-member bound would give members different shapes: loop over per-member indices "
+                "(`for k in range(n): ... x[k]`), or mask with np.where",
+            )
         return Static(slice(*(None if p is None else p.value for p in parts)))
 
     def expr_NamedExpr(self, node: ast.NamedExpr) -> Any:

@@ -284,11 +284,18 @@ def test_attribute_of_batched_value():
     expect_error(f, "# here", "attribute '.shape' of a batched value")
 
 
-def test_indexing_batched_value():
-    def f(x):
-        return x[0]  # here
+def test_indexing_with_a_per_member_slice_bound():
+    def f(x, n):
+        return x[:n]  # here
 
-    expect_error(f, "# here", "indexing a batched array")
+    expect_error(f, "# here", "slice bounds must be compile-time constants")
+
+
+def test_unknown_method_of_batched_value():
+    def f(x):
+        return x.nonzero()  # here
+
+    expect_error(f, "# here", "the method '.nonzero()' of a batched value is not supported")
 
 
 def test_non_numeric_value_as_batched_value():
