@@ -8,8 +8,15 @@ dummies (NEP 50: weak literals are passed as Python scalars), opaque prims by ab
 on NumPy zero dummies with a small batch dimension (callables written with jax.numpy or TF accept
 NumPy arrays too), calls read the callee's
 current results (unknown at first for recursive functions; base cases give the first facts).
-Parameters join over all call sites, results over all returns. Rounds repeat until nothing
-changes; the last round reports conflicts (a join of two different types) as errors.
+Results join over all returns. Rounds repeat until nothing changes; the last round reports
+conflicts (a join of two different types at a block argument or a return) as errors.
+
+Functions are polymorphic, as in Python: each function gets one specialization per tuple of
+argument facts its call sites pass (`@scale` for the first signature seen, `@scale.t1`,
+`@scale.t2`, ... for the others, weak arguments being their own kind), and every call is
+redirected to the specialization of its argument facts; see `abir.passes.specialize_types` for
+the policy (sticky call keys, recursion, the limit of 8 per function). User `type_inference`
+callables apply to every specialization of their function.
 
 Afterwards every weak constant takes the type its use wants (`x_i32 - 1` makes the `1` an i32),
 duplicated when uses disagree, and loses its `weak` mark.
@@ -36,6 +43,7 @@ from abir.dialects import functional
 from abir.errors import TypeInferenceError
 from abir.opaque import lookup_opaque
 from abir.passes.analysis import call_graph, functions_of, reachable
+from abir.passes.specialize_types import Specializations, base_names
 from abir.types import TensorType, Type, ir_type, is_value_type, tensor_type_of
 
 MAX_ROUNDS = 200
@@ -91,6 +99,24 @@ def absorbs(strong: Fact, weak: Fact) -> bool:
         return False
 
 
+def join_facts(a: Fact, b: Fact) -> Fact | None:
+    """The join of two facts meeting at one value, or None when they conflict: equal types, a weak
+    literal absorbed by a typed value of its kind, or two weak scalars promoted (NEP 50)."""
+    if a.type == b.type:
+        return Fact(a.type, a.weak and b.weak)
+    if a.weak and not b.weak and absorbs(b, a):
+        return b
+    if b.weak and not a.weak and absorbs(a, b):
+        return a
+    if a.weak and b.weak and a.tensor.shape == b.tensor.shape == ():
+        return Fact(ir_type(np.result_type(a.tensor.dtype, b.tensor.dtype)), True)
+    return None
+
+
+def fmt_signature(facts: Sequence[Fact]) -> str:
+    return "(" + ", ".join(fmt(f) for f in facts) + ")"
+
+
 class Conflicts:
     """Collects join conflicts; only those of the final (stable) round are reported."""
 
@@ -100,14 +126,9 @@ class Conflicts:
     def join(self, a: Fact | None, b: Fact | None, where: str) -> Fact | None:
         if a is None or b is None:
             return a if b is None else b
-        if a.type == b.type:
-            return Fact(a.type, a.weak and b.weak)
-        if a.weak and not b.weak and absorbs(b, a):
-            return b
-        if b.weak and not a.weak and absorbs(a, b):
-            return a
-        if a.weak and b.weak and a.tensor.shape == b.tensor.shape == ():
-            return Fact(ir_type(np.result_type(a.tensor.dtype, b.tensor.dtype)), True)
+        joined = join_facts(a, b)
+        if joined is not None:
+            return joined
         self.messages.append(
             f"{where}: values of types {fmt(a.type)} and {fmt(b.type)} meet; they must agree"
         )
@@ -227,7 +248,7 @@ class LocalResult:
     """What one round learned about one function."""
 
     facts: dict[SSAValue, Fact]
-    calls: list[tuple[str, list[Fact | None]]]
+    calls: list[tuple[functional.CallOp, list[Fact | None]]]
     returns: list[list[Fact | None]]
 
 
@@ -301,11 +322,11 @@ class FunctionInference:
             raise TypeInferenceError(f"in @{self.name}: {exc}") from exc
 
     def _summary(self, facts: dict[SSAValue, Fact]) -> LocalResult:
-        calls: list[tuple[str, list[Fact | None]]] = []
+        calls: list[tuple[functional.CallOp, list[Fact | None]]] = []
         returns: list[list[Fact | None]] = []
         for op in self.func.walk():
             if isinstance(op, functional.CallOp):
-                calls.append((op.callee.string_value(), [facts.get(v) for v in op.arguments]))
+                calls.append((op, [facts.get(v) for v in op.arguments]))
             elif isinstance(op, functional.ReturnOp):
                 returns.append([facts.get(v) for v in op.arguments])
         return LocalResult(facts, calls, returns)
@@ -339,57 +360,69 @@ def user_result_facts(name: str, fn: Callable[..., Any], params: Sequence[Fact])
 
 @dataclass
 class ModuleInference:
-    """The fixed point over the call graph."""
+    """The fixed point over the call graph, specializing functions per argument facts.
+
+    Each round infers every function reachable from the entry (parameters: the facts of the
+    specialization's signature; callee results: the current result table), then points every
+    call whose argument facts are all known at the specialization of those facts (cloning the
+    function for a new signature, see `abir.passes.specialize_types`), then joins each function's
+    returns into the result table. Rounds repeat until no call moves and no result changes."""
 
     module: ModuleOp
     entry: str
     evaluator: PrimEvaluator
     user: Mapping[str, Callable[..., Any]]
+    specs: Specializations = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.specs = Specializations(self.module, join_facts, fmt_signature)
 
     def run(self, arg_types: Sequence[Attribute]) -> tuple[dict[str, LocalResult], dict[str, Any]]:
         funcs = functions_of(self.module)
         if self.entry not in funcs:
             raise TypeInferenceError(f"no function @{self.entry} in the module")
-        order = [n for n in funcs if n in reachable(call_graph(self.module), self.entry)]
-        entry_facts = [Fact(t) for t in arg_types]
+        entry_facts = tuple(Fact(t) for t in arg_types)
         n_params = len(funcs[self.entry].entry_block.args)
         if len(entry_facts) != n_params:
             raise TypeInferenceError(
                 f"@{self.entry} takes {n_params} argument(s), got {len(entry_facts)} type(s)"
             )
-        params: dict[str, list[Fact | None]] = {self.entry: list(entry_facts)}
+        self.specs.assign(self.entry, entry_facts)
         results: dict[str, list[Fact | None] | None] = {}
         for _ in range(MAX_ROUNDS):
+            funcs = functions_of(self.module)
+            graph = call_graph(self.module)
+            live = reachable(graph, self.entry)
+            order = [n for n in funcs if n in live]
             conflicts = Conflicts()
             locals_ = {
-                n: FunctionInference(funcs[n], self.evaluator, conflicts).run(
-                    self._params(funcs[n], params), results
-                )
+                n: FunctionInference(funcs[n], self.evaluator, conflicts).run(self._params(funcs[n]), results)
                 for n in order
             }
-            new_params, new_results = self._tables(funcs, order, entry_facts, locals_, conflicts)
-            if new_params == params and new_results == results:
+            calls = [(n, op, facts) for n in order for op, facts in locals_[n].calls]
+            moved = self.specs.redirect(calls, graph)
+            new_results = self._results(funcs, order, locals_, conflicts)
+            if not moved and new_results == results:
                 if conflicts.messages:
                     raise TypeInferenceError(conflicts.messages[0])
-                self._check_user(funcs, order, new_params, locals_)
+                self._check_user(order, locals_)
                 return locals_, new_results
-            params, results = new_params, new_results
+            results = new_results
         raise TypeInferenceError(f"type inference from @{self.entry} does not converge")
 
-    @staticmethod
-    def _params(func: functional.FuncOp, params: Mapping[str, list[Fact | None]]) -> list[Fact | None]:
-        return params.get(func.sym_name.data) or [None] * len(func.entry_block.args)
+    def _params(self, func: functional.FuncOp) -> list[Fact | None]:
+        known = self.specs.params(func.sym_name.data)
+        return list(known) if known is not None else [None] * len(func.entry_block.args)
 
-    def _tables(self, funcs, order, entry_facts, locals_, conflicts):  # noqa: ANN001, ANN202
-        params: dict[str, list[Fact | None]] = {self.entry: list(entry_facts)}
-        for name in order:
-            for callee, args in locals_[name].calls:
-                current = params.get(callee, [None] * len(args))
-                where = f"in @{callee}, parameter #{{}} (from a call in @{name})"
-                params[callee] = [
-                    conflicts.join(c, a, where.format(i))
-                    for i, (c, a) in enumerate(zip(current, args, strict=True))
-                ]
+    def user_callable(self, name: str) -> Callable[..., Any] | None:
+        """The user's `type_inference` of specialization `name`: its own, its function's (a symbol
+        `f.t1` is function `f`), or that of the function the frontend specialized (`f.s1` -> `f`)."""
+        for candidate in [name, *base_names(self.specs.root_of(name))]:
+            if candidate in self.user:
+                return self.user[candidate]
+        return None
+
+    def _results(self, funcs, order, locals_, conflicts):  # noqa: ANN001, ANN202
         results: dict[str, list[Fact | None] | None] = {}
         for name in order:
             n_out = len(funcs[name].function_type.outputs)
@@ -397,17 +430,19 @@ class ModuleInference:
                 conflicts.join_all([r[i] for r in locals_[name].returns], f"in @{name}, result #{i}")
                 for i in range(n_out)
             ]
-            fn_params = params.get(name, [])
-            if name in self.user and fn_params and all(p is not None for p in fn_params):
-                joined = list(user_result_facts(name, self.user[name], fn_params))  # type: ignore[arg-type]
+            fn_params = self.specs.params(name)
+            user = self.user_callable(name)
+            if user is not None and fn_params and all(p is not None for p in fn_params):
+                joined = list(user_result_facts(name, user, fn_params))
             results[name] = joined if all(j is not None for j in joined) else None
-        return params, results
+        return results
 
-    def _check_user(self, funcs, order, params, locals_) -> None:  # noqa: ANN001
+    def _check_user(self, order, locals_) -> None:  # noqa: ANN001
         for name in order:
-            if name not in self.user:
+            user = self.user_callable(name)
+            if user is None:
                 continue
-            declared = user_result_facts(name, self.user[name], params[name])
+            declared = user_result_facts(name, user, self.specs.params(name) or ())
             conflicts = Conflicts()
             for i, want in enumerate(declared):
                 found = _strong(conflicts.join_all([r[i] for r in locals_[name].returns], f"@{name}"))
@@ -435,7 +470,8 @@ def infer_types(
     user_type_inference: Mapping[str, Callable[..., Any]] | None = None,
 ) -> None:
     """Type `module` in place from `entry` (its declared parameter types if `arg_types` is None);
-    drop functions not reachable from `entry`."""
+    clone functions called with several argument type signatures (one specialization each, calls
+    redirected); drop functions not reachable from `entry`."""
     funcs = functions_of(module)
     if entry not in funcs:
         raise TypeInferenceError(f"no function @{entry} in the module")
@@ -450,6 +486,7 @@ def infer_types(
         module, entry, PrimEvaluator(sources), dict(user_type_inference or {})
     )
     locals_, results = inference.run(list(arg_types))
+    funcs = functions_of(module)
     for name, func in funcs.items():
         if name not in locals_:
             Rewriter.erase_op(func, safe_erase=False)
@@ -466,6 +503,7 @@ def infer_types(
         weak_values = [value_at(owner, index) for owner, index in weak[name]]
         convert_weak_values(weak_values)
         concretize_weak_constants(funcs[name], set(weak_values))
+    inference.specs.finalize(module)
     module.attributes[ENTRY_ATTR] = StringAttr(entry)
 
 
