@@ -24,6 +24,7 @@ duplicated when uses disagree, and loses its `weak` mark.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -404,11 +405,34 @@ class ModuleInference:
             new_results = self._results(funcs, order, locals_, conflicts)
             if not moved and new_results == results:
                 if conflicts.messages:
-                    raise TypeInferenceError(conflicts.messages[0])
+                    raise TypeInferenceError(conflicts.messages[0] + self._recursion_note(conflicts.messages[0]))
                 self._check_user(order, locals_)
                 return locals_, new_results
             results = new_results
         raise TypeInferenceError(f"type inference from @{self.entry} does not converge")
+
+    def _recursion_note(self, message: str) -> str:
+        """For a conflict in a function whose recursion calls another specialization of itself: the
+        types change along the recursion (e.g. `x / 2` makes a float of an int), say where."""
+        found = re.match(r"in @(\S+?),", message)
+        if found is None:
+            return ""
+        root = self.specs.root_of(found.group(1))
+        funcs = functions_of(self.module)
+        for name, func in funcs.items():
+            if self.specs.root_of(name) != root:
+                continue
+            for op in func.walk():
+                callee = op.callee.string_value() if isinstance(op, functional.CallOp) else None
+                if callee is None or callee == name or self.specs.root_of(callee) != root:
+                    continue
+                return (
+                    f". The argument types of @{root} change along its recursion: @{name} receives "
+                    f"{fmt_signature(self.specs.params(name) or ())} but calls @{callee} with "
+                    f"{fmt_signature(self.specs.params(callee) or ())}, and the specializations must still "
+                    "produce one type per value; make the recursive call pass the types the function receives"
+                )
+        return ""
 
     def _params(self, func: functional.FuncOp) -> list[Fact | None]:
         known = self.specs.params(func.sym_name.data)
