@@ -34,8 +34,7 @@ builtin.module {
 // CHECK:      functional.func @scale.t2(%v: i64) -> i64 {
 // CHECK-NEXT:   %c2 = functional.constant 2 : i64
 // CHECK-NEXT:   %r = functional.prim "multiply"(%v, %c2) : (i64, i64) -> i64
-// CHECK-NOT:  functional.func
-// CHECK:      // -----
+// CHECK-NOT:  functional.func @scale
 
 // -----
 
