@@ -27,8 +27,16 @@ lit: install
 pytest: install
 	$(BIN)/pytest -q -n 2 test/unit
 
-bench: install
-	$(BIN)/python bench/run.py
+# The reference (TFP's auto_batching) is installed only for the comparison, beside the venv:
+# --no-deps keeps pip from pulling a second TensorFlow next to tensorflow-cpu.
+BENCH_SITE := .bench-site
+$(BENCH_SITE)/.installed: $(BIN)/abir-opt
+	$(BIN)/pip install --quiet --no-deps --target $(BENCH_SITE) tensorflow-probability==0.25.0 \
+		tf-keras==2.21.0 decorator cloudpickle dm-tree
+	touch $@
+
+bench: $(BENCH_SITE)/.installed
+	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/run.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) $(BENCH_SITE) *.egg-info
