@@ -21,6 +21,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return SimplifyFunctionalPass
 
+    def if_convert() -> type[ModulePass]:
+        from abir.passes.if_convert import IfConvertPass
+
+        return IfConvertPass
+
     def lower_calls() -> type[ModulePass]:
         from abir.passes.lower_calls import LowerCallsPass
 
@@ -59,6 +64,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "infer-types": infer_types,
         "simplify-functional": simplify_functional,
+        "if-convert": if_convert,
         "lower-calls": lower_calls,
         "merge-blocks": merge_blocks,
         "stack-optimize": stack_optimize,

@@ -1,8 +1,9 @@
 """The compiler pipeline as Python API and as one named pass (`abir-lower`).
 
-    typed = compile_functional(module, "fib", [i64])    # infer types, clean up (new module)
+    typed = compile_functional(module, "fib", [i64])    # infer types, simplify, if-convert (new module)
     vm_module = lower_to_vm(typed, "fib")               # functional -> stack -> vm (new module)
 
+`compile_functional` runs infer-types, simplify-functional, if-convert, simplify-functional.
 `lower_to_vm` runs: lower-calls, merge-blocks, stack-optimize, allocate-storage, schedule-blocks,
 stack-to-vm, verifying the result of each stage.
 """
@@ -19,6 +20,7 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
 from abir.passes.allocate_storage import allocate_storage
+from abir.passes.if_convert import if_convert
 from abir.passes.infer_types import default_entry, infer_types
 from abir.passes.lower_calls import lower_calls, replace_module_body
 from abir.passes.schedule_blocks import merge_blocks, schedule_blocks
@@ -39,9 +41,16 @@ def compile_functional(
     simplified (constant folding, CSE, DCE), only functions reachable from `entry`; verified."""
     typed = module.clone()
     infer_types(typed, entry, arg_types, user_type_inference=user_type_inference)
-    simplify_functional(typed)
+    optimize_functional(typed)
     typed.verify()
     return typed
+
+
+def optimize_functional(typed: ModuleOp) -> None:
+    """simplify-functional, if-convert, simplify-functional again (CSE of the arms' constants)."""
+    simplify_functional(typed)
+    if_convert(typed)
+    simplify_functional(typed)
 
 
 def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
@@ -80,5 +89,5 @@ class AbirLowerPass(ModulePass):
         entry = self.entry or default_entry(op)
         typed = op.clone()
         infer_types(typed, entry)
-        simplify_functional(typed)
+        optimize_functional(typed)
         replace_module_body(op, lower_to_vm(typed, entry))
