@@ -41,6 +41,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return StackOptimizePass
 
+    def fuse_blocks() -> type[ModulePass]:
+        from abir.passes.fuse_blocks import FuseBlocksPass
+
+        return FuseBlocksPass
+
     def allocate_storage() -> type[ModulePass]:
         from abir.passes.allocate_storage import AllocateStoragePass
 
@@ -68,6 +73,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "lower-calls": lower_calls,
         "merge-blocks": merge_blocks,
         "stack-optimize": stack_optimize,
+        "fuse-blocks": fuse_blocks,
         "allocate-storage": allocate_storage,
         "schedule-blocks": schedule_blocks,
         "stack-to-vm": stack_to_vm,

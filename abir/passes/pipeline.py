@@ -4,8 +4,9 @@
     vm_module = lower_to_vm(typed, "fib")               # functional -> stack -> vm (new module)
 
 `compile_functional` runs infer-types, simplify-functional, if-convert, simplify-functional.
-`lower_to_vm` runs: lower-calls, merge-blocks, stack-optimize, allocate-storage, schedule-blocks,
-stack-to-vm, verifying the result of each stage.
+`lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, allocate-storage; `lower_to_vm`
+continues with fuse-blocks, allocate-storage again, schedule-blocks, stack-to-vm, verifying the
+result of each stage.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
 from abir.passes.allocate_storage import allocate_storage
+from abir.passes.fuse_blocks import fuse_blocks
 from abir.passes.if_convert import if_convert
 from abir.passes.infer_types import default_entry, infer_types
 from abir.passes.lower_calls import lower_calls, replace_module_body
@@ -66,6 +68,8 @@ def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
 def lower_to_vm(typed_module: ModuleOp, entry: str) -> ModuleOp:
     """A new verified vm module: opaque declarations, `vm.var`s and one `vm.program @<entry>`."""
     lowered = lower_to_stack(typed_module, entry)
+    fuse_blocks(lowered)  # shapes the block list for the machine, like schedule-blocks
+    allocate_storage(lowered)  # fused blocks keep more variables temporary
     schedule_blocks(lowered)
     result = stack_to_vm(lowered)
     result.verify()

@@ -1,0 +1,208 @@
+"""`fuse-blocks`: tail-duplicate small blocks into their predecessors (fewer machine steps).
+
+Every machine step costs a fixed overhead, so a member that runs a block and then another one it
+was bound to run anyway should run them as one kernel. `merge-blocks` does that when the second
+block has no other predecessor; this pass duplicates a SMALL block into a predecessor and keeps
+the original for the other predecessors:
+
+* `stack.goto ^s`: `^s`'s ops (terminator included) are appended in place of the jump. With a
+  loop whose header only computes the condition and branches, this is loop rotation: the body
+  ends in `goto ^header`, absorbs the header and branches straight back to itself (the header
+  still runs once on entry, or is absorbed by the entry's jump too).
+* `stack.push_goto ^r, ^e` (a call of a known block) absorbs the callee's entry `^e` when `^e`
+  ends in
+  - `stack.goto ^g`: the result ends in `stack.push_goto ^r, ^g`;
+  - `stack.indirect_goto` (the callee returns at once): the result ends in `stack.goto ^r`;
+  - `stack.branch @c, ^a, ^b`: the result branches on `@c` to, per arm `^x`, a copy of `^x`
+    ending in `stack.goto ^r` when `^x` is a small block that returns (a leaf: one step, where it
+    took the entry block plus the leaf before), or else a trampoline `stack.push_goto ^r, ^x`
+    (the same step count as before on that path). Done only when at least one arm is a leaf.
+    (The vm has no "push a return block without jumping", so this is how the entry test of a
+    recursive function moves into its call sites.)
+
+Limits: a duplicated block has at most `MAX_DUP_OPS` ops besides its terminator, no opaque prim
+(possibly costly, and duplicates would split the members running it over several steps), and
+does not end in a call (`stack.push_goto`: duplicating calls would multiply the call's
+continuation states); a block never absorbs itself nor the same original block twice (so
+cycles of jumps terminate), and a block stops absorbing at `MAX_FUSED_OPS` ops. The program
+entry block is left alone (it stays the program's own call of the entry function). Blocks no
+longer reachable from the program entry are erased.
+
+Run it after `stack-optimize` (whose save analysis wants the plain call structure) and before
+`allocate-storage` (more variables become temporaries of one kernel); `lower_to_vm` runs it on
+the allocated stack program and then allocates storage again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation
+from xdsl.passes import ModulePass
+
+from abir.dialects import stack
+from abir.passes.allocate_storage import the_program
+
+MAX_DUP_OPS = 8
+"""The most ops (terminator excluded) a block may have to be duplicated into a predecessor."""
+
+MAX_FUSED_OPS = 64
+"""A block stops absorbing successors once it would exceed this many ops."""
+
+
+def body_ops(block: Block) -> list[Operation]:
+    return list(block.ops)[:-1]
+
+
+def small(block: Block) -> bool:
+    body = body_ops(block)
+    return len(body) <= MAX_DUP_OPS and not any(
+        isinstance(op, stack.PrimOp) and op.callee is not None for op in body
+    )
+
+
+def copy_attrs(source: Operation, target: Operation) -> Operation:
+    target.attributes.update(source.attributes)
+    return target
+
+
+class Fuser:
+    def __init__(self, program: stack.ProgramOp):
+        self.program = program
+        self.entry = program.body.blocks.first
+        self.absorbed: dict[Block, set[Block]] = {}
+        self.copies: dict[tuple[Block, Block], Block] = {}
+
+    def can_absorb(self, into: Block, block: Block) -> bool:
+        return (
+            block is not into
+            and block is not self.entry
+            and block not in self.absorbed.get(into, set())
+            and small(block)
+            and len(into.ops) + len(block.ops) <= MAX_FUSED_OPS + 1
+        )
+
+    def append(self, into: Block, source: Block, terminator: Operation) -> None:
+        """Replace `into`'s terminator by `source`'s body followed by `terminator`."""
+        old = into.last_op
+        assert old is not None
+        old.detach()
+        old.erase()
+        for op in body_ops(source):
+            into.add_op(op.clone())
+        into.add_op(terminator)
+        self.absorbed.setdefault(into, set()).update({source, *self.absorbed.get(source, set())})
+
+    def add_block(self, block: Block, after: Block) -> Block:
+        self.program.body.insert_block_after(block, after)
+        return block
+
+    def returning_arm(self, arm: Block, ret: Block, near: Block) -> Block | None:
+        """A copy of the small returning block `arm` that jumps to `ret` instead (cached)."""
+        key = (arm, ret)
+        if key in self.copies and self.copies[key].parent is not None:
+            return self.copies[key]
+        term = arm.last_op
+        if arm is self.entry or not isinstance(term, stack.IndirectGotoOp) or not small(arm):
+            return None
+        copy = Block()
+        for op in body_ops(arm):
+            copy.add_op(op.clone())
+        copy.add_op(copy_attrs(term, stack.GotoOp(ret)))
+        self.copies[key] = self.add_block(copy, near)
+        return copy
+
+    def trampoline(self, arm: Block, ret: Block, call: Operation, near: Block) -> Block:
+        key = (ret, arm)  # distinct from returning_arm keys: (arm, ret) vs (ret, arm) orders
+        if key in self.copies and self.copies[key].parent is not None:
+            return self.copies[key]
+        block = Block()
+        block.add_op(copy_attrs(call, stack.PushGotoOp(ret, arm)))
+        self.copies[key] = self.add_block(block, near)
+        return block
+
+    def fuse(self, block: Block) -> bool:
+        if block is self.entry:  # the program's own entry call stays (block 0 runs no user code)
+            return False
+        term = block.last_op
+        if isinstance(term, stack.GotoOp):
+            succ = term.dest
+            if not self.can_absorb(block, succ) or isinstance(succ.last_op, stack.PushGotoOp):
+                return False
+            succ_term = succ.last_op
+            assert succ_term is not None
+            self.append(block, succ, succ_term.clone())
+            return True
+        if isinstance(term, stack.PushGotoOp):
+            callee, ret = term.dest, term.return_dest
+            if not self.can_absorb(block, callee):
+                return False
+            callee_term = callee.last_op
+            match callee_term:
+                case stack.GotoOp():
+                    new: Operation = copy_attrs(callee_term, stack.PushGotoOp(ret, callee_term.dest))
+                case stack.IndirectGotoOp():
+                    new = copy_attrs(callee_term, stack.GotoOp(ret))
+                case stack.BranchOp():
+                    arms = [callee_term.then_dest, callee_term.else_dest]
+                    leaves = [self.returning_arm(arm, ret, block) for arm in arms]
+                    if all(leaf is None for leaf in leaves):
+                        return False
+                    then_b, else_b = (
+                        leaf if leaf is not None else self.trampoline(arm, ret, term, block)
+                        for arm, leaf in zip(arms, leaves, strict=True)
+                    )
+                    new = copy_attrs(callee_term, stack.BranchOp(callee_term.cond, then_b, else_b))
+                case _:
+                    return False
+            self.append(block, callee, new)
+            return True
+        return False
+
+    def drop_unreachable(self) -> None:
+        """Erase the blocks no path from the program entry reaches (return blocks count)."""
+        assert self.entry is not None
+        seen = {self.entry}
+        todo = [self.entry]
+        while todo:
+            term = todo.pop().last_op
+            for succ in term.successors if term is not None else ():
+                if succ not in seen:
+                    seen.add(succ)
+                    todo.append(succ)
+        for block in list(self.program.body.blocks):
+            if block not in seen:
+                for op in reversed(list(block.ops)):
+                    op.detach()
+                    op.erase(safe_erase=False)
+        for block in list(self.program.body.blocks):
+            if block not in seen:
+                self.program.body.erase_block(block, safe_erase=False)
+
+    def run(self) -> None:
+        budget = 20 * len(self.program.body.blocks) + 100
+        changed = True
+        while changed and budget > 0:
+            changed = False
+            for block in list(self.program.body.blocks):
+                if block.parent is not None and budget > 0 and self.fuse(block):
+                    changed = True
+                    budget -= 1
+            self.drop_unreachable()
+
+
+def fuse_blocks(module: ModuleOp) -> None:
+    """Tail-duplicate small blocks into jumping and calling predecessors, in place."""
+    Fuser(the_program(module)).run()
+
+
+@dataclass(frozen=True)
+class FuseBlocksPass(ModulePass):
+    """Duplicate small successor blocks into predecessors ending in goto or a known call."""
+
+    name = "fuse-blocks"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        fuse_blocks(op)
