@@ -114,6 +114,22 @@ def join_facts(a: Fact, b: Fact) -> Fact | None:
     return None
 
 
+KIND_GROUPS = {"b": "b", "i": "i", "u": "i", "f": "f", "c": "c"}
+
+
+def widen_param(param: Fact, arg: Fact) -> Fact | None:
+    """The parameter fact a specialization takes to also serve an argument: equal types (strong
+    if either is), or a weak fact meeting a strong one of the same kind that absorbs it (a literal
+    `0` passed where an i32 is expected); None otherwise (a new specialization is needed)."""
+    if param.type == arg.type:
+        return Fact(param.type, param.weak and arg.weak)
+    if param.weak == arg.weak:
+        return None
+    strong, weak = (arg, param) if param.weak else (param, arg)
+    same_kind = KIND_GROUPS.get(strong.tensor.dtype.kind) == KIND_GROUPS.get(weak.tensor.dtype.kind)
+    return strong if same_kind and absorbs(strong, weak) else None
+
+
 def fmt_signature(facts: Sequence[Fact]) -> str:
     return "(" + ", ".join(fmt(f) for f in facts) + ")"
 
@@ -376,7 +392,7 @@ class ModuleInference:
     specs: Specializations = field(init=False)
 
     def __post_init__(self) -> None:
-        self.specs = Specializations(self.module, join_facts, fmt_signature)
+        self.specs = Specializations(self.module, join_facts, widen_param, fmt_signature)
 
     def run(self, arg_types: Sequence[Attribute]) -> tuple[dict[str, LocalResult], dict[str, Any]]:
         funcs = functions_of(self.module)

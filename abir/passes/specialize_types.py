@@ -10,11 +10,15 @@ call sites pass, and redirects each call to the specialization of its own argume
 
 Policy (what `Specializations` implements; `ModuleInference` drives it round by round):
 
-* The key of a call is the tuple of its argument `Fact`s, weak flag included: a weak argument
-  (a Python number computed from literals only, e.g. `scale(3)` or a counter started at 0) is
-  its own kind, so `scale(3)` is computed with Python-int semantics even when `scale(x_f64)`
-  exists elsewhere (as plain Python would). Inside a specialization whose parameter is weak the
-  parameter behaves like a literal (converted where it meets a typed value, NEP 50).
+* The key of a call is the tuple of its argument `Fact`s, weak flag included. A weak argument
+  (a Python number computed from literals only, e.g. `scale(3)` or a counter started at 0)
+  joins a specialization whose parameter has a strong type of the same kind (bool, integer,
+  float, complex), as a literal would take that type under NEP 50: `acc_rec(n, 0)` and
+  `acc_rec(n - 1, acc + x_i32)` share one `acc: i32` specialization (a weak parameter of an
+  existing specialization is widened to the strong type). Across kinds it is its own kind:
+  `scale(3)` is computed with Python-int semantics even when `scale(x_f64)` exists (as plain
+  Python would). A parameter that stays weak behaves like a literal inside the specialization
+  (converted where it meets a typed value).
 * Keys are sticky per call op: a call's key is joined with the key it had in earlier rounds
   (a weak fact absorbed by a strong one of the same kind, weak scalars promoted). A call site
   that first sees `0` (weak) and later `f(y)` (f64) through a loop settles on the f64
@@ -64,17 +68,23 @@ class Specializations:
     """The specializations of every function of one module, keyed by argument facts.
 
     `join(a, b)` joins two facts of one argument position without a conflict, or returns None;
-    `show(key)` formats a key for messages."""
+    `widen(a, b)` is the fact a specialization with parameter fact `a` takes to also serve
+    argument fact `b`, or None when it cannot (only a weak fact meeting a strong one of its own
+    kind widens); `show(key)` formats a key for messages."""
 
     def __init__(
         self,
         module: ModuleOp,
         join: Callable[[F, F], F | None],
+        widen: Callable[[F, F], F | None],
         show: Callable[[Key], str],
         limit: int = MAX_SPECIALIZATIONS,
     ):
         self.module = module
         self.join = join
+        self.widen = widen
+        self.version = 0
+        """Bumped whenever a signature is set or widened."""
         self.show = show
         self.limit = limit
         names = list(functions_of(module))
@@ -97,6 +107,7 @@ class Specializations:
         """Fix the signature of `symbol` (the entry function: its argument types)."""
         self.signature[symbol] = key
         self.by_key[self.root_of(symbol)][key] = symbol
+        self.version += 1
 
     def params(self, symbol: str) -> Key | None:
         return self.signature.get(symbol)
@@ -109,7 +120,7 @@ class Specializations:
         """Point every call (caller, op, argument facts) at the specialization of its key,
         creating specializations as needed; whether anything changed (a call's callee, or the
         signature of a function that had none)."""
-        n_signatures = len(self.signature)
+        version = self.version
         changed = False
         for caller, op, facts in calls:
             if any(f is None for f in facts):
@@ -120,7 +131,7 @@ class Specializations:
             if target != current:
                 op.callee = SymbolRefAttr(target)
                 changed = True
-        return changed or len(self.signature) != n_signatures
+        return changed or self.version != version
 
     def _sticky_key(self, op: functional.CallOp, key: Key) -> Key:
         previous = self.call_keys.get(op)
@@ -135,6 +146,16 @@ class Specializations:
         table = self.by_key.setdefault(root, {})
         if key in table:
             return table[key]
+        for member in self.members.get(root, []):
+            signature = self.signature.get(member)
+            if signature is None or len(signature) != len(key):
+                continue
+            widened = tuple(self.widen(p, k) for p, k in zip(signature, key, strict=True))
+            if all(w is not None for w in widened):
+                if widened != signature:
+                    self.assign(member, widened)  # type: ignore[arg-type]
+                table[key] = member
+                return member
         if root not in self.signature and root in self.root:
             self.assign(root, key)
             self.first_call[root] = caller

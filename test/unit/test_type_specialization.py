@@ -50,6 +50,16 @@ def pong(n, x):
     return ping(n - 1, x * 0.5 + leaf(x))
 
 
+def acc_rec(n, acc):
+    if n <= 0:
+        return acc
+    return acc_rec(n - 1, acc + n)
+
+
+def acc_entry(n):
+    return acc_rec(n, 0)
+
+
 def ident(v):
     return v
 
@@ -186,6 +196,18 @@ def test_stackless_runs_the_specializations():
     ctx, fn = batched(ping, pong, leaf)
     n, x = np.array([0, 3, 6]), np.array([1.0, 2.0, 3.0])
     assert_matches_python(ping, fn(n, x, stackless=True), n, x)
+
+
+def test_literal_accumulator_shares_the_typed_specialization():
+    # acc_rec(n, 0) and acc_rec(n - 1, acc + n_i32): the literal takes the i32 of its own kind
+    # (NEP 50), so one specialization serves both calls; the result is int32 as in Python.
+    ctx, fn = batched(acc_entry, acc_rec)
+    n = np.array([0, 3, 5, -2], dtype=np.int32)
+    result = fn(n)
+    assert np.asarray(result).dtype == np.int32
+    assert_matches_python(acc_entry, result, n)
+    typed = ctx.program_compiled("acc_entry", [abir.TensorType(np.int32, ())])
+    assert symbols(typed) == ["acc_entry", "acc_rec"]
 
 
 def test_user_type_inference_applies_to_every_specialization():

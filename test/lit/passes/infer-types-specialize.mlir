@@ -1,15 +1,15 @@
 // RUN: abir-opt %s -p infer-types --split-input-file | filecheck %s
 
-// A helper called with an int, a float and a weak literal: one specialization per signature.
-// The first signature seen keeps the plain name; the literal call gets its own (weak) one, so
-// `scale(3)` computes with Python-int semantics (its parameter is typed i64 in the end).
+// A helper called with an int and a float: one specialization per signature, the first
+// signature seen keeps the plain name. The weak literal `3` fits the i32 specialization (a
+// literal takes the type of its own kind it meets, NEP 50), so it needs no third one.
 builtin.module {
-  functional.func @main(%i: i64, %x: f64) -> (!functional.unknown, !functional.unknown, !functional.unknown, !functional.unknown) {
-    %a = functional.call @scale(%i) : (i64) -> !functional.unknown
+  functional.func @main(%i: i32, %x: f64) -> (!functional.unknown, !functional.unknown, !functional.unknown, !functional.unknown) {
+    %a = functional.call @scale(%i) : (i32) -> !functional.unknown
     %b = functional.call @scale(%x) : (f64) -> !functional.unknown
     %c3 = functional.constant weak 3 : i64
     %c = functional.call @scale(%c3) : (i64) -> !functional.unknown
-    %d = functional.call @scale(%i) : (i64) -> !functional.unknown
+    %d = functional.call @scale(%i) : (i32) -> !functional.unknown
     functional.return %a, %b, %c, %d : !functional.unknown, !functional.unknown, !functional.unknown, !functional.unknown
   }
   functional.func @scale(%v: !functional.unknown) -> !functional.unknown {
@@ -19,19 +19,44 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @main(%i: i64, %x: f64) -> (i64, f64, i64, i64) {
-// CHECK-NEXT:   %a = functional.call @scale(%i) : (i64) -> i64
+// CHECK:      functional.func @main(%i: i32, %x: f64) -> (i32, f64, i32, i32) {
+// CHECK-NEXT:   %a = functional.call @scale(%i) : (i32) -> i32
 // CHECK-NEXT:   %b = functional.call @scale.t1(%x) : (f64) -> f64
-// CHECK-NEXT:   %c3 = functional.constant 3 : i64
-// CHECK-NEXT:   %c = functional.call @scale.t2(%c3) : (i64) -> i64
-// CHECK-NEXT:   %d = functional.call @scale(%i) : (i64) -> i64
-// CHECK:      functional.func @scale(%v: i64) -> i64 {
-// CHECK-NEXT:   %c2 = functional.constant 2 : i64
-// CHECK-NEXT:   %r = functional.prim "multiply"(%v, %c2) : (i64, i64) -> i64
+// CHECK-NEXT:   %c3 = functional.constant 3 : i32
+// CHECK-NEXT:   %c = functional.call @scale(%c3) : (i32) -> i32
+// CHECK-NEXT:   %d = functional.call @scale(%i) : (i32) -> i32
+// CHECK:      functional.func @scale(%v: i32) -> i32 {
+// CHECK-NEXT:   %c2 = functional.constant 2 : i32
+// CHECK-NEXT:   %r = functional.prim "multiply"(%v, %c2) : (i32, i32) -> i32
 // CHECK:      functional.func @scale.t1(%v: f64) -> f64 {
 // CHECK-NEXT:   %c2 = functional.constant 2.000000e+00 : f64
 // CHECK-NEXT:   %r = functional.prim "multiply"(%v, %c2) : (f64, f64) -> f64
-// CHECK:      functional.func @scale.t2(%v: i64) -> i64 {
+// CHECK-NOT:  functional.func @scale
+
+// -----
+
+// A weak int literal where only a float specialization exists: its own (weak) specialization,
+// so `scale(3)` computes with Python-int semantics, as plain Python would.
+builtin.module {
+  functional.func @lit(%x: f64) -> (!functional.unknown, !functional.unknown) {
+    %b = functional.call @scale(%x) : (f64) -> !functional.unknown
+    %c3 = functional.constant weak 3 : i64
+    %c = functional.call @scale(%c3) : (i64) -> !functional.unknown
+    functional.return %b, %c : !functional.unknown, !functional.unknown
+  }
+  functional.func @scale(%v: !functional.unknown) -> !functional.unknown {
+    %c2 = functional.constant weak 2 : i64
+    %r = functional.prim "multiply"(%v, %c2) : (!functional.unknown, i64) -> !functional.unknown
+    functional.return %r : !functional.unknown
+  }
+}
+
+// CHECK:      functional.func @lit(%x: f64) -> (f64, i64) {
+// CHECK-NEXT:   %b = functional.call @scale(%x) : (f64) -> f64
+// CHECK-NEXT:   %c3 = functional.constant 3 : i64
+// CHECK-NEXT:   %c = functional.call @scale.t1(%c3) : (i64) -> i64
+// CHECK:      functional.func @scale(%v: f64) -> f64 {
+// CHECK:      functional.func @scale.t1(%v: i64) -> i64 {
 // CHECK-NEXT:   %c2 = functional.constant 2 : i64
 // CHECK-NEXT:   %r = functional.prim "multiply"(%v, %c2) : (i64, i64) -> i64
 // CHECK-NOT:  functional.func @scale
@@ -134,3 +159,35 @@ builtin.module {
 // CHECK:        %r = functional.call @ping(%m, %l) : (i64, f64) -> f64
 // CHECK:      functional.func @leaf(%v: i64) -> i64 {
 // CHECK:      functional.func @leaf.t1(%v: f64) -> f64 {
+
+// -----
+
+// A tail recursion started with a literal accumulator: the weak `0` and the i32 `acc + n` share
+// one specialization (the weak parameter widens to i32) instead of two.
+builtin.module {
+  functional.func @acc_entry(%n: i32) -> !functional.unknown {
+    %c0 = functional.constant weak 0 : i64
+    %r = functional.call @acc_rec(%n, %c0) : (i32, i64) -> !functional.unknown
+    functional.return %r : !functional.unknown
+  }
+  functional.func @acc_rec(%n: !functional.unknown, %acc: !functional.unknown) -> !functional.unknown {
+    %c0 = functional.constant weak 0 : i64
+    %stop = functional.prim "less_equal"(%n, %c0) : (!functional.unknown, i64) -> i1
+    cf.cond_br %stop, ^done, ^rec
+  ^done:
+    functional.return %acc : !functional.unknown
+  ^rec:
+    %c1 = functional.constant weak 1 : i64
+    %m = functional.prim "subtract"(%n, %c1) : (!functional.unknown, i64) -> !functional.unknown
+    %s = functional.prim "add"(%acc, %n) : (!functional.unknown, !functional.unknown) -> !functional.unknown
+    %r = functional.call @acc_rec(%m, %s) : (!functional.unknown, !functional.unknown) -> !functional.unknown
+    functional.return %r : !functional.unknown
+  }
+}
+
+// CHECK:      functional.func @acc_entry(%n: i32) -> i32 {
+// CHECK-NEXT:   %c0 = functional.constant 0 : i32
+// CHECK-NEXT:   %r = functional.call @acc_rec(%n, %c0) : (i32, i32) -> i32
+// CHECK:      functional.func @acc_rec(%n: i32, %acc: i32) -> i32 {
+// CHECK:        %r = functional.call @acc_rec(%m, %s) : (i32, i32) -> i32
+// CHECK-NOT:  functional.func
