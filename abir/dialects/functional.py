@@ -23,6 +23,7 @@ Values whose type is not known yet have type `!functional.unknown`; type inferen
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Self
 
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -335,18 +336,15 @@ def print_prim_head(printer: Printer, fn: StringAttr | None, callee: SymbolRefAt
         printer.print_string_literal(fn.data)
 
 
-@irdl_op_definition
-class PrimOp(IRDLOperation):
-    """A batched primitive: a builtin Array-API operation or an opaque callable."""
-
-    name = "functional.prim"
+class SSAPrimOpBase(IRDLOperation):
+    """A primitive on SSA values (`functional.prim`, `vm.prim`): a builtin Array-API operation
+    named by string, or an opaque callable named by symbol, with the shared custom syntax
+    `"add"(%a, %b) : (i64, i64) -> i64` / `@helper(%x) : (f64) -> (f64, f64)`."""
 
     arguments = var_operand_def()
     fn = opt_prop_def(StringAttr)
     callee = opt_prop_def(SymbolRefAttr)
     res = var_result_def()
-
-    traits = traits_def(PrimSymbolUser())
 
     def __init__(
         self,
@@ -374,7 +372,7 @@ class PrimOp(IRDLOperation):
         )
 
     @classmethod
-    def parse(cls, parser: Parser) -> PrimOp:
+    def parse(cls, parser: Parser) -> Self:
         fn, callee = parse_prim_head(parser)
         pos = parser.pos
         args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
@@ -394,6 +392,15 @@ class PrimOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_function_type(self.arguments.types, self.res.types)
+
+
+@irdl_op_definition
+class PrimOp(SSAPrimOpBase):
+    """A batched primitive: a builtin Array-API operation or an opaque callable."""
+
+    name = "functional.prim"
+
+    traits = traits_def(PrimSymbolUser())
 
 
 ConstantValue = IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr

@@ -48,13 +48,10 @@ from xdsl.irdl import (
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
-    opt_prop_def,
     prop_def,
     region_def,
     result_def,
     traits_def,
-    var_operand_def,
-    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -63,13 +60,11 @@ from xdsl.utils.exceptions import VerifyException
 
 from abir.dialects.functional import (
     ConstantValue,
+    SSAPrimOpBase,
     parse_constant_body,
-    parse_prim_head,
     print_constant_body,
-    print_prim_head,
     verify_constant_value,
     verify_opaque_callee,
-    verify_prim_signature,
 )
 from abir.dialects.stack import StorageAttr, StorageClass, parse_var_list, print_var_list, refs
 from abir.types import is_value_type
@@ -408,55 +403,16 @@ class ConstantOp(IRDLOperation):
 
 
 @irdl_op_definition
-class PrimOp(IRDLOperation):
+class PrimOp(SSAPrimOpBase):
     """A primitive on whole-batch values: a builtin Array-API operation or an opaque callable."""
 
     name = "vm.prim"
 
-    arguments = var_operand_def()
-    fn = opt_prop_def(StringAttr)
-    callee = opt_prop_def(SymbolRefAttr)
-    res = var_result_def()
-
     traits = traits_def(_InBlock())
 
-    def __init__(
-        self, fn: str | SymbolRefAttr, arguments: Sequence[SSAValue | Operation], result_types: Sequence[Attribute]
-    ):
-        props: dict[str, Attribute] = {"callee": fn} if isinstance(fn, SymbolRefAttr) else {"fn": StringAttr(fn)}
-        super().__init__(operands=[list(arguments)], result_types=[list(result_types)], properties=props)
-
-    @property
-    def prim_name(self) -> str:
-        return self.fn.data if self.fn is not None else self.callee.string_value()  # type: ignore[union-attr]
-
     def verify_(self) -> None:
-        verify_prim_signature(
-            self.fn.data if self.fn is not None else None, self.callee, len(self.arguments), len(self.res)
-        )
+        super().verify_()
         verify_opaque_callee(self, self.callee)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> PrimOp:
-        fn, callee = parse_prim_head(parser)
-        pos = parser.pos
-        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ftype = parser.parse_function_type()
-        operands = parser.resolve_operands(args, ftype.inputs.data, pos)
-        op = cls(callee if callee is not None else fn.data, operands, ftype.outputs.data)  # type: ignore[union-attr]
-        op.attributes |= attrs
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_prim_head(printer, self.fn, self.callee)
-        with printer.in_parens():
-            printer.print_list(self.arguments, printer.print_operand)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_function_type(self.arguments.types, self.res.types)
 
 
 def _program_size(op: Operation) -> int | None:
