@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -413,11 +413,11 @@ class WriteOp(IRDLOperation):
         printer.print_op_attributes(self.attributes)
 
 
-class _StackOpBase(IRDLOperation):
-    """push/pop/peek: an operation on the saved values of one or more stack variables."""
+class SavedValuesOpBase(IRDLOperation):
+    """push/pop/peek (in `stack` and `vm`): an operation on the saved values of one or more
+    stack variables, written `stack.push @a, @b`."""
 
     vars = prop_def(ArrayAttr[SymbolRefAttr])
-    traits = traits_def(_InProgram())
     VERB: ClassVar[str] = ""
 
     def __init__(self, *names: str | SymbolRefAttr):
@@ -426,10 +426,14 @@ class _StackOpBase(IRDLOperation):
     def verify_(self) -> None:
         if not self.vars.data:
             raise VerifyException(f"{self.name} needs at least one variable")
-        check_stack_storage(self, self.vars.data, self.VERB)
+        self.verify_storage()
+
+    def verify_storage(self) -> None:
+        """Each dialect checks that the variables can hold saved values."""
+        raise NotImplementedError
 
     @classmethod
-    def parse(cls, parser: Parser):
+    def parse(cls, parser: Parser) -> Self:
         op = cls(*parse_var_list(parser, parser.Delimiter.NONE))
         op.attributes |= parser.parse_optional_attr_dict()
         return op
@@ -438,6 +442,13 @@ class _StackOpBase(IRDLOperation):
         printer.print_string(" ")
         print_var_list(printer, self.vars.data)
         printer.print_op_attributes(self.attributes)
+
+
+class _StackOpBase(SavedValuesOpBase):
+    traits = traits_def(_InProgram())
+
+    def verify_storage(self) -> None:
+        check_stack_storage(self, self.vars.data, self.VERB)
 
 
 @irdl_op_definition

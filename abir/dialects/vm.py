@@ -66,7 +66,14 @@ from abir.dialects.functional import (
     verify_constant_value,
     verify_opaque_callee,
 )
-from abir.dialects.stack import StorageAttr, StorageClass, parse_var_list, print_var_list, refs
+from abir.dialects.stack import (
+    SavedValuesOpBase,
+    StorageAttr,
+    StorageClass,
+    parse_var_list,
+    print_var_list,
+    refs,
+)
 from abir.types import is_value_type
 
 RUNTIME_STORAGE = (StorageClass.REGISTER, StorageClass.STACK)
@@ -314,34 +321,16 @@ class WriteOp(IRDLOperation):
             raise VerifyException(f"cannot write a {self.value.type} into @{self.var.string_value()} ({decl.type})")
 
 
-class _StackOpBase(IRDLOperation):
-    vars = prop_def(ArrayAttr[SymbolRefAttr])
+class _StackOpBase(SavedValuesOpBase):
     traits = traits_def(_InBlock())
-    VERB: ClassVar[str] = ""
 
-    def __init__(self, *names: str | SymbolRefAttr):
-        super().__init__(properties={"vars": refs(names)})
-
-    def verify_(self) -> None:
-        if not self.vars.data:
-            raise VerifyException(f"{self.name} needs at least one variable")
+    def verify_storage(self) -> None:
         for name in self.vars.data:
             if not lookup_var(self, name).is_stack:
                 raise VerifyException(
                     f"variable @{name.string_value()} is {self.VERB} but its storage class is register; "
                     "only stack variables keep saved values"
                 )
-
-    @classmethod
-    def parse(cls, parser: Parser):
-        op = cls(*parse_var_list(parser, parser.Delimiter.NONE))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_var_list(printer, self.vars.data)
-        printer.print_op_attributes(self.attributes)
 
 
 @irdl_op_definition
