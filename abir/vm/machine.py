@@ -398,12 +398,13 @@ class Machine:
     # ----- errors ---------------------------------------------------------------------------
     def _describe(self, block: int) -> str:
         plan = self.plans[block]
-        where = f"function {plan.function!r}" if plan.function else "the program"
-        if plan.callee is not None:
-            callee = self.plans[plan.callee].function
-            if callee and callee != plan.function:
-                where += f" calling {callee!r}"
-        return f"{where} (vm block {block})"
+        if not plan.function:
+            return f"the program (vm block {block})"
+        where = f"function {python_name(plan.function)!r}"
+        callee = self.plans[plan.callee].function if plan.callee is not None else None
+        if callee and callee != plan.function:
+            where += f" calling {python_name(callee)!r}"
+        return f"{where} (vm block {block} of IR function @{plan.function})"
 
     @staticmethod
     def _members(members: np.ndarray, shown: int = 8) -> str:
@@ -429,6 +430,12 @@ class Machine:
                 f"{self._members(members)} restored a value that was never saved. This is a bug in abir's "
                 "lowering (or in hand-written vm IR); please report it with the program"
             )
+
+
+def python_name(symbol: str) -> str:
+    """The Python function an IR function symbol comes from: specializations per argument
+    structure (`fib.s1`) or per argument types (`scale.t2`) add a dotted suffix."""
+    return symbol.split(".", 1)[0]
 
 
 def compile_machine(vm_module: ModuleOp) -> Machine:

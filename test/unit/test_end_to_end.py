@@ -164,6 +164,12 @@ def pair_countdown(n, t):
     return pair_countdown(n - 1, Pair(t.y, t.x + n))
 
 
+def pair_depth(t):
+    if t.x <= 0:
+        return t.y
+    return pair_depth(Pair(t.x - 1, t.y + 1)) + 1
+
+
 def consume_emit(inp):
     x, y = inp
     return x + 1, y + 2
@@ -227,7 +233,7 @@ def float_newton_sqrt(a):
 
 PROGRAMS = [fib, is_even, is_odd, rec_sum, iota_sum, collatz, gcd_loop, gcd_rec, nested_loops,
             for_break_continue, for_range_three, first_divisor, early_return_nested, one_armed_nested_if,
-            chained_and_bool, pair_step, pair_twice, pair_caller, pair_countdown, consume_emit, restructure,
+            chained_and_bool, pair_step, pair_twice, pair_caller, pair_countdown, pair_depth, consume_emit, restructure,
             helper_structure, seven_args, vector_state, field_reference, calls_numpy, enclosing_scope,
             float_newton_sqrt, counter_plus]  # fmt: skip
 
@@ -443,6 +449,12 @@ def test_stackless_matches(ctx):
 def test_stack_overflow_names_function_and_depth(ctx, backend):
     with pytest.raises(abir.StackOverflowError, match=r"rec_sum.*max_stack_depth.*5|max_stack_depth.*5.*rec_sum"):
         batched(ctx, rec_sum, np.array([3, 50]), backend=backend, max_stack_depth=5)
+
+
+def test_stack_overflow_names_the_python_function_of_a_specialization(ctx):
+    # pair_depth takes a namedtuple, so its IR function is a specialization (pair_depth.s1).
+    with pytest.raises(abir.StackOverflowError, match=r"function 'pair_depth' .*max_stack_depth=4"):
+        batched(ctx, pair_depth, Pair(np.array([1, 30]), np.array([0, 0])), max_stack_depth=4)
 
 
 def test_mismatched_batch_sizes(ctx):
