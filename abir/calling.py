@@ -8,7 +8,7 @@ dialect, kernel construction) and runs it on the chosen backend.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -208,9 +208,8 @@ def signature_from_types(sig: Sequence[Any]) -> tuple[list[optree.PyTreeSpec], t
     """Split a user signature (one TensorType pattern per argument) into structures and leaf types."""
     treedefs: list[optree.PyTreeSpec] = []
     leaf_types: list[TensorType] = []
-    is_leaf: Callable[[Any], bool] = lambda x: isinstance(x, TensorType)  # noqa: E731
     for pattern in sig:
-        leaves, treedef = optree.tree_flatten(pattern, is_leaf=is_leaf)
+        leaves, treedef = optree.tree_flatten(pattern, is_leaf=lambda x: isinstance(x, TensorType))
         for leaf in leaves:
             if not isinstance(leaf, TensorType):
                 raise TypeError(f"a signature holds abir.TensorType(dtype, shape) leaves, got {leaf!r}")
