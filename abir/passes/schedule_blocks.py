@@ -6,11 +6,14 @@ machine step instead of two, and more variables stay inside one kernel (temporar
 
 `schedule-blocks` fixes the block order, which becomes the vm block numbering and so the
 machine's priority (it runs the smallest block index any live member holds). Policy: the program
-entry stays first; then the cheap bookkeeping blocks (only writes, push/pop/peek and jumps: no
-`stack.prim`, no `stack.constant`); then the blocks that compute. Within each group the existing order
-(function by function, in source order) is kept. Running cheap blocks first lets members that
-are merely moving values or returning catch up with the others, so the expensive blocks run once
-for a larger group of members.
+entry stays first; then the blocks inside loops of their function, before the blocks after the
+loops (members that leave a loop early wait for the others instead of making the machine run the
+loop's exit once per iteration in which somebody leaves); within each of these groups the cheap
+bookkeeping blocks (only writes, push/pop/peek and jumps: no `stack.prim`, no `stack.constant`)
+come before the blocks that compute; otherwise the existing order (function by function, in
+source order) is kept. Running cheap blocks first lets members that are merely moving values or
+returning catch up with the others, so the expensive blocks run once for a larger group of
+members.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from xdsl.passes import ModulePass
 
 from abir.dialects import stack
 from abir.passes.allocate_storage import the_program
+from abir.passes.analysis import strongly_connected_components
 
 
 def references(program: stack.ProgramOp) -> dict[Block, int]:
@@ -64,14 +68,32 @@ def is_bookkeeping(block: Block) -> bool:
     return not any(isinstance(op, stack.PrimOp | stack.ConstantOp) for op in block.ops)
 
 
+def flow_successors(block: Block) -> list[Block]:
+    """Successors within one function: a call continues at its return block, a return leaves."""
+    term = block.last_op
+    if isinstance(term, stack.PushGotoOp):
+        return [term.return_dest]
+    return list(term.successors) if term is not None else []
+
+
+def blocks_in_loops(program: stack.ProgramOp) -> set[Block]:
+    """Blocks on a cycle of their own function's control flow (calls do not count as edges)."""
+    graph = {b: flow_successors(b) for b in program.body.blocks}
+    looping: set[Block] = set()
+    for component in strongly_connected_components(graph):
+        if len(component) > 1 or component[0] in graph[component[0]]:
+            looping.update(component)
+    return looping
+
+
 def schedule_blocks(module: ModuleOp) -> None:
     program = the_program(module)
     blocks = list(program.body.blocks)
-    order = [
-        blocks[0],
-        *(b for b in blocks[1:] if is_bookkeeping(b)),
-        *(b for b in blocks[1:] if not is_bookkeeping(b)),
-    ]
+    in_loop = blocks_in_loops(program)
+    rest = sorted(
+        blocks[1:], key=lambda b: (b not in in_loop, not is_bookkeeping(b), blocks.index(b))
+    )
+    order = [blocks[0], *rest]
     for block in blocks:
         program.body.detach_block(block)
     for block in order:
@@ -90,7 +112,7 @@ class MergeBlocksPass(ModulePass):
 
 @dataclass(frozen=True)
 class ScheduleBlocksPass(ModulePass):
-    """Order blocks: entry, then bookkeeping blocks, then blocks computing prims."""
+    """Order blocks: entry; loop blocks before the others; bookkeeping before computing blocks."""
 
     name = "schedule-blocks"
 

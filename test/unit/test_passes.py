@@ -159,9 +159,47 @@ def test_vm_blocks_carry_function_and_entry_is_zero() -> None:
 
 
 def test_schedule_puts_bookkeeping_blocks_first() -> None:
-    for text, entry, n in [(GCD, "gcd", 2), (FIB, "fib", 1), (EARLY, "find", 2)]:
+    # fib has no loops (calls are not loop edges), so the bookkeeping-first order is all there is.
+    _, _, v = compiled(FIB, "fib", [i64])
+    assert_bookkeeping_first(next(op for op in v.ops if isinstance(op, vm.ProgramOp)).blocks)
+
+
+def test_schedule_puts_loop_blocks_before_their_exits() -> None:
+    for text, entry, n in [(GCD, "gcd", 2), (EARLY, "find", 2)]:
         _, _, v = compiled(text, entry, [i64] * n)
-        assert_bookkeeping_first(next(op for op in v.ops if isinstance(op, vm.ProgramOp)).blocks)
+        blocks = next(op for op in v.ops if isinstance(op, vm.ProgramOp)).blocks
+        cycle = loop_members(blocks)
+        in_loop = [b.number in cycle for b in blocks[1:]]
+        assert in_loop[0], "the first scheduled block belongs to the loop"
+        assert in_loop == sorted(in_loop, reverse=True)
+
+
+def targets(block: vm.BlockOp) -> list[int]:
+    term = block.body.block.last_op
+    if isinstance(term, vm.JumpOp):
+        return [term.target.value.data]
+    if isinstance(term, vm.BranchOp):
+        return [term.then_target.value.data, term.else_target.value.data]
+    if isinstance(term, vm.CallOp):
+        return [term.return_target.value.data]
+    return []
+
+
+def loop_members(blocks: list[vm.BlockOp]) -> set[int]:
+    """Blocks on a cycle of jumps/branches (calls continue at their return block)."""
+    graph = {b.number: targets(b) for b in blocks}
+    on_cycle = set()
+    for start in graph:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            node = todo.pop()
+            if node == start:
+                on_cycle.add(start)
+                break
+            if node not in seen:
+                seen.add(node)
+                todo.extend(graph[node])
+    return on_cycle
 
 
 def assert_bookkeeping_first(blocks: list[vm.BlockOp]) -> None:

@@ -131,33 +131,33 @@ builtin.module {
 // CHECK-NEXT:   vm.var @tsum.result0 : f64 register
 // CHECK-NEXT:   vm.program @tsum(@tsum.n, @tsum.acc) -> (@tsum.result0) {
 // CHECK-NEXT:     vm.block 0 {
-// CHECK-NEXT:       vm.call 3, return 1
+// CHECK-NEXT:       vm.call 4, return 2
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 1 {
+// CHECK-NEXT:     vm.block 1 attributes {function = "tsum"} {
+// CHECK-NEXT:       %0 = vm.constant 1 : i64
+// CHECK-NEXT:       %1 = vm.read @tsum.n : i64
+// CHECK-NEXT:       %2 = vm.prim "subtract"(%1, %0) : (i64, i64) -> i64
+// CHECK-NEXT:       %3 = vm.read @tsum.acc : f64
+// CHECK-NEXT:       %4 = vm.prim "add"(%3, %1) : (f64, i64) -> f64
+// CHECK-NEXT:       %5 = vm.constant 0 : i64
+// CHECK-NEXT:       %6 = vm.prim "greater"(%2, %5) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.write @tsum.n, %2 : i64
+// CHECK-NEXT:       vm.write @tsum.acc, %4 : f64
+// CHECK-NEXT:       vm.branch %6, 1, 3
+// CHECK-NEXT:     }
+// CHECK-NEXT:     vm.block 2 {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 2 attributes {function = "tsum"} {
-// CHECK-NEXT:       %0 = vm.read @tsum.acc : f64
-// CHECK-NEXT:       vm.write @tsum.result0, %0 : f64
+// CHECK-NEXT:     vm.block 3 attributes {function = "tsum"} {
+// CHECK-NEXT:       %7 = vm.read @tsum.acc : f64
+// CHECK-NEXT:       vm.write @tsum.result0, %7 : f64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 3 attributes {function = "tsum"} {
-// CHECK-NEXT:       %1 = vm.constant 0 : i64
-// CHECK-NEXT:       %2 = vm.read @tsum.n : i64
-// CHECK-NEXT:       %3 = vm.prim "greater"(%2, %1) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.branch %3, 4, 2
-// CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "tsum"} {
-// CHECK-NEXT:       %4 = vm.constant 1 : i64
-// CHECK-NEXT:       %5 = vm.read @tsum.n : i64
-// CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i64, i64) -> i64
-// CHECK-NEXT:       %7 = vm.read @tsum.acc : f64
-// CHECK-NEXT:       %8 = vm.prim "add"(%7, %5) : (f64, i64) -> f64
-// CHECK-NEXT:       %9 = vm.constant 0 : i64
-// CHECK-NEXT:       %10 = vm.prim "greater"(%6, %9) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.write @tsum.n, %6 : i64
-// CHECK-NEXT:       vm.write @tsum.acc, %8 : f64
-// CHECK-NEXT:       vm.branch %10, 4, 2
+// CHECK-NEXT:       %8 = vm.constant 0 : i64
+// CHECK-NEXT:       %9 = vm.read @tsum.n : i64
+// CHECK-NEXT:       %10 = vm.prim "greater"(%9, %8) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.branch %10, 1, 3
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
@@ -200,44 +200,44 @@ builtin.module {
 // CHECK-NEXT:   vm.var @is_even.result0 : i1 register
 // CHECK-NEXT:   vm.program @is_even(@is_even.n) -> (@is_even.result0) {
 // CHECK-NEXT:     vm.block 0 {
-// CHECK-NEXT:       vm.call 2, return 1
+// CHECK-NEXT:       vm.call 4, return 3
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 1 {
-// CHECK-NEXT:       vm.halt
+// CHECK-NEXT:     vm.block 1 attributes {function = "is_odd"} {
+// CHECK-NEXT:       %0 = vm.constant 1 : i16
+// CHECK-NEXT:       %1 = vm.read @is_even.n : i16
+// CHECK-NEXT:       %2 = vm.prim "subtract"(%1, %0) : (i16, i16) -> i16
+// CHECK-NEXT:       %3 = vm.constant 0 : i16
+// CHECK-NEXT:       %4 = vm.prim "equal"(%2, %3) : (i16, i16) -> i1
+// CHECK-NEXT:       vm.write @is_odd.n, %2 : i16
+// CHECK-NEXT:       vm.branch %4, 6, 2
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "is_even"} {
-// CHECK-NEXT:       %0 = vm.constant 0 : i16
-// CHECK-NEXT:       %1 = vm.read @is_even.n : i16
-// CHECK-NEXT:       %2 = vm.prim "equal"(%1, %0) : (i16, i16) -> i1
-// CHECK-NEXT:       vm.branch %2, 3, 4
+// CHECK-NEXT:       %5 = vm.constant 1 : i16
+// CHECK-NEXT:       %6 = vm.read @is_odd.n : i16
+// CHECK-NEXT:       %7 = vm.prim "subtract"(%6, %5) : (i16, i16) -> i16
+// CHECK-NEXT:       %8 = vm.constant 0 : i16
+// CHECK-NEXT:       %9 = vm.prim "equal"(%7, %8) : (i16, i16) -> i1
+// CHECK-NEXT:       vm.write @is_even.n, %7 : i16
+// CHECK-NEXT:       vm.branch %9, 5, 1
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 3 attributes {function = "is_even"} {
-// CHECK-NEXT:       %3 = vm.constant true
-// CHECK-NEXT:       vm.write @is_even.result0, %3 : i1
+// CHECK-NEXT:     vm.block 3 {
+// CHECK-NEXT:       vm.halt
+// CHECK-NEXT:     }
+// CHECK-NEXT:     vm.block 4 attributes {function = "is_even"} {
+// CHECK-NEXT:       %10 = vm.constant 0 : i16
+// CHECK-NEXT:       %11 = vm.read @is_even.n : i16
+// CHECK-NEXT:       %12 = vm.prim "equal"(%11, %10) : (i16, i16) -> i1
+// CHECK-NEXT:       vm.branch %12, 5, 1
+// CHECK-NEXT:     }
+// CHECK-NEXT:     vm.block 5 attributes {function = "is_even"} {
+// CHECK-NEXT:       %13 = vm.constant true
+// CHECK-NEXT:       vm.write @is_even.result0, %13 : i1
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 4 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %4 = vm.constant 1 : i16
-// CHECK-NEXT:       %5 = vm.read @is_even.n : i16
-// CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i16, i16) -> i16
-// CHECK-NEXT:       %7 = vm.constant 0 : i16
-// CHECK-NEXT:       %8 = vm.prim "equal"(%6, %7) : (i16, i16) -> i1
-// CHECK-NEXT:       vm.write @is_odd.n, %6 : i16
-// CHECK-NEXT:       vm.branch %8, 5, 6
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 5 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %9 = vm.constant false
-// CHECK-NEXT:       vm.write @is_even.result0, %9 : i1
+// CHECK-NEXT:     vm.block 6 attributes {function = "is_odd"} {
+// CHECK-NEXT:       %14 = vm.constant false
+// CHECK-NEXT:       vm.write @is_even.result0, %14 : i1
 // CHECK-NEXT:       vm.return
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 6 attributes {function = "is_even"} {
-// CHECK-NEXT:       %10 = vm.constant 1 : i16
-// CHECK-NEXT:       %11 = vm.read @is_odd.n : i16
-// CHECK-NEXT:       %12 = vm.prim "subtract"(%11, %10) : (i16, i16) -> i16
-// CHECK-NEXT:       %13 = vm.constant 0 : i16
-// CHECK-NEXT:       %14 = vm.prim "equal"(%12, %13) : (i16, i16) -> i1
-// CHECK-NEXT:       vm.write @is_even.n, %12 : i16
-// CHECK-NEXT:       vm.branch %14, 3, 4
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT: }

@@ -1,5 +1,7 @@
 // RUN: abir-opt %s -p schedule-blocks --split-input-file | filecheck %s
-// Entry stays block 0, then bookkeeping blocks (only writes, pops, pushes, jumps), then blocks that compute (prims or constants), each group in program order.
+// Entry stays block 0; then the blocks on a loop of their function, then the others; within each,
+// bookkeeping blocks (only writes, pops, pushes, jumps) before blocks that compute (prims or
+// constants), each group in program order.
 // Recursive fibonacci.
 builtin.module {
   stack.var @fib.n : i64 stack
@@ -97,7 +99,7 @@ builtin.module {
 
 // -----
 
-// A while loop with a swap: gcd.
+// A while loop with a swap: gcd. The loop's blocks come first; its exit (the return) waits.
 builtin.module {
   stack.var @gcd.a0 : i64 register
   stack.var @gcd.b0 : i64 register
@@ -138,22 +140,22 @@ builtin.module {
 // CHECK-NEXT:   stack.var @gcd.r : i64 register
 // CHECK-NEXT:   stack.var @gcd.result0 : i64 register
 // CHECK-NEXT:   stack.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
-// CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
+// CHECK-NEXT:     stack.push_goto ^bb3, ^bb4
 // CHECK-NEXT:   ^bb1:
-// CHECK-NEXT:     stack.halt
-// CHECK-NEXT:   ^bb2:
-// CHECK-NEXT:     stack.write @gcd.a, @gcd.b = @gcd.a0, @gcd.b0
-// CHECK-NEXT:     stack.goto ^bb5 {function = "gcd"}
-// CHECK-NEXT:   ^bb3:
 // CHECK-NEXT:     stack.write @gcd.a, @gcd.b = @gcd.b, @gcd.r
-// CHECK-NEXT:     stack.goto ^bb5 {function = "gcd"}
-// CHECK-NEXT:   ^bb4:
-// CHECK-NEXT:     stack.write @gcd.result0 = @gcd.a
-// CHECK-NEXT:     stack.indirect_goto {function = "gcd"}
-// CHECK-NEXT:   ^bb5:
+// CHECK-NEXT:     stack.goto ^bb2 {function = "gcd"}
+// CHECK-NEXT:   ^bb2:
 // CHECK-NEXT:     stack.constant @gcd.c0 = 0 : i64
 // CHECK-NEXT:     stack.prim "not_equal"(@gcd.b, @gcd.c0) -> (@gcd.ne)
 // CHECK-NEXT:     stack.prim "remainder"(@gcd.a, @gcd.b) -> (@gcd.r)
-// CHECK-NEXT:     stack.branch @gcd.ne, ^bb3, ^bb4 {function = "gcd"}
+// CHECK-NEXT:     stack.branch @gcd.ne, ^bb1, ^bb5 {function = "gcd"}
+// CHECK-NEXT:   ^bb3:
+// CHECK-NEXT:     stack.halt
+// CHECK-NEXT:   ^bb4:
+// CHECK-NEXT:     stack.write @gcd.a, @gcd.b = @gcd.a0, @gcd.b0
+// CHECK-NEXT:     stack.goto ^bb2 {function = "gcd"}
+// CHECK-NEXT:   ^bb5:
+// CHECK-NEXT:     stack.write @gcd.result0 = @gcd.a
+// CHECK-NEXT:     stack.indirect_goto {function = "gcd"}
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
