@@ -82,10 +82,11 @@ BEFORE = {
 }
 AFTER = {
     "fib": (358, 354),
-    "collatz": (130, 122),
-    "gcd": (18, 14),
-    "nested": (102, 94),
-    "clipped_sum": (32, 24),
+    # Loop programs run at the ideal: loop blocks are scheduled before the loops' exits.
+    "collatz": (122, 122),
+    "gcd": (14, 14),
+    "nested": (94, 94),
+    "clipped_sum": (24, 24),
 }
 
 
