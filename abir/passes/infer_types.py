@@ -519,7 +519,8 @@ def infer_types(
         arg_types = list(funcs[entry].function_type.inputs.data)
         if not all(is_value_type(t) for t in arg_types):
             raise TypeInferenceError(
-                f"@{entry} has untyped parameters {list(map(str, arg_types))}; give entry types"
+                f"@{entry} has untyped parameters {list(map(str, arg_types))}; give their types, e.g. "
+                f"-p 'infer-types{{entry={entry} arg-types=i64}}' (one type per parameter)"
             )
     sources = {op.sym_name.data: op.source.data for op in module.ops if isinstance(op, functional.OpaqueOp)}
     inference = ModuleInference(
@@ -709,14 +710,34 @@ def convert_constant(value: Attribute, want: Attribute, where: str) -> Attribute
 @dataclass(frozen=True)
 class InferTypesPass(ModulePass):
     """Infer per-member types from `entry` (default: the module's `abir.entry` attribute, or the
-    one function whose parameters are all typed); records the entry as `abir.entry`. Option: entry."""
+    one function whose parameters are all typed); records the entry as `abir.entry`. Options:
+    entry; arg-types, the entry's parameter types when the IR leaves them unknown (quote types
+    with punctuation: `infer-types{entry=f arg-types=i64,"tensor<3xf64>"}`)."""
 
     name = "infer-types"
 
     entry: str | None = None
+    arg_types: tuple[str, ...] = ()
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        infer_types(op, self.entry or default_entry(op))
+        infer_types(op, self.entry or default_entry(op), parse_arg_types(ctx, self.arg_types))
+
+
+def parse_arg_types(ctx: Context, texts: tuple[str, ...] | str) -> list[Attribute] | None:
+    """Builtin types written in a pass option (None when the option is empty)."""
+    if isinstance(texts, str):
+        texts = (texts,)
+    if not texts:
+        return None
+    from xdsl.parser import Parser
+
+    types = []
+    for text in texts:
+        attr = Parser(ctx, text, "arg-types").parse_type()
+        if not is_value_type(attr):
+            raise TypeInferenceError(f"arg-types: {text} is not a per-member type (i1, i64, f32, tensor<3xf64>, ...)")
+        types.append(attr)
+    return types
 
 
 def default_entry(module: ModuleOp) -> str:

@@ -23,7 +23,7 @@ from xdsl.passes import ModulePass
 from abir.passes.allocate_storage import allocate_storage
 from abir.passes.fuse_blocks import fuse_blocks
 from abir.passes.if_convert import if_convert
-from abir.passes.infer_types import default_entry, infer_types
+from abir.passes.infer_types import default_entry, infer_types, parse_arg_types
 from abir.passes.lower_calls import lower_calls, replace_module_body
 from abir.passes.schedule_blocks import merge_blocks, schedule_blocks
 from abir.passes.simplify import simplify_functional
@@ -83,15 +83,17 @@ def is_typed(module: ModuleOp) -> bool:
 @dataclass(frozen=True)
 class AbirLowerPass(ModulePass):
     """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default:
-    the module's `abir.entry` attribute or its only fully typed function)."""
+    the module's `abir.entry` attribute or its only fully typed function); arg-types, the entry's
+    parameter types when the IR leaves them unknown (as for infer-types)."""
 
     name = "abir-lower"
 
     entry: str | None = None
+    arg_types: tuple[str, ...] = ()
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         entry = self.entry or default_entry(op)
         typed = op.clone()
-        infer_types(typed, entry)
+        infer_types(typed, entry, parse_arg_types(ctx, self.arg_types))
         optimize_functional(typed)
         replace_module_body(op, lower_to_vm(typed, entry))

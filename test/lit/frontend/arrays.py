@@ -28,7 +28,7 @@ def arrays(x, i):
     norm = np.linalg.norm(x) + x @ x
     size = len(x) + x.shape[-1]
     single = x.astype(np.float32)
-    parts = (x, first)
+    parts = (x, picked * x)
     return first, rest, picked, looked_up, total, norm, size, single, x.T, pair(*parts)
 
 
@@ -62,6 +62,7 @@ print(ctx.module())
 # CHECK-NEXT:   %[[L1:.*]] = functional.prim @shape_{{[0-9]+}}(%x)
 # CHECK-NEXT:   %size = functional.prim "add"(%[[L0]], %[[L1]])
 # CHECK-NEXT:   %single = functional.prim "astype"(%x) : (!functional.unknown) -> f32
+# CHECK-NEXT:   %[[M:.*]] = functional.prim "multiply"(%picked, %x)
 # CHECK-NEXT:   %[[T:.*]] = functional.prim @transpose_{{[0-9]+}}(%x)
-# CHECK-NEXT:   %[[P:.*]] = functional.prim @pair_{{[0-9]+}}(%x, %first) : (!functional.unknown, !functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   %[[P:.*]] = functional.prim @pair_{{[0-9]+}}(%x, %[[M]]) : (!functional.unknown, !functional.unknown) -> !functional.unknown
 # CHECK-NEXT:   functional.return %first, %rest, %picked, %looked_up, %total, %norm, %size, %single, %[[T]], %[[P]]
