@@ -40,6 +40,11 @@ COMPARISONS = frozenset(
 )
 
 
+# Prims whose operands are compared/combined in their common promoted dtype (the result is bool):
+# backends whose libraries do not promote mixed operands cast both to that dtype first.
+COMMON_DTYPE_PRIMS = COMPARISONS | {"logical_and", "logical_or", "logical_xor", "logical_not"}
+
+
 def is_builtin(name: str) -> bool:
     """Whether `name` is a builtin primitive."""
     return name in ARITY

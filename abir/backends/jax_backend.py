@@ -33,9 +33,6 @@ from abir.backends.base import (  # noqa: E402
 )
 from abir.types import TensorType  # noqa: E402
 
-# Prims whose operands are compared/combined in their common promoted dtype (result is bool).
-_COMMON_DTYPE_PRIMS = prims.COMPARISONS | {"logical_and", "logical_or", "logical_xor", "logical_not"}
-
 
 def dtype_of(value: Any) -> Any:
     """The NumPy dtype of an array, or the Python scalar itself (weak in NumPy 2 promotion)."""
@@ -114,7 +111,7 @@ class JaxBackend(Backend):
     @staticmethod
     def _cast_operands(name: str, args: Sequence[Any], result_dtype: np.dtype | None) -> list[Any]:
         """The operands as jnp arrays of the dtype NumPy's ufunc loop would use."""
-        if name in _COMMON_DTYPE_PRIMS or result_dtype is None:
+        if name in prims.COMMON_DTYPE_PRIMS or result_dtype is None:
             dt = np.result_type(*(dtype_of(a) for a in args))
         else:
             dt = result_dtype

@@ -29,8 +29,6 @@ from abir.backends.base import (
     splittable,
 )
 
-# Prims whose operands are compared/combined in their common promoted dtype (result is bool).
-_COMMON_DTYPE_PRIMS = prims.COMPARISONS | {"logical_and", "logical_or", "logical_xor", "logical_not"}
 # Prims TF lacks kernels for on 8/16-bit integers: computed in int32, then cast back (the
 # wrap-around of two's complement makes this identical to NumPy's narrow arithmetic).
 _WIDEN_SMALL_INTS = {"add", "subtract", "multiply", "floor_divide", "remainder", "pow", "square", "negative",
@@ -241,7 +239,7 @@ class TensorFlowBackend(Backend):
             cond, x, y = args
             return tf.where(as_tensor(cond, tf.bool), as_tensor(x, out_dtype), as_tensor(y, out_dtype))
         numpy_dtype = (
-            np.result_type(*(np_dtype_of(a) for a in args)) if name in _COMMON_DTYPE_PRIMS else result_dtype
+            np.result_type(*(np_dtype_of(a) for a in args)) if name in prims.COMMON_DTYPE_PRIMS else result_dtype
         )
         compute = _compute_dtype(name, tf_dtype(numpy_dtype))
         operands = [as_tensor(a, compute) for a in args]
