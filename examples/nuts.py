@@ -118,7 +118,9 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
     def times_precision(q):
         """q @ precision. An opaque helper (abir passes it the whole batch [B, dim], and
         [B, dim] @ [dim, dim] is the member-wise product): a 2-D closure constant used inside a
-        batched function fails to materialize in abir today (see the report in bench/nuts.py)."""
+        batched function fails in abir today: `def f(x): return x @ M` with M of shape (2, 3) raises
+        "ValueError: operands could not be broadcast ... (6,) and requested shape (2,3)" in
+        abir/vm/values.py constant_array (the dense constant is read back flat)."""
         return q @ precision
 
     def normal(key, counter):
