@@ -108,8 +108,8 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
     Small helpers are opaque (`mix32`, `uniform`, `no_u_turn`, `times_precision`) or written
     inline (the leapfrog step in `build_tree`'s leaf): abir does not inline calls between batched
     functions, and a call to a shared helper costs machine steps of its own at every call site
-    (about 4x more steps than the ideal with `leapfrog`, `target`, `uniform` and `no_u_turn` as
-    batched functions, against about 2x without)."""
+    (64 chains x 20 steps: 24,104 machine steps with `leapfrog`, `target`, `uniform` and
+    `no_u_turn` as batched functions, 14,432 with them inline or opaque)."""
     dim = precision.shape[0]
     assert 2 * dim <= DRAW_STRIDE
     lanes = np.arange(dim, dtype=np.uint32)
