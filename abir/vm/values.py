@@ -21,7 +21,9 @@ def constant_array(value: Attribute) -> np.ndarray:
     """The NumPy array `[1, *shape]` (batch dimension of 1) of a typed constant attribute."""
     ttype = tensor_type_of(value.get_type())  # type: ignore[attr-defined]
     if isinstance(value, DenseIntOrFPElementsAttr):
-        data = np.asarray(value.get_values())
+        data = np.asarray(value.get_values())  # flat, row-major (or a single splat value)
+        if data.size == int(np.prod(ttype.shape)):
+            data = data.reshape(ttype.shape)
     elif isinstance(value, IntegerAttr | FloatAttr):
         data = np.asarray(value.value.data)
     else:

@@ -493,3 +493,17 @@ def test_gcd_property(ctx, pairs):
 @given(st.lists(st.integers(0, 12), min_size=1, max_size=10))
 def test_fib_property(ctx, values):
     assert_matches_python(ctx, fib, (np.array(values),), abir.NumpyBackend())
+
+
+MATRIX = np.arange(6.0).reshape(2, 3)
+
+
+def matvec(x):
+    return x @ MATRIX + MATRIX[1]
+
+
+def test_matrix_closure_constant(backend):
+    # A rank-2 constant from the enclosing scope keeps its shape on every backend.
+    batched_matvec = abir.Context().batch_uncurried(matvec)
+    x = np.array([[1.0, 2.0], [0.5, -1.0], [0.0, 0.0], [3.0, 1.0]])
+    np.testing.assert_allclose(np.asarray(batched_matvec(x, backend=backend)), x @ MATRIX + MATRIX[1])
