@@ -33,6 +33,14 @@ stacks are only read, and the stack pushes come back as write requests `(rows, v
 backend applies after the kernel with `stack_scatter` (see `abir.vm.state_ops`). Every backend's
 `run` uses that form when all kernels offer it (`splittable`), so the big stack arrays never pass
 through a traced conditional, and falls back to plain `state -> state` kernels otherwise.
+
+The traced backends (JAX, TF) also keep the per-member arrays out of the conditional: a
+`RegisterLayout` packs the registers of one dtype and shape into one `[n + 1, B, ...]` array
+(a group; the last row is scratch), the branches read those groups and return only the values
+of the registers their block writes (`kernel.register_writes`), padded into a fixed number of
+"write slots" per group, and after the conditional each slot is written back with one in-place
+`dynamic_update_slice` at a row looked up from a per-block table (padding slots write the
+scratch row). A step thus moves the block's writes, not the whole state.
 """
 
 from __future__ import annotations
@@ -54,6 +62,54 @@ Scheduler = Callable[["Backend", Any], Any]
 def splittable(kernels: Sequence[Any]) -> bool:
     """Whether every kernel offers the split form `split(regs, stacks) -> (regs, writes)`."""
     return all(callable(getattr(kernel, "split", None)) and hasattr(kernel, "writes") for kernel in kernels)
+
+
+def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
+    """The per-member keys (of `keys`) that `kernel.split` may change: its `register_writes`
+    when it declares them, else all of them."""
+    declared = getattr(kernel, "register_writes", None)
+    if declared is None:
+        return tuple(keys)
+    return tuple(key for key in declared if key in keys)
+
+
+@dataclass(frozen=True)
+class RegisterLayout:
+    """Where each per-member array lives in the packed groups, and each block's write slots.
+
+    `groups[g]` lists the keys packed (in row order) into group g, all of one dtype and shape;
+    row `len(groups[g])` is scratch. `written[block][g]` lists the keys block writes in group
+    g, in slot order; `slots[g]` is the number of slots (the most any block writes in g) and
+    `targets[g][block, j]` the row slot j of `block` writes (scratch when unused)."""
+
+    groups: tuple[tuple[str, ...], ...]
+    place: dict[str, tuple[int, int]]
+    written: tuple[tuple[tuple[str, ...], ...], ...]
+    slots: tuple[int, ...]
+    targets: tuple[np.ndarray, ...]
+
+    @classmethod
+    def build(cls, kernels: Sequence[Any], signatures: dict[str, Any]) -> RegisterLayout:
+        """`signatures` maps each per-member key to a hashable (dtype, shape) of its array."""
+        by_signature: dict[Any, list[str]] = {}
+        for key, signature in signatures.items():
+            by_signature.setdefault(signature, []).append(key)
+        groups = tuple(tuple(keys) for keys in by_signature.values())
+        place = {key: (g, row) for g, keys in enumerate(groups) for row, key in enumerate(keys)}
+        written = []
+        for kernel in kernels:
+            per_group: list[list[str]] = [[] for _ in groups]
+            for key in register_writes(kernel, list(signatures)):
+                per_group[place[key][0]].append(key)
+            written.append(tuple(tuple(keys) for keys in per_group))
+        slots = tuple(max((len(w[g]) for w in written), default=0) for g in range(len(groups)))
+        targets = []
+        for g, keys in enumerate(groups):
+            table = np.full((len(written), slots[g]), len(keys), np.int32)
+            for block, w in enumerate(written):
+                table[block, : len(w[g])] = [place[key][1] for key in w[g]]
+            targets.append(table)
+        return cls(groups, place, tuple(written), slots, tuple(targets))
 
 
 def is_stack_key(key: str) -> bool:

@@ -25,6 +25,7 @@ from abir import prims  # noqa: E402
 from abir.backends.base import (  # noqa: E402
     Backend,
     Kernel,
+    RegisterLayout,
     Scheduler,
     State,
     is_stack_key,
@@ -196,10 +197,13 @@ class JaxBackend(Backend):
         return loop
 
     def _split_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
-        """The loop over split kernels: the carry is (next block, regs, stacks). Only the small
-        per-member arrays pass through `lax.switch`; the stacks enter the branches read-only
-        and the branches return padded write requests, applied after the switch as in-place
-        scatters into the loop-carried stacks. The next block is computed once per step."""
+        """The loop over split kernels: the carry is (next block, register groups, stacks).
+        Neither the registers nor the stacks pass through `lax.switch`: the branches read them
+        and return only the block's register writes (write slots, see `RegisterLayout`) and
+        padded stack write requests; after the switch each slot is one in-place
+        `dynamic_update_slice` into its group and each request one scatter into its stack, so
+        a step moves what its block writes, not the whole state. The next block is computed
+        once per step."""
 
         def loop(state: State) -> State:
             self.trace_count += 1  # runs only while tracing
@@ -207,23 +211,41 @@ class JaxBackend(Backend):
             stacks = {key: value for key, value in state.items() if is_stack_key(key)}
             counts = {key: max(kernel.writes.get(key, 0) for kernel in kernels) for key in stacks}  # type: ignore[attr-defined]
             counts = {key: n for key, n in counts.items() if n}
-            branches = [_split_branch(kernel, regs, stacks, counts) for kernel in kernels]
+            layout = RegisterLayout.build(
+                kernels, {key: (value.dtype, value.shape) for key, value in regs.items()}
+            )
+            groups = tuple(
+                jnp.stack([*(regs[key] for key in keys), jnp.zeros_like(regs[keys[0]])])
+                for keys in layout.groups
+            )
+            targets = tuple(jnp.asarray(table) for table in layout.targets)
+            branches = [
+                _split_branch(kernel, layout, block, regs, stacks, counts)
+                for block, kernel in enumerate(kernels)
+            ]
+            pc_group, pc_row = layout.place["pc"]
 
-            def cond(carry: tuple[Any, State, State]) -> Any:
+            def cond(carry: tuple[Any, Any, State]) -> Any:
                 return carry[0] < halt_index
 
-            def body(carry: tuple[Any, State, State]) -> tuple[Any, State, State]:
-                block, regs, stacks = carry
-                regs, writes = lax.switch(block, branches, regs, stacks)
+            def body(carry: tuple[Any, Any, State]) -> tuple[Any, Any, State]:
+                block, groups, stacks = carry
+                slots, writes = lax.switch(block, branches, groups, stacks)
+                groups = list(groups)
+                for g, values in enumerate(slots):
+                    rows = targets[g][block]
+                    for j, value in enumerate(values):
+                        groups[g] = lax.dynamic_update_index_in_dim(groups[g], value, rows[j], 0)
                 stacks = dict(stacks)
                 for key, requests in writes.items():
                     for rows, value in requests:
                         stacks[key] = self.stack_scatter(stacks[key], rows, value)
-                return self.next_block(regs["pc"]).astype(jnp.int32), regs, stacks
+                return self.next_block(groups[pc_group][pc_row]).astype(jnp.int32), tuple(groups), stacks
 
             start = self.next_block(regs["pc"]).astype(jnp.int32)
-            _, regs, stacks = lax.while_loop(cond, body, (start, regs, stacks))
-            return {**regs, **stacks}
+            _, groups, stacks = lax.while_loop(cond, body, (start, groups, stacks))
+            out = {key: groups[g][row] for key, (g, row) in layout.place.items()}
+            return {**out, **stacks}
 
         return loop
 
@@ -249,17 +271,27 @@ def _conforming(kernel: Kernel, template: State) -> Kernel:
     return branch
 
 
-def _split_branch(kernel: Any, regs: State, stacks: State, counts: dict[str, int]) -> Callable[..., Any]:
-    """A `lax.switch` branch running split `kernel`: it returns the regs with exactly the keys,
-    dtypes and shapes of `regs`, and `counts[key]` write requests per stack (padded with
-    requests that write nothing: rows = D)."""
+def _split_branch(
+    kernel: Any, layout: RegisterLayout, block: int, regs: State, stacks: State, counts: dict[str, int]
+) -> Callable[..., Any]:
+    """A `lax.switch` branch running split `kernel` on the registers unpacked from the groups:
+    it returns, per group, `layout.slots[g]` values (the registers the block writes, in slot
+    order, then zeros), and `counts[key]` write requests per stack (padded with requests that
+    write nothing: rows = D)."""
+    written = layout.written[block]
 
-    def branch(current: State, stacks_in: State) -> tuple[State, dict[str, list[tuple[Any, Any]]]]:
+    def branch(groups: Any, stacks_in: State) -> tuple[Any, dict[str, list[tuple[Any, Any]]]]:
+        current = {key: groups[g][row] for key, (g, row) in layout.place.items()}
         out, writes = kernel.split(dict(current), stacks_in)
-        result = {}
-        for key, like in regs.items():
-            value = jnp.asarray(out.get(key, current[key]), dtype=like.dtype)
-            result[key] = jnp.broadcast_to(value, like.shape)
+        declared = {key for keys in written for key in keys}
+        for key, value in out.items():
+            assert key in declared or value is current[key], f"{kernel.__name__} wrote {key} undeclared"
+        slots = []
+        for g, keys in enumerate(written):
+            like = regs[layout.groups[g][0]]
+            values = [jnp.broadcast_to(jnp.asarray(out[key], dtype=like.dtype), like.shape) for key in keys]
+            values += [jnp.zeros(like.shape, like.dtype)] * (layout.slots[g] - len(keys))
+            slots.append(tuple(values))
         padded = {}
         for key, count in counts.items():
             stack = stacks[key]
@@ -277,6 +309,6 @@ def _split_branch(kernel: Any, regs: State, stacks: State, counts: dict[str, int
                     (jnp.full((batch,), depth, jnp.int32), jnp.zeros(stack.shape[1:], stack.dtype))
                 )
             padded[key] = requests
-        return result, padded
+        return tuple(slots), padded
 
     return branch

@@ -62,6 +62,10 @@ class BlockPlan:
     stack_writes: tuple[tuple[str, int], ...] = ()
     """(stack key, number of write requests the block leaves for the backend), for each stack
     the block pushes onto (a pop of a value pushed in the same block cancels its request)."""
+    register_writes: tuple[str, ...] = (state_ops.PC,)
+    """The per-member state keys (registers, stack pointers, pc, error flags) the block's
+    kernel may change; every other key comes back from `BlockKernel.split` untouched (the
+    same object), so traced backends pass only these through their conditional."""
 
 
 # ----- steps -------------------------------------------------------------------------------
@@ -250,6 +254,29 @@ def _stack_writes(ops: Sequence[Operation]) -> tuple[tuple[str, int], ...]:
     return tuple((key, count) for key, count in pending.items() if count)
 
 
+def _register_writes(ops: Sequence[Operation]) -> tuple[str, ...]:
+    """The per-member state keys a block's kernel may change (a superset is harmless: the
+    kernel returns the unchanged value for a key it did not touch)."""
+    keys = {state_ops.PC: None}  # every block ends in a jump, branch, call, return or halt
+    for op in ops:
+        if isinstance(op, vm.WriteOp):
+            keys[state_ops.register_key(op.var.string_value())] = None
+        elif isinstance(op, vm.PushOp):
+            keys.update(dict.fromkeys(state_ops.pointer_key(name) for name in _var_names(op)))
+            keys[state_ops.OVERFLOW] = None
+        elif isinstance(op, vm.PopOp | vm.PeekOp):
+            for name in _var_names(op):
+                keys[state_ops.register_key(name)] = None
+                if isinstance(op, vm.PopOp):
+                    keys[state_ops.pointer_key(name)] = None
+            keys[state_ops.UNDERFLOW] = None
+        elif isinstance(op, vm.CallOp):
+            keys[state_ops.PC_SP] = keys[state_ops.OVERFLOW] = None
+        elif isinstance(op, vm.ReturnOp):
+            keys[state_ops.PC_SP] = keys[state_ops.UNDERFLOW] = None
+    return tuple(keys)
+
+
 def _plan_block(block: vm.BlockOp, halt: int) -> BlockPlan:
     slots = _Slots()
     ops = list(block.body.block.ops)
@@ -264,6 +291,7 @@ def _plan_block(block: vm.BlockOp, halt: int) -> BlockPlan:
         uses_stacks=any(isinstance(op, STACK_OPS) for op in ops),
         callee=terminator.target.value.data if isinstance(terminator, vm.CallOp) else None,
         stack_writes=_stack_writes(ops),
+        register_writes=_register_writes(ops),
     )
 
 
@@ -273,7 +301,8 @@ class BlockKernel:
     `split(regs, stacks) -> (regs, writes)` is the form backends run: `regs` holds the state's
     per-member arrays (a fresh dict the kernel may fill), `stacks` the `[D, B, ...]` stacks,
     read only; `writes` are the stack write requests to apply afterwards (`state_ops`).
-    `writes` (the attribute) gives their static count per stack key. Calling the kernel on a
+    `writes` (the attribute) gives their static count per stack key, `register_writes` the
+    per-member keys `split` may change (the others come back as the same objects). Calling the kernel on a
     full state (`state -> state`, the plain `Kernel` protocol) applies the requests itself."""
 
     def __init__(self, plan: BlockPlan, backend: Backend, halt: int):
@@ -281,6 +310,7 @@ class BlockKernel:
         self.backend = backend
         self.halt = halt
         self.writes = dict(plan.stack_writes)
+        self.register_writes = plan.register_writes
         self.__name__ = f"block_{plan.index}"
 
     def split(self, regs: State, stacks: State) -> tuple[State, Writes]:

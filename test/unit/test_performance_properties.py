@@ -6,6 +6,9 @@
   `state -> state` form and the split form give identical states on every backend.
 - A pop of a value pushed in the same block reads the pending request and cancels it.
 - Overflow is still detected and names the function, on every backend.
+- The per-member registers never pass through the conditional either: each block returns only
+  the registers it writes (`register_writes`, padded into write slots per dtype and shape), so
+  a register no running block writes is never copied per step.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     import jax
 
-from test_machine import FIB, fib_reference, parse
+from test_machine import COLLATZ, FIB, VECTOR, fib_reference, parse
 
+from abir.backends.base import RegisterLayout
 from abir.backends.jax_backend import JaxBackend
 from abir.backends.numpy_backend import NumpyBackend
 from abir.backends.tf_backend import TensorFlowBackend
@@ -127,3 +131,123 @@ def test_fib_overflow_names_function_on_every_backend(fib, name: str) -> None:
     with pytest.raises(StackOverflowError) as reference:
         fib.run([np.array([2, 9])], NumpyBackend(), max_stack_depth=4)
     assert str(error.value) == str(reference.value)
+
+
+# Six vector registers; the hot loop (blocks 0-1) writes only @acc and @k, block 2 writes @out.
+WIDE = """
+vm.var @a : tensor<7xf64> register
+vm.var @b : tensor<7xf64> register
+vm.var @c : tensor<7xf64> register
+vm.var @d : tensor<7xf64> register
+vm.var @acc : tensor<7xf64> register
+vm.var @out : tensor<7xf64> register
+vm.var @k : i32 register
+vm.program @wide(@a, @b, @c, @d, @k) -> (@out) {
+  vm.block 0 {
+    %k = vm.read @k : i32
+    %zero = vm.constant 0 : i32
+    %more = vm.prim "greater"(%k, %zero) : (i32, i32) -> i1
+    vm.branch %more, 1, 2
+  }
+  vm.block 1 {
+    %acc = vm.read @acc : tensor<7xf64>
+    %a = vm.read @a : tensor<7xf64>
+    %s = vm.prim "add"(%acc, %a) : (tensor<7xf64>, tensor<7xf64>) -> tensor<7xf64>
+    vm.write @acc, %s : tensor<7xf64>
+    %k = vm.read @k : i32
+    %one = vm.constant 1 : i32
+    %k1 = vm.prim "subtract"(%k, %one) : (i32, i32) -> i32
+    vm.write @k, %k1 : i32
+    vm.jump 0
+  }
+  vm.block 2 {
+    %acc = vm.read @acc : tensor<7xf64>
+    %b = vm.read @b : tensor<7xf64>
+    %c = vm.read @c : tensor<7xf64>
+    %d = vm.read @d : tensor<7xf64>
+    %x = vm.prim "add"(%acc, %b) : (tensor<7xf64>, tensor<7xf64>) -> tensor<7xf64>
+    %y = vm.prim "add"(%c, %d) : (tensor<7xf64>, tensor<7xf64>) -> tensor<7xf64>
+    %z = vm.prim "multiply"(%x, %y) : (tensor<7xf64>, tensor<7xf64>) -> tensor<7xf64>
+    vm.write @out, %z : tensor<7xf64>
+    vm.halt
+  }
+}
+"""
+
+
+def _wide_inputs(batch: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(0)
+    vectors = [rng.normal(size=(batch, 7)) for _ in range(4)]
+    return [*vectors, np.arange(batch, dtype=np.int32) % 4]
+
+
+def test_jax_conditional_returns_only_written_registers() -> None:
+    machine = compile_machine(parse(WIDE))
+    backend = JaxBackend(code_cache={})
+    batch = 13
+    state = machine.initial_state(backend, [backend.asarray(x) for x in _wide_inputs(batch)], batch, 4)
+    state = {key: jax.numpy.asarray(value) for key, value in state.items()}
+    text = (
+        jax.jit(backend._loop(tuple(machine.kernels(backend)), machine.num_blocks))
+        .lower(state)
+        .compile()
+        .as_text()
+    )
+    vector = f"f64[{batch},7]"
+    conditionals = [line for line in text.splitlines() if " conditional(" in line]
+    assert len(conditionals) == 1
+    result_type = conditionals[0].split(" conditional(")[0]
+    # one write slot of the vector group (each block writes at most one vector register), not six
+    assert result_type.count(vector) == 1, result_type
+    # the six vector registers live in one group [6 + 1 scratch, B, 7], updated in place
+    group = f"f64[7,{batch},7]"
+    assert group in text
+    assert not re.findall(rf"= {re.escape(group)}\{{[0-9,]+\}} copy\(", text), "a register group is copied"
+    assert "dynamic-update-slice" in text
+
+
+@pytest.mark.parametrize("name", list(BACKENDS))
+def test_wide_program_on_every_backend(name: str) -> None:
+    machine = compile_machine(parse(WIDE))
+    backend = BACKENDS[name]()
+    a, b, c, d, k = _wide_inputs(6)
+    (out,) = machine.run([backend.asarray(x) for x in (a, b, c, d, k)], backend)
+    want = (a * k[:, None] + b) * (c + d)
+    np.testing.assert_allclose(backend.to_numpy(out), want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("text", [FIB, COLLATZ, VECTOR, PENDING, WIDE])
+def test_declared_register_writes_cover_what_kernels_change(text: str) -> None:
+    """Every per-member key a kernel changes is in its `register_writes` (the backends pass
+    only those out of the conditional, and assert it while tracing)."""
+    machine = compile_machine(parse(text))
+    backend = NumpyBackend()
+    batch = 3
+    types = [machine.variables[name].type for name in machine.inputs]
+    leaves = [np.ones((batch, *t.shape), t.dtype) for t in types]
+    state = machine.initial_state(backend, leaves, batch, 4)
+    regs = {key: value for key, value in state.items() if not (key.startswith("s:") or key == "pc_stack")}
+    stacks = {key: value for key, value in state.items() if key not in regs}
+    for kernel in machine.kernels(backend):
+        block = kernel.plan.index
+        current = {**regs, "pc": np.full(batch, block, np.int32)}
+        out, _ = kernel.split(dict(current), {key: value.copy() for key, value in stacks.items()})
+        changed = {key for key in current if out[key] is not current[key]}
+        assert changed <= set(kernel.register_writes), (block, changed - set(kernel.register_writes))
+        assert "pc" in kernel.register_writes
+
+
+def test_register_layout_slots() -> None:
+    machine = compile_machine(parse(WIDE))
+    kernels = machine.kernels(NumpyBackend())
+    batch = 2
+    state = machine.initial_state(NumpyBackend(), [np.asarray(x) for x in _wide_inputs(batch)], batch, 4)
+    layout = RegisterLayout.build(kernels, {key: (v.dtype, v.shape) for key, v in state.items()})
+    vector_group = layout.place["r:acc"][0]
+    assert set(layout.groups[vector_group]) == {f"r:{v}" for v in ["a", "b", "c", "d", "acc", "out"]}
+    assert layout.slots[vector_group] == 1
+    scratch = len(layout.groups[vector_group])
+    rows = layout.targets[vector_group][:, 0]
+    assert rows[0] == scratch  # block 0 writes no vector register: its slot goes to scratch
+    assert rows[1] == layout.place["r:acc"][1]
+    assert rows[2] == layout.place["r:out"][1]
