@@ -21,6 +21,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return SimplifyFunctionalPass
 
+    def inline_calls() -> type[ModulePass]:
+        from abir.passes.inline_calls import InlineCallsPass
+
+        return InlineCallsPass
+
     def if_convert() -> type[ModulePass]:
         from abir.passes.if_convert import IfConvertPass
 
@@ -69,6 +74,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     return {
         "infer-types": infer_types,
         "simplify-functional": simplify_functional,
+        "inline-calls": inline_calls,
         "if-convert": if_convert,
         "lower-calls": lower_calls,
         "merge-blocks": merge_blocks,
