@@ -3,7 +3,8 @@
     typed = compile_functional(module, "fib", [i64])    # infer types, simplify, if-convert (new module)
     vm_module = lower_to_vm(typed, "fib")               # functional -> stack -> vm (new module)
 
-`compile_functional` runs infer-types, simplify-functional, if-convert, simplify-functional.
+`compile_functional` runs infer-types, simplify-functional, inline-calls, simplify-functional,
+if-convert, simplify-functional.
 `lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, allocate-storage; `lower_to_vm`
 continues with fuse-blocks, allocate-storage again, schedule-blocks, stack-to-vm, verifying the
 result of each stage.
@@ -24,6 +25,7 @@ from abir.passes.allocate_storage import allocate_storage
 from abir.passes.fuse_blocks import fuse_blocks
 from abir.passes.if_convert import if_convert
 from abir.passes.infer_types import default_entry, infer_types, parse_arg_types
+from abir.passes.inline_calls import inline_calls
 from abir.passes.lower_calls import lower_calls, replace_module_body
 from abir.passes.schedule_blocks import merge_blocks, schedule_blocks
 from abir.passes.simplify import simplify_functional
@@ -49,8 +51,12 @@ def compile_functional(
 
 
 def optimize_functional(typed: ModuleOp) -> None:
-    """simplify-functional, if-convert, simplify-functional again (CSE of the arms' constants)."""
+    """simplify-functional, inline-calls (non-recursive callees, before if-convert so their code is
+    converted with the caller's) and simplify-functional again when something was inlined,
+    if-convert, simplify-functional again (CSE of the arms' constants)."""
     simplify_functional(typed)
+    if inline_calls(typed):
+        simplify_functional(typed)
     if_convert(typed)
     simplify_functional(typed)
 
