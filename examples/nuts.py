@@ -105,23 +105,15 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
     The functions close over the constants and call each other by name; batch them with
     `batch(nuts)` or call them directly for one chain (`nuts.sample_chain(...)`).
 
-    Small helpers are opaque (`mix32`, `uniform`, `no_u_turn`, `times_precision`) or written
-    inline (the leapfrog step in `build_tree`'s leaf): abir does not inline calls between batched
-    functions, and a call to a shared helper costs machine steps of its own at every call site
-    (64 chains x 20 steps: 24,104 machine steps with `leapfrog`, `target`, `uniform` and
-    `no_u_turn` as batched functions, 14,432 with them inline or opaque)."""
+    `mix32`, `uniform` and `no_u_turn` are module-level helpers abir calls as opaque primitives
+    (elementwise code, correct on whole batches). Helpers batched in the same Context would cost
+    nothing either: abir's `inline-calls` pass copies non-recursive functions into their callers
+    (64 chains x 20 steps: 12,991 machine steps whether the leapfrog and the density are such
+    helpers or written inline; only the recursion of `build_tree` stays a call)."""
     dim = precision.shape[0]
     assert 2 * dim <= DRAW_STRIDE
     lanes = np.arange(dim, dtype=np.uint32)
     lanes_high = lanes + np.uint32(dim)
-
-    def times_precision(q):
-        """q @ precision. An opaque helper (abir passes it the whole batch [B, dim], and
-        [B, dim] @ [dim, dim] is the member-wise product): a 2-D closure constant used inside a
-        batched function fails in abir today: `def f(x): return x @ M` with M of shape (2, 3) raises
-        "ValueError: operands could not be broadcast ... (6,) and requested shape (2,3)" in
-        abir/vm/values.py constant_array (the dense constant is read back flat)."""
-        return q @ precision
 
     def normal(key, counter):
         """A standard normal vector of `dim` entries (Box-Muller), and the next counter."""
@@ -144,7 +136,7 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
             # is -P q.
             p = start.p + (0.5 * step) * start.grad
             q = start.q + step * p
-            grad = -times_precision(q)
+            grad = -(q @ precision)
             p = p + (0.5 * step) * grad
             energy = 0.5 * (p @ p) - 0.5 * (grad @ q)
             ok = energy - energy0 < MAX_ENERGY_ERROR  # False for a divergence (or NaN)
@@ -206,7 +198,7 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
         sum_q = 0.0 * q
         sum_q2 = 0.0 * q
         for _ in range(num_steps):
-            grad = -times_precision(q)
+            grad = -(q @ precision)
             q, taken, counter = transition(q, grad, eps, key, counter)
             leapfrogs += taken
             sum_q = sum_q + q
