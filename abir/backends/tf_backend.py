@@ -22,6 +22,7 @@ from abir import prims
 from abir.backends.base import (
     Backend,
     Kernel,
+    RegisterLayout,
     Scheduler,
     State,
     is_stack_key,
@@ -239,7 +240,9 @@ class TensorFlowBackend(Backend):
             cond, x, y = args
             return tf.where(as_tensor(cond, tf.bool), as_tensor(x, out_dtype), as_tensor(y, out_dtype))
         numpy_dtype = (
-            np.result_type(*(np_dtype_of(a) for a in args)) if name in prims.COMMON_DTYPE_PRIMS else result_dtype
+            np.result_type(*(np_dtype_of(a) for a in args))
+            if name in prims.COMMON_DTYPE_PRIMS
+            else result_dtype
         )
         compute = _compute_dtype(name, tf_dtype(numpy_dtype))
         operands = [as_tensor(a, compute) for a in args]
@@ -345,15 +348,19 @@ class TensorFlowBackend(Backend):
 
     def _split_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
         """The loop over split kernels (as in the JAX backend): the loop variables are (next
-        block, regs, stacks); only the regs pass through `tf.switch_case`, the stacks are read
-        in the branches and updated by the padded write requests after the switch."""
+        block, regs, stacks); the stacks are read in the branches and updated by the padded
+        write requests after the switch. With XLA the registers are packed into groups too
+        (`RegisterLayout`) and the branches return only the block's register writes, applied
+        after the switch in place; without XLA (no in-place updates, but pass-through tensors
+        are free) the regs pass through `tf.switch_case` whole."""
+        if self.jit_compile:
+            return self._grouped_loop(kernels, halt_index)
 
         def loop(state: State) -> State:
             self.trace_count += 1  # runs only while tracing
             regs = {key: value for key, value in state.items() if not is_stack_key(key)}
             stacks = {key: value for key, value in state.items() if is_stack_key(key)}
-            counts = {key: max(kernel.writes.get(key, 0) for kernel in kernels) for key in stacks}  # type: ignore[attr-defined]
-            counts = {key: n for key, n in counts.items() if n}
+            counts = _write_counts(kernels, stacks)
 
             def cond(block: tf.Tensor, regs: State, stacks: State) -> tf.Tensor:
                 return block < halt_index
@@ -361,17 +368,121 @@ class TensorFlowBackend(Backend):
             def body(block: tf.Tensor, regs: State, stacks: State) -> tuple[tf.Tensor, State, State]:
                 branches = [_split_branch(kernel, regs, stacks, counts) for kernel in kernels]
                 regs, writes = tf.switch_case(block, branches)
-                stacks = dict(stacks)
-                for key, requests in writes.items():
-                    for rows, value in requests:
-                        stacks[key] = self.stack_scatter(stacks[key], rows, value)
-                return as_tensor(self.next_block(regs["pc"]), tf.int32), regs, stacks
+                return as_tensor(self.next_block(regs["pc"]), tf.int32), regs, self._apply(stacks, writes)
 
             start = as_tensor(self.next_block(regs["pc"]), tf.int32)
             _, regs, stacks = tf.while_loop(cond, body, (start, regs, stacks))
             return {**regs, **stacks}
 
         return loop
+
+    def _apply(self, stacks: State, writes: dict[str, list[tuple[Any, Any]]]) -> State:
+        stacks = dict(stacks)
+        for key, requests in writes.items():
+            for rows, value in requests:
+                stacks[key] = self.stack_scatter(stacks[key], rows, value)
+        return stacks
+
+    def _grouped_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+        """The XLA loop: loop variables (next block, register groups, stacks); each branch
+        returns its block's write slots and stack write requests (see `RegisterLayout`)."""
+
+        def loop(state: State) -> State:
+            self.trace_count += 1  # runs only while tracing
+            regs = {key: value for key, value in state.items() if not is_stack_key(key)}
+            stacks = {key: value for key, value in state.items() if is_stack_key(key)}
+            counts = _write_counts(kernels, stacks)
+            layout = RegisterLayout.build(
+                kernels, {key: (value.dtype, tuple(value.shape)) for key, value in regs.items()}
+            )
+            groups = tuple(
+                tf.stack([*(regs[key] for key in keys), tf.zeros_like(regs[keys[0]])])
+                for keys in layout.groups
+            )
+            targets = tuple(tf.constant(table) for table in layout.targets)
+            pc_group, pc_row = layout.place["pc"]
+
+            def cond(block: tf.Tensor, groups: Any, stacks: State) -> tf.Tensor:
+                return block < halt_index
+
+            def body(block: tf.Tensor, groups: Any, stacks: State) -> tuple[tf.Tensor, Any, State]:
+                branches = [
+                    _grouped_branch(kernel, layout, index, groups, stacks, counts)
+                    for index, kernel in enumerate(kernels)
+                ]
+                slots, writes = tf.switch_case(block, branches)
+                groups = list(groups)
+                for g, values in enumerate(slots):
+                    rows = targets[g][block]
+                    for j, value in enumerate(values):
+                        groups[g] = tf.tensor_scatter_nd_update(
+                            groups[g], tf.reshape(rows[j], [1, 1]), tf.expand_dims(value, 0)
+                        )
+                pc = groups[pc_group][pc_row]
+                return as_tensor(self.next_block(pc), tf.int32), tuple(groups), self._apply(stacks, writes)
+
+            start = as_tensor(self.next_block(regs["pc"]), tf.int32)
+            _, groups, stacks = tf.while_loop(cond, body, (start, groups, stacks))
+            out = {key: groups[g][row] for key, (g, row) in layout.place.items()}
+            return {**out, **stacks}
+
+        return loop
+
+
+def _write_counts(kernels: Sequence[Any], stacks: State) -> dict[str, int]:
+    """The number of write requests per stack every branch returns (the most any block makes)."""
+    counts = {key: max(kernel.writes.get(key, 0) for kernel in kernels) for key in stacks}
+    return {key: n for key, n in counts.items() if n}
+
+
+def _padded_writes(
+    kernel: Any, writes: dict[str, list[tuple[Any, Any]]], stacks: State, counts: dict[str, int]
+) -> dict[str, list[tuple[Any, Any]]]:
+    """`counts[key]` write requests per stack: the kernel's, then requests writing nothing."""
+    padded = {}
+    for key, count in counts.items():
+        stack = stacks[key]
+        depth = stack.shape[0]
+        batch = tf.shape(stack)[1:2]
+        requests = [
+            (
+                tf.broadcast_to(as_tensor(rows, tf.int32), batch),
+                tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(stack)[1:]),
+            )
+            for rows, value in writes.get(key, [])
+        ]
+        assert len(requests) <= count, f"{kernel.__name__} made more write requests to {key} than planned"
+        while len(requests) < count:
+            requests.append(
+                (tf.fill(batch, tf.constant(depth, tf.int32)), tf.zeros(tf.shape(stack)[1:], stack.dtype))
+            )
+        padded[key] = requests
+    return padded
+
+
+def _grouped_branch(
+    kernel: Any, layout: RegisterLayout, block: int, groups: Any, stacks: State, counts: dict[str, int]
+) -> Callable[[], Any]:
+    """A `switch_case` branch running split `kernel` on registers read from the groups: per
+    group `layout.slots[g]` values (the block's register writes in slot order, then zeros),
+    and the padded stack write requests."""
+    written = layout.written[block]
+
+    def branch() -> tuple[Any, dict[str, list[tuple[Any, Any]]]]:
+        current = {key: groups[g][row] for key, (g, row) in layout.place.items()}
+        out, writes = kernel.split(dict(current), stacks)
+        declared = {key for keys in written for key in keys}
+        for key, value in out.items():
+            assert key in declared or value is current[key], f"{kernel.__name__} wrote {key} undeclared"
+        slots = []
+        for g, keys in enumerate(written):
+            like = groups[g][0]
+            values = [tf.broadcast_to(as_tensor(out[key], like.dtype), tf.shape(like)) for key in keys]
+            values += [tf.zeros_like(like)] * (layout.slots[g] - len(keys))
+            slots.append(tuple(values))
+        return tuple(slots), _padded_writes(kernel, writes, stacks, counts)
+
+    return branch
 
 
 def _split_branch(kernel: Any, regs: State, stacks: State, counts: dict[str, int]) -> Callable[[], Any]:
@@ -383,25 +494,7 @@ def _split_branch(kernel: Any, regs: State, stacks: State, counts: dict[str, int
         result = {}
         for key, like in regs.items():
             result[key] = tf.broadcast_to(as_tensor(out.get(key, like), like.dtype), tf.shape(like))
-        padded = {}
-        for key, count in counts.items():
-            stack = stacks[key]
-            depth = stack.shape[0]
-            batch = tf.shape(stack)[1:2]
-            requests = [
-                (
-                    tf.broadcast_to(as_tensor(rows, tf.int32), batch),
-                    tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(stack)[1:]),
-                )
-                for rows, value in writes.get(key, [])
-            ]
-            assert len(requests) <= count, f"{kernel.__name__} made more write requests to {key} than planned"
-            while len(requests) < count:
-                requests.append(
-                    (tf.fill(batch, tf.constant(depth, tf.int32)), tf.zeros(tf.shape(stack)[1:], stack.dtype))
-                )
-            padded[key] = requests
-        return result, padded
+        return result, _padded_writes(kernel, writes, stacks, counts)
 
     return branch
 
