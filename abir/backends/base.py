@@ -112,6 +112,24 @@ class RegisterLayout:
         return cls(groups, place, tuple(written), slots, tuple(targets))
 
 
+class LazyRegisters(dict):  # type: ignore[type-arg]
+    """The registers a branch sees, read from the groups on first use (`unpack(key)`), so a
+    branch traces only the reads its block makes. `unchanged(key)`: whether the key still holds
+    the value first read (a kernel sets the keys it writes)."""
+
+    def __init__(self, unpack: Callable[[str], Any]):
+        super().__init__()
+        self.unpack = unpack
+        self.first: dict[str, Any] = {}
+
+    def __missing__(self, key: str) -> Any:
+        value = self[key] = self.first[key] = self.unpack(key)
+        return value
+
+    def unchanged(self, key: str) -> bool:
+        return key in self.first and self[key] is self.first[key]
+
+
 def is_stack_key(key: str) -> bool:
     """Whether a state key names a `[D, B, ...]` stack."""
     return key == "pc_stack" or key.startswith("s:")

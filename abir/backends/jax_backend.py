@@ -25,6 +25,7 @@ from abir import prims  # noqa: E402
 from abir.backends.base import (  # noqa: E402
     Backend,
     Kernel,
+    LazyRegisters,
     RegisterLayout,
     Scheduler,
     State,
@@ -281,11 +282,11 @@ def _split_branch(
     written = layout.written[block]
 
     def branch(groups: Any, stacks_in: State) -> tuple[Any, dict[str, list[tuple[Any, Any]]]]:
-        current = {key: groups[g][row] for key, (g, row) in layout.place.items()}
-        out, writes = kernel.split(dict(current), stacks_in)
+        current = LazyRegisters(lambda key: groups[layout.place[key][0]][layout.place[key][1]])
+        out, writes = kernel.split(current, stacks_in)
         declared = {key for keys in written for key in keys}
-        for key, value in out.items():
-            assert key in declared or value is current[key], f"{kernel.__name__} wrote {key} undeclared"
+        for key in out:
+            assert key in declared or current.unchanged(key), f"{kernel.__name__} wrote {key} undeclared"
         slots = []
         for g, keys in enumerate(written):
             like = regs[layout.groups[g][0]]

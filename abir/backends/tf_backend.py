@@ -22,6 +22,7 @@ from abir import prims
 from abir.backends.base import (
     Backend,
     Kernel,
+    LazyRegisters,
     RegisterLayout,
     Scheduler,
     State,
@@ -469,11 +470,11 @@ def _grouped_branch(
     written = layout.written[block]
 
     def branch() -> tuple[Any, dict[str, list[tuple[Any, Any]]]]:
-        current = {key: groups[g][row] for key, (g, row) in layout.place.items()}
-        out, writes = kernel.split(dict(current), stacks)
+        current = LazyRegisters(lambda key: groups[layout.place[key][0]][layout.place[key][1]])
+        out, writes = kernel.split(current, stacks)
         declared = {key for keys in written for key in keys}
-        for key, value in out.items():
-            assert key in declared or value is current[key], f"{kernel.__name__} wrote {key} undeclared"
+        for key in out:
+            assert key in declared or current.unchanged(key), f"{kernel.__name__} wrote {key} undeclared"
         slots = []
         for g, keys in enumerate(written):
             like = groups[g][0]
