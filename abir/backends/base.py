@@ -310,6 +310,29 @@ class Backend(abc.ABC):
         state. `cache_key` identifies (program, signature, batch size) so compiled code can be
         reused across calls; NumPy ignores it."""
 
+    def compiled_run(
+        self,
+        cache: Any,
+        kernels: Sequence[Kernel],
+        halt_index: int,
+        cache_key: Any,
+        compile_loop: Callable[[tuple[Kernel, ...], int], Callable[[State], State]],
+        config: tuple[Any, ...] = (),
+    ) -> Callable[[State], State]:
+        """The compiled machine loop for `kernels` from `cache`, compiled with `compile_loop` on a
+        miss. Keyed by `cache_key` (program, signature, batch size), the halt index, the
+        scheduler and the backend's `config`; without a `cache_key`, by the `kernels` list itself
+        (the machine builds it once per program and backend), kept alive by the cache."""
+        if cache_key is None:
+            key: Any = ("kernels", id(kernels), int(halt_index), *config)
+        else:
+            key = (cache_key, int(halt_index), len(kernels), getattr(self, "scheduler", None), *config)
+        entry = cache.get(key)
+        if entry is None or (cache_key is None and entry[0] is not kernels):
+            entry = (kernels, compile_loop(tuple(kernels), int(halt_index)))
+            cache[key] = entry
+        return entry[1]
+
     # ----- type inference helpers -----------------------------------------------------------
     def run_on_dummies(self, fn: Callable[..., Any], input_types: Sequence[TensorType]) -> Any:
         """Call `fn` on zero arrays shaped like `input_types` (batch dimension included)."""

@@ -168,15 +168,10 @@ class JaxBackend(Backend):
         Without a `cache_key` the compiled code is still reused for the same `kernels` list
         (the machine builds it once per program and backend), kept alive by the cache."""
         state = {key: jnp.asarray(value) for key, value in state.items()}
-        if cache_key is None:
-            key: Any = ("kernels", id(kernels), int(halt_index))
-        else:
-            key = (cache_key, int(halt_index), len(kernels), self.scheduler)
-        entry = self.code_cache.get(key)
-        if entry is None or (cache_key is None and entry[0] is not kernels):
-            entry = (kernels, jax.jit(self._loop(tuple(kernels), int(halt_index))))
-            self.code_cache[key] = entry
-        return dict(entry[1](state))
+        run = self.compiled_run(
+            self.code_cache, kernels, halt_index, cache_key, lambda ks, halt: jax.jit(self._loop(ks, halt))
+        )
+        return dict(run(state))
 
     def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
         """The machine loop over `kernels` as a traceable function of the state."""

@@ -314,19 +314,13 @@ class TensorFlowBackend(Backend):
         and state signature. Without a `cache_key` the function is still reused for the same
         `kernels` list (the machine builds it once per program and backend)."""
         state = {key: self.asarray(value) for key, value in state.items()}
-        if cache_key is None:
-            key: Any = ("kernels", id(kernels), int(halt_index), self.jit_compile)
-        else:
-            key = (cache_key, int(halt_index), len(kernels), self.scheduler, self.jit_compile)
-        entry = self.code_cache.get(key)
-        if entry is None or (cache_key is None and entry[0] is not kernels):
-            loop = self._loop(tuple(kernels), int(halt_index))
-            function = tf.function(
-                loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False
-            )
-            entry = (kernels, function)
-            self.code_cache[key] = entry
-        return dict(entry[1](state))
+
+        def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State], State]:
+            loop = self._loop(ks, halt)
+            return tf.function(loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False)
+
+        run = self.compiled_run(self.code_cache, kernels, halt_index, cache_key, compile_loop, (self.jit_compile,))
+        return dict(run(state))
 
     def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
         """The machine loop over `kernels` as a traceable function of the state."""
