@@ -52,6 +52,8 @@ def is_builtin(name: str) -> bool:
 
 def numpy_function(name: str) -> Callable[..., Any]:
     """The NumPy function implementing builtin primitive `name` (not `astype`/`copy`)."""
+    if not is_builtin(name):
+        raise ValueError(f'"{name}" is not a builtin prim; the builtin prims are {sorted(ARITY)}')
     if name == "copy":
         return np.copy
     return getattr(np, name)
