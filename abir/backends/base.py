@@ -143,6 +143,96 @@ def smallest_live_block(backend: Backend, pc: Any) -> Any:
     return backend.reduce_min(pc)
 
 
+def _batch_sum(backend: Backend, x: Any) -> Any:
+    """Sum of `x` ([n, ...], n static) over its first axis, by pairwise `add`s of slices (the
+    protocol has no sum reduction; slicing works on NumPy, JAX and TF arrays alike)."""
+    n = int(x.shape[0])
+    extra = None
+    while n > 1:
+        half = n // 2
+        if n % 2:
+            last = x[n - 1 : n]
+            extra = last if extra is None else backend.builtin_prim("add", [extra, last], None)
+        x = backend.builtin_prim("add", [x[:half], x[half : 2 * half]], None)
+        n = half
+    return x[0] if extra is None else backend.builtin_prim("add", [x, extra], None)[0]
+
+
+def _live_block_counts(backend: Backend, pc: Any) -> tuple[Any, Any, Any]:
+    """`(live, counts, smallest)` for int32 `pc` [B]: which members are live, how many live
+    members hold each member's block (`counts[b]`, int32 [B]) and the smallest block held.
+
+    The scheduler sees only `pc`, not the halt index N, so "live" is "below the largest index
+    held" (halted members hold N, the largest), or every member when all hold one block. Without
+    halted members this leaves out the top live block: it can still run, as the smallest.
+    O(B^2) comparisons per step."""
+    prim = backend.builtin_prim
+    smallest = backend.reduce_min(pc)
+    largest = prim("negative", [backend.reduce_min(prim("negative", [pc], np.int32))], np.int32)
+    live = prim(
+        "logical_or",
+        [prim("less", [pc, largest], np.bool_), prim("equal", [smallest, largest], np.bool_)],
+        np.bool_,
+    )
+    same = prim("equal", [backend.expand_event_dims(pc, 1), pc[None]], np.bool_)  # [B, B]
+    same = prim("logical_and", [same, backend.expand_event_dims(live, 1)], np.bool_)
+    counts = _batch_sum(backend, prim("astype", [same], np.int32))
+    return live, counts, smallest
+
+
+def _most_populous(backend: Backend, pc: Any, live: Any, counts: Any) -> Any:
+    """The live block held by the most live members (the smallest such index on ties)."""
+    prim = backend.builtin_prim
+    counts = prim("where", [live, counts, np.int32(-1)], np.int32)
+    most = prim("negative", [backend.reduce_min(prim("negative", [counts], np.int32))], np.int32)
+    holders = prim("equal", [counts, most], np.bool_)
+    return backend.reduce_min(prim("where", [holders, pc, np.int32(np.iinfo(np.int32).max)], np.int32))
+
+
+def most_populous_block(backend: Backend, pc: Any) -> Any:
+    """Scheduling policy: run the live block held by the most live members (ties: the smallest
+    index). Traceable (backend ops only); O(B^2) per step. Measured on NUTS (64 chains x 20,
+    depth 6, NumPy): 12,269 machine steps against the default's 12,991; prefer
+    `sparse_skipping_scheduler`."""
+    live, counts, _ = _live_block_counts(backend, pc)
+    return _most_populous(backend, pc, live, counts)
+
+
+def sparse_skipping_scheduler(fraction: float = 0.05) -> Scheduler:
+    """A scheduling policy: the smallest live block (the default's priority order), unless fewer
+    than `fraction` of the live members hold it; then the block held by the most live members.
+
+    A nearly empty block at the front of the priority order (in NUTS: the recursion's bookkeeping
+    blocks, reached by a few chains at a time) otherwise runs once for each straggler, while the
+    bulk of the batch waits. Letting the bulk go first lets the stragglers gather and run later
+    together. Results are the same under any policy; only the number of machine steps changes.
+    Traceable (backend ops only, so JAX and TF run it inside the compiled loop); O(B^2) per step.
+
+    Measured (NumPy, `RunStats.steps` / ideal): NUTS 64 chains x 20 transitions, depth 6:
+    12,991 -> 10,115 (ideal 2,900; lane use 18% -> 23%); fib and the loop programs of
+    test/unit/test_steps.py: unchanged or one step fewer."""
+    fraction = float(fraction)
+
+    def sparse_skipping(backend: Backend, pc: Any) -> Any:
+        prim = backend.builtin_prim
+        live, counts, smallest = _live_block_counts(backend, pc)
+        at_smallest = prim("where", [prim("equal", [pc, smallest], np.bool_), counts, np.int32(0)], np.int32)
+        held = prim("negative", [backend.reduce_min(prim("negative", [at_smallest], np.int32))], np.int32)
+        live_count = _batch_sum(backend, prim("astype", [live], np.int32))
+        enough = prim(
+            "greater_equal",
+            [
+                prim("astype", [held], np.float64),
+                prim("multiply", [live_count, np.float64(fraction)], np.float64),
+            ],
+            np.bool_,
+        )
+        return prim("where", [enough, smallest, _most_populous(backend, pc, live, counts)], np.int32)
+
+    sparse_skipping.__qualname__ = sparse_skipping.__name__ = f"sparse_skipping_scheduler({fraction})"
+    return sparse_skipping
+
+
 @dataclass
 class RunStats:
     """What one eager run of the machine did (collected by backends that run step by step).
