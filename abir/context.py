@@ -82,8 +82,9 @@ class BatchedFunction:
         return self._context._call_batched(self.name, args, kwargs)
 
     def _dry_run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if kwargs:
-            raise TypeError(f"a dry run of '{self.name}' takes its arguments positionally; got {sorted(kwargs)}")
+        from abir.calling import parse_call_options
+
+        parse_call_options(self.name, kwargs)  # checked as for a batched call; plain Python ignores them
         for leaf in optree.tree_leaves(args):
             shape = np.shape(leaf)
             if shape and shape[0] != 1:
@@ -93,12 +94,18 @@ class BatchedFunction:
                 )
         token = _DRY_RUN.set(True)
         try:
-            return self.python_function(*args)
+            result = self.python_function(*args)
         finally:
             _DRY_RUN.reset(token)
+        return optree.tree_map(_with_batch_dimension, result)
 
     def __repr__(self) -> str:
         return f"<abir batched function {self.name}>"
+
+
+def _with_batch_dimension(leaf: Any) -> Any:
+    """A dry run's result leaf as a batch of one (a returned Python number becomes shape [1])."""
+    return np.reshape(np.asarray(leaf), (1,)) if np.ndim(leaf) == 0 else leaf
 
 
 class Context:

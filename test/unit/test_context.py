@@ -209,6 +209,15 @@ def test_dry_run_calls_python_directly_at_batch_size_one():
         f(np.array([1, 2]), dry_run=True)
 
 
+def test_dry_run_results_carry_a_batch_dimension_and_options_are_checked():
+    ctx, fib = make_fib_context()
+    result = fib(np.array([1]), dry_run=True, max_stack_depth=4)  # the base case returns a Python 1
+    assert isinstance(result, np.ndarray) and result.shape == (1,) and result[0] == 1
+    np.testing.assert_array_equal(fib(np.array([10]), dry_run=True), [55])
+    with pytest.raises(TypeError, match="max_depth"):
+        fib(np.array([1]), dry_run=True, max_depth=4)
+
+
 def test_batched_call_runs_the_program():
     ctx, fib = make_fib_context()
     np.testing.assert_array_equal(fib(np.array([3, 4, 10])), [2, 3, 55])
