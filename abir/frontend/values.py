@@ -68,11 +68,6 @@ LEAF = optree.tree_structure(0)
 """The structure of a single array."""
 
 
-def is_structure(value: Any) -> bool:
-    """A tuple, list or namedtuple of frontend values (not a leaf)."""
-    return isinstance(value, tuple | list)
-
-
 def is_materializable(value: Any) -> bool:
     """Whether a compile-time object can become a per-member constant tensor."""
     if isinstance(value, np.ndarray | np.generic):

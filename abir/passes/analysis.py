@@ -17,7 +17,6 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from xdsl.dialects import cf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -219,10 +218,6 @@ def ssa_liveness(func: functional.FuncOp) -> SSALiveness:
         uses[block], defs[block] = used, defined
     live_in, live_out = backward_liveness(blocks, block_successors, uses, defs)
     return SSALiveness(live_in, live_out)
-
-
-def is_branch(op: Operation) -> bool:
-    return isinstance(op, cf.BranchOp | cf.ConditionalBranchOp)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,7 +31,6 @@ from abir.passes.schedule_blocks import merge_blocks, schedule_blocks
 from abir.passes.simplify import simplify_functional
 from abir.passes.stack_optimize import optimize_stack
 from abir.passes.stack_to_vm import stack_to_vm
-from abir.types import is_value_type
 
 
 def compile_functional(
@@ -80,10 +79,6 @@ def lower_to_vm(typed_module: ModuleOp, entry: str) -> ModuleOp:
     result = stack_to_vm(lowered)
     result.verify()
     return result
-
-
-def is_typed(module: ModuleOp) -> bool:
-    return all(is_value_type(v.type) for op in module.walk() for v in op.results)
 
 
 @dataclass(frozen=True)
