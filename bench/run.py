@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import programs  # noqa: E402
 
-ABIR_BACKENDS = ("numpy", "jax", "tf", "tf-xla")
+ABIR_BACKENDS = ("numpy", "jax", "jax-switch", "tf", "tf-xla")
 TFP_BACKENDS = ("tfp-numpy", "tfp-tf-xla")
 BASELINE = "python"
 
@@ -49,8 +49,8 @@ def abir_backend(name: str) -> Any:
 
     if name == "numpy":
         return abir.NumpyBackend()
-    if name == "jax":
-        return abir.JaxBackend()
+    if name in ("jax", "jax-switch"):
+        return abir.JaxBackend(execution="switch" if name == "jax-switch" else "sweep")
     return abir.TensorFlowBackend(jit_compile=name == "tf-xla")
 
 

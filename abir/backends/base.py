@@ -239,13 +239,15 @@ class RunStats:
 
     `steps` is the number of kernel executions; `block_steps[i]` how many of them ran block i
     and `block_members[i]` how many members were active in those steps, summed;
-    `member_steps[b]` how many steps member b was active in (its own block count)."""
+    `member_steps[b]` how many steps member b was active in (its own block count); `sweeps`
+    the loop iterations of a sweeping execution (each may run many blocks), None otherwise."""
 
     batch_size: int
     steps: int = 0
     block_steps: list[int] = field(default_factory=list)
     block_members: list[int] = field(default_factory=list)
     member_steps: list[int] = field(default_factory=list)
+    sweeps: int | None = None
 
     @classmethod
     def empty(cls, batch_size: int, num_blocks: int) -> RunStats:
@@ -269,9 +271,15 @@ class RunStats:
         total = self.steps * self.batch_size
         return sum(self.block_members) / total if total else 1.0
 
+    def occupancy(self, block: int) -> float:
+        """Mean fraction of the batch active in the steps that ran `block` (0 if it never ran)."""
+        runs = self.block_steps[block]
+        return self.block_members[block] / (runs * self.batch_size) if runs else 0.0
+
     def summary(self) -> str:
+        sweeps = "" if self.sweeps is None else f" in {self.sweeps} sweeps"
         return (
-            f"{self.steps} steps (ideal {self.ideal_steps}) over batch {self.batch_size}, "
+            f"{self.steps} steps{sweeps} (ideal {self.ideal_steps}) over batch {self.batch_size}, "
             f"lane use {self.lane_use:.0%}"
         )
 

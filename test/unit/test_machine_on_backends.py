@@ -1,4 +1,4 @@
-"""The machine on the traced backends (JAX; TF in graph mode and under XLA): a hand-built
+"""The machine on the traced backends (JAX sweeping and switching; TF in graph mode and under XLA): a hand-built
 two-block loop through `Backend.run`, and the machine's hand-written vm programs (fib, collatz,
 vectors, overflow/underflow, opaque prims), each checked against NumPy / plain Python; compiled
 code reused per cache key. Backend-specific details stay in test_jax_backend.py and
@@ -25,6 +25,12 @@ def jax_backend(**kwargs) -> Backend:
     return JaxBackend(**kwargs)
 
 
+def jax_switch_backend(**kwargs) -> Backend:
+    from abir.backends.jax_backend import JaxBackend
+
+    return JaxBackend(execution="switch", **kwargs)
+
+
 def tf_graph_backend(**kwargs) -> Backend:
     from abir.backends.tf_backend import TensorFlowBackend
 
@@ -37,7 +43,10 @@ def tf_xla_backend(**kwargs) -> Backend:
     return TensorFlowBackend(jit_compile=True, **kwargs)
 
 
-@pytest.fixture(params=[jax_backend, tf_graph_backend, tf_xla_backend], ids=["jax", "tf", "tf-xla"])
+@pytest.fixture(
+    params=[jax_backend, jax_switch_backend, tf_graph_backend, tf_xla_backend],
+    ids=["jax", "jax-switch", "tf", "tf-xla"],
+)
 def make_backend(request: pytest.FixtureRequest) -> Callable[..., Backend]:
     """A factory of fresh backend objects (trace counts are per object)."""
     return request.param

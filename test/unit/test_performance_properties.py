@@ -71,8 +71,9 @@ def fib():
     return compile_machine(parse(FIB))
 
 
-def test_jax_loop_copies_no_stack_per_step(fib) -> None:
-    backend = JaxBackend(code_cache={})
+@pytest.mark.parametrize("execution", ["sweep", "switch"])
+def test_jax_loop_copies_no_stack_per_step(fib, execution: str) -> None:
+    backend = JaxBackend(code_cache={}, execution=execution)
     depth, batch = 7, 5
     state = fib.initial_state(backend, [backend.asarray(np.arange(batch))], batch, depth)
     state = {key: jax.numpy.asarray(value) for key, value in state.items()}
@@ -181,18 +182,29 @@ def _wide_inputs(batch: int) -> list[np.ndarray]:
     return [*vectors, np.arange(batch, dtype=np.int32) % 4]
 
 
-def test_jax_conditional_returns_only_written_registers() -> None:
-    machine = compile_machine(parse(WIDE))
-    backend = JaxBackend(code_cache={})
-    batch = 13
+def _compiled_loop_text(machine, backend: JaxBackend, batch: int) -> str:
     state = machine.initial_state(backend, [backend.asarray(x) for x in _wide_inputs(batch)], batch, 4)
     state = {key: jax.numpy.asarray(value) for key, value in state.items()}
-    text = (
-        jax.jit(backend._loop(tuple(machine.kernels(backend)), machine.num_blocks))
-        .lower(state)
-        .compile()
-        .as_text()
-    )
+    loop = backend._loop(tuple(machine.kernels(backend)), machine.num_blocks)
+    return jax.jit(loop).lower(state).compile().as_text()
+
+
+def test_jax_sweep_conditionals_return_only_written_registers() -> None:
+    """One conditional per block; each returns the registers its block writes (block 1: acc and
+    k and pc; block 2: out and pc), never all six vectors."""
+    machine = compile_machine(parse(WIDE))
+    batch = 13
+    text = _compiled_loop_text(machine, JaxBackend(code_cache={}), batch)
+    conditionals = [line.split(" conditional(")[0] for line in text.splitlines() if " conditional(" in line]
+    assert len(conditionals) == machine.num_blocks
+    vector = f"f64[{batch},7]"
+    assert sorted(c.count(vector) for c in conditionals) == [0, 1, 1], conditionals
+
+
+def test_jax_switch_conditional_returns_only_written_registers() -> None:
+    machine = compile_machine(parse(WIDE))
+    batch = 13
+    text = _compiled_loop_text(machine, JaxBackend(code_cache={}, execution="switch"), batch)
     vector = f"f64[{batch},7]"
     conditionals = [line for line in text.splitlines() if " conditional(" in line]
     assert len(conditionals) == 1
