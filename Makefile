@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lit pytest lint bench clean
+.PHONY: install demo test lit pytest lint bench bench-nuts clean
 
 $(BIN)/abir-opt: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,19 @@ $(BENCH_SITE)/.installed: $(BIN)/abir-opt
 
 bench: $(BENCH_SITE)/.installed
 	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/run.py $(BENCH_ARGS)
+
+# BlackJAX (the library NUTS bench/nuts.py compares with) and matplotlib (its --figure) go into the
+# same site, also with --no-deps and every dependency the venv lacks named here: resolving them
+# would put a second NumPy (and JAX) into the site, ahead of the venv's on PYTHONPATH.
+$(BENCH_SITE)/.installed-nuts: $(BIN)/abir-opt
+	$(BIN)/pip install --quiet --no-deps --target $(BENCH_SITE) blackjax==1.7.1 optax==0.2.8 \
+		matplotlib==3.11.2 contourpy==1.3.3 cycler==0.12.1 fonttools==4.68.0 kiwisolver==1.5.1 \
+		pillow==13.0.0 pyparsing==3.3.3 python-dateutil==4.0.0 tzdata==2026.6
+	touch $@
+
+# e.g. make bench-nuts NUTS_ARGS="--batch 64 --figure docs/nuts_bench.png"
+bench-nuts: $(BENCH_SITE)/.installed-nuts
+	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/nuts.py $(NUTS_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_SITE) *.egg-info

@@ -1,7 +1,9 @@
 """NUTS benchmark: the per-chain program of examples/nuts.py batched by abir, against baselines.
 
-    .venv/bin/python bench/nuts.py                      # B=64 and B=1024, D=10, depth 6, 20 steps
-    .venv/bin/python bench/nuts.py --batch 64 --repeats 5
+    make bench-nuts                                     # installs BlackJAX + matplotlib into .bench-site
+    PYTHONPATH=.bench-site .venv/bin/python bench/nuts.py            # B=64 and B=1024, D=10, depth 6, 20 steps
+    PYTHONPATH=.bench-site .venv/bin/python bench/nuts.py --batch 64 --repeats 5
+    PYTHONPATH=.bench-site .venv/bin/python bench/nuts.py --batch --figure docs/nuts_bench.png
 
 Rows, all measured in one run on the same inputs:
 * abir on JAX (first call = trace + XLA compile + run; steady = median of later calls);
@@ -10,15 +12,26 @@ Rows, all measured in one run on the same inputs:
 * hand-vectorized JAX: `jit(vmap(sample_chain))` of an ITERATIVE rewrite of the same sampler
   written here by hand (the recursive subtree becomes a `lax.while_loop` over leaves with an
   explicit per-level stack of left halves, merges in the same post-order, same RNG draws), so its
-  results equal abir's; this is the design of hand-written JAX NUTS implementations.
+  results equal abir's; this is the design of hand-written JAX NUTS implementations;
+* BlackJAX (`blackjax.nuts`, iterative multinomial NUTS with the generalised U-turn criterion):
+  `jit(vmap(run_chain))`, run_chain a `lax.scan` of the kernel's step, same target, step size,
+  maximum doublings, q0 and number of transitions. Its RNG (and U-turn test) differ, so its samples
+  and leapfrog counts differ from abir's: it is checked lightly (finite, leapfrogs in range, sample
+  moments printed next to abir's) and compared per leapfrog as well as per call.
 
-Every result is checked against the plain Python run before it is timed. Machine steps, the ideal
-(the longest member's own block count) and lane use come from `abir.NumpyBackend().last_stats`.
+Every abir and hand-vectorized result is checked against the plain Python run before it is timed.
+Machine steps, the ideal (the longest member's own block count) and lane use come from
+`abir.NumpyBackend().last_stats`. `--figure PATH.png` also measures steady time against the number
+of chains (`--figure-batches`; abir NumPy and plain Python only up to `--figure-slow-max`) and draws
+it with bench/plot_nuts.py (matplotlib, Agg).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import dataclasses
+import datetime
 import importlib.util
 import pathlib
 import statistics
@@ -136,6 +149,99 @@ def make_hand_vectorized(precision: np.ndarray, max_depth: int, num_steps: int):
     return jax.jit(jax.vmap(sample_chain, in_axes=(0, None, 0)))
 
 
+BlackjaxChain = collections.namedtuple("BlackjaxChain", ["q", "leapfrogs", "sum_q", "sum_q2", "divergent"])
+
+
+def make_blackjax(precision: np.ndarray, step_size: float, max_depth: int, num_steps: int):
+    """`jit(vmap(run_chain))` of BlackJAX's NUTS on the same Gaussian: `num_steps` transitions of
+    `blackjax.nuts(...).step` in a `lax.scan`, one PRNG key per chain, identity inverse mass matrix
+    (given as its diagonal of ones), at most `max_depth` doublings (2**max_depth - 1 leapfrogs).
+
+    Called as `fn(q0 [B, D], keys [B])`; returns a `BlackjaxChain` whose `leapfrogs` is
+    `NUTSInfo.num_integration_steps` per chain and transition ([B, num_steps])."""
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    prec = jnp.asarray(precision)
+    nuts = blackjax.nuts(
+        lambda q: -0.5 * (q @ prec @ q),
+        step_size,
+        jnp.ones(precision.shape[0]),
+        max_num_doublings=max_depth,
+        divergence_threshold=ex.MAX_ENERGY_ERROR,
+    )
+
+    def run_chain(q, key):
+        def step(carry, step_key):
+            state, sum_q, sum_q2 = carry
+            state, info = nuts.step(step_key, state)
+            q = state.position
+            return (state, sum_q + q, sum_q2 + q * q), (info.num_integration_steps, info.is_divergent)
+
+        init = (nuts.init(q), jnp.zeros_like(q), jnp.zeros_like(q))
+        (state, sum_q, sum_q2), (leapfrogs, divergent) = lax.scan(
+            step, init, jax.random.split(key, num_steps)
+        )
+        return BlackjaxChain(state.position, leapfrogs, sum_q, sum_q2, divergent.sum())
+
+    return jax.jit(jax.vmap(run_chain))
+
+
+def check_blackjax(got: BlackjaxChain, max_depth: int) -> None:
+    """A light check (BlackJAX's RNG differs, so its samples cannot equal abir's): finite results
+    and a leapfrog count per transition within NUTS's bounds."""
+    for name in ("q", "sum_q", "sum_q2"):
+        assert np.isfinite(getattr(got, name)).all(), f"BlackJAX {name} is not finite"
+    assert ((got.leapfrogs >= 1) & (got.leapfrogs < 2**max_depth)).all(), "BlackJAX leapfrogs out of range"
+
+
+def moments_summary(sum_q: np.ndarray, sum_q2: np.ndarray, draws: int) -> str:
+    """The pooled sample mean and variance of `draws` draws against the target's (mean 0,
+    `ex.COVARIANCE`): the largest |mean| in true standard deviations, the range of variance / true."""
+    mean = sum_q.sum(axis=0) / draws
+    var = sum_q2.sum(axis=0) / draws - mean**2
+    true_var = np.diag(ex.COVARIANCE)
+    ratio = var / true_var
+    return f"max |mean|/sd {np.max(np.abs(mean) / np.sqrt(true_var)):.2f}, var/true {ratio.min():.2f}..{ratio.max():.2f}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """One benchmark case: B chains from the positions `q0` with abir's per-chain `keys`."""
+
+    batch: int
+    q0: np.ndarray
+    keys: np.ndarray
+    eps: float
+    steps: int
+
+
+def make_inputs(batch: int, args: argparse.Namespace) -> Inputs:
+    q0 = ex.initial_positions(args.seed, batch, ex.DIM)
+    return Inputs(batch, q0, ex.chain_keys(args.seed, batch), args.step_size, args.steps)
+
+
+@dataclasses.dataclass
+class Row:
+    """One system's line of the table. `first` is None for the eager systems, timed by one call;
+    `leapfrogs` is over all chains; `vmap_iterations` the leapfrogs a lock-step batch runs."""
+
+    name: str
+    first: float | None
+    steady: float | None
+    leapfrogs: int | None = None
+    vmap_iterations: int | None = None
+
+    @property
+    def per_leapfrog(self) -> float | None:
+        """Steady seconds per leapfrog (of all chains)."""
+        if self.steady is None or not self.leapfrogs:
+            return None
+        return self.steady / self.leapfrogs
+
+
 def timed(fn, repeats: int) -> tuple[float, float, object]:
     """(first call, median of `repeats` later calls, first result), in seconds."""
     start = time.perf_counter()
@@ -149,86 +255,210 @@ def timed(fn, repeats: int) -> tuple[float, float, object]:
     return first, statistics.median(times) if times else first, result
 
 
+def run_python(nuts, inputs: Inputs) -> tuple[float, ex.Chain]:
+    """Plain Python, chain by chain: (seconds, Chain)."""
+    start = time.perf_counter()
+    want = ex.run_per_chain(nuts, inputs.q0, inputs.eps, inputs.keys, inputs.steps)
+    return time.perf_counter() - start, want
+
+
+def run_abir_numpy(nuts, run, inputs: Inputs) -> tuple[float, ex.Chain, object]:
+    """abir on NumPy, one eager call: (seconds, Chain, the backend's machine statistics)."""
+    backend = abir.NumpyBackend()
+    start = time.perf_counter()
+    result = run(inputs.q0, inputs.eps, inputs.keys, np.int64(inputs.steps), backend=backend,
+                 max_stack_depth=ex.stack_depth(nuts))  # fmt: skip
+    return time.perf_counter() - start, ex.as_chain(result), backend.last_stats
+
+
+def run_abir_jax(nuts, run, inputs: Inputs, repeats: int) -> tuple[float, float, ex.Chain]:
+    """abir on JAX: (first call, steady, Chain)."""
+    import jax
+
+    backend = abir.JaxBackend()
+    first, steady, got = timed(
+        lambda: jax.block_until_ready(
+            run(
+                inputs.q0,
+                inputs.eps,
+                inputs.keys,
+                np.int64(inputs.steps),
+                backend=backend,
+                max_stack_depth=ex.stack_depth(nuts),
+            )
+        ),
+        repeats,
+    )
+    return first, steady, ex.as_chain(got)
+
+
+def run_hand(inputs: Inputs, args: argparse.Namespace) -> tuple[float, float, ex.Chain]:
+    """The hand-vectorized JAX sampler: (first call, steady, Chain)."""
+    import jax
+
+    hand = make_hand_vectorized(ex.PRECISION, args.max_depth, inputs.steps)
+    first, steady, got = timed(lambda: jax.block_until_ready(hand(inputs.q0, inputs.eps, inputs.keys)),
+                               args.repeats)  # fmt: skip
+    return first, steady, ex.as_chain(got)
+
+
+def run_blackjax(inputs: Inputs, args: argparse.Namespace) -> tuple[float, float, BlackjaxChain]:
+    """BlackJAX's NUTS from the same q0 (its own per-chain keys): (first call, steady, result)."""
+    import jax
+
+    sampler = make_blackjax(ex.PRECISION, inputs.eps, args.max_depth, inputs.steps)
+    keys = jax.random.split(jax.random.key(args.seed), inputs.batch)
+    first, steady, got = timed(lambda: jax.block_until_ready(sampler(inputs.q0, keys)), args.repeats)
+    got = BlackjaxChain(*(np.asarray(x) for x in got))
+    check_blackjax(got, args.max_depth)
+    return first, steady, got
+
+
+def check_against(got: ex.Chain, want: ex.Chain | None, nuts, inputs: Inputs) -> None:
+    """`got` equals the plain Python run `want`, or when there is none, that of 16 chains."""
+    if want is None:
+        few = min(inputs.batch, 16)
+        want = ex.run_per_chain(nuts, inputs.q0[:few], inputs.eps, inputs.keys[:few], inputs.steps)
+        got = ex.Chain(*(x[:few] for x in got))
+    ex.compare(got, want)
+
+
 def fmt(seconds: float | None) -> str:
     if seconds is None:
         return f"{'-':>10}"
     return f"{seconds * 1e3:8.1f}ms" if seconds < 10 else f"{seconds:8.2f}s "
 
 
-def bench(batch: int, args) -> None:
-    import jax
+def fmt_int(value: int | None, width: int) -> str:
+    return f"{'-' if value is None else f'{value:,}':>{width}}"
 
+
+def ratio(a: float | None, b: float | None, width: int = 10) -> str:
+    """a / b as "1.23x" right-aligned in `width`, or "-" if either is missing."""
+    return (f"{a / b:.2f}x" if a is not None and b else "-").rjust(width)
+
+
+def bench(batch: int, args: argparse.Namespace) -> None:
+    """Run every system on B=`batch` chains, check the results and print the table."""
     nuts = ex.make_nuts(ex.PRECISION, args.max_depth)
-    keys = ex.chain_keys(args.seed, batch)
-    q0 = ex.initial_positions(args.seed, batch, ex.DIM)
-    eps, steps = args.step_size, args.steps
     run = ex.batch(nuts)
-    depth = ex.stack_depth(nuts)
-    rows: list[tuple[str, float | None, float | None]] = []
+    inputs = make_inputs(batch, args)
 
-    python_time = None
-    if batch <= args.python_max_batch:
-        start = time.perf_counter()
-        want = ex.run_per_chain(nuts, q0, eps, keys, steps)
-        python_time = time.perf_counter() - start
-    else:  # the reference for checking: a few chains only
-        want = None
-    rows.append(("plain Python, chain by chain", None, python_time))
+    python_time, want = run_python(nuts, inputs) if batch <= args.python_max_batch else (None, None)
+    numpy_time, got_np, stats = run_abir_numpy(nuts, run, inputs)
+    check_against(got_np, want, nuts, inputs)
+    jax_first, jax_steady, got = run_abir_jax(nuts, run, inputs, args.repeats)
+    ex.compare(got, got_np)
+    hand_first, hand_steady, got = run_hand(inputs, args)
+    ex.compare(got, got_np)
+    bj_first, bj_steady, bj = run_blackjax(inputs, args)
 
-    numpy_backend = abir.NumpyBackend()
-    start = time.perf_counter()
-    got_np = ex.as_chain(run(q0, eps, keys, np.int64(steps), backend=numpy_backend, max_stack_depth=depth))
-    numpy_time = time.perf_counter() - start
-    stats = numpy_backend.last_stats
-    if want is None:
-        few = min(batch, 16)
-        ref = ex.run_per_chain(nuts, q0[:few], eps, keys[:few], steps)
-        ex.compare(ex.Chain(*(x[:few] for x in got_np)), ref)
-    else:
-        ex.compare(got_np, want)
-    rows.append(("abir NumPy", None, numpy_time))
-
-    jax_backend = abir.JaxBackend()
-    first, steady, got = timed(
-        lambda: jax.block_until_ready(
-            run(q0, eps, keys, np.int64(steps), backend=jax_backend, max_stack_depth=depth)
-        ),
-        args.repeats,
-    )
-    ex.compare(ex.as_chain(got), got_np)
-    rows.append(("abir JAX", first, steady))
-
-    hand = make_hand_vectorized(ex.PRECISION, args.max_depth, steps)
-    first, steady_hand, got = timed(lambda: jax.block_until_ready(hand(q0, eps, keys)), args.repeats)
-    ex.compare(ex.as_chain(got), got_np)
-    rows.append(("hand-vectorized JAX jit(vmap(iterative))", first, steady_hand))
-
-    leapfrogs = got_np.leapfrogs / steps
-    print(f"\nB={batch}  D={ex.DIM}  max depth {args.max_depth}  {steps} steps  step size {eps}")
-    print(f"leapfrogs per transition: mean {leapfrogs.mean():.1f}, max-chain mean {leapfrogs.max():.1f}; "
-          f"machine steps {stats.steps}, ideal {stats.ideal_steps} ({stats.steps / stats.ideal_steps:.2f}x), "
-          f"lane use {stats.lane_use:.3f}")  # fmt: skip
-    print(f"{'':42} {'first call':>10} {'steady':>10} {'/ hand JAX':>11}")
-    for name, first_call, steady_time in rows:
-        ratio = f"{steady_time / steady_hand:10.1f}x" if steady_time is not None else f"{'-':>11}"
-        print(f"{name:42} {fmt(first_call)} {fmt(steady_time)} {ratio}")
-    jax_steady = rows[2][2]
+    leapfrogs = int(got_np.leapfrogs.sum())
+    abir_iterations = int(got_np.leapfrogs.max())  # abir's chains never wait for each other's transitions
+    bj_leapfrogs = int(bj.leapfrogs.sum())
+    bj_iterations = int(bj.leapfrogs.max(axis=0).sum())  # vmap: every transition as long as its longest chain
+    rows = [
+        Row("plain Python, chain by chain", None, python_time, leapfrogs),
+        Row("abir NumPy", None, numpy_time, leapfrogs, abir_iterations),
+        Row("abir JAX", jax_first, jax_steady, leapfrogs, abir_iterations),
+        Row("hand-vectorized JAX jit(vmap(iterative))", hand_first, hand_steady, leapfrogs),
+        Row("BlackJAX jit(vmap(scan(nuts.step)))", bj_first, bj_steady, bj_leapfrogs, bj_iterations),
+    ]
+    print_table(inputs, args, rows, stats)
+    per_transition = got_np.leapfrogs / inputs.steps
+    print(f"leapfrogs per transition: abir mean {per_transition.mean():.1f} (longest chain's mean "
+          f"{per_transition.max():.1f}); BlackJAX mean {bj.leapfrogs.mean():.1f} (mean of the per-transition "
+          f"max over chains {bj.leapfrogs.max(axis=0).mean():.1f}), {int(bj.divergent.sum())} divergent")  # fmt: skip
+    draws = batch * inputs.steps
+    print(f"moments over {draws} draws: abir {moments_summary(got_np.sum_q, got_np.sum_q2, draws)}; "
+          f"BlackJAX {moments_summary(bj.sum_q, bj.sum_q2, draws)}")  # fmt: skip
+    abir_jax, blackjax_row = rows[2], rows[4]
+    print(f"abir JAX / BlackJAX: steady {ratio(abir_jax.steady, blackjax_row.steady, 0)}, "
+          f"per leapfrog {ratio(abir_jax.per_leapfrog, blackjax_row.per_leapfrog, 0)}, "
+          f"first call {ratio(abir_jax.first, blackjax_row.first, 0)}")  # fmt: skip
     print(f"abir JAX per machine step: {jax_steady / stats.steps * 1e6:.1f} us; "
           f"abir NumPy per machine step: {numpy_time / stats.steps * 1e6:.1f} us")  # fmt: skip
 
 
+def print_table(inputs: Inputs, args: argparse.Namespace, rows: list[Row], stats) -> None:
+    """The header lines and one line per system (ratios of steady times to BlackJAX and hand JAX)."""
+    print(f"\nB={inputs.batch}  D={ex.DIM}  max depth {args.max_depth}  {inputs.steps} steps  "
+          f"step size {inputs.eps}")  # fmt: skip
+    print(f"abir machine steps {stats.steps}, ideal {stats.ideal_steps} "
+          f"({stats.steps / stats.ideal_steps:.2f}x), lane use {stats.lane_use:.3f}")  # fmt: skip
+    print(f"{'':42} {'first call':>10} {'steady':>10} {'leapfrogs':>10} {'us/leapfrog':>11} "
+          f"{'vmap iters':>10} {'/ BlackJAX':>10} {'/ hand JAX':>10}")  # fmt: skip
+    blackjax_steady, hand_steady = rows[4].steady, rows[3].steady
+    for row in rows:
+        per = f"{row.per_leapfrog * 1e6:11.2f}" if row.per_leapfrog is not None else f"{'-':>11}"
+        print(f"{row.name:42} {fmt(row.first)} {fmt(row.steady)} {fmt_int(row.leapfrogs, 10)} {per} "
+              f"{fmt_int(row.vmap_iterations, 10)} {ratio(row.steady, blackjax_steady)} "
+              f"{ratio(row.steady, hand_steady)}")  # fmt: skip
+    print(
+        "  first call = trace + compile + run; steady = median of later calls (eager rows: their one call);\n"
+        "  us/leapfrog = steady / leapfrogs of all chains; vmap iters = leapfrogs a batch runs in lock-step\n"
+        "  (abir: the longest chain's total; BlackJAX: per transition the longest chain's, summed)"
+    )
+
+
+def sweep(args: argparse.Namespace) -> dict[str, list[tuple[int, float]]]:
+    """Steady time per call against the batch size, per system (the slow eager systems only up to
+    `--figure-slow-max` chains); abir and hand JAX are checked against each other, BlackJAX lightly."""
+    nuts = ex.make_nuts(ex.PRECISION, args.max_depth)
+    run = ex.batch(nuts)
+    series: dict[str, list[tuple[int, float]]] = {
+        name: [] for name in ("abir JAX", "BlackJAX", "hand-vectorized JAX", "abir NumPy", "plain Python")
+    }
+    for batch in args.figure_batches:
+        inputs = make_inputs(batch, args)
+        _, jax_steady, got = run_abir_jax(nuts, run, inputs, args.repeats)
+        _, hand_steady, got_hand = run_hand(inputs, args)
+        ex.compare(got_hand, got)
+        _, bj_steady, _ = run_blackjax(inputs, args)
+        times = {"abir JAX": jax_steady, "BlackJAX": bj_steady, "hand-vectorized JAX": hand_steady}
+        if batch <= args.figure_slow_max:
+            times["abir NumPy"], got_np, _ = run_abir_numpy(nuts, run, inputs)
+            ex.compare(got_np, got)
+            times["plain Python"], want = run_python(nuts, inputs)
+            ex.compare(got, want)
+        for name, seconds in times.items():
+            series[name].append((batch, seconds))
+        print(f"figure B={batch}: " + ", ".join(f"{name} {fmt(s).strip()}" for name, s in times.items()))
+    return series
+
+
+def draw_figure(args: argparse.Namespace) -> None:
+    """Measure the sweep and save it as the PNG `args.figure`."""
+    from plot_nuts import plot_steady_times  # bench/ is on sys.path when this file runs as a script
+
+    series = sweep(args)
+    title = (f"NUTS, D={ex.DIM}, max depth {args.max_depth}, {args.steps} steps, step size {args.step_size} "
+             f"({datetime.date.today().isoformat()})")  # fmt: skip
+    path = plot_steady_times(series, args.figure, title)
+    print(f"figure saved to {path}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--batch", type=int, nargs="+", default=[64, 1024])
+    parser.add_argument("--batch", type=int, nargs="*", default=[64, 1024], help="tables for these B")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--max-depth", type=int, default=6)
     parser.add_argument("--step-size", type=float, default=0.3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--python-max-batch", type=int, default=1024, help="larger B: check 16 chains only")
+    parser.add_argument(
+        "--figure", metavar="PATH.png", help="also draw steady time against B (e.g. docs/nuts_bench.png)"
+    )
+    parser.add_argument("--figure-batches", type=int, nargs="+", default=[16, 64, 256, 1024, 4096])
+    parser.add_argument(
+        "--figure-slow-max", type=int, default=256, help="abir NumPy and plain Python up to this B"
+    )
     args = parser.parse_args()
     for batch in args.batch:
         bench(batch, args)
+    if args.figure:
+        draw_figure(args)
 
 
 if __name__ == "__main__":
