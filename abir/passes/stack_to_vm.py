@@ -4,7 +4,9 @@ Blocks are numbered in their current order (run `schedule-blocks` first). Inside
 temporaries become SSA values; registers and stacks are read with `vm.read` once (later reads
 reuse the last value written or read in this block) and written back with `vm.write` (deferred:
 only the last value is written, before any push/pop/peek of the variable and at the end of the
-block); writes into dead variables vanish; `stack.prim` -> `vm.prim`, `stack.constant` ->
+block); writes into dead variables vanish, and so do writes of the value the register already
+holds (`@x = @x`, as passing a recursive call's unchanged arguments makes: each write is a masked
+update of the whole batch on the machine); `stack.prim` -> `vm.prim`, `stack.constant` ->
 `vm.constant`, push/pop/peek -> `vm.push/pop/peek`; terminators map to `vm.jump`, `vm.branch`,
 `vm.call`, `vm.return` and `vm.halt`. Each `vm.block` keeps the `function` attribute of its
 terminator.
@@ -40,6 +42,8 @@ class KernelBuilder:
         self.body = Block()
         self.values: dict[str, SSAValue] = {}
         self.pending: dict[str, SSAValue] = {}
+        self.held: dict[str, SSAValue] = {}
+        """The value each register is known to hold (read from it, or written to it)."""
 
     def add(self, op: Operation) -> Operation:
         self.body.add_op(op)
@@ -51,7 +55,7 @@ class KernelBuilder:
         if self.decls.storage[name] == StorageClass.TEMPORARY:
             raise ValueError(f"temporary @{name} is read before it is written in its block")
         value = self.add(vm.ReadOp(name, self.decls.types[name])).results[0]
-        self.values[name] = value
+        self.values[name] = self.held[name] = value
         return value
 
     def assign(self, name: str, value: SSAValue) -> None:
@@ -61,8 +65,12 @@ class KernelBuilder:
 
     def flush(self, names: list[str] | None = None) -> None:
         for name in list(self.pending) if names is None else names:
-            if name in self.pending:
-                self.add(vm.WriteOp(name, self.pending.pop(name)))
+            if name not in self.pending:
+                continue
+            value = self.pending.pop(name)
+            if self.held.get(name) is not value:
+                self.add(vm.WriteOp(name, value))
+                self.held[name] = value
 
     def translate(self, block: Block) -> Block:
         for op in block.ops:
@@ -94,6 +102,7 @@ class KernelBuilder:
                 self.add(vm.PopOp(*names) if isinstance(op, stack.PopOp) else vm.PeekOp(*names))
                 for name in names:
                     self.values.pop(name, None)
+                    self.held.pop(name, None)
             case _:
                 self.terminator(op)
 

@@ -356,3 +356,42 @@ builtin.module {
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
+
+// -----
+
+// A write of the value the register already holds vanishes (a recursive call passing an
+// argument on unchanged, @walk.n = @walk.n, and a round trip through another register), also
+// after a push (which leaves the register as it is); after a pop the register holds the restored
+// value, so writing back what was read before the pop stays.
+builtin.module {
+  stack.var @walk.n : i64 stack
+  stack.var @walk.k : i64 register
+  stack.var @walk.t : i64 temporary
+  stack.program @walk(@walk.n, @walk.k) -> (@walk.k) {
+    stack.push @walk.n
+    stack.write @walk.n, @walk.k = @walk.n, @walk.k
+    stack.write @walk.t = @walk.k
+    stack.write @walk.k = @walk.t
+    stack.pop @walk.n
+    stack.goto ^bb1
+  ^bb1:
+    stack.write @walk.t = @walk.n
+    stack.pop @walk.n
+    stack.write @walk.n = @walk.t
+    stack.halt
+  }
+}
+
+// CHECK:      vm.block 0 {
+// CHECK-NEXT:   vm.push @walk.n
+// CHECK-NEXT:   %0 = vm.read @walk.n : i64
+// CHECK-NEXT:   %1 = vm.read @walk.k : i64
+// CHECK-NEXT:   vm.pop @walk.n
+// CHECK-NEXT:   vm.jump 1
+// CHECK-NEXT: }
+// CHECK-NEXT: vm.block 1 {
+// CHECK-NEXT:   %2 = vm.read @walk.n : i64
+// CHECK-NEXT:   vm.pop @walk.n
+// CHECK-NEXT:   vm.write @walk.n, %2 : i64
+// CHECK-NEXT:   vm.halt
+// CHECK-NEXT: }
