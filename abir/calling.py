@@ -124,7 +124,7 @@ def signature_of(leaves: Sequence[Any]) -> tuple[TensorType, ...]:
 
 def backend_kind(backend: Backend) -> tuple[Any, ...]:
     """What about a backend changes compiled code (its class and configuration)."""
-    return (type(backend).__name__, getattr(backend, "jit_compile", None))
+    return (type(backend).__name__, getattr(backend, "jit_compile", None), backend.block_order)
 
 
 def compile_program(
@@ -142,7 +142,7 @@ def compile_program(
         arg_types,
         user_type_inference=context.type_inference_callables(),
     )
-    lowered = lower_to_vm(typed, frontend.entry)
+    lowered = lower_to_vm(typed, frontend.entry, backend.block_order)
     return CompiledProgram(frontend, typed, lowered, compile_machine(lowered))
 
 

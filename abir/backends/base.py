@@ -289,6 +289,10 @@ class Backend(abc.ABC):
 
     name: str = "abstract"
     scheduler: Scheduler = staticmethod(smallest_live_block)  # type: ignore[assignment]
+    block_order: str = "priority"
+    """The `schedule-blocks` policy the compiler numbers blocks by for this backend's run loop:
+    `priority` when each step runs the block `scheduler` picks, `flow` when each iteration
+    sweeps all blocks in index order."""
     last_stats: RunStats | None = None
     """Set by `run` on backends that can count steps eagerly (NumPy); None otherwise."""
 

@@ -70,12 +70,13 @@ def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
     return lowered
 
 
-def lower_to_vm(typed_module: ModuleOp, entry: str) -> ModuleOp:
-    """A new verified vm module: opaque declarations, `vm.var`s and one `vm.program @<entry>`."""
+def lower_to_vm(typed_module: ModuleOp, entry: str, block_order: str = "priority") -> ModuleOp:
+    """A new verified vm module: opaque declarations, `vm.var`s and one `vm.program @<entry>`,
+    its blocks ordered by `schedule-blocks` with `block_order` (`priority` or `flow`)."""
     lowered = lower_to_stack(typed_module, entry)
     fuse_blocks(lowered)  # shapes the block list for the machine, like schedule-blocks
     allocate_storage(lowered)  # fused blocks keep more variables temporary
-    schedule_blocks(lowered)
+    schedule_blocks(lowered, block_order)
     result = stack_to_vm(lowered)
     result.verify()
     return result
@@ -85,16 +86,18 @@ def lower_to_vm(typed_module: ModuleOp, entry: str) -> ModuleOp:
 class AbirLowerPass(ModulePass):
     """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default:
     the module's `abir.entry` attribute or its only fully typed function); arg-types, the entry's
-    parameter types when the IR leaves them unknown (as for infer-types)."""
+    parameter types when the IR leaves them unknown (as for infer-types); block-order, the
+    schedule-blocks policy (priority or flow)."""
 
     name = "abir-lower"
 
     entry: str | None = None
     arg_types: tuple[str, ...] = ()
+    block_order: str = "priority"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         entry = self.entry or default_entry(op)
         typed = op.clone()
         infer_types(typed, entry, parse_arg_types(ctx, self.arg_types))
         optimize_functional(typed)
-        replace_module_body(op, lower_to_vm(typed, entry))
+        replace_module_body(op, lower_to_vm(typed, entry, self.block_order))

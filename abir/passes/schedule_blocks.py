@@ -4,9 +4,22 @@
 `stack.goto` to it and nothing else refers to it (no branch, call or return targets it): one
 machine step instead of two, and more variables stay inside one kernel (temporaries).
 
-`schedule-blocks` fixes the block order, which becomes the vm block numbering and so the
-machine's priority (it runs the smallest block index any live member holds). Policy: the program
-entry stays first; then the blocks inside loops of their function, before the blocks after the
+`schedule-blocks` fixes the block order, which becomes the vm block numbering. Two policies,
+one per way of running the machine (`order=`):
+
+`flow` (for executions that sweep the blocks in index order each iteration, running every block
+that has members, e.g. the JAX backend's default): a member moves through every jump to a later
+block within one sweep and waits for the next sweep at each jump back, so the order should make
+as few of the program's transitions as possible go backwards. The transitions are the jumps and
+branches, each call (to the callee's entry) and each return (to the return block of every call
+of the function). Finding the order with the fewest backward edges is NP-hard (minimum feedback
+arc set); the greedy heuristic of Eades, Lin and Smyth (1993) is used: repeatedly take sinks to
+the back and sources to the front, otherwise the block with the largest out- minus in-degree to
+the front. The order depends on the control-flow graph only, not on the order of the source
+(ties aside): NUTS with its leaf written first or last gets the same sweeps.
+
+`priority` (for executions that run one block per step, the smallest index any live member
+holds): the program entry stays first; then the blocks inside loops of their function, before the blocks after the
 loops (members that leave a loop early wait for the others instead of making the machine run the
 loop's exit once per iteration in which somebody leaves); within each of these groups the cheap
 bookkeeping blocks (only writes, push/pop/peek and jumps: no `stack.prim`, no `stack.constant`)
@@ -21,13 +34,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
 from abir.dialects import stack
 from abir.passes.allocate_storage import the_program
 from abir.passes.analysis import strongly_connected_components
+from abir.passes.lower_calls import FUNCTION_ATTR
 
 
 def references(program: stack.ProgramOp) -> dict[Block, int]:
@@ -86,17 +100,92 @@ def blocks_in_loops(program: stack.ProgramOp) -> set[Block]:
     return looping
 
 
-def schedule_blocks(module: ModuleOp) -> None:
-    program = the_program(module)
+ORDERS = ("priority", "flow")
+
+
+def function_of(block: Block) -> str | None:
+    term = block.last_op
+    attr = term.attributes.get(FUNCTION_ATTR) if term is not None else None
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def machine_successors(program: stack.ProgramOp) -> dict[Block, list[Block]]:
+    """Every block's possible next blocks on the machine: jump and branch targets, a call's
+    callee entry, and for a return every block a call of its function returns to."""
+    return_sites: dict[str | None, list[Block]] = {}
+    for block in program.body.blocks:
+        if isinstance(term := block.last_op, stack.PushGotoOp):
+            return_sites.setdefault(function_of(term.dest), []).append(term.return_dest)
+    successors: dict[Block, list[Block]] = {}
+    for block in program.body.blocks:
+        term = block.last_op
+        if isinstance(term, stack.PushGotoOp):
+            successors[block] = [term.dest]
+        elif isinstance(term, stack.IndirectGotoOp):
+            successors[block] = list(dict.fromkeys(return_sites.get(function_of(block), [])))
+        else:
+            successors[block] = list(term.successors) if term is not None else []
+    return successors
+
+
+def few_backward_edges(nodes: list[Block], successors: dict[Block, list[Block]]) -> list[Block]:
+    """An order of `nodes` with few edges from a later to an earlier node (Eades-Lin-Smyth;
+    self-loops ignored; ties go to the earlier node of `nodes`)."""
+    out = {n: {s for s in successors[n] if s is not n} for n in nodes}
+    into: dict[Block, set[Block]] = {n: set() for n in nodes}
+    for n in nodes:
+        for s in out[n]:
+            into[s].add(n)
+    front: list[Block] = []
+    back: list[Block] = []
+    remaining = dict.fromkeys(nodes)
+
+    def take(node: Block) -> None:
+        del remaining[node]
+        for s in out[node]:
+            into[s].discard(node)
+        for p in into[node]:
+            out[p].discard(node)
+
+    while remaining:
+        if sink := next((n for n in remaining if not out[n]), None):
+            back.append(sink)
+            take(sink)
+        elif source := next((n for n in remaining if not into[n]), None):
+            front.append(source)
+            take(source)
+        else:
+            best = max(remaining, key=lambda n: len(out[n]) - len(into[n]))
+            front.append(best)
+            take(best)
+    return front + back[::-1]
+
+
+def flow_order(program: stack.ProgramOp) -> list[Block]:
+    """The `flow` policy: the entry first, then few backward transitions (module docstring)."""
+    blocks = list(program.body.blocks)
+    order = few_backward_edges(blocks, machine_successors(program))
+    order.remove(blocks[0])
+    return [blocks[0], *order]
+
+
+def priority_order(program: stack.ProgramOp) -> list[Block]:
+    """The `priority` policy (module docstring)."""
     blocks = list(program.body.blocks)
     in_loop = blocks_in_loops(program)
-    rest = sorted(
-        blocks[1:], key=lambda b: (b not in in_loop, not is_bookkeeping(b), blocks.index(b))
-    )
-    order = [blocks[0], *rest]
+    rest = sorted(blocks[1:], key=lambda b: (b not in in_loop, not is_bookkeeping(b), blocks.index(b)))
+    return [blocks[0], *rest]
+
+
+def schedule_blocks(module: ModuleOp, order: str = "priority") -> None:
+    if order not in ORDERS:
+        raise ValueError(f"schedule-blocks order must be one of {', '.join(ORDERS)}, got {order!r}")
+    program = the_program(module)
+    blocks = list(program.body.blocks)
+    new_order = flow_order(program) if order == "flow" else priority_order(program)
     for block in blocks:
         program.body.detach_block(block)
-    for block in order:
+    for block in new_order:
         program.body.add_block(block)
 
 
@@ -112,9 +201,13 @@ class MergeBlocksPass(ModulePass):
 
 @dataclass(frozen=True)
 class ScheduleBlocksPass(ModulePass):
-    """Order blocks: entry; loop blocks before the others; bookkeeping before computing blocks."""
+    """Order blocks for the machine. order=priority (default): entry; loop blocks before the
+    others; bookkeeping before computing blocks. order=flow: few backward transitions, for
+    executions that sweep the blocks in order."""
 
     name = "schedule-blocks"
 
+    order: str = "priority"
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        schedule_blocks(op)
+        schedule_blocks(op, self.order)

@@ -66,6 +66,12 @@ class BlockPlan:
     """The per-member state keys (registers, stack pointers, pc, error flags) the block's
     kernel may change; every other key comes back from `BlockKernel.split` untouched (the
     same object), so traced backends pass only these through their conditional."""
+    in_tail: bool = False
+    """Whether the block is in the program's tail: the blocks from `Machine.tail_start` on, from
+    which members only move to later blocks until they halt. A member there has nothing left
+    that others could share, so a sweeping execution may hold it until every live member is in
+    the tail, and run each tail block once for all of them (a loop's members leaving one by one
+    would otherwise run the exit path once per iteration)."""
 
 
 # ----- steps -------------------------------------------------------------------------------
@@ -277,21 +283,61 @@ def _register_writes(ops: Sequence[Operation]) -> tuple[str, ...]:
     return tuple(keys)
 
 
-def _plan_block(block: vm.BlockOp, halt: int) -> BlockPlan:
+def _successors(blocks: Sequence[vm.BlockOp]) -> list[set[int]]:
+    """Each block's possible next blocks: jump and branch targets, a call's callee, and for a
+    return the return block of every call of its function (the halt index is not a block)."""
+    functions = [_function_of(block) for block in blocks]
+    return_sites: dict[str | None, set[int]] = {}
+    for block in blocks:
+        term = block.body.block.last_op
+        if isinstance(term, vm.CallOp):
+            return_sites.setdefault(functions[term.target.value.data], set()).add(term.return_target.value.data)
+    successors = []
+    for index, block in enumerate(blocks):
+        match block.body.block.last_op:
+            case vm.JumpOp() as term:
+                successors.append({term.target.value.data})
+            case vm.BranchOp() as term:
+                successors.append({term.then_target.value.data, term.else_target.value.data})
+            case vm.CallOp() as term:
+                successors.append({term.target.value.data})
+            case vm.ReturnOp():
+                successors.append(return_sites.get(functions[index], set()))
+            case _:
+                successors.append(set())
+    return successors
+
+
+def tail_start(blocks: Sequence[vm.BlockOp]) -> int:
+    """The smallest index t such that every block from t on only moves members to later blocks
+    (or halts): the program's tail (`BlockPlan.in_tail`)."""
+    successors = _successors(blocks)
+    start = len(blocks)
+    while start > 0 and all(s > start - 1 for s in successors[start - 1]):
+        start -= 1
+    return start
+
+
+def _function_of(block: vm.BlockOp) -> str | None:
+    function = block.attributes.get("function")
+    return function.data if isinstance(function, StringAttr) else None
+
+
+def _plan_block(block: vm.BlockOp, halt: int, in_tail: bool = False) -> BlockPlan:
     slots = _Slots()
     ops = list(block.body.block.ops)
     steps = tuple(_plan_op(op, slots, block.number, halt) for op in ops)
-    function = block.attributes.get("function")
     terminator = ops[-1]
     return BlockPlan(
         index=block.number,
-        function=function.data if isinstance(function, StringAttr) else None,
+        function=_function_of(block),
         steps=steps,
         slots=len(slots.numbers),
         uses_stacks=any(isinstance(op, STACK_OPS) for op in ops),
         callee=terminator.target.value.data if isinstance(terminator, vm.CallOp) else None,
         stack_writes=_stack_writes(ops),
         register_writes=_register_writes(ops),
+        in_tail=in_tail,
     )
 
 
@@ -472,8 +518,9 @@ def compile_machine(vm_module: ModuleOp) -> Machine:
     """Read a vm module once and plan every block (kernels are built per backend on demand)."""
     vm_module.verify()
     program = _find_program(vm_module)
-    halt = len(program.blocks)
-    plans = [_plan_block(block, halt) for block in program.blocks]
+    blocks = list(program.blocks)
+    halt, tail = len(blocks), tail_start(blocks)
+    plans = [_plan_block(block, halt, block.number >= tail) for block in blocks]
     return Machine(
         program.sym_name.data,
         _variables(vm_module),
