@@ -15,7 +15,7 @@ error flags and returns the output variables' registers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,18 +132,22 @@ def _write_step(var: str, slot: int) -> Step:
     return step
 
 
-def _push_step(names: tuple[str, ...]) -> Step:
+PointerGroups = tuple[tuple[str, tuple[str, ...]], ...]
+"""(stack pointer key, the variables of a push/pop/peek that share it), per pointer."""
+
+
+def _push_step(groups: PointerGroups) -> Step:
     def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        for name in names:
-            state_ops.push(backend, frame, name, mask)
+        for pointer, names in groups:
+            state_ops.push(backend, frame, names, pointer, mask)
 
     return step
 
 
-def _restore_step(names: tuple[str, ...], drop: bool) -> Step:
+def _restore_step(groups: PointerGroups, drop: bool) -> Step:
     def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        for name in names:
-            state_ops.restore(backend, frame, name, mask, drop)
+        for pointer, names in groups:
+            state_ops.restore(backend, frame, names, pointer, mask, drop)
 
     return step
 
@@ -200,7 +204,31 @@ def _var_names(op: vm.PushOp | vm.PopOp | vm.PeekOp) -> tuple[str, ...]:
     return tuple(ref.string_value() for ref in op.vars.data)
 
 
-def _plan_op(op: Operation, slots: _Slots, block: int, halt: int) -> Step:  # noqa: C901
+def stack_pointers(blocks: Sequence[vm.BlockOp]) -> dict[str, str]:
+    """The stack pointer key of every stack variable. Variables that are pushed, popped and
+    peeked by exactly the same ops always hold the same number of saved values, so they share
+    one pointer (named after the first of them): a push or pop of such a group moves one pointer
+    and computes one row index (NUTS's `build_tree`: 9 stack variables, 3 pointers)."""
+    ops_of: dict[str, list[tuple[int, int]]] = {}
+    for block in blocks:
+        for position, op in enumerate(block.body.block.ops):
+            if isinstance(op, vm.PushOp | vm.PopOp | vm.PeekOp):
+                for name in _var_names(op):
+                    ops_of.setdefault(name, []).append((block.number, position))
+    owner: dict[tuple[tuple[int, int], ...], str] = {}
+    return {
+        name: state_ops.pointer_key(owner.setdefault(tuple(ops), name)) for name, ops in sorted(ops_of.items())
+    }
+
+
+def _pointer_groups(names: Sequence[str], pointers: Mapping[str, str]) -> PointerGroups:
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(pointers[name], []).append(name)
+    return tuple((pointer, tuple(group)) for pointer, group in groups.items())
+
+
+def _plan_op(op: Operation, slots: _Slots, block: int, halt: int, pointers: Mapping[str, str]) -> Step:  # noqa: C901
     """The step that executes one vm op."""
     match op:
         case vm.ReadOp():
@@ -219,9 +247,9 @@ def _plan_op(op: Operation, slots: _Slots, block: int, halt: int) -> Step:  # no
         case vm.WriteOp():
             return _write_step(op.var.string_value(), slots.use(op.value))
         case vm.PushOp():
-            return _push_step(_var_names(op))
+            return _push_step(_pointer_groups(_var_names(op), pointers))
         case vm.PopOp() | vm.PeekOp():
-            return _restore_step(_var_names(op), drop=isinstance(op, vm.PopOp))
+            return _restore_step(_pointer_groups(_var_names(op), pointers), drop=isinstance(op, vm.PopOp))
         case vm.JumpOp():
             return _jump_step(op.target.value.data)
         case vm.BranchOp():
@@ -260,7 +288,7 @@ def _stack_writes(ops: Sequence[Operation]) -> tuple[tuple[str, int], ...]:
     return tuple((key, count) for key, count in pending.items() if count)
 
 
-def _register_writes(ops: Sequence[Operation]) -> tuple[str, ...]:
+def _register_writes(ops: Sequence[Operation], pointers: Mapping[str, str]) -> tuple[str, ...]:
     """The per-member state keys a block's kernel may change (a superset is harmless: the
     kernel returns the unchanged value for a key it did not touch)."""
     keys = {state_ops.PC: None}  # every block ends in a jump, branch, call, return or halt
@@ -268,13 +296,13 @@ def _register_writes(ops: Sequence[Operation]) -> tuple[str, ...]:
         if isinstance(op, vm.WriteOp):
             keys[state_ops.register_key(op.var.string_value())] = None
         elif isinstance(op, vm.PushOp):
-            keys.update(dict.fromkeys(state_ops.pointer_key(name) for name in _var_names(op)))
+            keys.update(dict.fromkeys(pointers[name] for name in _var_names(op)))
             keys[state_ops.OVERFLOW] = None
         elif isinstance(op, vm.PopOp | vm.PeekOp):
             for name in _var_names(op):
                 keys[state_ops.register_key(name)] = None
                 if isinstance(op, vm.PopOp):
-                    keys[state_ops.pointer_key(name)] = None
+                    keys[pointers[name]] = None
             keys[state_ops.UNDERFLOW] = None
         elif isinstance(op, vm.CallOp):
             keys[state_ops.PC_SP] = keys[state_ops.OVERFLOW] = None
@@ -323,10 +351,10 @@ def _function_of(block: vm.BlockOp) -> str | None:
     return function.data if isinstance(function, StringAttr) else None
 
 
-def _plan_block(block: vm.BlockOp, halt: int, in_tail: bool = False) -> BlockPlan:
+def _plan_block(block: vm.BlockOp, halt: int, pointers: Mapping[str, str], in_tail: bool = False) -> BlockPlan:
     slots = _Slots()
     ops = list(block.body.block.ops)
-    steps = tuple(_plan_op(op, slots, block.number, halt) for op in ops)
+    steps = tuple(_plan_op(op, slots, block.number, halt, pointers) for op in ops)
     terminator = ops[-1]
     return BlockPlan(
         index=block.number,
@@ -336,7 +364,7 @@ def _plan_block(block: vm.BlockOp, halt: int, in_tail: bool = False) -> BlockPla
         uses_stacks=any(isinstance(op, STACK_OPS) for op in ops),
         callee=terminator.target.value.data if isinstance(terminator, vm.CallOp) else None,
         stack_writes=_stack_writes(ops),
-        register_writes=_register_writes(ops),
+        register_writes=_register_writes(ops, pointers),
         in_tail=in_tail,
     )
 
@@ -409,12 +437,17 @@ class Machine:
         inputs: Sequence[str],
         outputs: Sequence[str],
         plans: Sequence[BlockPlan],
+        pointers: Mapping[str, str] | None = None,
     ):
         self.name = name
         self.variables = variables
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
         self.plans = tuple(plans)
+        self.pointers = dict(pointers) if pointers is not None else {
+            name: state_ops.pointer_key(name) for name, var in variables.items() if var.is_stack
+        }
+        """The stack pointer key of each stack variable (`stack_pointers`)."""
         self.has_calls = any(plan.callee is not None for plan in plans)
         self.last_stats: RunStats | None = None
         self._kernels: dict[int, tuple[Backend, list[Kernel]]] = {}
@@ -447,7 +480,7 @@ class Machine:
             state[state_ops.register_key(var.name)] = backend.create_register(batch, var.type)
             if var.is_stack:
                 state[state_ops.stack_key(var.name)] = backend.create_stack(max_stack_depth, batch, var.type)
-                state[state_ops.pointer_key(var.name)] = backend.zeros((batch,), np.int32)
+                state[self.pointers.get(var.name, state_ops.pointer_key(var.name))] = backend.zeros((batch,), np.int32)
         for name, leaf in zip(self.inputs, leaves, strict=True):
             state[state_ops.register_key(name)] = leaf
         return state
@@ -519,12 +552,13 @@ def compile_machine(vm_module: ModuleOp) -> Machine:
     vm_module.verify()
     program = _find_program(vm_module)
     blocks = list(program.blocks)
-    halt, tail = len(blocks), tail_start(blocks)
-    plans = [_plan_block(block, halt, block.number >= tail) for block in blocks]
+    halt, tail, pointers = len(blocks), tail_start(blocks), stack_pointers(blocks)
+    plans = [_plan_block(block, halt, pointers, block.number >= tail) for block in blocks]
     return Machine(
         program.sym_name.data,
         _variables(vm_module),
         [ref.string_value() for ref in program.inputs.data],
         [ref.string_value() for ref in program.outputs.data],
         plans,
+        pointers,
     )

@@ -17,7 +17,7 @@ writes nothing out of range: it marks the member, and `finish` records `1 + bloc
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -100,61 +100,74 @@ def set_pc(backend: Backend, frame: Frame, target: Any, mask: Any) -> None:
     frame.regs[PC] = backend.where(mask, target, frame.regs[PC])
 
 
-def stack_push(backend: Backend, frame: Frame, stack: str, pointer: str, value: Any, mask: Any) -> None:
-    """Request `stack[sp[b], b] = value[b]` for each masked member and advance its pointer."""
-    depth = int(frame.stacks[stack].shape[0])
+def stack_push(
+    backend: Backend, frame: Frame, pointer: str, saves: Sequence[tuple[str, Any]], mask: Any
+) -> None:
+    """Request `stack[sp[b], b] = value[b]` for each `(stack, value)` of `saves` (stacks that
+    share the stack pointer `pointer`) and each masked member, and advance the pointer once."""
+    depth = int(frame.stacks[saves[0][0]].shape[0])
     sp = frame.regs[pointer]
     good = _prim(backend, "logical_and", mask, _prim(backend, "less", sp, _int(backend, depth)))
     rows = _prim(backend, "where", good, sp, _int(backend, depth), dtype=np.int32)
-    frame.writes.setdefault(stack, []).append((rows, value))
+    for stack, value in saves:
+        frame.writes.setdefault(stack, []).append((rows, value))
     frame.regs[pointer] = _prim(backend, "add", sp, good, dtype=np.int32)
     bad = _prim(backend, "not_equal", mask, good)  # masked, but the stack is full
     frame.overflow = _either(backend, frame.overflow, bad)
 
 
 def stack_top(
-    backend: Backend, frame: Frame, stack: str, pointer: str, mask: Any, drop: bool
-) -> tuple[Any, Any]:
-    """The last saved value of each member (`drop`: and remove it for the masked members).
+    backend: Backend, frame: Frame, pointer: str, stacks: Sequence[str], mask: Any, drop: bool
+) -> tuple[list[Any], Any]:
+    """The last saved value of each member on each of `stacks` (which share the stack pointer
+    `pointer`); `drop`: and remove them for the masked members, moving the pointer once.
 
-    Returns (value, valid) where `valid` is the masked members that had a saved value; the
+    Returns (values, valid) where `valid` is the masked members that had a saved value; the
     others are marked for `underflow`. A value pushed earlier in the same block is still a
     pending write request: it is read from there (and a drop cancels the request)."""
     sp = frame.regs[pointer]
     good = _prim(backend, "logical_and", mask, _prim(backend, "greater", sp, _int(backend, 0)))
-    pending = frame.writes.get(stack)
-    if pending:
-        value = pending.pop()[1] if drop else pending[-1][1]
-    else:
-        top = _prim(backend, "subtract", sp, _int(backend, 1), dtype=np.int32)
-        value = backend.stack_read(frame.stacks[stack], top)
+    top = None
+    values = []
+    for stack in stacks:
+        pending = frame.writes.get(stack)
+        if pending:
+            values.append(pending.pop()[1] if drop else pending[-1][1])
+            continue
+        if top is None:
+            top = _prim(backend, "subtract", sp, _int(backend, 1), dtype=np.int32)
+        values.append(backend.stack_read(frame.stacks[stack], top))
     if drop:
         frame.regs[pointer] = _prim(backend, "subtract", sp, good, dtype=np.int32)
     bad = _prim(backend, "not_equal", mask, good)  # masked, but nothing saved
     frame.underflow = _either(backend, frame.underflow, bad)
-    return value, good
+    return values, good
 
 
-def push(backend: Backend, frame: Frame, var: str, mask: Any) -> None:
-    """`vm.push @var`: save the current value of `var` (it stays current too)."""
-    stack_push(backend, frame, stack_key(var), pointer_key(var), frame.regs[register_key(var)], mask)
+def push(backend: Backend, frame: Frame, names: Sequence[str], pointer: str, mask: Any) -> None:
+    """`vm.push` of the variables `names`, which share the stack pointer `pointer`: save their
+    current values (they stay current too)."""
+    saves = [(stack_key(name), frame.regs[register_key(name)]) for name in names]
+    stack_push(backend, frame, pointer, saves, mask)
 
 
-def restore(backend: Backend, frame: Frame, var: str, mask: Any, drop: bool) -> None:
-    """`vm.pop @var` (drop) or `vm.peek @var`: the last saved value becomes current."""
-    value, valid = stack_top(backend, frame, stack_key(var), pointer_key(var), mask, drop)
-    write(backend, frame, var, value, valid)
+def restore(backend: Backend, frame: Frame, names: Sequence[str], pointer: str, mask: Any, drop: bool) -> None:
+    """`vm.pop` (drop) or `vm.peek` of the variables `names`, which share the stack pointer
+    `pointer`: their last saved values become current."""
+    values, valid = stack_top(backend, frame, pointer, [stack_key(name) for name in names], mask, drop)
+    for name, value in zip(names, values, strict=True):
+        write(backend, frame, name, value, valid)
 
 
 def call(backend: Backend, frame: Frame, target: int, return_target: int, mask: Any) -> None:
     """`vm.call`: save `return_target` on the program-counter stack, then pc := target."""
-    stack_push(backend, frame, PC_STACK, PC_SP, _int(backend, return_target), mask)
+    stack_push(backend, frame, PC_SP, [(PC_STACK, _int(backend, return_target))], mask)
     set_pc(backend, frame, target, mask)
 
 
 def return_(backend: Backend, frame: Frame, mask: Any) -> None:
     """`vm.return`: pc := the last saved return block, which is dropped."""
-    value, valid = stack_top(backend, frame, PC_STACK, PC_SP, mask, drop=True)
+    (value,), valid = stack_top(backend, frame, PC_SP, [PC_STACK], mask, drop=True)
     set_pc(backend, frame, value, valid)
 
 

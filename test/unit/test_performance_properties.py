@@ -263,3 +263,62 @@ def test_register_layout_slots() -> None:
     assert rows[0] == scratch  # block 0 writes no vector register: its slot goes to scratch
     assert rows[1] == layout.place["r:acc"][1]
     assert rows[2] == layout.place["r:out"][1]
+
+
+# @a and @b are always saved and restored together (one stack pointer); @c is also saved alone.
+SHARED_POINTER = """
+vm.var @a : i64 stack
+vm.var @b : tensor<3xf64> stack
+vm.var @c : i64 stack
+vm.var @out : tensor<3xf64> register
+vm.program @main(@a, @b, @c) -> (@out) {
+  vm.block 0 {
+    vm.push @a, @b, @c
+    vm.push @c
+    %a = vm.read @a : i64
+    %one = vm.constant 1 : i64
+    %a1 = vm.prim "add"(%a, %one) : (i64, i64) -> i64
+    vm.write @a, %a1 : i64
+    %b = vm.read @b : tensor<3xf64>
+    %b2 = vm.prim "multiply"(%b, %b) : (tensor<3xf64>, tensor<3xf64>) -> tensor<3xf64>
+    vm.write @b, %b2 : tensor<3xf64>
+    vm.push @a, @b
+    vm.jump 1
+  }
+  vm.block 1 {
+    vm.pop @a, @b
+    vm.pop @c
+    %a = vm.read @a : i64
+    %b = vm.read @b : tensor<3xf64>
+    vm.pop @a, @b, @c
+    %a0 = vm.read @a : i64
+    %c = vm.read @c : i64
+    %s = vm.prim "add"(%a, %a0) : (i64, i64) -> i64
+    %t = vm.prim "add"(%s, %c) : (i64, i64) -> i64
+    %f = vm.prim "astype"(%t) : (i64) -> f64
+    %o = vm.prim "add"(%b, %f) : (tensor<3xf64>, f64) -> tensor<3xf64>
+    vm.write @out, %o : tensor<3xf64>
+    vm.halt
+  }
+}
+"""
+
+
+def test_variables_saved_together_share_a_stack_pointer() -> None:
+    machine = compile_machine(parse(SHARED_POINTER))
+    assert machine.pointers == {"a": "sp:a", "b": "sp:a", "c": "sp:c"}
+    inputs = [np.zeros(2, np.int64), np.zeros((2, 3)), np.zeros(2, np.int64)]
+    state = machine.initial_state(NumpyBackend(), inputs, 2, 4)
+    assert {key for key in state if key.startswith("sp:")} == {"sp:a", "sp:c"}
+
+
+@pytest.mark.parametrize("name", list(BACKENDS))
+def test_shared_stack_pointer_on_every_backend(name: str) -> None:
+    machine = compile_machine(parse(SHARED_POINTER))
+    backend = BACKENDS[name]()
+    a, b, c = np.array([1, 5]), np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 2.0]]), np.array([10, 20])
+    (out,) = machine.run([backend.asarray(x) for x in (a, b, c)], backend, max_stack_depth=3)
+    # out = b*b + ((a + 1) + a + c)
+    np.testing.assert_allclose(backend.to_numpy(out), b * b + (2 * a + 1 + c)[:, None])
+    with pytest.raises(StackOverflowError, match="max_stack_depth=1"):
+        machine.run([backend.asarray(x) for x in (a, b, c)], BACKENDS[name](), max_stack_depth=1)
