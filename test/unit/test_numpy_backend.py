@@ -146,8 +146,8 @@ def _apply(be: NumpyBackend, state: dict, kind: str, mask: np.ndarray, value: np
     if kind == "write":
         return _in_frame(be, state, block, lambda f: state_ops.write(be, f, "x", value, mask))
     if kind == "push":
-        return _in_frame(be, state, block, lambda f: state_ops.push(be, f, "x", mask))
-    return _in_frame(be, state, block, lambda f: state_ops.restore(be, f, "x", mask, drop=kind == "pop"))
+        return _in_frame(be, state, block, lambda f: state_ops.push(be, f, ["x"], "sp:x", mask))
+    return _in_frame(be, state, block, lambda f: state_ops.restore(be, f, ["x"], "sp:x", mask, drop=kind == "pop"))
 
 
 @st.composite
@@ -247,9 +247,9 @@ def test_stack_ops_in_one_block_match_model(program):
             if kind == "write":
                 state_ops.write(be, frame, "x", value, np.array(mask))
             elif kind == "push":
-                state_ops.push(be, frame, "x", np.array(mask))
+                state_ops.push(be, frame, ["x"], "sp:x", np.array(mask))
             else:
-                state_ops.restore(be, frame, "x", np.array(mask), drop=kind == "pop")
+                state_ops.restore(be, frame, ["x"], "sp:x", np.array(mask), drop=kind == "pop")
             model.apply(kind, mask, value, block=0)
 
     state = _in_frame(be, state, 0, block)
@@ -262,3 +262,132 @@ def test_stack_ops_in_one_block_match_model(program):
             np.testing.assert_array_equal(state["s:x"][i, b], saved)
     failed = [bool(o or u) for o, u in zip(state["overflow"], state["underflow"], strict=True)]
     assert failed == [bool(o or u) for o, u in zip(model.overflow, model.underflow, strict=True)]
+
+
+# ----- executions: switch, sweep, min_share ---------------------------------------------------
+
+
+def _collatz_machine():
+    from test_machine import COLLATZ, parse
+
+    from abir.vm import compile_machine
+
+    return compile_machine(parse(COLLATZ)), np.array([1, 7, 27, 2, 97, 6, 12, 3])
+
+
+def _reference_sweeps(machine, inputs: np.ndarray) -> tuple[list[int], int, np.ndarray]:
+    """The sweep by its definition: each sweep runs, in index order, every block that holds a
+    member when the sweep reaches it. Returns (runs per block, sweeps, output)."""
+    be = NumpyBackend(execution="switch", min_share=0)
+    state = machine.initial_state(be, [inputs], len(inputs), 20)
+    kernels = machine.kernels(be)
+    runs, sweeps = [0] * machine.num_blocks, 0
+    while state["pc"].min() < machine.num_blocks:
+        sweeps += 1
+        for block, kernel in enumerate(kernels):
+            if np.any(state["pc"] == block):
+                runs[block] += 1
+                state = kernel(state)
+    return runs, sweeps, state[f"r:{machine.outputs[0]}"]
+
+
+def test_sweep_runs_every_held_block_in_index_order():
+    machine, inputs = _collatz_machine()
+    runs, sweeps, want = _reference_sweeps(machine, inputs)
+    be = NumpyBackend(execution="sweep", min_share=0)
+    (got,) = machine.run([inputs], be, max_stack_depth=20)
+    np.testing.assert_array_equal(got, want)
+    assert be.last_stats.block_steps == runs
+    assert be.last_stats.sweeps == sweeps
+    assert f"in {sweeps} sweeps" in be.last_stats.summary()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"execution": "switch", "min_share": 0},
+        {"execution": "switch", "min_share": 0.5},
+        {"execution": "sweep"},
+        {"execution": "sweep", "min_share": 1},
+        {"scheduler": smallest_live_block},
+        {"collect_stats": False},
+    ],
+)
+def test_executions_agree_and_count_consistently(kwargs: dict):
+    """Results and each member's own block count do not depend on the execution; the counts
+    gathered in bulk agree with each other."""
+    machine, inputs = _collatz_machine()
+    reference = NumpyBackend(scheduler=smallest_live_block)
+    (want,) = machine.run([inputs], reference, max_stack_depth=20)
+    be = NumpyBackend(**kwargs)
+    (got,) = machine.run([inputs], be, max_stack_depth=20)
+    np.testing.assert_array_equal(got, want)
+    if not be.collect_stats:
+        assert be.last_stats is None
+        return
+    stats = be.last_stats
+    assert stats.member_steps == reference.last_stats.member_steps
+    assert stats.steps == sum(stats.block_steps) >= stats.ideal_steps
+    assert sum(stats.block_members) == sum(stats.member_steps)
+    assert (stats.sweeps is not None) == (be.execution == "sweep")
+
+
+def test_min_share_holds_back_sparse_blocks():
+    """Two of eight members stand at block 0, six at block 1: with min_share 0.5 the sparse
+    block 0 waits and block 1 runs first; once the six have halted, the two are all the live
+    members and run. With min_share 0 the smallest block held runs first."""
+
+    def advance(block: int, target: int):
+        def kernel(state: dict) -> dict:
+            return {"pc": np.where(state["pc"] == block, np.int32(target), state["pc"])}
+
+        return kernel
+
+    pc = np.array([1, 1, 1, 1, 1, 1, 0, 0], np.int32)
+    kernels = [advance(0, 1), advance(1, 2)]
+    shared, plain = NumpyBackend(min_share=0.5), NumpyBackend(min_share=0)
+    for be in (shared, plain):
+        assert be.run(kernels, {"pc": pc}, 2, None)["pc"].tolist() == [2] * 8
+    assert plain.last_stats.block_steps == [1, 1] and plain.last_stats.block_members == [2, 8]
+    assert shared.last_stats.block_steps == [1, 2] and shared.last_stats.block_members == [2, 8]
+    assert shared.last_stats.member_steps == plain.last_stats.member_steps == [1] * 6 + [2, 2]
+
+
+def test_stats_flushed_in_chunks_add_up():
+    """More steps than one bulk chunk: the counts of several flushes add up."""
+    machine, _ = _collatz_machine()
+    big = np.array([27, 97, 871, 6171, 77031, 837799])
+    be = NumpyBackend(execution="switch", min_share=0)
+    machine.run([big], be, max_stack_depth=20)
+    assert be.last_stats.steps > 512
+    assert sum(be.last_stats.block_members) == sum(be.last_stats.member_steps)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"execution": "fastest"}, "execution must be one of 'sweep', 'switch'"),
+        ({"execution": "sweep", "scheduler": smallest_live_block}, "execution='switch'"),
+        ({"scheduler": smallest_live_block, "min_share": 0.1}, "min_share applies without a scheduler"),
+        ({"min_share": 1.5}, r"min_share must be in \[0, 1\]"),
+    ],
+)
+def test_bad_options(kwargs: dict, message: str):
+    with pytest.raises(ValueError, match=message):
+        NumpyBackend(**kwargs)
+
+
+def test_run_leaves_the_callers_stacks_alone():
+    from test_machine import FIB, parse
+
+    from abir.vm import compile_machine
+
+    fib = compile_machine(parse(FIB))
+    be = NumpyBackend()
+    state = fib.initial_state(be, [np.array([5, 9, 3])], 3, 8)
+    before = {key: value.copy() for key, value in state.items()}
+    out = be.run(fib.kernels(be), state, fib.num_blocks, None)
+    for key, value in before.items():
+        np.testing.assert_array_equal(state[key], value)
+    assert out["pc_stack"].shape == state["pc_stack"].shape
