@@ -108,8 +108,11 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
     `mix32`, `uniform` and `no_u_turn` are module-level helpers abir calls as opaque primitives
     (elementwise code, correct on whole batches). Helpers batched in the same Context would cost
     nothing either: abir's `inline-calls` pass copies non-recursive functions into their callers
-    (64 chains x 20 steps: 12,991 machine steps whether the leapfrog and the density are such
-    helpers or written inline; only the recursion of `build_tree` stays a call)."""
+    (the machine runs the same blocks whether the leapfrog and the density are such helpers or
+    written inline; only the recursion of `build_tree` stays a call). Neither does the order of
+    the code: the compiler numbers the blocks from the control-flow graph, so writing the leaf
+    of `build_tree` first or last gives the same run (test/unit/test_sweep.py checks this on a
+    recursive tree)."""
     dim = precision.shape[0]
     assert 2 * dim <= DRAW_STRIDE
     lanes = np.arange(dim, dtype=np.uint32)
@@ -125,12 +128,7 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
 
     def build_tree(start, step, depth, energy0, key, counter):
         """A subtree of 2**depth leapfrogs of signed size `step` from the Point `start`;
-        returns (Tree, counter).
-
-        Block order matters to abir's machine (it runs the lowest block any member stands at,
-        blocks in source order within their class). Writing the leaf last makes the leapfrog
-        run exactly max-over-chains times (380 at 64 chains x 20 steps) but costs 24,508
-        machine steps and 4x the time on JAX; leaf first: 14,432 steps, 2,473 leaf runs."""
+        returns (Tree, counter)."""
         if depth == 0:
             # One leapfrog step (identity mass matrix); the gradient of the log density -q.P.q/2
             # is -P q.
@@ -211,7 +209,7 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
     )  # fmt: skip
 
 
-FUNCTIONS = ("normal", "build_tree", "transition", "sample_chain")  # registration order = block order
+FUNCTIONS = ("normal", "build_tree", "transition", "sample_chain")  # batched together in one Context
 
 
 def batch(nuts: types.SimpleNamespace, ctx: abir.Context | None = None):
