@@ -64,6 +64,17 @@ def splittable(kernels: Sequence[Any]) -> bool:
     return all(callable(getattr(kernel, "split", None)) and hasattr(kernel, "writes") for kernel in kernels)
 
 
+def tail_start_of(kernels: Sequence[Any]) -> int:
+    """The first block of the program's tail: the last blocks, from which members only move on
+    to later blocks until they halt (kernels say so by `kernel.plan.in_tail`; see
+    `abir.vm.machine.BlockPlan`). A sweeping execution holds members there until every live
+    member is in the tail. The number of kernels when they do not say (no tail)."""
+    start = len(kernels)
+    while start > 0 and getattr(getattr(kernels[start - 1], "plan", None), "in_tail", False):
+        start -= 1
+    return start
+
+
 def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
     """The per-member keys (of `keys`) that `kernel.split` may change: its `register_writes`
     when it declares them, else all of them."""

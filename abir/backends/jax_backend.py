@@ -49,6 +49,7 @@ from abir.backends.base import (  # noqa: E402
     register_writes,
     smallest_live_block,
     splittable,
+    tail_start_of,
 )
 from abir.types import TensorType  # noqa: E402
 
@@ -337,15 +338,6 @@ class JaxBackend(Backend):
 
 
 STATS_KEY = "__stats__"
-
-
-def tail_start_of(kernels: Sequence[Kernel]) -> int:
-    """The first block of the program's tail (`abir.vm.machine.BlockPlan.in_tail`), or the
-    number of kernels when they do not say (plain `state -> state` kernels)."""
-    start = len(kernels)
-    while start > 0 and getattr(getattr(kernels[start - 1], "plan", None), "in_tail", False):
-        start -= 1
-    return start
 
 
 def _zero_counters(num_blocks: int, batch: int) -> dict[str, Any]:

@@ -1,10 +1,35 @@
 """The TensorFlow backend: the machine loop is one `tf.function` (optionally XLA-compiled).
 
-`run` stages `while min(pc) < halt: state = switch_case(min(pc), kernels)(state)` as one
-`tf.while_loop` around one `tf.switch_case` inside a `tf.function(jit_compile=...)`, traced
-once per `cache_key` (program, signature, batch size) and reused across calls. Builtin prims
-follow NumPy semantics: operands are cast to the dtype NumPy computes in, the result to the
-dtype NumPy gives, and integer division by zero yields 0 as in NumPy (TF would raise).
+`run` stages the machine loop as one `tf.while_loop` inside a `tf.function(jit_compile=...)`,
+traced once per `cache_key` (program, signature, batch size) and reused across calls. Two
+executions of the loop body (`execution=`), as in the JAX backend:
+
+* `"sweep"` (the default): each iteration runs every block in index order, each under a
+  `tf.cond` on "any member here", so a member passes every forward jump in one sweep and waits
+  only at a jump back. Split kernels return only the registers their block writes; under XLA
+  the stack writes come back as padded requests scattered after the conditional (in place), in
+  graph mode the branch applies them (a conditional passes tensors through for free there).
+* `"switch"`: `while min(pc) < halt: state = switch_case(next_block(pc), kernels)(state)`, one
+  block per iteration chosen by the backend's `scheduler`.
+
+The sweep is the default with and without XLA. Measured (steady state, CPU; `bench/run.py
+--no-tfp --repeats 5` with a switch column added; NUTS: examples/nuts.py, 64 chains x 20
+transitions, depth 6, 11,613 blocks in 1,006 sweeps against 12,991 switch steps):
+
+    program  batch    graph sweep  graph switch    XLA sweep   XLA switch
+    fib         64         327 ms        399 ms      20.2 ms      32.4 ms
+    fib       1024         818 ms       1.06 s       91.1 ms       104 ms
+    collatz     64        12.7 ms       10.9 ms      1.07 ms      1.15 ms
+    collatz   1024        17.5 ms       14.9 ms      9.31 ms      10.1 ms
+    NUTS        64         0.80 s      5.3-5.9 s  0.09-0.11 s  0.28-0.42 s
+
+(collatz, one hot loop block, is ~15% slower swept in graph mode: each sweep also tests the
+entry and exit blocks.) With `collect_stats=True` the sweep counts, inside the loop, the blocks
+run, the members active in each and each member's own block count (`last_stats`).
+
+Builtin prims follow NumPy semantics: operands are cast to the dtype NumPy computes in, the
+result to the dtype NumPy gives, and integer division by zero yields 0 as in NumPy (TF would
+raise). Opaque helpers get `NumpyTensor`s (NumPy operators and promotion on tensors).
 """
 
 from __future__ import annotations
@@ -24,11 +49,14 @@ from abir.backends.base import (
     Kernel,
     LazyRegisters,
     RegisterLayout,
+    RunStats,
     Scheduler,
     State,
     is_stack_key,
+    register_writes,
     smallest_live_block,
     splittable,
+    tail_start_of,
 )
 
 # Prims TF lacks kernels for on 8/16-bit integers: computed in int32, then cast back (the
@@ -175,12 +203,173 @@ def _compute_dtype(name: str, dtype: tf.DType) -> tf.DType:
     return tf.int32 if (narrow and name in _WIDEN_SMALL_INTS) or ordered_bool else dtype
 
 
+EXECUTIONS = ("sweep", "switch")
+
 # Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
 SHARED_CODE_CACHE: dict[Any, Any] = {}
 
 
+def _same_shapes(operands: list[tf.Tensor]) -> list[tf.Tensor]:
+    """`operands` broadcast to one static shape when their shapes differ. Works around a
+    Grappler bug (TF 2.21, graph mode): inside a `tf.cond`/`tf.switch_case` branch or a
+    `tf.while_loop` body, the arithmetic optimizer's rewrite of a sum whose terms have different
+    shapes and share an operand (`(x + 1) + x`, `(x + 1) + (x + 2)`) yields an empty float32
+    tensor. XLA is not affected."""
+    shapes = [x.shape for x in operands]
+    if all(shape.is_fully_defined() for shape in shapes) and len({tuple(shape) for shape in shapes}) > 1:
+        shape = functools.reduce(tf.broadcast_static_shape, shapes)
+        return [x if x.shape == shape else tf.broadcast_to(x, shape) for x in operands]
+    return operands
+
+
+def _numpy_dummy(value: Any) -> Any:
+    """A zero-dimensional NumPy stand-in with `value`'s dtype; Python scalars stay themselves
+    (NumPy 2 promotes them weakly: `uint32 * 3` is uint32)."""
+    if isinstance(value, bool | int | float | complex):
+        return value
+    return np.zeros((), np_dtype_of(value))
+
+
+def _numpy_result_dtype(name: str, args: Sequence[Any]) -> np.dtype:
+    """The dtype NumPy gives builtin prim `name` on operands like `args`."""
+    return prims.apply_numpy(name, [_numpy_dummy(a) for a in args]).dtype
+
+
+# Modules whose opaque callables get plain tensors: they choose their ops by the array type.
+_NATIVE_TENSOR_MODULES = frozenset({"abir.frontend.batch_ops"})
+
+# NumPy ufuncs that are builtin prims (aliases such as np.pow / np.power are one ufunc).
+_UFUNC_PRIMS: dict[Any, str] = {
+    prims.numpy_function(name): name for name in (*prims.UNARY, *prims.BINARY) if name != "copy"
+}
+
+
+class NumpyTensor:
+    """A tensor as an opaque helper sees it: NumPy's operators (including `>>`, `^`, `@`),
+    promotion rules and a few ndarray methods and attributes (`astype`, `sum`, `reshape`,
+    `dtype` as a NumPy dtype, `shape` as a tuple), computed with the backend's builtin prims.
+    NumPy ufuncs that are builtin prims (`np.log(x)`, `np.logaddexp(x, y)`) stay TF ops; other
+    NumPy functions get the values (`__array__`; eager only). TF functions take it as a tensor
+    (`__tf_tensor__`)."""
+
+    __array_priority__ = 100  # NumPy arrays and scalars defer their operators to it
+    __hash__ = None  # type: ignore[assignment]  (== is elementwise)
+
+    def __init__(self, tensor: tf.Tensor, backend: TensorFlowBackend):
+        self.tensor = tensor
+        self.backend = backend
+
+    # ----- ndarray attributes and methods ---------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.tensor.dtype.as_numpy_dtype)
+
+    @property
+    def shape(self) -> tuple[int | None, ...]:
+        return tuple(self.tensor.shape)
+
+    @property
+    def ndim(self) -> int:
+        return int(self.tensor.shape.rank)
+
+    def astype(self, dtype: Any) -> NumpyTensor:
+        return NumpyTensor(as_tensor(self.tensor, np.dtype(dtype)), self.backend)
+
+    def sum(self, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False) -> NumpyTensor:
+        """NumPy's sum: small integers and bools accumulate in the platform integer."""
+        if out is not None:
+            raise TypeError("NumpyTensor.sum does not take out=")
+        if dtype is None:
+            dtype = np.add.reduce(np.zeros(1, self.dtype)).dtype
+        total = tf.reduce_sum(as_tensor(self.tensor, dtype), axis=axis, keepdims=keepdims)
+        return NumpyTensor(total, self.backend)
+
+    def reshape(self, *shape: Any) -> NumpyTensor:
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple | list) else shape
+        return NumpyTensor(tf.reshape(self.tensor, shape), self.backend)
+
+    def __getitem__(self, index: Any) -> NumpyTensor:
+        return NumpyTensor(self.tensor[_unwrapped(index)], self.backend)
+
+    def __tf_tensor__(self, dtype: Any = None, name: Any = None) -> tf.Tensor:
+        return self.tensor if dtype is None else tf.convert_to_tensor(self.tensor, dtype=dtype, name=name)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        """The values (eager only: a symbolic tensor raises NumPy's conversion error)."""
+        return np.asarray(self.tensor, dtype=dtype)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        name = _UFUNC_PRIMS.get(ufunc)
+        if name is not None and method == "__call__" and not kwargs:
+            return self._prim(name, *inputs)
+        if tf.executing_eagerly():
+            arrays = [np.asarray(x) if isinstance(x, NumpyTensor) else x for x in inputs]
+            return getattr(ufunc, method)(*arrays, **kwargs)
+        raise NotImplementedError(f"numpy {ufunc.__name__}.{method} has no TF equivalent for a symbolic tensor")
+
+    def __repr__(self) -> str:
+        return f"NumpyTensor({self.tensor!r})"
+
+    def __bool__(self) -> bool:
+        return bool(self.tensor)
+
+    def _prim(self, name: str, *operands: Any) -> NumpyTensor:
+        """Builtin prim `name` with NumPy's dtype rules."""
+        operands = tuple(x.tensor if isinstance(x, NumpyTensor) else x for x in operands)
+        return NumpyTensor(self.backend.builtin_prim(name, operands, _numpy_result_dtype(name, operands)), self.backend)
+
+    # ----- operators --------------------------------------------------------------------------
+    def __matmul__(self, other: Any) -> NumpyTensor:
+        return NumpyTensor(_matmul(self, other), self.backend)
+
+    def __rmatmul__(self, other: Any) -> NumpyTensor:
+        return NumpyTensor(_matmul(other, self), self.backend)
+
+
+def _unwrapped(value: Any) -> Any:
+    """`value` with `NumpyTensor`s replaced by their tensors (in tuples too: indices)."""
+    if isinstance(value, tuple):
+        return tuple(_unwrapped(v) for v in value)
+    return value.tensor if isinstance(value, NumpyTensor) else value
+
+
+def _matmul(a: Any, b: Any) -> tf.Tensor:
+    """NumPy's `a @ b`: vectors are promoted to matrices and the added axis removed again."""
+    dtype = np.result_type(_numpy_dummy(_unwrapped(a)), _numpy_dummy(_unwrapped(b)))
+    x, y = as_tensor(_unwrapped(a), dtype), as_tensor(_unwrapped(b), dtype)
+    vector_x, vector_y = x.shape.rank == 1, y.shape.rank == 1
+    out = tf.linalg.matmul(x[None] if vector_x else x, y[:, None] if vector_y else y)
+    if vector_x:
+        out = tf.squeeze(out, -1 if vector_y else -2)
+    if vector_y:
+        out = tf.squeeze(out, -1)
+    return out
+
+
+def _binary_operator(name: str, reflected: bool) -> Callable[[NumpyTensor, Any], NumpyTensor]:
+    if reflected:
+        return lambda self, other: self._prim(name, other, self)
+    return lambda self, other: self._prim(name, self, other)
+
+
+for _name, _prim in {
+    "add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide", "floordiv": "floor_divide",
+    "mod": "remainder", "pow": "pow", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
+    "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift",
+}.items():  # fmt: skip
+    setattr(NumpyTensor, f"__{_name}__", _binary_operator(_prim, reflected=False))
+    setattr(NumpyTensor, f"__r{_name}__", _binary_operator(_prim, reflected=True))
+for _name, _prim in {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
+                     "eq": "equal", "ne": "not_equal"}.items():  # fmt: skip
+    setattr(NumpyTensor, f"__{_name}__", _binary_operator(_prim, reflected=False))
+for _name, _prim in {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "bitwise_invert"}.items():
+    setattr(NumpyTensor, f"__{_name}__", lambda self, _p=_prim: self._prim(_p, self))
+del _name, _prim
+
+
 class TensorFlowBackend(Backend):
-    """TF tensors; `run` is one `tf.function` (`jit_compile=True`: XLA) with while + switch."""
+    """TF tensors; `run` is one `tf.function` (`jit_compile=True`: XLA) around a `tf.while_loop`
+    (block sweeps, or one `tf.switch_case` per step)."""
 
     name = "tensorflow"
 
@@ -188,12 +377,29 @@ class TensorFlowBackend(Backend):
         self,
         jit_compile: bool = False,
         code_cache: MutableMapping[Any, Any] | None = None,
-        scheduler: Scheduler = smallest_live_block,
+        scheduler: Scheduler | None = None,
+        *,
+        execution: str | None = None,
+        collect_stats: bool = False,
     ):
         """`jit_compile` compiles the whole run with XLA. `code_cache` maps a run's `cache_key`
         to its `tf.function`; pass a dict to share traced code between backend instances.
-        `scheduler(backend, pc)` picks the next block; it must be traceable (TF ops)."""
-        self.scheduler = scheduler
+        `execution` is `"sweep"` (default) or `"switch"` (see the module docstring).
+        `scheduler(backend, pc)` picks the next block of the `"switch"` execution (passing one
+        selects it); it must be traceable (TF ops).
+        `collect_stats`: count blocks and active members inside the loop (`last_stats`)."""
+        if execution is None:
+            execution = "sweep" if scheduler is None else "switch"
+        if execution not in EXECUTIONS:
+            raise ValueError(f"execution must be one of {', '.join(map(repr, EXECUTIONS))}, got {execution!r}")
+        if scheduler is not None and execution != "switch":
+            raise ValueError("a scheduler picks the block of each step of execution='switch'; a sweep runs them all")
+        if collect_stats and execution != "sweep":
+            raise ValueError("collect_stats is available with execution='sweep'")
+        self.execution = execution
+        self.block_order = "flow" if execution == "sweep" else "priority"
+        self.scheduler = smallest_live_block if scheduler is None else scheduler
+        self.collect_stats = bool(collect_stats)
         self.jit_compile = bool(jit_compile)
         self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
         self.trace_count = 0  # how many times a run loop was traced
@@ -212,7 +418,8 @@ class TensorFlowBackend(Backend):
         return value.numpy() if hasattr(value, "numpy") else np.asarray(value)
 
     def is_native(self, value: Any) -> bool:
-        return tf.is_tensor(value)
+        """Tensors, and the `NumpyTensor` views of them handed to opaque helpers."""
+        return tf.is_tensor(value) or isinstance(value, NumpyTensor)
 
     def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
         return tf.zeros(tuple(shape), dtype=tf_dtype(dtype))
@@ -233,7 +440,7 @@ class TensorFlowBackend(Backend):
         if not prims.is_builtin(name):
             raise ValueError(f"{name!r} is not a builtin primitive (see abir.prims)")
         if result_dtype is None:
-            result_dtype = prims.apply_numpy(name, [np.zeros((), np_dtype_of(a)) for a in args]).dtype
+            result_dtype = _numpy_result_dtype(name, args)
         out_dtype = tf_dtype(result_dtype)
         if name == "astype":
             return as_tensor(args[0], out_dtype)
@@ -247,21 +454,33 @@ class TensorFlowBackend(Backend):
         )
         compute = _compute_dtype(name, tf_dtype(numpy_dtype))
         operands = [as_tensor(a, compute) for a in args]
+        if name == "add" and not self.jit_compile:
+            operands = _same_shapes(operands)
         return as_tensor(_tf_function_for(name, compute)(*operands), out_dtype)
 
     def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
-        """`fn` on tensors. Inside a graph, a function written with NumPy calls (which cannot
-        take symbolic tensors) runs through `tf.numpy_function` instead, its output types found
-        by a run on NumPy zeros; that path is not XLA-compilable (`jit_compile=True`)."""
-        tensors = [self.asarray(a) for a in args]
-        if tf.executing_eagerly():
-            return fn(*tensors)
+        """`fn` on `NumpyTensor`s: tensors with NumPy's operators, methods (`astype`, `sum`,
+        ...) and promotion, so a helper written for NumPy arrays (`x >> 16`, `.astype`,
+        `np.log(x)`, `.sum(axis=-1)`) runs on the batch as TF ops, also under XLA; TF functions
+        take them as tensors. Results are unwrapped to tensors. abir's own array callables
+        (`abir.frontend.batch_ops`, which pick TF ops by the array type) get the tensors.
+
+        Inside a graph, a helper calling NumPy code that needs concrete values (raising NumPy's
+        conversion error on a symbolic tensor) runs through `tf.numpy_function` instead, its
+        output types found by a run on NumPy zeros; that path is not XLA-compilable
+        (`jit_compile=True`)."""
+        tensors = [self.asarray(a.tensor if isinstance(a, NumpyTensor) else a) for a in args]
+        native = getattr(fn, "__module__", None) in _NATIVE_TENSOR_MODULES
         try:
-            return fn(*tensors)
+            out = fn(*(tensors if native else [NumpyTensor(t, self) for t in tensors]))
         except (NotImplementedError, TypeError) as error:
-            if "numpy" not in str(error).lower():
+            if tf.executing_eagerly() or "numpy" not in str(error).lower():
                 raise
             return _numpy_opaque(fn, tensors)
+        return optree.tree_map(self._unwrap, out)
+
+    def _unwrap(self, value: Any) -> tf.Tensor:
+        return value.tensor if isinstance(value, NumpyTensor) else self.asarray(value)
 
     # ----- masked state updates -------------------------------------------------------------
     def where(self, mask: Any, new: Any, old: Any) -> Any:
@@ -310,20 +529,27 @@ class TensorFlowBackend(Backend):
         return tf.while_loop(cond, lambda s: [body(s)], [state])[0]
 
     def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
-        """One `tf.function` with `tf.while_loop` + `tf.switch_case`, traced once per cache key
-        and state signature. Without a `cache_key` the function is still reused for the same
-        `kernels` list (the machine builds it once per program and backend)."""
+        """One `tf.function` around a `tf.while_loop` (block sweeps, or one `tf.switch_case` per
+        step), traced once per cache key and state signature. Without a `cache_key` the function
+        is still reused for the same `kernels` list (the machine builds it once per program and
+        backend)."""
         state = {key: self.asarray(value) for key, value in state.items()}
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State], State]:
             loop = self._loop(ks, halt)
             return tf.function(loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False)
 
-        run = self.compiled_run(self.code_cache, kernels, halt_index, cache_key, compile_loop, (self.jit_compile,))
-        return dict(run(state))
+        config = (self.jit_compile, self.execution, self.collect_stats)
+        run = self.compiled_run(self.code_cache, kernels, halt_index, cache_key, compile_loop, config)
+        state = dict(run(state))
+        counters = state.pop(STATS_KEY, None)
+        self.last_stats = None if counters is None else _run_stats(counters)
+        return state
 
     def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
         """The machine loop over `kernels` as a traceable function of the state."""
+        if self.execution == "sweep":
+            return self._sweep_loop(kernels, halt_index)
         if splittable(kernels):
             return self._split_loop(kernels, halt_index)
 
@@ -338,6 +564,37 @@ class TensorFlowBackend(Backend):
                 return [tf.switch_case(self.next_block(s["pc"]), branches)]
 
             return tf.while_loop(cond, body, [state])[0]
+
+        return loop
+
+    def _sweep_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+        """The loop of sweeps (as in the JAX backend): each iteration runs every block in index
+        order, each under a `tf.cond` on whether any member stands there right now (see
+        `_sweep_step`). The loop variables are the state and, with `collect_stats`, the
+        counters (an empty dict otherwise)."""
+
+        def loop(state: State) -> State:
+            self.trace_count += 1  # runs only while tracing
+            batch = int(state["pc"].shape[0])
+            steps = [_sweep_step(kernel, state, self.jit_compile, self.stack_scatter) for kernel in kernels]
+            tail = tail_start_of(kernels)
+
+            def cond(state: State, *counters: dict[str, tf.Tensor]) -> tf.Tensor:
+                return tf.reduce_min(state["pc"]) < halt_index
+
+            def body(state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
+                for block, step in enumerate(steps):
+                    here = tf.equal(state["pc"], block)
+                    if block >= tail:  # held until every live member is in the tail
+                        here = tf.logical_and(here, tf.reduce_min(state["pc"]) >= tail)
+                    counters = tuple(_count(c, block, len(steps), here) for c in counters)
+                    state = step(state, tf.reduce_any(here))
+                return (state, *({**c, "sweeps": c["sweeps"] + 1} for c in counters))
+
+            # the counters are a loop variable only when collected
+            counters = (_zero_counters(len(kernels), batch),) if self.collect_stats else ()
+            state, *counters = tf.while_loop(cond, body, (dict(state), *counters))
+            return {**state, STATS_KEY: counters[0]} if counters else dict(state)
 
         return loop
 
@@ -422,6 +679,102 @@ class TensorFlowBackend(Backend):
             return {**out, **stacks}
 
         return loop
+
+
+STATS_KEY = "__stats__"
+
+
+def _zero_counters(num_blocks: int, batch: int) -> dict[str, tf.Tensor]:
+    return {
+        "sweeps": tf.constant(0, tf.int64),
+        "block_steps": tf.zeros([num_blocks], tf.int64),
+        "block_members": tf.zeros([num_blocks], tf.int64),
+        "member_steps": tf.zeros([batch], tf.int64),
+    }
+
+
+def _count(counters: dict[str, tf.Tensor], block: int, num_blocks: int, here: tf.Tensor) -> dict[str, tf.Tensor]:
+    """The counters after `block` ran (or was skipped) for the members `here`."""
+    here = tf.cast(here, tf.int64)
+    members = tf.reduce_sum(here)
+    unit = tf.one_hot(block, num_blocks, dtype=tf.int64)
+    return {
+        **counters,
+        "block_steps": counters["block_steps"] + unit * tf.cast(members > 0, tf.int64),
+        "block_members": counters["block_members"] + unit * members,
+        "member_steps": counters["member_steps"] + here,
+    }
+
+
+def _run_stats(counters: dict[str, tf.Tensor]) -> RunStats:
+    block_steps = counters["block_steps"].numpy().tolist()
+    return RunStats(
+        batch_size=int(counters["member_steps"].shape[0]),
+        steps=int(sum(block_steps)),
+        block_steps=block_steps,
+        block_members=counters["block_members"].numpy().tolist(),
+        member_steps=counters["member_steps"].numpy().tolist(),
+        sweeps=int(counters["sweeps"]),
+    )
+
+
+def _sweep_step(
+    kernel: Kernel, template: State, jit_compile: bool, scatter: Callable[[Any, Any, Any], Any]
+) -> Callable[[State, tf.Tensor], State]:
+    """`(state, any_here) -> state`: `kernel` run under a `tf.cond` when a member stands at its
+    block. A split kernel's branch returns only the registers the block writes. Under XLA (as
+    in the JAX backend) the stacks stay out of the conditional: the branch returns padded stack
+    write requests (none when skipped), scattered after it with `scatter(stack, rows, value)`
+    in place. In TF graph mode a conditional passes tensors through for free but a scatter
+    copies its stack, so the branch applies its own writes and returns the stacks it writes."""
+    if not splittable([kernel]):
+
+        def whole(state: State, any_here: tf.Tensor) -> State:
+            return tf.cond(any_here, _conforming(kernel, state), lambda: dict(state))
+
+        return whole
+    written = register_writes(kernel, [key for key in template if not is_stack_key(key)])
+    counts = {key: n for key, n in kernel.writes.items() if n}  # type: ignore[attr-defined]
+    if not written and not counts:
+        return lambda state, any_here: state
+
+    def split(state: State, any_here: tf.Tensor) -> State:
+        regs = {key: state[key] for key in template if not is_stack_key(key)}
+        stacks = {key: state[key] for key in template if is_stack_key(key)}
+
+        def run() -> tuple[tuple[tf.Tensor, ...], Any]:
+            out, writes = kernel.split(dict(regs), stacks)  # type: ignore[attr-defined]
+            values = tuple(_like(out[key], regs[key]) for key in written)
+            if jit_compile:
+                return values, _padded_writes(kernel, writes, stacks, counts)
+            new = dict(stacks)
+            for key, requests in writes.items():
+                for rows, value in requests:
+                    new[key] = scatter(new[key], rows, value)
+            return values, tuple(new[key] for key in counts)
+
+        def skip() -> tuple[tuple[tf.Tensor, ...], Any]:
+            values = tuple(regs[key] for key in written)
+            if jit_compile:
+                return values, _padded_writes(kernel, {}, stacks, counts)
+            return values, tuple(stacks[key] for key in counts)
+
+        values, stack_out = tf.cond(any_here, run, skip)
+        state = {**state, **dict(zip(written, values, strict=True))}
+        if not jit_compile:
+            return {**state, **dict(zip(counts, stack_out, strict=True))}
+        for key, requests in stack_out.items():
+            for rows, value in requests:
+                state[key] = scatter(state[key], rows, value)
+        return state
+
+    return split
+
+
+def _like(value: Any, template: tf.Tensor) -> tf.Tensor:
+    """`value` with the dtype and (static) shape of `template`, as both branches of a
+    conditional must return."""
+    return tf.broadcast_to(as_tensor(value, template.dtype), template.shape)
 
 
 def _write_counts(kernels: Sequence[Any], stacks: State) -> dict[str, int]:

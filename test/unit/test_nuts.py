@@ -29,7 +29,15 @@ def run_batched(nuts, q0, eps, keys, steps, backend):
     return nuts_example.as_chain(result)
 
 
-@pytest.mark.parametrize("backend", [abir.NumpyBackend, abir.JaxBackend], ids=["numpy", "jax"])
+BACKENDS = {
+    "numpy": abir.NumpyBackend,
+    "jax": abir.JaxBackend,
+    "tf": abir.TensorFlowBackend,
+    "tf-xla": lambda: abir.TensorFlowBackend(jit_compile=True),
+}
+
+
+@pytest.mark.parametrize("backend", list(BACKENDS.values()), ids=list(BACKENDS))
 def test_batched_equals_per_chain(backend):
     nuts = nuts_example.make_nuts(nuts_example.PRECISION, max_depth=4)
     keys = nuts_example.chain_keys(seed=3, chains=6)

@@ -1,4 +1,6 @@
-"""Backend-specific tests of `TensorFlowBackend` (the shared protocol tests are in test_backend_conformance.py)."""
+"""Backend-specific tests of `TensorFlowBackend` (the shared protocol tests are in test_backend_conformance.py):
+prims and opaque helpers in a graph, and the sweeping execution (results equal to the switching
+one and NumPy, statistics counted inside the loop, options checked), in graph mode and with XLA."""
 
 from __future__ import annotations
 
@@ -8,8 +10,11 @@ import pytest
 pytest.importorskip("tensorflow")
 
 import tensorflow as tf  # noqa: E402
+from test_machine import COLLATZ, FIB, collatz_reference, fib_reference, parse  # noqa: E402
 
-from abir.backends.tf_backend import TensorFlowBackend  # noqa: E402
+from abir.backends.numpy_backend import NumpyBackend  # noqa: E402
+from abir.backends.tf_backend import NumpyTensor, TensorFlowBackend  # noqa: E402
+from abir.vm import compile_machine  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +39,9 @@ def test_prims_inside_a_graph_with_junk_zero_divisors(backend: TensorFlowBackend
     np.testing.assert_array_equal(got.numpy(), [3, 0, 0])
 
 
-def test_call_opaque_numpy_function_inside_a_graph(backend: TensorFlowBackend) -> None:
-    """An opaque function written with NumPy runs through tf.numpy_function in graph mode."""
+def test_call_opaque_numpy_semantics_inside_a_graph(backend: TensorFlowBackend) -> None:
+    """A helper written for NumPy arrays gets `NumpyTensor`s: NumPy's functions that have a
+    method or a builtin prim behind them stay TF ops, with NumPy's dtypes."""
 
     def numpy_fn(x, y):
         return np.sum(x, axis=-1, keepdims=True) + y, np.int32(2) * y
@@ -46,6 +52,64 @@ def test_call_opaque_numpy_function_inside_a_graph(backend: TensorFlowBackend) -
     assert doubled.dtype == tf.float64 and doubled.shape == (2, 1)  # NumPy: int32 * float32
 
 
+def test_call_opaque_numpy_function_inside_a_graph(backend: TensorFlowBackend) -> None:
+    """NumPy code that needs the values runs through tf.numpy_function in graph mode."""
+
+    def numpy_fn(x):
+        return np.sort(x, axis=-1)
+
+    fn = tf.function(lambda x: backend.call_opaque(numpy_fn, [x]), autograph=False)
+    np.testing.assert_array_equal(fn(tf.constant([[3.0, 1.0, 2.0]])).numpy(), [[1.0, 2.0, 3.0]])
+
+
+def mix32(x):
+    """The integer hash of examples/nuts.py: uint32 shifts, xors and wrapping multiplies."""
+    x = x ^ (x >> 16)
+    x = x * 0x7FEB352D
+    x = x ^ (x >> 15)
+    x = x * 0x846CA68B
+    return x ^ (x >> 16)
+
+
+def numpy_helper(key, q, p, direction):
+    bits = mix32(mix32(key * 64) + key)
+    u = (bits >> 8).astype(np.float64) * 2.0**-24 + 2.0**-25
+    turn = (direction * ((q - p) * p).sum(axis=-1) >= 0.0) & (np.log(u) < 0.0)
+    return u, turn, -q @ np.eye(3), abs(-key.astype(np.int8))
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_call_opaque_numpy_operators_compile(jit_compile: bool) -> None:
+    """NumPy's operators, `astype`, `sum(axis=)`, ufuncs and `@` on `NumpyTensor`s are TF ops
+    (XLA-compilable) and give NumPy's values and dtypes, uint32 wrap-around included."""
+    backend = TensorFlowBackend(jit_compile)
+    rng = np.random.default_rng(0)
+    args = [
+        np.array([0, 1, 7, 0xFFFFFFFF, 0x9E3779B9], np.uint32),
+        rng.normal(size=(5, 3)),
+        rng.normal(size=(5, 3)),
+        np.array([1.0, -1.0, 1.0, -1.0, 1.0]),
+    ]
+    fn = tf.function(lambda *xs: backend.call_opaque(numpy_helper, xs), jit_compile=jit_compile, autograph=False)
+    got = fn(*map(tf.constant, args))
+    with np.errstate(over="ignore"):
+        want = numpy_helper(*args)
+    for have, expected in zip(got, want, strict=True):
+        assert tf.is_tensor(have) and have.dtype.as_numpy_dtype == expected.dtype
+        np.testing.assert_allclose(have.numpy(), expected, rtol=1e-15)
+
+
+def test_numpy_tensor_attributes(backend: TensorFlowBackend) -> None:
+    x = NumpyTensor(tf.constant([[1, 2, 3], [4, 5, 6]], tf.int32), backend)
+    assert x.dtype == np.int32 and x.shape == (2, 3) and x.ndim == 2
+    assert backend.is_native(x)
+    np.testing.assert_array_equal(np.asarray(x.reshape(3, 2)), [[1, 2], [3, 4], [5, 6]])
+    np.testing.assert_array_equal(np.asarray(x[:, 1]), [2, 5])
+    assert x.sum().dtype == np.int64 and int(np.asarray(x.sum())) == 21
+    np.testing.assert_array_equal(tf.reduce_max(x, axis=1).numpy(), [3, 6])  # TF takes it as a tensor
+    np.testing.assert_array_equal(np.cumsum(x, axis=1), [[1, 3, 6], [4, 9, 15]])  # eager: the values
+
+
 def test_call_opaque_other_errors_propagate(backend: TensorFlowBackend) -> None:
     def broken(x):
         raise TypeError("bad operand")
@@ -53,3 +117,110 @@ def test_call_opaque_other_errors_propagate(backend: TensorFlowBackend) -> None:
     fn = tf.function(lambda x: backend.call_opaque(broken, [x]), autograph=False)
     with pytest.raises(TypeError, match="bad operand"):
         fn(tf.constant([1.0]))
+
+
+# ----- the sweeping execution (as test_sweep.py for JAX) ------------------------------------------
+SWEEP_PROGRAMS = {
+    "fib": (FIB, np.array([0, 1, 5, 9, 3, 12]), fib_reference),
+    "collatz": (COLLATZ, np.array([1, 7, 27, 2, 97, 6]), collatz_reference),
+}
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("name", list(SWEEP_PROGRAMS))
+def test_sweep_equals_switch_and_numpy(name: str, jit_compile: bool) -> None:
+    text, inputs, reference = SWEEP_PROGRAMS[name]
+    machine = compile_machine(parse(text))
+    want = [reference(int(n)) for n in inputs]
+    sweeping = TensorFlowBackend(jit_compile)
+    assert sweeping.execution == "sweep"
+    for backend in (sweeping, TensorFlowBackend(jit_compile, execution="switch"), NumpyBackend()):
+        (got,) = machine.run([inputs], backend, max_stack_depth=20)
+        np.testing.assert_array_equal(backend.to_numpy(got), want, err_msg=f"{name} on {backend.name}")
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("name", list(SWEEP_PROGRAMS))
+def test_sweep_statistics(name: str, jit_compile: bool) -> None:
+    text, inputs, _ = SWEEP_PROGRAMS[name]
+    machine = compile_machine(parse(text))
+    sweeping, eager = TensorFlowBackend(jit_compile, collect_stats=True), NumpyBackend()
+    machine.run([inputs], sweeping, max_stack_depth=20)
+    assert machine.last_stats is sweeping.last_stats
+    machine.run([inputs], eager, max_stack_depth=20)
+    stats, reference = sweeping.last_stats, eager.last_stats
+    # each member's own block count does not depend on the schedule
+    assert stats.member_steps == reference.member_steps
+    assert stats.ideal_steps == reference.ideal_steps
+    # every block execution is counted once, with the members it ran for
+    assert stats.steps == sum(stats.block_steps)
+    assert sum(stats.block_members) == sum(stats.member_steps)
+    assert stats.ideal_steps <= stats.sweeps * machine.num_blocks
+    assert 0 < stats.sweeps <= stats.steps
+    assert 0 < stats.lane_use <= 1
+    assert f"in {stats.sweeps} sweeps" in stats.summary()
+    ran = [block for block, runs in enumerate(stats.block_steps) if runs]
+    assert all(0 < stats.occupancy(block) <= 1 for block in ran)
+
+
+def test_sweep_statistics_equal_jax() -> None:
+    """Both traced backends sweep the same way: the same counts, block by block."""
+    jax_backend = pytest.importorskip("abir.backends.jax_backend")
+    text, inputs, _ = SWEEP_PROGRAMS["fib"]
+    machine = compile_machine(parse(text))
+    tf_backend, jax = TensorFlowBackend(collect_stats=True), jax_backend.JaxBackend(collect_stats=True)
+    machine.run([inputs], tf_backend, max_stack_depth=20)
+    machine.run([inputs], jax, max_stack_depth=20)
+    assert tf_backend.last_stats == jax.last_stats
+
+
+def test_statistics_only_when_asked() -> None:
+    machine = compile_machine(parse(FIB))
+    backend = TensorFlowBackend()
+    machine.run([np.array([3, 4])], backend)
+    assert backend.last_stats is None
+
+
+def test_sweep_reaches_the_ideal_on_a_loop() -> None:
+    """Collatz's loop is one block jumping back to itself: one sweep per iteration (plus the
+    entry and exit blocks, run in the sweeps the member enters and leaves the loop)."""
+    text, inputs, reference = SWEEP_PROGRAMS["collatz"]
+    backend = TensorFlowBackend(jit_compile=True, collect_stats=True)
+    compile_machine(parse(text)).run([inputs], backend)
+    assert backend.last_stats.sweeps <= max(reference(int(n)) for n in inputs) + 2
+
+
+def test_a_scheduler_selects_the_switch() -> None:
+    backend = TensorFlowBackend(scheduler=lambda backend, pc: backend.reduce_min(pc))
+    assert backend.execution == "switch"
+    (out,) = compile_machine(parse(FIB)).run([np.array([5, 6])], backend)
+    np.testing.assert_array_equal(backend.to_numpy(out), [fib_reference(5), fib_reference(6)])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"execution": "fastest"}, "execution must be one of 'sweep', 'switch'"),
+        ({"execution": "sweep", "scheduler": lambda backend, pc: backend.reduce_min(pc)}, "execution='switch'"),
+        ({"execution": "switch", "collect_stats": True}, "collect_stats is available with execution='sweep'"),
+    ],
+)
+def test_bad_options(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TensorFlowBackend(**kwargs)
+
+
+# ----- TF graph-mode workaround -----------------------------------------------------------------
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_sums_sharing_a_term_inside_a_conditional(jit_compile: bool) -> None:
+    """Grappler (TF 2.21) turns `(x + 1) + x` inside a tf.cond branch into an empty float32
+    tensor unless the terms have one shape; `builtin_prim("add")` broadcasts them."""
+    backend = TensorFlowBackend(jit_compile)
+
+    def branch(x: tf.Tensor) -> tf.Tensor:
+        inner = backend.builtin_prim("add", [x, np.int64(1)], np.int64)
+        return backend.builtin_prim("add", [inner, x], np.int64)
+
+    fn = tf.function(lambda x, p: tf.cond(p, lambda: branch(x), lambda: x), jit_compile=jit_compile, autograph=False)
+    got = fn(tf.constant([1, 2, 3], tf.int64), tf.constant(True))
+    np.testing.assert_array_equal(got.numpy(), [3, 5, 7])
