@@ -7,6 +7,7 @@
 
 Rows, all measured in one run on the same inputs:
 * abir on JAX (first call = trace + XLA compile + run; steady = median of later calls);
+* abir on TensorFlow + XLA (likewise);
 * abir on NumPy (one call, eager);
 * plain Python: the same per-chain program run chain by chain (NumPy scalars/vectors);
 * hand-vectorized JAX: `jit(vmap(sample_chain))` of an ITERATIVE rewrite of the same sampler
@@ -20,8 +21,9 @@ Rows, all measured in one run on the same inputs:
   moments printed next to abir's) and compared per leapfrog as well as per call.
 
 Every abir and hand-vectorized result is checked against the plain Python run before it is timed.
-Machine steps, the ideal (the longest member's own block count) and lane use come from
-`abir.NumpyBackend().last_stats`. `--figure PATH.png` also measures steady time against the number
+The JAX sweeps, block runs, the ideal (the longest member's own block count) and lane use come
+from one more call with `abir.JaxBackend(collect_stats=True)` (counted inside the compiled loop),
+the NumPy machine's steps from `abir.NumpyBackend().last_stats`. `--figure PATH.png` also measures steady time against the number
 of chains (`--figure-batches`; abir NumPy and plain Python only up to `--figure-slow-max`) and draws
 it with bench/plot_nuts.py (matplotlib, Agg).
 """
@@ -271,22 +273,29 @@ def run_abir_numpy(nuts, run, inputs: Inputs) -> tuple[float, ex.Chain, object]:
     return time.perf_counter() - start, ex.as_chain(result), backend.last_stats
 
 
-def run_abir_jax(nuts, run, inputs: Inputs, repeats: int) -> tuple[float, float, ex.Chain]:
-    """abir on JAX: (first call, steady, Chain)."""
+def run_abir_jax(nuts, run, inputs: Inputs, repeats: int) -> tuple[float, float, ex.Chain, object]:
+    """abir on JAX: (first call, steady, Chain, the statistics of one more call with
+    `collect_stats=True`, gathered inside the compiled loop; not timed)."""
     import jax
 
-    backend = abir.JaxBackend()
+    def call(backend: abir.JaxBackend) -> object:
+        return jax.block_until_ready(
+            run(inputs.q0, inputs.eps, inputs.keys, np.int64(inputs.steps), backend=backend,
+                max_stack_depth=ex.stack_depth(nuts))  # fmt: skip
+        )
+
+    first, steady, got = timed(lambda: call(abir.JaxBackend()), repeats)
+    counting = abir.JaxBackend(collect_stats=True)
+    call(counting)
+    return first, steady, ex.as_chain(got), counting.last_stats
+
+
+def run_abir_tf_xla(nuts, run, inputs: Inputs, repeats: int) -> tuple[float, float, ex.Chain]:
+    """abir on TensorFlow + XLA: (first call, steady, Chain)."""
+    backend = abir.TensorFlowBackend(jit_compile=True)
     first, steady, got = timed(
-        lambda: jax.block_until_ready(
-            run(
-                inputs.q0,
-                inputs.eps,
-                inputs.keys,
-                np.int64(inputs.steps),
-                backend=backend,
-                max_stack_depth=ex.stack_depth(nuts),
-            )
-        ),
+        lambda: run(inputs.q0, inputs.eps, inputs.keys, np.int64(inputs.steps), backend=backend,
+                    max_stack_depth=ex.stack_depth(nuts)),  # fmt: skip
         repeats,
     )
     return first, steady, ex.as_chain(got)
@@ -345,9 +354,11 @@ def bench(batch: int, args: argparse.Namespace) -> None:
     inputs = make_inputs(batch, args)
 
     python_time, want = run_python(nuts, inputs) if batch <= args.python_max_batch else (None, None)
-    numpy_time, got_np, stats = run_abir_numpy(nuts, run, inputs)
+    numpy_time, got_np, numpy_stats = run_abir_numpy(nuts, run, inputs)
     check_against(got_np, want, nuts, inputs)
-    jax_first, jax_steady, got = run_abir_jax(nuts, run, inputs, args.repeats)
+    jax_first, jax_steady, got, stats = run_abir_jax(nuts, run, inputs, args.repeats)
+    ex.compare(got, got_np)
+    tf_first, tf_steady, got = run_abir_tf_xla(nuts, run, inputs, args.repeats)
     ex.compare(got, got_np)
     hand_first, hand_steady, got = run_hand(inputs, args)
     ex.compare(got, got_np)
@@ -361,10 +372,11 @@ def bench(batch: int, args: argparse.Namespace) -> None:
         Row("plain Python, chain by chain", None, python_time, leapfrogs),
         Row("abir NumPy", None, numpy_time, leapfrogs, abir_iterations),
         Row("abir JAX", jax_first, jax_steady, leapfrogs, abir_iterations),
+        Row("abir TF+XLA", tf_first, tf_steady, leapfrogs, abir_iterations),
         Row("hand-vectorized JAX jit(vmap(iterative))", hand_first, hand_steady, leapfrogs),
         Row("BlackJAX jit(vmap(scan(nuts.step)))", bj_first, bj_steady, bj_leapfrogs, bj_iterations),
     ]
-    print_table(inputs, args, rows, stats)
+    print_table(inputs, args, rows, stats, numpy_stats)
     per_transition = got_np.leapfrogs / inputs.steps
     print(f"leapfrogs per transition: abir mean {per_transition.mean():.1f} (longest chain's mean "
           f"{per_transition.max():.1f}); BlackJAX mean {bj.leapfrogs.mean():.1f} (mean of the per-transition "
@@ -372,23 +384,28 @@ def bench(batch: int, args: argparse.Namespace) -> None:
     draws = batch * inputs.steps
     print(f"moments over {draws} draws: abir {moments_summary(got_np.sum_q, got_np.sum_q2, draws)}; "
           f"BlackJAX {moments_summary(bj.sum_q, bj.sum_q2, draws)}")  # fmt: skip
-    abir_jax, blackjax_row = rows[2], rows[4]
+    abir_jax, blackjax_row = rows[2], rows[5]
     print(f"abir JAX / BlackJAX: steady {ratio(abir_jax.steady, blackjax_row.steady, 0)}, "
           f"per leapfrog {ratio(abir_jax.per_leapfrog, blackjax_row.per_leapfrog, 0)}, "
           f"first call {ratio(abir_jax.first, blackjax_row.first, 0)}")  # fmt: skip
-    print(f"abir JAX per machine step: {jax_steady / stats.steps * 1e6:.1f} us; "
-          f"abir NumPy per machine step: {numpy_time / stats.steps * 1e6:.1f} us")  # fmt: skip
+    print(f"abir JAX per block run: {jax_steady / stats.steps * 1e6:.1f} us, per sweep "
+          f"{jax_steady / stats.sweeps * 1e6:.1f} us; abir NumPy per machine step: "
+          f"{numpy_time / numpy_stats.steps * 1e6:.1f} us")  # fmt: skip
 
 
-def print_table(inputs: Inputs, args: argparse.Namespace, rows: list[Row], stats) -> None:
+def print_table(inputs: Inputs, args: argparse.Namespace, rows: list[Row], stats, numpy_stats) -> None:
     """The header lines and one line per system (ratios of steady times to BlackJAX and hand JAX)."""
     print(f"\nB={inputs.batch}  D={ex.DIM}  max depth {args.max_depth}  {inputs.steps} steps  "
           f"step size {inputs.eps}")  # fmt: skip
-    print(f"abir machine steps {stats.steps}, ideal {stats.ideal_steps} "
-          f"({stats.steps / stats.ideal_steps:.2f}x), lane use {stats.lane_use:.3f}")  # fmt: skip
+    leaf = max(range(len(stats.block_steps)), key=lambda b: stats.block_steps[b] if stats.block_members[b] else -1)
+    print(f"abir JAX (sweeps): {stats.sweeps} sweeps running {stats.steps} blocks, ideal {stats.ideal_steps} "
+          f"({stats.steps / stats.ideal_steps:.2f}x), lane use {stats.lane_use:.3f}; "
+          f"busiest block {leaf}: {stats.block_steps[leaf]} runs, occupancy {stats.occupancy(leaf):.2f}")  # fmt: skip
+    print(f"abir NumPy (one block per step): {numpy_stats.steps} steps, ideal {numpy_stats.ideal_steps} "
+          f"({numpy_stats.steps / numpy_stats.ideal_steps:.2f}x), lane use {numpy_stats.lane_use:.3f}")  # fmt: skip
     print(f"{'':42} {'first call':>10} {'steady':>10} {'leapfrogs':>10} {'us/leapfrog':>11} "
           f"{'vmap iters':>10} {'/ BlackJAX':>10} {'/ hand JAX':>10}")  # fmt: skip
-    blackjax_steady, hand_steady = rows[4].steady, rows[3].steady
+    blackjax_steady, hand_steady = rows[-1].steady, rows[-2].steady
     for row in rows:
         per = f"{row.per_leapfrog * 1e6:11.2f}" if row.per_leapfrog is not None else f"{'-':>11}"
         print(f"{row.name:42} {fmt(row.first)} {fmt(row.steady)} {fmt_int(row.leapfrogs, 10)} {per} "
