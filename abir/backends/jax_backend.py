@@ -114,6 +114,8 @@ class JaxBackend(Backend):
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> Any:
+        if isinstance(value, np.ndarray | np.generic):  # cast on the host: no XLA program to compile
+            return jnp.asarray(value if dtype is None else np.asarray(value, np.dtype(dtype)))
         return jnp.asarray(value, dtype=None if dtype is None else np.dtype(dtype))
 
     def to_numpy(self, value: Any) -> np.ndarray:
@@ -123,10 +125,11 @@ class JaxBackend(Backend):
         return isinstance(value, jax.Array)
 
     def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
-        return jnp.zeros(tuple(shape), dtype=np.dtype(dtype))
+        """Made on the host and transferred (eager `jnp.zeros` compiles a program per shape)."""
+        return jnp.asarray(np.zeros(tuple(shape), dtype=np.dtype(dtype)))
 
     def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any:
-        return jnp.full(tuple(shape), value, dtype=np.dtype(dtype))
+        return jnp.asarray(np.full(tuple(shape), value, dtype=np.dtype(dtype)))
 
     def arange(self, n: int, dtype: Any = np.int32) -> Any:
         return jnp.arange(n, dtype=np.dtype(dtype))

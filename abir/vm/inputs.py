@@ -77,16 +77,24 @@ def prepare_inputs(
         _check_dtype(name, value, have, want_dtype)
         shape = _event_shape(name, value, backend, want)
         shapes.append(shape)
-        arrays.append(backend.asarray(np.asarray(value, want_dtype) if _is_python_scalar(value) else value, want_dtype))
+        arrays.append(np.asarray(value, want_dtype) if _on_host(value) else backend.asarray(value, want_dtype))
     batch = batch_size_of(names, shapes)
     leaves = [_broadcast(backend, array, shape, batch, want) for array, shape, want in zip(arrays, shapes, types, strict=True)]
     return batch, leaves
+
+
+def _on_host(value: Any) -> bool:
+    """A Python scalar or NumPy value: cast and broadcast with NumPy, then handed to the backend
+    once (on JAX each eager cast or broadcast would compile a small XLA program first)."""
+    return _is_python_scalar(value) or isinstance(value, np.ndarray | np.generic)
 
 
 def _broadcast(backend: Backend, array: Any, shape: tuple[int, ...], batch: int, want: TensorType) -> Any:
     """Reshape scalars to a size-1 batch and spread size-1 batches to B."""
     if len(getattr(array, "shape", ())) == 0:
         array = array[None]
+    if isinstance(array, np.ndarray):
+        return backend.asarray(np.broadcast_to(array, (batch, *want.shape)) if shape[0] != batch else array, array.dtype)
     if shape[0] == batch:
         return array
     return backend.where(backend.full_mask(batch), array, backend.create_register(batch, want))
