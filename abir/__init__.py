@@ -23,6 +23,7 @@ _LAZY = {
     "NumpyBackend": ("abir.backends.numpy_backend", "NumpyBackend"),
     "JaxBackend": ("abir.backends.jax_backend", "JaxBackend"),
     "TensorFlowBackend": ("abir.backends.tf_backend", "TensorFlowBackend"),
+    "RunStats": ("abir.backends.base", "RunStats"),
 }
 
 
@@ -42,6 +43,7 @@ __all__ = [
     "Context",
     "JaxBackend",
     "NumpyBackend",
+    "RunStats",
     "StackOverflowError",
     "StackUnderflowError",
     "TensorFlowBackend",

@@ -39,6 +39,7 @@ def test_sweep_statistics(name: str) -> None:
     assert machine.last_stats is sweeping.last_stats
     machine.run([inputs], eager, max_stack_depth=20)
     stats, reference = sweeping.last_stats, eager.last_stats
+    assert isinstance(stats, abir.RunStats)
     # each member's own block count does not depend on the schedule
     assert stats.member_steps == reference.member_steps
     assert stats.ideal_steps == reference.ideal_steps
