@@ -9,9 +9,9 @@ step. Two executions of the loop body (`execution=`):
   block, a return). Members never wait for other members' blocks: each sweep advances every live
   member, except in the program's tail (the last blocks, which lead only forward to the halt),
   where members wait until all live members are there. The compiler numbers the blocks for
-  this (`schedule-blocks` order `flow`: few backward transitions). Measured on NUTS (examples/nuts.py, 64 chains x 20 transitions, depth 6; `bench/nuts.py`):
-  1,006 sweeps running 11,613 blocks, 43 ms, against 12,991 single-block steps and 120 ms
-  for `"switch"`.
+  this (`schedule-blocks` order `flow`: few backward transitions). Measured on NUTS
+  (examples/nuts.py, 64 chains x 20 transitions, depth 6; `bench/nuts.py`): 981 sweeps running
+  11,337 blocks, about 40 ms, against 12,991 single-block steps and 120 ms for `"switch"`.
 * `"switch"`: `while min(pc) < halt: state = switch(next_block(pc), kernels)(state)`, one block
   per iteration chosen by the backend's `scheduler` (the reference's design).
 
@@ -301,9 +301,8 @@ class JaxBackend(Backend):
 
     def _sweep_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
         """The loop of sweeps: each iteration runs every block in index order, each under a
-        `lax.cond` on whether any member stands there right now. Split kernels keep the stacks
-        out of the conditional: the branch returns the registers the block writes and its
-        (padded) stack write requests, which are scattered after it."""
+        `lax.cond` on whether any member stands there right now (`_sweep_step`); blocks of the
+        program's tail only once every live member is in the tail."""
 
         def loop(state: State) -> State:
             self.trace_count += 1  # runs only while tracing
