@@ -251,7 +251,9 @@ class RunStats:
     `steps` is the number of kernel executions; `block_steps[i]` how many of them ran block i
     and `block_members[i]` how many members were active in those steps, summed;
     `member_steps[b]` how many steps member b was active in (its own block count); `sweeps`
-    the loop iterations of a sweeping execution (each may run many blocks), None otherwise."""
+    the loop iterations of a sweeping execution (each may run many blocks), None otherwise, and
+    `member_sweeps[b]` the sweeps in which member b ran a block (as many as it would take alone:
+    a sweep holds a member back only in the program's tail)."""
 
     batch_size: int
     steps: int = 0
@@ -259,6 +261,7 @@ class RunStats:
     block_members: list[int] = field(default_factory=list)
     member_steps: list[int] = field(default_factory=list)
     sweeps: int | None = None
+    member_sweeps: list[int] | None = None
 
     @classmethod
     def empty(cls, batch_size: int, num_blocks: int) -> RunStats:
@@ -277,6 +280,11 @@ class RunStats:
         return max(self.member_steps, default=0)
 
     @property
+    def ideal_sweeps(self) -> int | None:
+        """The most sweeps any member ran blocks in: the sweeps the longest member needs alone."""
+        return max(self.member_sweeps, default=0) if self.member_sweeps is not None else None
+
+    @property
     def lane_use(self) -> float:
         """Fraction of member slots doing useful work over all steps (1.0 = no masking waste)."""
         total = self.steps * self.batch_size
@@ -288,9 +296,12 @@ class RunStats:
         return self.block_members[block] / (runs * self.batch_size) if runs else 0.0
 
     def summary(self) -> str:
-        sweeps = "" if self.sweeps is None else f" in {self.sweeps} sweeps"
+        sweeps = ""
+        if self.sweeps is not None:
+            ideal = "" if self.member_sweeps is None else f" (ideal {self.ideal_sweeps})"
+            sweeps = f" in {self.sweeps} sweeps{ideal}"
         return (
-            f"{self.steps} steps{sweeps} (ideal {self.ideal_steps}) over batch {self.batch_size}, "
+            f"{self.steps} steps (ideal {self.ideal_steps}){sweeps} over batch {self.batch_size}, "
             f"lane use {self.lane_use:.0%}"
         )
 

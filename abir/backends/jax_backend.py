@@ -323,7 +323,7 @@ class JaxBackend(Backend):
                         counters = _count(counters, block, here)
                     state = step(state, jnp.any(here))
                 if counters is not None:
-                    counters = {**counters, "sweeps": counters["sweeps"] + 1}
+                    counters = _end_sweep(counters)
                 return state, counters
 
             counters = _zero_counters(len(kernels), batch) if self.collect_stats else None
@@ -348,6 +348,8 @@ def _zero_counters(num_blocks: int, batch: int) -> dict[str, Any]:
         "block_steps": jnp.zeros(num_blocks, jnp.int64),
         "block_members": jnp.zeros(num_blocks, jnp.int64),
         "member_steps": jnp.zeros(batch, jnp.int64),
+        "member_sweeps": jnp.zeros(batch, jnp.int64),
+        "ran": jnp.zeros(batch, bool),
     }
 
 
@@ -359,6 +361,17 @@ def _count(counters: dict[str, Any], block: int, here: Any) -> dict[str, Any]:
         "block_steps": counters["block_steps"].at[block].add((members > 0).astype(jnp.int64)),
         "block_members": counters["block_members"].at[block].add(members),
         "member_steps": counters["member_steps"] + here,
+        "ran": counters["ran"] | here,
+    }
+
+
+def _end_sweep(counters: dict[str, Any]) -> dict[str, Any]:
+    """The counters after a sweep: one more sweep, and one more for each member that ran."""
+    return {
+        **counters,
+        "sweeps": counters["sweeps"] + 1,
+        "member_sweeps": counters["member_sweeps"] + counters["ran"],
+        "ran": jnp.zeros_like(counters["ran"]),
     }
 
 
@@ -371,6 +384,7 @@ def _run_stats(counters: dict[str, Any]) -> RunStats:
         block_members=np.asarray(counters["block_members"]).tolist(),
         member_steps=np.asarray(counters["member_steps"]).tolist(),
         sweeps=int(counters["sweeps"]),
+        member_sweeps=np.asarray(counters["member_sweeps"]).tolist(),
     )
 
 

@@ -588,7 +588,7 @@ class TensorFlowBackend(Backend):
                         here = tf.logical_and(here, tf.reduce_min(state["pc"]) >= tail)
                     counters = tuple(_count(c, block, len(steps), here) for c in counters)
                     state = step(state, tf.reduce_any(here))
-                return (state, *({**c, "sweeps": c["sweeps"] + 1} for c in counters))
+                return (state, *(_end_sweep(c) for c in counters))
 
             # the counters are a loop variable only when collected
             counters = (_zero_counters(len(kernels), batch),) if self.collect_stats else ()
@@ -689,6 +689,8 @@ def _zero_counters(num_blocks: int, batch: int) -> dict[str, tf.Tensor]:
         "block_steps": tf.zeros([num_blocks], tf.int64),
         "block_members": tf.zeros([num_blocks], tf.int64),
         "member_steps": tf.zeros([batch], tf.int64),
+        "member_sweeps": tf.zeros([batch], tf.int64),
+        "ran": tf.zeros([batch], tf.int64),
     }
 
 
@@ -702,6 +704,17 @@ def _count(counters: dict[str, tf.Tensor], block: int, num_blocks: int, here: tf
         "block_steps": counters["block_steps"] + unit * tf.cast(members > 0, tf.int64),
         "block_members": counters["block_members"] + unit * members,
         "member_steps": counters["member_steps"] + here,
+        "ran": tf.maximum(counters["ran"], here),
+    }
+
+
+def _end_sweep(counters: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
+    """The counters after a sweep: one more sweep, and one more for each member that ran."""
+    return {
+        **counters,
+        "sweeps": counters["sweeps"] + 1,
+        "member_sweeps": counters["member_sweeps"] + counters["ran"],
+        "ran": tf.zeros_like(counters["ran"]),
     }
 
 
@@ -714,6 +727,7 @@ def _run_stats(counters: dict[str, tf.Tensor]) -> RunStats:
         block_members=counters["block_members"].numpy().tolist(),
         member_steps=counters["member_steps"].numpy().tolist(),
         sweeps=int(counters["sweeps"]),
+        member_sweeps=counters["member_sweeps"].numpy().tolist(),
     )
 
 
