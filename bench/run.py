@@ -9,6 +9,14 @@ median of `--repeats` further calls on the same inputs). The steady-state table 
 and its ratio to the plain Python loop over members measured in the same run. If
 `tensorflow_probability` is importable, TFP's `auto_batching` runs the same programs too
 (its NumPy VM, and its TF VM under `tf.function(jit_compile=True)`).
+
+Two tables divide steady time by machine steps. "per machine step" divides by the block runs the
+NumPy backend counts. "JAX per step against the XLA floor" (when the jax backend ran) divides
+abir's JAX (sweep) steady time by its block runs and by its sweeps, counted by one extra untimed
+call with `collect_stats=True`, and sets the first against the floor measured in the same run
+(`bench/xla_floor.py`): a jitted `lax.while_loop` at the same batch size whose min-PC
+`lax.switch` over as many branches as the program has blocks does one masked update per branch,
+i.e. a machine step that adds nothing. "empty" is a `while_loop` iteration doing only `x + 1.0`.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import programs  # noqa: E402
+import xla_floor  # noqa: E402
 
 ABIR_BACKENDS = ("numpy", "jax", "jax-switch", "tf", "tf-xla")
 TFP_BACKENDS = ("tfp-numpy", "tfp-tf-xla")
@@ -118,6 +127,44 @@ def print_step_costs(rows: list[Measurement]) -> None:
                 f"{'-':>12}" if m is None or not steps else f"{format_seconds(m.steady / steps):>12}"
             )
         print(f"{program:8} {size:6d} {steps:7d} {ideal:7d} " + " ".join(cells))
+
+
+def jax_sweep_stats(program: str, size: int) -> Any:
+    """The `abir.RunStats` of one untimed run of `program` at batch `size` on the JAX sweep
+    backend with `collect_stats=True` (block runs, sweeps, blocks in the compiled program)."""
+    import abir
+
+    backend = abir.JaxBackend(collect_stats=True)
+    programs.batched(program)(programs.inputs(program, size), backend=backend,
+                              max_stack_depth=programs.MAX_STACK_DEPTH[program])  # fmt: skip
+    if backend.last_stats is None:
+        raise RuntimeError(f"JaxBackend(collect_stats=True) recorded no stats for {program}")
+    return backend.last_stats
+
+
+def print_floor_costs(rows: list[Measurement]) -> None:
+    """abir's JAX (sweep) steady time per block run and per sweep against the XLA floor: the
+    time of one min-PC `lax.switch` step doing one masked update, at the same batch size and
+    number of blocks (`xla_floor.floor_us_per_step`, cached per shape)."""
+    jax_rows = [m for m in rows if m.backend == "jax"]
+    if not jax_rows:
+        return
+    print("\nJAX per step against the XLA floor (us; x floor = us per block run / floor)")
+    print(
+        f"{'program':8} {'batch':>6} {'blocks':>6} {'runs':>7} {'sweeps':>7} {'us/run':>9} "
+        f"{'us/sweep':>9} {'floor':>8} {'empty':>8} {'x floor':>8}"
+    )
+    for m in jax_rows:
+        stats = jax_sweep_stats(m.program, m.size)
+        blocks, runs, sweeps = len(stats.block_steps), stats.steps, stats.sweeps or 0
+        floor = xla_floor.floor_us_per_step(m.size, blocks)
+        empty = xla_floor.empty_loop_us(m.size)
+        per_run = m.steady * 1e6 / runs if runs else float("nan")
+        per_sweep = m.steady * 1e6 / sweeps if sweeps else float("nan")
+        print(
+            f"{m.program:8} {m.size:6d} {blocks:6d} {runs:7d} {sweeps:7d} {per_run:9.2f} "
+            f"{per_sweep:9.2f} {floor:8.3f} {empty:8.3f} {per_run / floor:8.1f}"
+        )
 
 
 def format_seconds(seconds: float) -> str:
@@ -217,6 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     print_table("first call (compile + run)", rows, lambda m: m.first_call, False)
     print_reference_ratios(rows)
     print_step_costs(rows)
+    print_floor_costs(rows)
 
 
 def print_reference_ratios(rows: list[Measurement]) -> None:
