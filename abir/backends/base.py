@@ -75,6 +75,13 @@ def tail_start_of(kernels: Sequence[Any]) -> int:
     return start
 
 
+def loops_to_itself(kernel: Any) -> bool:
+    """Whether the kernel's block may jump to itself (`kernel.plan.loops_to_itself`; see
+    `abir.vm.machine.BlockPlan`). A sweeping execution repeats such a block until no member
+    stands there, instead of sweeping every block once per iteration of the loop."""
+    return bool(getattr(getattr(kernel, "plan", None), "loops_to_itself", False))
+
+
 def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
     """The per-member keys (of `keys`) that `kernel.split` may change: its `register_writes`
     when it declares them, else all of them."""

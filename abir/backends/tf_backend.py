@@ -52,6 +52,7 @@ from abir.backends.base import (
     Scheduler,
     State,
     is_stack_key,
+    loops_to_itself,
     register_writes,
     smallest_live_block,
     splittable,
@@ -581,13 +582,28 @@ class TensorFlowBackend(Backend):
             def cond(state: State, *counters: dict[str, tf.Tensor]) -> tf.Tensor:
                 return tf.reduce_min(state["pc"]) < halt_index
 
+            def run_block(block: int, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
+                here = tf.equal(state["pc"], block)
+                if block >= tail:  # held until every live member is in the tail
+                    here = tf.logical_and(here, tf.reduce_min(state["pc"]) >= tail)
+                counters = tuple(_count(c, block, len(steps), here) for c in counters)
+                return (steps[block](state, tf.reduce_any(here)), *counters)
+
+            def repeat_block(block: int, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
+                """A block that jumps to itself runs until no member stands there."""
+                return tuple(
+                    tf.while_loop(
+                        lambda state, *_: tf.reduce_any(tf.equal(state["pc"], block)),
+                        functools.partial(run_block, block),
+                        (state, *counters),
+                    )
+                )
+
             def body(state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
-                for block, step in enumerate(steps):
-                    here = tf.equal(state["pc"], block)
-                    if block >= tail:  # held until every live member is in the tail
-                        here = tf.logical_and(here, tf.reduce_min(state["pc"]) >= tail)
-                    counters = tuple(_count(c, block, len(steps), here) for c in counters)
-                    state = step(state, tf.reduce_any(here))
+                for block, kernel in enumerate(kernels):
+                    state, *counters = (repeat_block if loops_to_itself(kernel) else run_block)(
+                        block, state, *counters
+                    )
                 return (state, *(_end_sweep(c) for c in counters))
 
             # the counters are a loop variable only when collected
