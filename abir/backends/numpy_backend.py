@@ -61,6 +61,41 @@ def _members(batch: int) -> np.ndarray:
     return members
 
 
+def _flat_rows(rows: np.ndarray, batch: int) -> np.ndarray:
+    """The row of `[D * B, ...]` holding `stack[rows[b], b]`, per member b."""
+    return rows.astype(np.intp) * batch + _members(batch)
+
+
+class _ScratchStacks:
+    """The stacks of one run, copied once into arrays with one extra scratch row, the row a
+    write request of "no write" (rows = D) lands in. `views` are their first D rows (what the
+    kernels read and the run returns); a request `(rows, value)` is one scatter into the stack
+    seen as `[(D + 1) * B, ...]`, at flat rows computed once for the requests of a push group
+    (they share `rows`)."""
+
+    def __init__(self, state: State, batch: int):
+        self.batch = batch
+        self.views: dict[str, np.ndarray] = {}
+        self.flat: dict[str, np.ndarray] = {}
+        for key, value in state.items():
+            if is_stack_key(key):
+                value = np.asarray(value)
+                padded = np.zeros((value.shape[0] + 1, *value.shape[1:]), value.dtype)
+                padded[:-1] = value
+                self.views[key] = padded[:-1]
+                self.flat[key] = padded.reshape(((value.shape[0] + 1) * batch, *value.shape[2:]))
+
+    def apply(self, writes: dict[str, list[tuple[Any, Any]]]) -> None:
+        """Apply a kernel's write requests, in order."""
+        last, flat_rows = None, None
+        for key, requests in writes.items():
+            stack = self.flat[key]
+            for rows, value in requests:
+                if rows is not last:
+                    last, flat_rows = rows, _flat_rows(np.asarray(rows), self.batch)
+                stack[flat_rows] = value
+
+
 class _StepLog:
     """The statistics of one run, gathered in bulk: each step appends its block and the `pc`
     array it ran on (a reference: the loop never writes a `pc` array in place); every `chunk`
@@ -153,6 +188,9 @@ class NumpyBackend(Backend):
         self._quiet = False  # inside `run`, floating-point warnings are already silenced
         self._mask: Any = None  # the last mask `where` broadcast, and its reshaped views
         self._mask_views: dict[int, np.ndarray] = {}
+        self._read_index: Any = None  # the last index `stack_read` saw, and its flat rows
+        self._read_shape: tuple[int, int] = (0, 0)
+        self._read_rows: Any = None
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> np.ndarray:
@@ -188,7 +226,8 @@ class NumpyBackend(Backend):
                 result = function(*args)
         if type(result) is not np.ndarray:
             result = np.asarray(result)
-        if result_dtype is not None and result.dtype != result_dtype:
+        dtype = result.dtype
+        if dtype is not result_dtype and result_dtype is not None and dtype != result_dtype:
             result = result.astype(result_dtype)
         return result
 
@@ -215,7 +254,9 @@ class NumpyBackend(Backend):
             if view is None:
                 view = self._mask_views[extra] = mask.reshape(mask.shape + (1,) * extra)
             mask = view
-        if getattr(new, "dtype", None) == old.dtype and mask.shape[:1] == old.shape[:1]:
+        dtype = old.dtype
+        new_dtype = getattr(new, "dtype", None)
+        if (new_dtype is dtype or new_dtype == dtype) and mask.shape[:1] == old.shape[:1]:
             result = old.copy()
             try:
                 np.copyto(result, new, where=mask)
@@ -223,7 +264,7 @@ class NumpyBackend(Backend):
             except ValueError:  # `new` or the mask widen the shape: np.where broadcasts them all
                 pass
         result = np.where(mask, new, old)
-        return result if result.dtype == old.dtype else result.astype(old.dtype)
+        return result if result.dtype == dtype else result.astype(dtype)
 
     def stack_write(self, stack: np.ndarray, index: Any, value: Any, mask: Any) -> np.ndarray:
         """Writes in place: only the masked members' slots are touched (O(B), not O(D*B))."""
@@ -246,11 +287,17 @@ class NumpyBackend(Backend):
         return stack
 
     def stack_read(self, stack: np.ndarray, index: Any) -> np.ndarray:
-        rows = np.minimum(np.maximum(index, 0), stack.shape[0] - 1)
-        return stack[rows, _members(stack.shape[1])]
+        """One `take` of flat row indices (`stack[row, b]` is row `row * B + b` of the stack
+        seen as `[D * B, ...]`), computed once for the stacks of a group, which share `index`."""
+        depth, batch = stack.shape[0], stack.shape[1]
+        if index is not self._read_index or self._read_shape != (depth, batch):
+            rows = np.minimum(np.maximum(index, 0), depth - 1)
+            self._read_index, self._read_shape = index, (depth, batch)
+            self._read_rows = _flat_rows(rows, batch)
+        return stack.reshape((depth * batch, *stack.shape[2:])).take(self._read_rows, axis=0)
 
     def known_none(self, mask: Any) -> bool:
-        return not np.any(mask)
+        return not (mask.any() if type(mask) is np.ndarray else np.any(mask))
 
     def reduce_min(self, value: Any) -> np.ndarray:
         return np.min(value)
@@ -270,15 +317,7 @@ class NumpyBackend(Backend):
         split = splittable(kernels)
         if split:
             regs = {key: value for key, value in state.items() if not is_stack_key(key)}
-            padded: dict[str, np.ndarray] = {}
-            stacks: dict[str, np.ndarray] = {}
-            for key, value in state.items():
-                if is_stack_key(key):
-                    value = np.asarray(value)
-                    padded[key] = np.zeros((value.shape[0] + 1, *value.shape[1:]), value.dtype)
-                    padded[key][:-1] = value
-                    stacks[key] = padded[key][:-1]
-            members = _members(batch)
+            stacks = _ScratchStacks(state, batch)
         pc = np.asarray(state["pc"])
         block = self._choose(pc, -1, halt)[0]
         sweeps = int(block < halt)
@@ -289,11 +328,9 @@ class NumpyBackend(Backend):
                     if split:
                         if log is not None:
                             log.record(block, pc)
-                        regs, writes = kernels[block].split(regs, stacks)  # type: ignore[attr-defined]
-                        for key, requests in writes.items():
-                            stack = padded[key]
-                            for rows, value in requests:
-                                stack[rows, members] = value
+                        regs, writes = kernels[block].split(regs, stacks.views)  # type: ignore[attr-defined]
+                        if writes:
+                            stacks.apply(writes)
                         pc = regs["pc"]
                         if type(pc) is not np.ndarray:
                             pc = np.asarray(pc)
@@ -307,9 +344,10 @@ class NumpyBackend(Backend):
             finally:
                 self._quiet = False
                 self._mask, self._mask_views = None, {}
+                self._read_index = self._read_rows = None
         self.last_stats = None if log is None else log.stats(sweeps if sweep else None)
         if split:
-            return {**regs, **stacks}
+            return {**regs, **stacks.views}
         return state
 
     def _choose(self, pc: np.ndarray, after: int, halt: int) -> tuple[int, int]:
@@ -340,11 +378,12 @@ class NumpyBackend(Backend):
         if not live:
             return halt, 0
         enough = counts[:halt] >= max(self.min_share * live, 1.0)
-        ahead = np.flatnonzero(enough[after + 1 :])
-        if ahead.size:
-            return after + 1 + int(ahead[0]), 0
-        first = np.flatnonzero(enough)
-        return (int(first[0]) if first.size else int(pc.min())), 1
+        if after + 1 < halt:
+            ahead = int(enough[after + 1 :].argmax()) + after + 1  # the first true (0 if none)
+            if enough[ahead]:
+                return ahead, 0
+        first = int(enough.argmax())
+        return (first if enough[first] else int(pc.min())), 1
 
     # ----- reference protocol helpers ---------------------------------------------------------
     def switch_case(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:

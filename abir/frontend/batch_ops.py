@@ -49,6 +49,8 @@ def _family(x: Any) -> str:
 
 def ops_for(*arrays: Any) -> ArrayOps:
     """The operations for these arrays: TensorFlow or JAX if any array is one, else NumPy."""
+    if all(type(a) is np.ndarray for a in arrays):
+        return _NUMPY_OPS
     families = {_family(a) for a in arrays}
     if "tf" in families:
         return TensorFlowOps()
@@ -56,7 +58,7 @@ def ops_for(*arrays: Any) -> ArrayOps:
         import jax.numpy as jnp
 
         return ArrayOps(jnp)
-    return ArrayOps(np)
+    return _NUMPY_OPS
 
 
 def numpy_dtype(dtype: Any) -> np.dtype:
@@ -160,6 +162,10 @@ class ArrayOps:
 
     def expand_dims(self, x: Any, axis: int) -> Any:
         return self.xp.expand_dims(x, axis)
+
+
+_NUMPY_OPS = ArrayOps(np)
+"""The operations on NumPy arrays (stateless, shared)."""
 
 
 class TensorFlowOps(ArrayOps):
@@ -521,39 +527,91 @@ def make_stack(axis: int) -> Callable[..., Any]:
 
 
 def make_product(name: str) -> Callable[[Any, Any], Any]:
-    """`np.dot`, `np.matmul` (`@`), `np.inner` (1-d) and `np.outer` of two members."""
+    """`np.dot`, `np.matmul` (`@`), `np.inner` (1-d) and `np.outer` of two members.
+
+    On two NumPy arrays the shape logic is decided once per operand ranks and dtypes
+    (`_numpy_product`): a call is then the same NumPy operations without the dispatch."""
+    numpy_products: dict[tuple[Any, ...], Callable[[np.ndarray, np.ndarray], np.ndarray] | None] = {}
 
     def product(a: Any, b: Any) -> Any:
-        ops = ops_for(a, b)
-        a, b = _common(ops, [a, b])
-        na, nb = ops.ndim(a) - 1, ops.ndim(b) - 1
-        if name == "outer":
-            a, b = _flatten_events(ops, a), _flatten_events(ops, b)
-            return ops.multiply(ops.expand_dims(a, 2), ops.expand_dims(b, 1))
-        if name == "inner" and (na > 1 or nb > 1):
-            raise TypeError("abir's np.inner takes per-member vectors (or scalars)")
-        if name == "dot" and (na > 2 or nb > 2):
-            raise TypeError("abir's np.dot takes per-member scalars, vectors or matrices; use np.matmul / @ for stacks")
-        if na == 0 or nb == 0:
-            if name == "matmul":
-                raise TypeError("matmul: a per-member operand is a scalar (use * instead)")
-            return ops.multiply(a, b)
-        squeeze = []
-        if na == 1:
-            a = ops.expand_dims(a, 1)  # [B, 1, n]
-            squeeze.append(-2)
-        if nb == 1:
-            b = ops.expand_dims(b, 2)  # [B, n, 1]
-            squeeze.append(-1)
-        while ops.ndim(a) < ops.ndim(b):
-            a = ops.expand_dims(a, 1)
-        while ops.ndim(b) < ops.ndim(a):
-            b = ops.expand_dims(b, 1)
-        out = ops.matmul(a, b)
-        rank = ops.ndim(out)
-        return ops.squeeze(out, tuple(sorted(s % rank for s in squeeze)))
+        if type(a) is np.ndarray and type(b) is np.ndarray:
+            signature = (a.ndim, b.ndim, a.dtype, b.dtype)
+            direct = numpy_products.get(signature, _UNPLANNED)
+            if direct is _UNPLANNED:
+                direct = numpy_products[signature] = _numpy_product(name, *signature)
+            if direct is not None:
+                return direct(a, b)
+        return _product(name, ops_for(a, b), a, b)
 
     return product
+
+
+_UNPLANNED: Any = object()
+
+
+def _product(name: str, ops: ArrayOps, a: Any, b: Any) -> Any:
+    """`make_product`'s operation on any array family."""
+    a, b = _common(ops, [a, b])
+    na, nb = ops.ndim(a) - 1, ops.ndim(b) - 1
+    if name == "outer":
+        a, b = _flatten_events(ops, a), _flatten_events(ops, b)
+        return ops.multiply(ops.expand_dims(a, 2), ops.expand_dims(b, 1))
+    if name == "inner" and (na > 1 or nb > 1):
+        raise TypeError("abir's np.inner takes per-member vectors (or scalars)")
+    if name == "dot" and (na > 2 or nb > 2):
+        raise TypeError("abir's np.dot takes per-member scalars, vectors or matrices; use np.matmul / @ for stacks")
+    if na == 0 or nb == 0:
+        if name == "matmul":
+            raise TypeError("matmul: a per-member operand is a scalar (use * instead)")
+        return ops.multiply(a, b)
+    squeeze = []
+    if na == 1:
+        a = ops.expand_dims(a, 1)  # [B, 1, n]
+        squeeze.append(-2)
+    if nb == 1:
+        b = ops.expand_dims(b, 2)  # [B, n, 1]
+        squeeze.append(-1)
+    while ops.ndim(a) < ops.ndim(b):
+        a = ops.expand_dims(a, 1)
+    while ops.ndim(b) < ops.ndim(a):
+        b = ops.expand_dims(b, 1)
+    out = ops.matmul(a, b)
+    rank = ops.ndim(out)
+    return ops.squeeze(out, tuple(sorted(s % rank for s in squeeze)))
+
+
+def _numpy_product(
+    name: str, ndim_a: int, ndim_b: int, dtype_a: np.dtype, dtype_b: np.dtype
+) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
+    """`_product` of NumPy batches of these ranks and dtypes as one direct function (None for
+    the cases `_product` leaves to `multiply` or rejects): the batch broadcast and casts of
+    `_common`, one reshape per operand for all its `expand_dims` (each inserts size-1 axes right
+    after the batch axis, or the trailing axis of a vector `b`), `np.matmul` and `np.squeeze`."""
+    na, nb = ndim_a - 1, ndim_b - 1
+    if name == "outer" or min(na, nb) == 0 or (name == "inner" and max(na, nb) > 1) or (name == "dot" and max(na, nb) > 2):
+        return None
+    dtype = np.result_type(dtype_a, dtype_b)
+    rank = max(na + (na == 1), nb + (nb == 1)) + 1  # the rank of both matmul operands
+    ones_a = (1,) * (rank - ndim_a)  # inserted after the batch axis
+    ones_b = (1,) * (rank - ndim_b - (nb == 1))
+    trailing_b = (1,) if nb == 1 else ()
+    squeeze = tuple(sorted(s % rank for s in (-2,) * (na == 1) + (-1,) * (nb == 1)))
+
+    def direct(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if a.shape[0] != b.shape[0]:  # a batch of 1 (a constant) broadcasts
+            a, b = _NUMPY_OPS.broadcast_batch([a, b])
+        if a.dtype != dtype:
+            a = a.astype(dtype)
+        if b.dtype != dtype:
+            b = b.astype(dtype)
+        if ones_a:
+            a = a.reshape((a.shape[0], *ones_a, *a.shape[1:]))
+        if ones_b or trailing_b:
+            b = b.reshape((b.shape[0], *ones_b, *b.shape[1:], *trailing_b))
+        out = np.matmul(a, b)
+        return np.squeeze(out, axis=squeeze) if squeeze else out
+
+    return direct
 
 
 def make_norm(axis: Any, keepdims: bool) -> Callable[[Any], Any]:

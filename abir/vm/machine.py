@@ -1,9 +1,11 @@
 """The program-counter machine: a `vm.program` compiled into one kernel per block.
 
 `compile_machine` reads the vm module once and turns each `vm.block` into a list of small
-steps over precomputed data (variable names, SSA slot numbers, constants, prim names). A
-kernel, built once per backend, is then a plain function `state -> state` that replays those
-steps calling only backend methods, so it can run eagerly (NumPy) or be traced (JAX, TF):
+instructions over precomputed data (state keys, SSA slot numbers, constants, prim names), and
+those into the source of one straight-line Python function per block. A kernel, built once per
+backend by binding that function to the backend's methods, is then a plain function
+`state -> state` calling only backend methods, so it can run eagerly (NumPy) or be traced
+(JAX, TF):
 
     mask = (pc == block)                     # members standing at this block
     values = [...]                           # the block's SSA values, full batch (junk rows)
@@ -15,8 +17,10 @@ error flags and returns the output variables' registers.
 
 from __future__ import annotations
 
+import linecache
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import CodeType
 from typing import Any
 
 import numpy as np
@@ -31,11 +35,7 @@ from abir.types import TensorType, tensor_type_of
 from abir.vm import state_ops
 from abir.vm.inputs import prepare_inputs
 from abir.vm.state_ops import Frame, Writes
-from abir.vm.values import align_operands, constant_array, rank_padding, result_dtype
-
-Env = list[Any]
-Step = Callable[[Backend, Frame, Env, Any], None]
-"""One op of a kernel: (backend, frame, SSA values by slot, mask); updates the frame."""
+from abir.vm.values import constant_array, rank_padding, result_dtype
 
 DEFAULT_MAX_STACK_DEPTH = 15
 
@@ -51,12 +51,13 @@ class Variable:
 
 @dataclass(frozen=True)
 class BlockPlan:
-    """The precomputed body of one block: its steps and what a user error message needs."""
+    """The precomputed body of one block: its instructions, their generated code, and what the
+    backends and a user error message need."""
 
     index: int
     function: str | None
-    steps: tuple[Step, ...]
-    slots: int
+    instructions: tuple[Instruction, ...]
+    code: KernelCode
     uses_stacks: bool
     callee: int | None
     stack_writes: tuple[tuple[str, int], ...] = ()
@@ -72,115 +73,225 @@ class BlockPlan:
     that others could share, so a sweeping execution may hold it until every live member is in
     the tail, and run each tail block once for all of them (a loop's members leaving one by one
     would otherwise run the exit path once per iteration)."""
+    loops_to_itself: bool = False
+    """Whether the block may jump to itself (a loop whose body is one block): a sweeping
+    execution repeats it while members stand there."""
 
 
-# ----- steps -------------------------------------------------------------------------------
+# ----- instructions ---------------------------------------------------------------------------
+#
+# Planning turns each vm op into an instruction: a small record of precomputed data (state
+# keys, SSA slot numbers, constants, prim names). A kernel is one straight-line Python function
+# per block, generated from its instructions (`_KernelSource`): each instruction renders the
+# Python statements that call the backend methods for its op, SSA value i is the local `v<i>`,
+# and the objects the statements refer to (constants, dtypes, keys) are bound by name. The
+# source is compiled once per plan; each backend gets the function with its methods bound.
 
 
-def _read_step(slot: int, var: str) -> Step:
-    key = state_ops.register_key(var)
+class _KernelSource:
+    """The body lines of one block's kernel and the objects they refer to by name."""
 
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        env[slot] = frame.regs[key]
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {}
+        self.constants = 0
 
-    return step
+    def constant(self, value: np.ndarray) -> str:
+        """A name the kernel's code reads the constant array `value` by (`c0`, `c1`, ...)."""
+        name = f"c{self.constants}"
+        self.constants += 1
+        self.namespace[name] = value
+        return name
 
+    def dtype(self, dtype: np.dtype) -> str:
+        """The name of `dtype` (`dt_float64`)."""
+        name = f"dt_{dtype.name}"
+        self.namespace[name] = dtype
+        return name
 
-def _constant_step(slot: int, value: np.ndarray) -> Step:
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        env[slot] = backend.asarray(value, value.dtype)
+    def block(self, index: int) -> str:
+        """The name of block index `index` as an int32 scalar (`pc_3`)."""
+        name = f"pc_{index}"
+        self.namespace[name] = np.int32(index)
+        return name
 
-    return step
-
-
-def _builtin_step(
-    slot: int, name: str, args: tuple[int, ...], padding: tuple[int, ...], dtype: np.dtype
-) -> Step:
-    if not any(padding):
-
-        def plain(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-            env[slot] = backend.builtin_prim(name, [env[a] for a in args], dtype)
-
-        return plain
-
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        operands = align_operands(backend, [env[a] for a in args], padding)
-        env[slot] = backend.builtin_prim(name, operands, dtype)
-
-    return step
+    def emit(self, *lines: str) -> None:
+        self.lines.extend(lines)
 
 
-def _opaque_step(slots: tuple[int, ...], symbol: str, args: tuple[int, ...]) -> Step:
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        results = backend.call_opaque(lookup_opaque(symbol), [env[a] for a in args])
-        if len(slots) == 1:
-            results = (results,)
-        if len(results) != len(slots):
-            raise TypeError(
-                f"opaque primitive @{symbol} returned {len(results)} values, expected {len(slots)}"
-            )
-        for slot, value in zip(slots, results, strict=True):
-            env[slot] = value
-
-    return step
+def _value(slot: int) -> str:
+    return f"v{slot}"
 
 
-def _write_step(var: str, slot: int) -> Step:
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        state_ops.write(backend, frame, var, env[slot], mask)
+def _values(slots: Sequence[int]) -> str:
+    return ", ".join(_value(slot) for slot in slots)
 
-    return step
+
+def _masked_write(key: str, value: str, mask: str = "mask") -> str:
+    """`state_ops.write` of `key` (a register key, or the pc)."""
+    return f"regs[{key!r}] = where({mask}, {value}, regs[{key!r}])"
+
+
+@dataclass(frozen=True)
+class Read:
+    """`vm.read`: the register's current value."""
+
+    slot: int
+    key: str
+
+    def render(self, source: _KernelSource) -> None:
+        source.emit(f"{_value(self.slot)} = regs[{self.key!r}]")
+
+
+@dataclass(frozen=True, eq=False)
+class Constant:
+    """`vm.constant`: a backend array of `value` (batch dimension 1)."""
+
+    slot: int
+    value: np.ndarray
+
+    def render(self, source: _KernelSource) -> None:
+        value, dtype = source.constant(self.value), source.dtype(self.value.dtype)
+        source.emit(f"{_value(self.slot)} = asarray({value}, {dtype})")
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A builtin `vm.prim`; operands of lower event rank get `padding` axes after the batch."""
+
+    slot: int
+    name: str
+    args: tuple[int, ...]
+    padding: tuple[int, ...]
+    dtype: np.dtype
+
+    def render(self, source: _KernelSource) -> None:
+        operands = ", ".join(
+            _value(a) if not pad else f"expand({_value(a)}, {pad})"
+            for a, pad in zip(self.args, self.padding, strict=True)
+        )
+        dtype = source.dtype(self.dtype)
+        source.emit(f"{_value(self.slot)} = prim({self.name!r}, [{operands}], {dtype})")
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """An opaque `vm.prim`: the callable registered as `symbol` (looked up at every call)."""
+
+    slots: tuple[int, ...]
+    symbol: str
+    args: tuple[int, ...]
+
+    def render(self, source: _KernelSource) -> None:
+        call = f"opaque(lookup_opaque({self.symbol!r}), [{_values(self.args)}])"
+        if len(self.slots) == 1:
+            source.emit(f"{_value(self.slots[0])} = {call}")
+        else:
+            source.emit(f"{_values(self.slots)}, = opaque_results({call}, {len(self.slots)}, {self.symbol!r})")
+
+
+def opaque_results(results: Any, count: int, symbol: str) -> tuple[Any, ...]:
+    """The results of an opaque prim with `count` results, checked."""
+    results = tuple(results)
+    if len(results) != count:
+        raise TypeError(f"opaque primitive @{symbol} returned {len(results)} values, expected {count}")
+    return results
+
+
+@dataclass(frozen=True)
+class Write:
+    """`vm.write`: a masked write of a register."""
+
+    key: str
+    slot: int
+
+    def render(self, source: _KernelSource) -> None:
+        source.emit(_masked_write(self.key, _value(self.slot)))
 
 
 PointerGroups = tuple[tuple[str, tuple[str, ...]], ...]
 """(stack pointer key, the variables of a push/pop/peek that share it), per pointer."""
 
 
-def _push_step(groups: PointerGroups) -> Step:
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        for pointer, names in groups:
-            state_ops.push(backend, frame, names, pointer, mask)
+@dataclass(frozen=True)
+class Push:
+    """`vm.push`: per stack pointer, one `state_ops.stack_push` of the variables' registers."""
 
-    return step
+    groups: PointerGroups
 
-
-def _restore_step(groups: PointerGroups, drop: bool) -> Step:
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        for pointer, names in groups:
-            state_ops.restore(backend, frame, names, pointer, mask, drop)
-
-    return step
+    def render(self, source: _KernelSource) -> None:
+        for pointer, names in self.groups:
+            saves = ", ".join(
+                f"({state_ops.stack_key(name)!r}, regs[{state_ops.register_key(name)!r}])" for name in names
+            )
+            source.emit(f"stack_push(backend, frame, {pointer!r}, [{saves}], mask)")
 
 
-def _jump_step(target: int) -> Step:
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        state_ops.set_pc(backend, frame, target, mask)
+@dataclass(frozen=True)
+class Restore:
+    """`vm.pop` (`drop`) or `vm.peek`: per stack pointer, the saved tops become current."""
 
-    return step
+    groups: PointerGroups
+    drop: bool
 
-
-def _branch_step(cond: int, then_target: int, else_target: int) -> Step:
-    targets = (np.int32(then_target), np.int32(else_target))
-
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        choice = backend.builtin_prim("where", [env[cond], *targets], np.int32)
-        state_ops.set_pc(backend, frame, choice, mask)
-
-    return step
+    def render(self, source: _KernelSource) -> None:
+        for pointer, names in self.groups:
+            stacks = ", ".join(repr(state_ops.stack_key(name)) for name in names)
+            source.emit(f"tops, valid = stack_top(backend, frame, {pointer!r}, [{stacks}], mask, {self.drop})")
+            source.emit(*(_masked_write(state_ops.register_key(name), f"tops[{i}]", "valid") for i, name in enumerate(names)))
 
 
-def _call_step(target: int, return_target: int) -> Step:
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        state_ops.call(backend, frame, target, return_target, mask)
+@dataclass(frozen=True)
+class Jump:
+    """`vm.jump` (and `vm.halt`: a jump to the halt index)."""
 
-    return step
+    target: int
+
+    def render(self, source: _KernelSource) -> None:
+        source.emit(_masked_write(state_ops.PC, source.block(self.target)))
 
 
-def _return_step() -> Step:
-    def step(backend: Backend, frame: Frame, env: Env, mask: Any) -> None:
-        state_ops.return_(backend, frame, mask)
+@dataclass(frozen=True)
+class Branch:
+    """`vm.branch`: pc := then or else target, per member."""
 
-    return step
+    cond: int
+    then_target: int
+    else_target: int
+
+    def render(self, source: _KernelSource) -> None:
+        then_, else_ = source.block(self.then_target), source.block(self.else_target)
+        choice = f"prim('where', [{_value(self.cond)}, {then_}, {else_}], int32)"
+        source.emit(_masked_write(state_ops.PC, choice))
+
+
+@dataclass(frozen=True)
+class Call:
+    """`vm.call`: save the return block on the pc stack, then pc := target (`state_ops.call`)."""
+
+    target: int
+    return_target: int
+
+    def render(self, source: _KernelSource) -> None:
+        back = source.block(self.return_target)
+        source.emit(
+            f"stack_push(backend, frame, {state_ops.PC_SP!r}, [({state_ops.PC_STACK!r}, {back})], mask)",
+            _masked_write(state_ops.PC, source.block(self.target)),
+        )
+
+
+@dataclass(frozen=True)
+class Return:
+    """`vm.return`: pc := the saved return block, which is dropped (`state_ops.return_`)."""
+
+    def render(self, source: _KernelSource) -> None:
+        source.emit(
+            f"tops, valid = stack_top(backend, frame, {state_ops.PC_SP!r}, [{state_ops.PC_STACK!r}], mask, True)",
+            _masked_write(state_ops.PC, "tops[0]", "valid"),
+        )
+
+
+Instruction = Read | Constant | Builtin | Opaque | Write | Push | Restore | Jump | Branch | Call | Return
 
 
 # ----- planning --------------------------------------------------------------------------
@@ -228,38 +339,36 @@ def _pointer_groups(names: Sequence[str], pointers: Mapping[str, str]) -> Pointe
     return tuple((pointer, tuple(group)) for pointer, group in groups.items())
 
 
-def _plan_op(op: Operation, slots: _Slots, block: int, halt: int, pointers: Mapping[str, str]) -> Step:  # noqa: C901
-    """The step that executes one vm op."""
+def _plan_op(op: Operation, slots: _Slots, halt: int, pointers: Mapping[str, str]) -> Instruction:  # noqa: C901
+    """The instruction that executes one vm op."""
     match op:
         case vm.ReadOp():
-            return _read_step(slots.define(op.res), op.var.string_value())
+            return Read(slots.define(op.res), state_ops.register_key(op.var.string_value()))
         case vm.ConstantOp():
-            return _constant_step(slots.define(op.res), constant_array(op.value))
+            return Constant(slots.define(op.res), constant_array(op.value))
         case vm.PrimOp() if op.fn is not None:
             args = tuple(slots.use(a) for a in op.arguments)
             padding = rank_padding(op.arguments.types, op.res.types)
-            return _builtin_step(
-                slots.define(op.res[0]), op.fn.data, args, padding, result_dtype(op.res[0].type)
-            )
+            return Builtin(slots.define(op.res[0]), op.fn.data, args, padding, result_dtype(op.res[0].type))
         case vm.PrimOp():
             args = tuple(slots.use(a) for a in op.arguments)
-            return _opaque_step(tuple(slots.define(r) for r in op.res), op.prim_name, args)
+            return Opaque(tuple(slots.define(r) for r in op.res), op.prim_name, args)
         case vm.WriteOp():
-            return _write_step(op.var.string_value(), slots.use(op.value))
+            return Write(state_ops.register_key(op.var.string_value()), slots.use(op.value))
         case vm.PushOp():
-            return _push_step(_pointer_groups(_var_names(op), pointers))
+            return Push(_pointer_groups(_var_names(op), pointers))
         case vm.PopOp() | vm.PeekOp():
-            return _restore_step(_pointer_groups(_var_names(op), pointers), drop=isinstance(op, vm.PopOp))
+            return Restore(_pointer_groups(_var_names(op), pointers), drop=isinstance(op, vm.PopOp))
         case vm.JumpOp():
-            return _jump_step(op.target.value.data)
+            return Jump(op.target.value.data)
         case vm.BranchOp():
-            return _branch_step(slots.use(op.cond), op.then_target.value.data, op.else_target.value.data)
+            return Branch(slots.use(op.cond), op.then_target.value.data, op.else_target.value.data)
         case vm.CallOp():
-            return _call_step(op.target.value.data, op.return_target.value.data)
+            return Call(op.target.value.data, op.return_target.value.data)
         case vm.ReturnOp():
-            return _return_step()
+            return Return()
         case vm.HaltOp():
-            return _jump_step(halt)
+            return Jump(halt)
     raise NotImplementedError(f"the machine cannot execute {op.name}")
 
 
@@ -336,11 +445,10 @@ def _successors(blocks: Sequence[vm.BlockOp]) -> list[set[int]]:
     return successors
 
 
-def tail_start(blocks: Sequence[vm.BlockOp]) -> int:
+def tail_start(successors: Sequence[set[int]]) -> int:
     """The smallest index t such that every block from t on only moves members to later blocks
-    (or halts): the program's tail (`BlockPlan.in_tail`)."""
-    successors = _successors(blocks)
-    start = len(blocks)
+    (or halts): the program's tail (`BlockPlan.in_tail`); `successors` as `_successors` gives."""
+    start = len(successors)
     while start > 0 and all(s > start - 1 for s in successors[start - 1]):
         start -= 1
     return start
@@ -351,22 +459,92 @@ def _function_of(block: vm.BlockOp) -> str | None:
     return function.data if isinstance(function, StringAttr) else None
 
 
-def _plan_block(block: vm.BlockOp, halt: int, pointers: Mapping[str, str], in_tail: bool = False) -> BlockPlan:
+def _plan_block(
+    block: vm.BlockOp, halt: int, pointers: Mapping[str, str], in_tail: bool = False, loops_to_itself: bool = False
+) -> BlockPlan:
     slots = _Slots()
     ops = list(block.body.block.ops)
-    steps = tuple(_plan_op(op, slots, block.number, halt, pointers) for op in ops)
+    instructions = tuple(_plan_op(op, slots, halt, pointers) for op in ops)
     terminator = ops[-1]
+    uses_stacks = any(isinstance(op, STACK_OPS) for op in ops)
     return BlockPlan(
         index=block.number,
         function=_function_of(block),
-        steps=steps,
-        slots=len(slots.numbers),
-        uses_stacks=any(isinstance(op, STACK_OPS) for op in ops),
+        instructions=instructions,
+        code=KernelCode.generate(block.number, instructions, uses_stacks),
+        uses_stacks=uses_stacks,
         callee=terminator.target.value.data if isinstance(terminator, vm.CallOp) else None,
         stack_writes=_stack_writes(ops),
         register_writes=_register_writes(ops, pointers),
         in_tail=in_tail,
+        loops_to_itself=loops_to_itself,
     )
+
+
+# ----- kernels ---------------------------------------------------------------------------------
+
+_KERNEL_NAMES: dict[str, Any] = {
+    "Frame": Frame,
+    "stack_push": state_ops.stack_push,
+    "stack_top": state_ops.stack_top,
+    "finish": state_ops.finish,
+    "lookup_opaque": lookup_opaque,
+    "opaque_results": opaque_results,
+    "bool_": np.bool_,
+    "int32": np.int32,
+}
+"""The names every kernel's code may use besides its own bindings and the backend's methods."""
+
+
+@dataclass(frozen=True, eq=False)
+class KernelCode:
+    """The generated Python function of one block, compiled once and bound per backend.
+
+    `source` defines `block_<index>(regs, stacks) -> (regs, writes)` (`BlockKernel`);
+    `namespace` holds the constants it refers to by name. The backend's methods are bound
+    once per kernel (`prim`, `where`, `asarray`, `expand`, `opaque`), and every vm op becomes
+    the same backend calls, in op order, whatever the backend (NumPy runs them, JAX and TF
+    trace them)."""
+
+    name: str
+    source: str
+    namespace: Mapping[str, Any]
+    code: CodeType
+
+    @classmethod
+    def generate(cls, index: int, instructions: Sequence[Instruction], uses_stacks: bool) -> KernelCode:
+        source = _KernelSource()
+        block = source.block(index)
+        if uses_stacks:
+            source.emit("frame = Frame(regs, stacks)")
+        source.emit(f"mask = prim('equal', (regs[{state_ops.PC!r}], {block}), bool_)")
+        for instruction in instructions:
+            instruction.render(source)
+        if uses_stacks:
+            source.emit(f"finish(backend, frame, {index}, halt)", "return regs, frame.writes")
+        else:
+            source.emit("return regs, {}")
+        name = f"block_{index}"
+        text = f"def {name}(regs, stacks):\n" + "".join(f"    {line}\n" for line in source.lines)
+        filename = f"<abir kernel {name} {id(source):x}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)  # tracebacks
+        return cls(name, text, source.namespace, compile(text, filename, "exec"))
+
+    def bind(self, backend: Backend, halt: int) -> Callable[[State, State], tuple[State, Writes]]:
+        """The kernel function calling `backend`'s methods; `halt` is the halt index."""
+        names = {
+            **_KERNEL_NAMES,
+            **self.namespace,
+            "backend": backend,
+            "halt": halt,
+            "prim": backend.builtin_prim,
+            "where": backend.where,
+            "asarray": backend.asarray,
+            "expand": backend.expand_event_dims,
+            "opaque": backend.call_opaque,
+        }
+        exec(self.code, names)  # noqa: S102 (our own generated source)
+        return names[self.name]  # type: ignore[no-any-return]
 
 
 class BlockKernel:
@@ -377,7 +555,10 @@ class BlockKernel:
     read only; `writes` are the stack write requests to apply afterwards (`state_ops`).
     `writes` (the attribute) gives their static count per stack key, `register_writes` the
     per-member keys `split` may change (the others come back as the same objects). Calling the kernel on a
-    full state (`state -> state`, the plain `Kernel` protocol) applies the requests itself."""
+    full state (`state -> state`, the plain `Kernel` protocol) applies the requests itself.
+    `split` is the block's generated function (`KernelCode`)."""
+
+    split: Callable[[State, State], tuple[State, Writes]]
 
     def __init__(self, plan: BlockPlan, backend: Backend, halt: int):
         self.plan = plan
@@ -386,17 +567,7 @@ class BlockKernel:
         self.writes = dict(plan.stack_writes)
         self.register_writes = plan.register_writes
         self.__name__ = f"block_{plan.index}"
-
-    def split(self, regs: State, stacks: State) -> tuple[State, Writes]:
-        backend, plan = self.backend, self.plan
-        frame = Frame(regs, stacks)
-        mask = state_ops.block_mask(backend, regs, plan.index)
-        env: Env = [None] * plan.slots
-        for step in plan.steps:
-            step(backend, frame, env, mask)
-        if plan.uses_stacks:
-            state_ops.finish(backend, frame, plan.index, self.halt)
-        return frame.regs, frame.writes
+        self.split = plan.code.bind(backend, halt)
 
     def __call__(self, state: State) -> State:
         regs, stacks = state_ops.split_state(state)
@@ -552,8 +723,12 @@ def compile_machine(vm_module: ModuleOp) -> Machine:
     vm_module.verify()
     program = _find_program(vm_module)
     blocks = list(program.blocks)
-    halt, tail, pointers = len(blocks), tail_start(blocks), stack_pointers(blocks)
-    plans = [_plan_block(block, halt, pointers, block.number >= tail) for block in blocks]
+    successors = _successors(blocks)
+    halt, tail, pointers = len(blocks), tail_start(successors), stack_pointers(blocks)
+    plans = [
+        _plan_block(block, halt, pointers, block.number >= tail, block.number in successors[block.number])
+        for block in blocks
+    ]
     return Machine(
         program.sym_name.data,
         _variables(vm_module),

@@ -69,17 +69,25 @@ class Frame:
         self.underflow: Any = None
 
 
+BOOL = np.dtype(np.bool_)
+INT32 = np.dtype(np.int32)
+_INT32_SCALARS: dict[int, np.int32] = {}
+
+
 def _int(backend: Backend, value: int) -> Any:
     """An int32 scalar operand (every backend's prims and `where` accept NumPy scalars)."""
-    return np.int32(value)
+    scalar = _INT32_SCALARS.get(value)
+    if scalar is None:
+        scalar = _INT32_SCALARS[value] = np.int32(value)
+    return scalar
 
 
-def _prim(backend: Backend, name: str, *args: Any, dtype: Any = np.bool_) -> Any:
+def _prim(backend: Backend, name: str, *args: Any, dtype: Any = BOOL) -> Any:
     return backend.builtin_prim(name, args, dtype)
 
 
 def _either(backend: Backend, old: Any, new: Any) -> Any:
-    return new if old is None else _prim(backend, "logical_or", old, new)
+    return new if old is None else backend.builtin_prim("logical_or", (old, new), BOOL)
 
 
 def block_mask(backend: Backend, regs: State, block: int) -> Any:
@@ -105,14 +113,15 @@ def stack_push(
 ) -> None:
     """Request `stack[sp[b], b] = value[b]` for each `(stack, value)` of `saves` (stacks that
     share the stack pointer `pointer`) and each masked member, and advance the pointer once."""
-    depth = int(frame.stacks[saves[0][0]].shape[0])
+    prim = backend.builtin_prim
+    depth = _int(backend, int(frame.stacks[saves[0][0]].shape[0]))
     sp = frame.regs[pointer]
-    good = _prim(backend, "logical_and", mask, _prim(backend, "less", sp, _int(backend, depth)))
-    rows = _prim(backend, "where", good, sp, _int(backend, depth), dtype=np.int32)
+    good = prim("logical_and", (mask, prim("less", (sp, depth), BOOL)), BOOL)
+    rows = prim("where", (good, sp, depth), INT32)
     for stack, value in saves:
         frame.writes.setdefault(stack, []).append((rows, value))
-    frame.regs[pointer] = _prim(backend, "add", sp, good, dtype=np.int32)
-    bad = _prim(backend, "not_equal", mask, good)  # masked, but the stack is full
+    frame.regs[pointer] = prim("add", (sp, good), INT32)
+    bad = prim("not_equal", (mask, good), BOOL)  # masked, but the stack is full
     frame.overflow = _either(backend, frame.overflow, bad)
 
 
@@ -125,8 +134,9 @@ def stack_top(
     Returns (values, valid) where `valid` is the masked members that had a saved value; the
     others are marked for `underflow`. A value pushed earlier in the same block is still a
     pending write request: it is read from there (and a drop cancels the request)."""
+    prim = backend.builtin_prim
     sp = frame.regs[pointer]
-    good = _prim(backend, "logical_and", mask, _prim(backend, "greater", sp, _int(backend, 0)))
+    good = prim("logical_and", (mask, prim("greater", (sp, _int(backend, 0)), BOOL)), BOOL)
     top = None
     values = []
     for stack in stacks:
@@ -135,11 +145,11 @@ def stack_top(
             values.append(pending.pop()[1] if drop else pending[-1][1])
             continue
         if top is None:
-            top = _prim(backend, "subtract", sp, _int(backend, 1), dtype=np.int32)
+            top = prim("subtract", (sp, _int(backend, 1)), INT32)
         values.append(backend.stack_read(frame.stacks[stack], top))
     if drop:
-        frame.regs[pointer] = _prim(backend, "subtract", sp, good, dtype=np.int32)
-    bad = _prim(backend, "not_equal", mask, good)  # masked, but nothing saved
+        frame.regs[pointer] = prim("subtract", (sp, good), INT32)
+    bad = prim("not_equal", (mask, good), BOOL)  # masked, but nothing saved
     frame.underflow = _either(backend, frame.underflow, bad)
     return values, good
 
