@@ -551,6 +551,9 @@ _UNPLANNED: Any = object()
 
 def _product(name: str, ops: ArrayOps, a: Any, b: Any) -> Any:
     """`make_product`'s operation on any array family."""
+    if name in ("matmul", "dot") and _one_matrix_for_all(ops, a, b):
+        dtype = np.result_type(ops.dtype(a), ops.dtype(b))
+        return ops.matmul(ops.cast(ops.asarray(a), dtype), ops.cast(ops.asarray(b), dtype)[0])
     a, b = _common(ops, [a, b])
     na, nb = ops.ndim(a) - 1, ops.ndim(b) - 1
     if name == "outer":
@@ -580,6 +583,15 @@ def _product(name: str, ops: ArrayOps, a: Any, b: Any) -> Any:
     return ops.squeeze(out, tuple(sorted(s % rank for s in squeeze)))
 
 
+def _one_matrix_for_all(ops: ArrayOps, a: Any, b: Any) -> bool:
+    """Whether `a @ b` multiplies members' vectors or matrices `a` by ONE matrix `b` (a batch of
+    1, e.g. a closure constant such as a precision matrix): then it is a single matmul with that
+    matrix (`[B, n] @ [n, k]`), not a batched matmul with B copies of it (on XLA a broadcast of
+    `[B, n, k]` per call)."""
+    a, b = ops.asarray(a), ops.asarray(b)
+    return ops.ndim(b) == 3 and b.shape[0] == 1 and ops.ndim(a) in (2, 3) and a.shape[0] != 1
+
+
 def _numpy_product(
     name: str, ndim_a: int, ndim_b: int, dtype_a: np.dtype, dtype_b: np.dtype
 ) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
@@ -597,7 +609,11 @@ def _numpy_product(
     trailing_b = (1,) if nb == 1 else ()
     squeeze = tuple(sorted(s % rank for s in (-2,) * (na == 1) + (-1,) * (nb == 1)))
 
+    one_matrix = name in ("matmul", "dot") and nb == 2 and na in (1, 2)
+
     def direct(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if one_matrix and b.shape[0] == 1 and a.shape[0] != 1:  # see `_one_matrix_for_all`
+            return np.matmul(a.astype(dtype, copy=False), b[0].astype(dtype, copy=False))
         if a.shape[0] != b.shape[0]:  # a batch of 1 (a constant) broadcasts
             a, b = _NUMPY_OPS.broadcast_batch([a, b])
         if a.dtype != dtype:

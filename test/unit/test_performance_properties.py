@@ -322,3 +322,19 @@ def test_shared_stack_pointer_on_every_backend(name: str) -> None:
     np.testing.assert_allclose(backend.to_numpy(out), b * b + (2 * a + 1 + c)[:, None])
     with pytest.raises(StackOverflowError, match="max_stack_depth=1"):
         machine.run([backend.asarray(x) for x in (a, b, c)], BACKENDS[name](), max_stack_depth=1)
+
+
+def test_vector_times_closure_matrix_is_one_matmul() -> None:
+    """`x @ P` with P a closure constant multiplies the batch of vectors by the one matrix
+    ([B, n] @ [n, k]) instead of broadcasting P to [B, n, k] per call."""
+    from abir.frontend.batch_ops import make_product
+
+    matrix = np.arange(12.0).reshape(1, 3, 4)
+    vectors = np.arange(15.0).reshape(5, 3)
+    matmul = make_product("matmul")
+    text = jax.jit(matmul).lower(vectors, matrix).compile().as_text()
+    assert "f64[5,3,4]" not in text
+    want = np.stack([v @ matrix[0] for v in vectors])
+    np.testing.assert_array_equal(np.asarray(jax.jit(matmul)(vectors, matrix)), want)
+    np.testing.assert_array_equal(matmul(vectors, matrix), want)
+    np.testing.assert_array_equal(matmul(vectors[:, None, :], matrix), want[:, None, :])
