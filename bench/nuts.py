@@ -428,7 +428,7 @@ def sweep(args: argparse.Namespace) -> dict[str, list[tuple[int, float]]]:
     }
     for batch in args.figure_batches:
         inputs = make_inputs(batch, args)
-        _, jax_steady, got = run_abir_jax(nuts, run, inputs, args.repeats)
+        _, jax_steady, got, _ = run_abir_jax(nuts, run, inputs, args.repeats)
         _, hand_steady, got_hand = run_hand(inputs, args)
         ex.compare(got_hand, got)
         _, bj_steady, _ = run_blackjax(inputs, args)
