@@ -75,6 +75,11 @@ def tail_start_of(kernels: Sequence[Any]) -> int:
     return start
 
 
+EXECUTIONS = ("sweep", "switch")
+"""How a backend's run loop executes blocks: every block with members per iteration, in index
+order (`sweep`), or the one block the scheduler picks (`switch`)."""
+
+
 def loops_to_itself(kernel: Any) -> bool:
     """Whether the kernel's block may jump to itself (`kernel.plan.loops_to_itself`; see
     `abir.vm.machine.BlockPlan`). A sweeping execution repeats such a block until no member
@@ -324,6 +329,25 @@ class Backend(abc.ABC):
     sweeps all blocks in index order."""
     last_stats: RunStats | None = None
     """Set by `run` on backends that can count steps eagerly (NumPy); None otherwise."""
+
+    execution: str = "switch"
+
+    def configure_execution(
+        self, execution: str | None, scheduler: Scheduler | None, default: str, collect_stats: bool = False
+    ) -> None:
+        """Check and set `execution` (None: `default`, or `switch` when a scheduler is given),
+        `scheduler` (default `smallest_live_block`) and the matching `block_order`."""
+        if execution is None:
+            execution = default if scheduler is None else "switch"
+        if execution not in EXECUTIONS:
+            raise ValueError(f"execution must be one of {', '.join(map(repr, EXECUTIONS))}, got {execution!r}")
+        if scheduler is not None and execution != "switch":
+            raise ValueError("a scheduler picks the block of each step of execution='switch'; a sweep runs them all")
+        if collect_stats and execution != "sweep":
+            raise ValueError("collect_stats is available with execution='sweep'")
+        self.execution = execution
+        self.block_order = "flow" if execution == "sweep" else "priority"
+        self.scheduler = smallest_live_block if scheduler is None else scheduler
 
     # ----- arrays -------------------------------------------------------------------------
     @abc.abstractmethod

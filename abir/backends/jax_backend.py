@@ -49,7 +49,6 @@ from abir.backends.base import (  # noqa: E402
     is_stack_key,
     loops_to_itself,
     register_writes,
-    smallest_live_block,
     splittable,
     tail_start_of,
 )
@@ -72,7 +71,6 @@ def _safe_int_division(name: str, x: Any, y: Any) -> Any:
     return jnp.where(zero, jnp.zeros_like(result), result)
 
 
-EXECUTIONS = ("sweep", "switch")
 
 # Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
 SHARED_CODE_CACHE: dict[Any, Any] = {}
@@ -99,17 +97,7 @@ class JaxBackend(Backend):
         `scheduler(backend, pc)` picks the next block of the `"switch"` execution (passing one
         selects it); it must be traceable (jnp, not NumPy).
         `collect_stats`: count blocks and active members inside the loop (`last_stats`)."""
-        if execution is None:
-            execution = "sweep" if scheduler is None else "switch"
-        if execution not in EXECUTIONS:
-            raise ValueError(f"execution must be one of {', '.join(map(repr, EXECUTIONS))}, got {execution!r}")
-        if scheduler is not None and execution != "switch":
-            raise ValueError("a scheduler picks the block of each step of execution='switch'; a sweep runs them all")
-        if collect_stats and execution != "sweep":
-            raise ValueError("collect_stats is available with execution='sweep'")
-        self.execution = execution
-        self.block_order = "flow" if execution == "sweep" else "priority"
-        self.scheduler = smallest_live_block if scheduler is None else scheduler
+        self.configure_execution(execution, scheduler, "sweep", collect_stats)
         self.collect_stats = bool(collect_stats)
         self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
         self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)

@@ -39,7 +39,6 @@ from abir.backends.base import (
     splittable,
 )
 
-EXECUTIONS = ("sweep", "switch")
 DEFAULT_EXECUTION = "switch"
 """The execution of a `NumpyBackend()` built without `execution=` or a scheduler."""
 DEFAULT_MIN_SHARE = 0.0
@@ -162,16 +161,7 @@ class NumpyBackend(Backend):
         the live members, unless no block does (then the smallest block held runs). A switch
         runs the smallest such block, a sweep the next one ahead. Default `DEFAULT_MIN_SHARE`;
         0 gives the reference policy (`smallest_live_block`) and the JAX backend's sweep."""
-        if execution is None:
-            execution = DEFAULT_EXECUTION if scheduler is None else "switch"
-        if execution not in EXECUTIONS:
-            raise ValueError(
-                f"execution must be one of {', '.join(map(repr, EXECUTIONS))}, got {execution!r}"
-            )
-        if scheduler is not None and execution != "switch":
-            raise ValueError(
-                "a scheduler picks the block of each step of execution='switch'; a sweep runs them all"
-            )
+        self.configure_execution(execution, scheduler, DEFAULT_EXECUTION)
         if min_share is not None and scheduler is not None:
             raise ValueError("min_share applies without a scheduler (the scheduler picks every block)")
         min_share = (
@@ -179,10 +169,7 @@ class NumpyBackend(Backend):
         )
         if not 0.0 <= min_share <= 1.0:
             raise ValueError(f"min_share must be in [0, 1], got {min_share}")
-        self.execution = execution
-        self.block_order = "flow" if execution == "sweep" else "priority"
         self.min_share = min_share
-        self.scheduler = smallest_live_block if scheduler is None else scheduler
         self.collect_stats = collect_stats
         self.last_stats = None
         self._quiet = False  # inside `run`, floating-point warnings are already silenced

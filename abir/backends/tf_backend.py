@@ -54,7 +54,6 @@ from abir.backends.base import (
     is_stack_key,
     loops_to_itself,
     register_writes,
-    smallest_live_block,
     splittable,
     tail_start_of,
 )
@@ -203,7 +202,6 @@ def _compute_dtype(name: str, dtype: tf.DType) -> tf.DType:
     return tf.int32 if (narrow and name in _WIDEN_SMALL_INTS) or ordered_bool else dtype
 
 
-EXECUTIONS = ("sweep", "switch")
 
 # Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
 SHARED_CODE_CACHE: dict[Any, Any] = {}
@@ -388,17 +386,7 @@ class TensorFlowBackend(Backend):
         `scheduler(backend, pc)` picks the next block of the `"switch"` execution (passing one
         selects it); it must be traceable (TF ops).
         `collect_stats`: count blocks and active members inside the loop (`last_stats`)."""
-        if execution is None:
-            execution = "sweep" if scheduler is None else "switch"
-        if execution not in EXECUTIONS:
-            raise ValueError(f"execution must be one of {', '.join(map(repr, EXECUTIONS))}, got {execution!r}")
-        if scheduler is not None and execution != "switch":
-            raise ValueError("a scheduler picks the block of each step of execution='switch'; a sweep runs them all")
-        if collect_stats and execution != "sweep":
-            raise ValueError("collect_stats is available with execution='sweep'")
-        self.execution = execution
-        self.block_order = "flow" if execution == "sweep" else "priority"
-        self.scheduler = smallest_live_block if scheduler is None else scheduler
+        self.configure_execution(execution, scheduler, "sweep", collect_stats)
         self.collect_stats = bool(collect_stats)
         self.jit_compile = bool(jit_compile)
         self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache

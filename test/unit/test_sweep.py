@@ -1,7 +1,8 @@
-"""The JAX backend's sweeping execution: every block with members runs in each sweep, in index
-order. Results equal the switching execution and NumPy; the statistics gathered inside the
-compiled loop agree with NumPy's where the schedule cannot matter (each member's own block
-count), and bad options are rejected with a message naming the choices."""
+"""The sweeping execution of the traced backends (JAX, TF graph, TF+XLA): every block with members
+runs in each sweep, in index order. Results equal the switching execution and NumPy; the
+statistics gathered inside the compiled loop agree with NumPy's where the schedule cannot matter
+(each member's own block count), and bad options are rejected with a message naming the
+choices."""
 
 from __future__ import annotations
 
@@ -12,7 +13,14 @@ from test_machine import COLLATZ, FIB, collatz_reference, fib_reference, parse
 import abir
 from abir.backends.jax_backend import JaxBackend
 from abir.backends.numpy_backend import NumpyBackend
+from abir.backends.tf_backend import TensorFlowBackend
 from abir.vm import compile_machine
+
+TRACED = {
+    "jax": JaxBackend,
+    "tf": lambda **kwargs: TensorFlowBackend(jit_compile=False, **kwargs),
+    "tf-xla": lambda **kwargs: TensorFlowBackend(jit_compile=True, **kwargs),
+}
 
 PROGRAMS = {
     "fib": (FIB, np.array([0, 1, 5, 9, 3, 12]), fib_reference),
@@ -20,21 +28,25 @@ PROGRAMS = {
 }
 
 
+@pytest.mark.parametrize("backend_name", list(TRACED))
 @pytest.mark.parametrize("name", list(PROGRAMS))
-def test_sweep_equals_switch_and_numpy(name: str) -> None:
+def test_sweep_equals_switch_and_numpy(name: str, backend_name: str) -> None:
     text, inputs, reference = PROGRAMS[name]
     machine = compile_machine(parse(text))
     want = [reference(int(n)) for n in inputs]
-    for backend in (JaxBackend(), JaxBackend(execution="switch"), NumpyBackend()):
+    make = TRACED[backend_name]
+    assert make().execution == "sweep"
+    for backend in (make(), make(execution="switch"), NumpyBackend()):
         (got,) = machine.run([inputs], backend, max_stack_depth=20)
         np.testing.assert_array_equal(backend.to_numpy(got), want, err_msg=f"{name} on {backend.name}")
 
 
+@pytest.mark.parametrize("backend_name", list(TRACED))
 @pytest.mark.parametrize("name", list(PROGRAMS))
-def test_sweep_statistics(name: str) -> None:
+def test_sweep_statistics(name: str, backend_name: str) -> None:
     text, inputs, _ = PROGRAMS[name]
     machine = compile_machine(parse(text))
-    sweeping, eager = JaxBackend(collect_stats=True), NumpyBackend()
+    sweeping, eager = TRACED[backend_name](collect_stats=True), NumpyBackend()
     machine.run([inputs], sweeping, max_stack_depth=20)
     assert machine.last_stats is sweeping.last_stats
     machine.run([inputs], eager, max_stack_depth=20)
@@ -57,19 +69,21 @@ def test_sweep_statistics(name: str) -> None:
     assert all(0 < stats.occupancy(block) <= 1 for block in ran)
 
 
-def test_statistics_only_when_asked() -> None:
+@pytest.mark.parametrize("backend_name", list(TRACED))
+def test_statistics_only_when_asked(backend_name: str) -> None:
     machine = compile_machine(parse(FIB))
-    backend = JaxBackend()
+    backend = TRACED[backend_name]()
     machine.run([np.array([3, 4])], backend)
     assert backend.last_stats is None
 
 
-def test_sweep_reaches_the_ideal_on_a_loop() -> None:
+@pytest.mark.parametrize("backend_name", list(TRACED))
+def test_sweep_reaches_the_ideal_on_a_loop(backend_name: str) -> None:
     """Collatz's loop is one block that jumps back to itself: one sweep per iteration, so the
     sweeps equal the longest member's iterations (plus its entry and exit blocks, which run in
     the sweeps that the member enters and leaves the loop)."""
     text, inputs, reference = PROGRAMS["collatz"]
-    backend = JaxBackend(collect_stats=True)
+    backend = TRACED[backend_name](collect_stats=True)
     compile_machine(parse(text)).run([inputs], backend)
     assert backend.last_stats.sweeps <= max(reference(int(n)) for n in inputs) + 2
 
@@ -82,9 +96,18 @@ def test_sweep_reaches_the_ideal_on_a_loop() -> None:
         ({"execution": "switch", "collect_stats": True}, "collect_stats is available with execution='sweep'"),
     ],
 )
-def test_bad_options(kwargs: dict, message: str) -> None:
+@pytest.mark.parametrize("backend_name", list(TRACED))
+def test_bad_options(kwargs: dict, message: str, backend_name: str) -> None:
     with pytest.raises(ValueError, match=message):
-        JaxBackend(**kwargs)
+        TRACED[backend_name](**kwargs)
+
+
+@pytest.mark.parametrize("backend_name", list(TRACED))
+def test_a_scheduler_selects_the_switch(backend_name: str) -> None:
+    backend = TRACED[backend_name](scheduler=lambda backend, pc: backend.reduce_min(pc))
+    assert backend.execution == "switch" and backend.block_order == "priority"
+    (out,) = compile_machine(parse(FIB)).run([np.array([5, 6])], backend)
+    np.testing.assert_array_equal(backend.to_numpy(out), [fib_reference(5), fib_reference(6)])
 
 
 def _leaf_first(depth, x):

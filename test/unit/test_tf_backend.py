@@ -10,9 +10,8 @@ import pytest
 pytest.importorskip("tensorflow")
 
 import tensorflow as tf  # noqa: E402
-from test_machine import COLLATZ, FIB, collatz_reference, fib_reference, parse  # noqa: E402
+from test_machine import FIB, parse  # noqa: E402
 
-from abir.backends.numpy_backend import NumpyBackend  # noqa: E402
 from abir.backends.tf_backend import NumpyTensor, TensorFlowBackend  # noqa: E402
 from abir.vm import compile_machine  # noqa: E402
 
@@ -119,95 +118,16 @@ def test_call_opaque_other_errors_propagate(backend: TensorFlowBackend) -> None:
         fn(tf.constant([1.0]))
 
 
-# ----- the sweeping execution (as test_sweep.py for JAX) ------------------------------------------
-SWEEP_PROGRAMS = {
-    "fib": (FIB, np.array([0, 1, 5, 9, 3, 12]), fib_reference),
-    "collatz": (COLLATZ, np.array([1, 7, 27, 2, 97, 6]), collatz_reference),
-}
-
-
-@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
-@pytest.mark.parametrize("name", list(SWEEP_PROGRAMS))
-def test_sweep_equals_switch_and_numpy(name: str, jit_compile: bool) -> None:
-    text, inputs, reference = SWEEP_PROGRAMS[name]
-    machine = compile_machine(parse(text))
-    want = [reference(int(n)) for n in inputs]
-    sweeping = TensorFlowBackend(jit_compile)
-    assert sweeping.execution == "sweep"
-    for backend in (sweeping, TensorFlowBackend(jit_compile, execution="switch"), NumpyBackend()):
-        (got,) = machine.run([inputs], backend, max_stack_depth=20)
-        np.testing.assert_array_equal(backend.to_numpy(got), want, err_msg=f"{name} on {backend.name}")
-
-
-@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
-@pytest.mark.parametrize("name", list(SWEEP_PROGRAMS))
-def test_sweep_statistics(name: str, jit_compile: bool) -> None:
-    text, inputs, _ = SWEEP_PROGRAMS[name]
-    machine = compile_machine(parse(text))
-    sweeping, eager = TensorFlowBackend(jit_compile, collect_stats=True), NumpyBackend()
-    machine.run([inputs], sweeping, max_stack_depth=20)
-    assert machine.last_stats is sweeping.last_stats
-    machine.run([inputs], eager, max_stack_depth=20)
-    stats, reference = sweeping.last_stats, eager.last_stats
-    # each member's own block count does not depend on the schedule
-    assert stats.member_steps == reference.member_steps
-    assert stats.ideal_steps == reference.ideal_steps
-    # every block execution is counted once, with the members it ran for
-    assert stats.steps == sum(stats.block_steps)
-    assert sum(stats.block_members) == sum(stats.member_steps)
-    assert stats.ideal_steps <= stats.sweeps * machine.num_blocks
-    assert 0 < stats.sweeps <= stats.steps
-    assert 0 < stats.lane_use <= 1
-    assert f"in {stats.sweeps} sweeps" in stats.summary()
-    ran = [block for block, runs in enumerate(stats.block_steps) if runs]
-    assert all(0 < stats.occupancy(block) <= 1 for block in ran)
-
-
+# ----- the sweeping execution (the shared checks are in test_sweep.py) ----------------------------
 def test_sweep_statistics_equal_jax() -> None:
     """Both traced backends sweep the same way: the same counts, block by block."""
     jax_backend = pytest.importorskip("abir.backends.jax_backend")
-    text, inputs, _ = SWEEP_PROGRAMS["fib"]
-    machine = compile_machine(parse(text))
+    machine = compile_machine(parse(FIB))
+    inputs = np.array([0, 1, 5, 9, 3, 12])
     tf_backend, jax = TensorFlowBackend(collect_stats=True), jax_backend.JaxBackend(collect_stats=True)
     machine.run([inputs], tf_backend, max_stack_depth=20)
     machine.run([inputs], jax, max_stack_depth=20)
     assert tf_backend.last_stats == jax.last_stats
-
-
-def test_statistics_only_when_asked() -> None:
-    machine = compile_machine(parse(FIB))
-    backend = TensorFlowBackend()
-    machine.run([np.array([3, 4])], backend)
-    assert backend.last_stats is None
-
-
-def test_sweep_reaches_the_ideal_on_a_loop() -> None:
-    """Collatz's loop is one block jumping back to itself: one sweep per iteration (plus the
-    entry and exit blocks, run in the sweeps the member enters and leaves the loop)."""
-    text, inputs, reference = SWEEP_PROGRAMS["collatz"]
-    backend = TensorFlowBackend(jit_compile=True, collect_stats=True)
-    compile_machine(parse(text)).run([inputs], backend)
-    assert backend.last_stats.sweeps <= max(reference(int(n)) for n in inputs) + 2
-
-
-def test_a_scheduler_selects_the_switch() -> None:
-    backend = TensorFlowBackend(scheduler=lambda backend, pc: backend.reduce_min(pc))
-    assert backend.execution == "switch"
-    (out,) = compile_machine(parse(FIB)).run([np.array([5, 6])], backend)
-    np.testing.assert_array_equal(backend.to_numpy(out), [fib_reference(5), fib_reference(6)])
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"execution": "fastest"}, "execution must be one of 'sweep', 'switch'"),
-        ({"execution": "sweep", "scheduler": lambda backend, pc: backend.reduce_min(pc)}, "execution='switch'"),
-        ({"execution": "switch", "collect_stats": True}, "collect_stats is available with execution='sweep'"),
-    ],
-)
-def test_bad_options(kwargs: dict, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
-        TensorFlowBackend(**kwargs)
 
 
 # ----- TF graph-mode workaround -----------------------------------------------------------------
