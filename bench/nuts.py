@@ -8,7 +8,7 @@
 Rows, all measured in one run on the same inputs:
 * abir on JAX (first call = trace + XLA compile + run; steady = median of later calls);
 * abir on TensorFlow + XLA (likewise);
-* abir on NumPy (one call, eager);
+* abir on NumPy (eager; first call = abir's compilation + run; steady likewise);
 * plain Python: the same per-chain program run chain by chain (NumPy scalars/vectors);
 * hand-vectorized JAX: `jit(vmap(sample_chain))` of an ITERATIVE rewrite of the same sampler
   written here by hand (the recursive subtree becomes a `lax.while_loop` over leaves with an
@@ -264,13 +264,16 @@ def run_python(nuts, inputs: Inputs) -> tuple[float, ex.Chain]:
     return time.perf_counter() - start, want
 
 
-def run_abir_numpy(nuts, run, inputs: Inputs) -> tuple[float, ex.Chain, object]:
-    """abir on NumPy, one eager call: (seconds, Chain, the backend's machine statistics)."""
+def run_abir_numpy(nuts, run, inputs: Inputs, repeats: int) -> tuple[float, float, ex.Chain, object]:
+    """abir on NumPy: (first call, including abir's compilation; steady; Chain; the backend's
+    machine statistics)."""
     backend = abir.NumpyBackend()
-    start = time.perf_counter()
-    result = run(inputs.q0, inputs.eps, inputs.keys, np.int64(inputs.steps), backend=backend,
-                 max_stack_depth=ex.stack_depth(nuts))  # fmt: skip
-    return time.perf_counter() - start, ex.as_chain(result), backend.last_stats
+    first, steady, result = timed(
+        lambda: run(inputs.q0, inputs.eps, inputs.keys, np.int64(inputs.steps), backend=backend,
+                    max_stack_depth=ex.stack_depth(nuts)),  # fmt: skip
+        repeats,
+    )
+    return first, steady, ex.as_chain(result), backend.last_stats
 
 
 def run_abir_jax(nuts, run, inputs: Inputs, repeats: int) -> tuple[float, float, ex.Chain, object]:
@@ -354,7 +357,7 @@ def bench(batch: int, args: argparse.Namespace) -> None:
     inputs = make_inputs(batch, args)
 
     python_time, want = run_python(nuts, inputs) if batch <= args.python_max_batch else (None, None)
-    numpy_time, got_np, numpy_stats = run_abir_numpy(nuts, run, inputs)
+    numpy_first, numpy_time, got_np, numpy_stats = run_abir_numpy(nuts, run, inputs, args.repeats)
     check_against(got_np, want, nuts, inputs)
     jax_first, jax_steady, got, stats = run_abir_jax(nuts, run, inputs, args.repeats)
     ex.compare(got, got_np)
@@ -370,7 +373,7 @@ def bench(batch: int, args: argparse.Namespace) -> None:
     bj_iterations = int(bj.leapfrogs.max(axis=0).sum())  # vmap: every transition as long as its longest chain
     rows = [
         Row("plain Python, chain by chain", None, python_time, leapfrogs),
-        Row("abir NumPy", None, numpy_time, leapfrogs, abir_iterations),
+        Row("abir NumPy", numpy_first, numpy_time, leapfrogs, abir_iterations),
         Row("abir JAX", jax_first, jax_steady, leapfrogs, abir_iterations),
         Row("abir TF+XLA", tf_first, tf_steady, leapfrogs, abir_iterations),
         Row("hand-vectorized JAX jit(vmap(iterative))", hand_first, hand_steady, leapfrogs),
@@ -412,7 +415,7 @@ def print_table(inputs: Inputs, args: argparse.Namespace, rows: list[Row], stats
               f"{fmt_int(row.vmap_iterations, 10)} {ratio(row.steady, blackjax_steady)} "
               f"{ratio(row.steady, hand_steady)}")  # fmt: skip
     print(
-        "  first call = trace + compile + run; steady = median of later calls (eager rows: their one call);\n"
+        "  first call = trace + compile + run; steady = median of later calls (plain Python: its one call);\n"
         "  us/leapfrog = steady / leapfrogs of all chains; vmap iters = leapfrogs a batch runs in lock-step\n"
         "  (abir: the longest chain's total; BlackJAX: per transition the longest chain's, summed)"
     )
@@ -434,7 +437,7 @@ def sweep(args: argparse.Namespace) -> dict[str, list[tuple[int, float]]]:
         _, bj_steady, _ = run_blackjax(inputs, args)
         times = {"abir JAX": jax_steady, "BlackJAX": bj_steady, "hand-vectorized JAX": hand_steady}
         if batch <= args.figure_slow_max:
-            times["abir NumPy"], got_np, _ = run_abir_numpy(nuts, run, inputs)
+            _, times["abir NumPy"], got_np, _ = run_abir_numpy(nuts, run, inputs, args.repeats)
             ex.compare(got_np, got)
             times["plain Python"], want = run_python(nuts, inputs)
             ex.compare(got, want)
