@@ -94,7 +94,8 @@ def _broadcast(backend: Backend, array: Any, shape: tuple[int, ...], batch: int,
     if len(getattr(array, "shape", ())) == 0:
         array = array[None]
     if isinstance(array, np.ndarray):
-        return backend.asarray(np.broadcast_to(array, (batch, *want.shape)) if shape[0] != batch else array, array.dtype)
+        full = np.broadcast_to(array, (batch, *want.shape)).copy() if shape[0] != batch else array
+        return backend.asarray(full, array.dtype)
     if shape[0] == batch:
         return array
     return backend.where(backend.full_mask(batch), array, backend.create_register(batch, want))

@@ -241,3 +241,15 @@ def test_name_resolution_at_compile_time_sees_later_globals():
         assert "constant weak 5 : i64" in str(ctx.module())
     finally:
         del globals()["LATE_CONSTANT"]
+
+
+def _pick_second(x, y):
+    return y
+
+
+def test_broadcast_scalar_argument_comes_back_as_a_fresh_array() -> None:
+    """A Python scalar spread over the batch is a writable [B] array in the result."""
+    pick = Context().batch_uncurried(_pick_second)
+    out = pick(np.arange(4.0), 0.5)
+    np.testing.assert_array_equal(out, [0.5] * 4)
+    out[0] = 1.0  # writable
