@@ -46,6 +46,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return StackOptimizePass
 
+    def coalesce_copies() -> type[ModulePass]:
+        from abir.passes.coalesce_copies import CoalesceCopiesPass
+
+        return CoalesceCopiesPass
+
     def fuse_blocks() -> type[ModulePass]:
         from abir.passes.fuse_blocks import FuseBlocksPass
 
@@ -79,6 +84,7 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "lower-calls": lower_calls,
         "merge-blocks": merge_blocks,
         "stack-optimize": stack_optimize,
+        "coalesce-copies": coalesce_copies,
         "fuse-blocks": fuse_blocks,
         "allocate-storage": allocate_storage,
         "schedule-blocks": schedule_blocks,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 
 from abir.dialects import functional, stack
@@ -291,6 +291,31 @@ def variable_liveness(program: stack.ProgramOp) -> VariableLiveness:
     exit_live = {b: outputs for b in blocks if isinstance(b.last_op, stack.HaltOp)}
     live_in, live_out = backward_liveness(blocks, stack_block_successors, uses, defs, exit_live)
     return VariableLiveness(live_in, live_out)
+
+
+def function_of(block: Block) -> str | None:
+    term = block.last_op
+    attr = term.attributes.get("function") if term is not None else None
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def machine_successors(program: stack.ProgramOp) -> dict[Block, list[Block]]:
+    """Every block's possible next blocks on the machine: jump and branch targets, a call's
+    callee entry, and for a return every block a call of its function returns to."""
+    return_sites: dict[str | None, list[Block]] = {}
+    for block in program.body.blocks:
+        if isinstance(term := block.last_op, stack.PushGotoOp):
+            return_sites.setdefault(function_of(term.dest), []).append(term.return_dest)
+    successors: dict[Block, list[Block]] = {}
+    for block in program.body.blocks:
+        term = block.last_op
+        if isinstance(term, stack.PushGotoOp):
+            successors[block] = [term.dest]
+        elif isinstance(term, stack.IndirectGotoOp):
+            successors[block] = list(dict.fromkeys(return_sites.get(function_of(block), [])))
+        else:
+            successors[block] = list(term.successors) if term is not None else []
+    return successors
 
 
 def variable_definedness(program: stack.ProgramOp) -> dict[Block, set[str]]:

@@ -5,7 +5,7 @@
 
 `compile_functional` runs infer-types, simplify-functional, inline-calls, simplify-functional,
 if-convert, simplify-functional.
-`lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, allocate-storage; `lower_to_vm`
+`lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, coalesce-copies, allocate-storage; `lower_to_vm`
 continues with fuse-blocks, allocate-storage again, schedule-blocks, stack-to-vm, verifying the
 result of each stage.
 """
@@ -22,6 +22,7 @@ from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
 from abir.passes.allocate_storage import allocate_storage
+from abir.passes.coalesce_copies import coalesce_copies
 from abir.passes.fuse_blocks import fuse_blocks
 from abir.passes.if_convert import if_convert
 from abir.passes.infer_types import default_entry, infer_types, parse_arg_types
@@ -65,6 +66,7 @@ def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
     lowered = lower_calls(typed_module, entry)
     merge_blocks(lowered)
     optimize_stack(lowered)
+    coalesce_copies(lowered)
     allocate_storage(lowered)
     lowered.verify()
     return lowered

@@ -34,14 +34,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
 from abir.dialects import stack
 from abir.passes.allocate_storage import the_program
-from abir.passes.analysis import strongly_connected_components
-from abir.passes.lower_calls import FUNCTION_ATTR
+from abir.passes.analysis import machine_successors, strongly_connected_components
 
 
 def references(program: stack.ProgramOp) -> dict[Block, int]:
@@ -101,31 +100,6 @@ def blocks_in_loops(program: stack.ProgramOp) -> set[Block]:
 
 
 ORDERS = ("priority", "flow")
-
-
-def function_of(block: Block) -> str | None:
-    term = block.last_op
-    attr = term.attributes.get(FUNCTION_ATTR) if term is not None else None
-    return attr.data if isinstance(attr, StringAttr) else None
-
-
-def machine_successors(program: stack.ProgramOp) -> dict[Block, list[Block]]:
-    """Every block's possible next blocks on the machine: jump and branch targets, a call's
-    callee entry, and for a return every block a call of its function returns to."""
-    return_sites: dict[str | None, list[Block]] = {}
-    for block in program.body.blocks:
-        if isinstance(term := block.last_op, stack.PushGotoOp):
-            return_sites.setdefault(function_of(term.dest), []).append(term.return_dest)
-    successors: dict[Block, list[Block]] = {}
-    for block in program.body.blocks:
-        term = block.last_op
-        if isinstance(term, stack.PushGotoOp):
-            successors[block] = [term.dest]
-        elif isinstance(term, stack.IndirectGotoOp):
-            successors[block] = list(dict.fromkeys(return_sites.get(function_of(block), [])))
-        else:
-            successors[block] = list(term.successors) if term is not None else []
-    return successors
 
 
 def few_backward_edges(nodes: list[Block], successors: dict[Block, list[Block]]) -> list[Block]:

@@ -92,9 +92,9 @@ builtin.module {
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 9 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %23 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %24 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %25 = vm.prim "add"(%24, %23) : (i64, i64) -> i64
+// CHECK-NEXT:       %23 = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %24 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %25 = vm.prim "add"(%23, %24) : (i64, i64) -> i64
 // CHECK-NEXT:       vm.write @fib.result0, %25 : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
@@ -141,8 +141,8 @@ builtin.module {
 // CHECK-NEXT:       %4 = vm.prim "add"(%3, %1) : (f64, i64) -> f64
 // CHECK-NEXT:       %5 = vm.constant 0 : i64
 // CHECK-NEXT:       %6 = vm.prim "greater"(%2, %5) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.write @tsum.n, %2 : i64
 // CHECK-NEXT:       vm.write @tsum.acc, %4 : f64
+// CHECK-NEXT:       vm.write @tsum.n, %2 : i64
 // CHECK-NEXT:       vm.branch %6, 1, 3
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 {
