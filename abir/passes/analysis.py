@@ -22,6 +22,9 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from abir.dialects import functional, stack
 
+FUNCTION_ATTR = "function"
+"""The attribute naming the function a stack block's terminator belongs to (set by lower-calls)."""
+
 N = TypeVar("N", bound=Hashable)
 V = TypeVar("V", bound=Hashable)
 
@@ -295,7 +298,7 @@ def variable_liveness(program: stack.ProgramOp) -> VariableLiveness:
 
 def function_of(block: Block) -> str | None:
     term = block.last_op
-    attr = term.attributes.get("function") if term is not None else None
+    attr = term.attributes.get(FUNCTION_ATTR) if term is not None else None
     return attr.data if isinstance(attr, StringAttr) else None
 
 

@@ -32,10 +32,16 @@ from xdsl.passes import ModulePass
 
 from abir.dialects import functional, stack
 from abir.errors import TypeInferenceError
-from abir.passes.analysis import SSALiveness, call_graph, functions_of, may_reenter, reachable, ssa_liveness
+from abir.passes.analysis import (
+    FUNCTION_ATTR,
+    SSALiveness,
+    call_graph,
+    functions_of,
+    may_reenter,
+    reachable,
+    ssa_liveness,
+)
 from abir.types import is_value_type
-
-FUNCTION_ATTR = "function"
 
 
 class UnionFind:

@@ -24,7 +24,8 @@ from xdsl.passes import ModulePass
 from abir.dialects import functional, stack, vm
 from abir.dialects.stack import StorageClass
 from abir.passes.allocate_storage import the_program
-from abir.passes.lower_calls import FUNCTION_ATTR, replace_module_body
+from abir.passes.analysis import FUNCTION_ATTR
+from abir.passes.lower_calls import replace_module_body
 
 
 @dataclass

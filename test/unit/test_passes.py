@@ -16,6 +16,8 @@ from abir.errors import TypeInferenceError
 from abir.opaque import register_opaque
 from abir.passes import get_all_passes
 from abir.passes.analysis import call_graph, strongly_connected_components, variable_definedness
+from abir.passes.coalesce_copies import coalesce_copies
+from abir.passes.lower_calls import lower_calls
 from abir.passes.pipeline import compile_functional, lower_to_stack, lower_to_vm
 from abir.types import TensorType as TT
 
@@ -399,9 +401,6 @@ def test_value_diamond_becomes_where_and_still_computes() -> None:
 def test_coalesce_copies_keeps_the_results(text: str, entry: str, arg_types: list, cases: list) -> None:
     """The stack program with its copies coalesced computes what the program without them does,
     with fewer variables and fewer copies."""
-    from abir.passes.coalesce_copies import coalesce_copies
-    from abir.passes.lower_calls import lower_calls
-
     typed = compile_functional(parse(text), entry, arg_types)
     plain = lower_calls(typed, entry)
     coalesced = plain.clone()
@@ -420,8 +419,6 @@ def test_coalesce_copies_keeps_the_results(text: str, entry: str, arg_types: lis
 def test_coalesce_copies_leaves_a_program_whose_returns_it_cannot_follow() -> None:
     """A return without a function attribute (hand-written IR) could go anywhere: no liveness,
     no change."""
-    from abir.passes.coalesce_copies import coalesce_copies
-
     module = parse("""
 builtin.module {
   stack.var @x : i64 register

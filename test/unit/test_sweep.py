@@ -151,7 +151,8 @@ def test_block_order_does_not_depend_on_the_source_order() -> None:
 
 def test_the_tail_runs_once() -> None:
     """Members leaving a loop wait in the program's tail (the return and the halt) until every
-    member is there, so each tail block runs once: the block runs equal the ideal."""
+    member is there, so each tail block runs once: the block runs equal the ideal. The loop's one
+    block, which jumps to itself, repeats within the first sweep."""
     def collatz(n):
         steps = n - n
         while n > 1:
@@ -167,3 +168,5 @@ def test_the_tail_runs_once() -> None:
     got = abir.Context().batch_uncurried(collatz)(inputs, backend=backend)
     np.testing.assert_array_equal(np.asarray(got), [collatz_reference(int(n)) for n in inputs])
     assert backend.last_stats.steps == backend.last_stats.ideal_steps
+    # the loop is one block jumping to itself: it repeats inside the first sweep
+    assert backend.last_stats.sweeps == 1
