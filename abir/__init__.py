@@ -7,6 +7,7 @@ time for the members that stand at it, on NumPy, TensorFlow or JAX/XLA.
 
 from typing import Any
 
+from abir import random  # counter-based per-member draws (imports only NumPy)
 from abir.errors import (
     AbirError,
     StackOverflowError,
@@ -51,5 +52,6 @@ __all__ = [
     "Type",
     "TypeInferenceError",
     "UnsupportedSyntaxError",
+    "random",
     "truthy",
 ]

@@ -57,13 +57,9 @@ def make_hand_vectorized(precision: np.ndarray, max_depth: int, num_steps: int):
 
     prec = jnp.asarray(precision)
     dim = precision.shape[0]
-    lanes = jnp.arange(dim, dtype=jnp.uint32)
 
     def normal(key, counter):
-        base = counter * ex.DRAW_STRIDE
-        u1 = (ex.mix32(ex.mix32(base + lanes) + key) >> 8).astype(jnp.float64) * 2.0**-24 + 2.0**-25
-        u2 = (ex.mix32(ex.mix32(base + lanes + dim) + key) >> 8).astype(jnp.float64) * 2.0**-24
-        return jnp.sqrt(-2.0 * jnp.log(u1)) * jnp.cos(6.283185307179586 * u2)
+        return abir.random.normal(key, counter, shape=(dim,))
 
     def subtree(start, step, depth, energy0, key, counter):
         """2**depth leapfrogs from `start` = (q, p, grad), merging halves bottom-up as the
@@ -95,7 +91,7 @@ def make_hand_vectorized(precision: np.ndarray, max_depth: int, num_steps: int):
                 level, j, (fq, fp, sample, lw), _, counter = m
                 lfq, lfp, lsample, llw = (x[level] for x in stack)
                 new_lw = jnp.logaddexp(llw, lw)
-                take = jnp.log(ex.uniform(key, counter)) < lw - new_lw
+                take = jnp.log(abir.random.uniform(key, counter)) < lw - new_lw
                 sample = jnp.where(take, sample, lsample)
                 ok = ex.no_u_turn(lfq, lfp, q, p, step)
                 return level + 1, j >> 1, (lfq, lfp, sample, new_lw), ok, counter + 1
@@ -121,7 +117,7 @@ def make_hand_vectorized(precision: np.ndarray, max_depth: int, num_steps: int):
 
         def body(s):
             depth, left, right, sample, lw, leapfrogs, counter, _ = s
-            go_left = ex.uniform(key, counter) < 0.5
+            go_left = abir.random.uniform(key, counter) < 0.5
             step = jnp.where(go_left, -eps, eps)
             start = jax.tree.map(lambda a, b: jnp.where(go_left, a, b), left, right)
             _, _, last, t_sample, t_lw, taken, ok, counter = subtree(
@@ -129,7 +125,7 @@ def make_hand_vectorized(precision: np.ndarray, max_depth: int, num_steps: int):
             )
             left = jax.tree.map(lambda a, b: jnp.where(ok & go_left, a, b), last, left)
             right = jax.tree.map(lambda a, b: jnp.where(ok & ~go_left, a, b), last, right)
-            take = ok & (jnp.log(ex.uniform(key, counter)) < t_lw - lw)
+            take = ok & (jnp.log(abir.random.uniform(key, counter)) < t_lw - lw)
             sample = jnp.where(take, t_sample, sample)
             counter = jnp.where(ok, counter + 1, counter)
             lw = jnp.where(ok, jnp.logaddexp(lw, t_lw), lw)
@@ -145,7 +141,7 @@ def make_hand_vectorized(precision: np.ndarray, max_depth: int, num_steps: int):
             q, taken, counter = transition(q, -(q @ prec), eps, key, counter)
             return q, counter, leapfrogs + taken, sum_q + q, sum_q2 + q * q
 
-        init = (q, key - key, jnp.int64(0), jnp.zeros_like(q), jnp.zeros_like(q))
+        init = (q, jnp.int64(0), jnp.int64(0), jnp.zeros_like(q), jnp.zeros_like(q))
         return lax.fori_loop(0, num_steps, step, init)
 
     return jax.jit(jax.vmap(sample_chain, in_axes=(0, None, 0)))

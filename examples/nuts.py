@@ -14,10 +14,10 @@ Hamiltonian Monte Carlo", 2017, appendix A; Hoffman & Gelman 2014 for the tree d
   every merge) or whose energy error exceeds `MAX_ENERGY_ERROR` (a divergence) is rejected
   and ends the trajectory; the trajectory also ends when its own endpoints U-turn.
 
-Randomness is per chain and deterministic: a counter-based generator (a 32-bit integer hash of
-the chain's key and a draw counter, `mix32`), written with builtin integer operators only, so the
-same code runs on NumPy scalars (one chain, plain Python) and on whole-batch arrays (abir). The
-draw counter is carried in the chain state and threaded through the recursion.
+Randomness is per chain and deterministic: `abir.random`'s counter-based draws (Threefry-2x32,
+as in JAX) from the chain's key and a draw counter, the same in the per-chain Python run and on
+every backend. The draw counter is carried in the chain state and threaded through the
+recursion; every draw uses its own counter value.
 
 The target is a D-dimensional Gaussian with a fixed correlated precision matrix; its log density
 and gradient are written with `@` on the member's own vector.
@@ -38,7 +38,6 @@ import numpy as np
 import abir
 
 DIM = 10
-DRAW_STRIDE = 64  # draw number c hashes the inputs [DRAW_STRIDE*c, DRAW_STRIDE*(c+1)), up to 32 dims
 MAX_ENERGY_ERROR = 1000.0
 
 
@@ -67,26 +66,6 @@ Tree = collections.namedtuple(
 Chain = collections.namedtuple("Chain", ["q", "counter", "leapfrogs", "sum_q", "sum_q2"])
 
 
-def mix32(x):
-    """A 32-bit integer finaliser (xor-shift / multiply rounds) on uint32 values.
-
-    Opaque to abir: it sees whole-batch arrays there and NumPy scalars in the per-chain run; it
-    uses builtin operators only, so it runs unchanged on NumPy and JAX arrays."""
-    x = x ^ (x >> 16)
-    x = x * 0x7FEB352D
-    x = x ^ (x >> 15)
-    x = x * 0x846CA68B
-    return x ^ (x >> 16)
-
-
-def uniform(key, counter):
-    """A float in (0, 1): draw number `counter` of the stream `key` (both uint32).
-
-    Opaque to abir like `mix32` (elementwise, builtin operators and `.astype` only)."""
-    bits = mix32(mix32(counter * DRAW_STRIDE) + key)
-    return (bits >> 8).astype(np.float64) * 2.0**-24 + 2.0**-25
-
-
 def no_u_turn(first_q, first_p, last_q, last_p, direction):
     """Whether the span from `first` to `last` (going the way of `direction`'s sign) has not started to turn
     back: both end momenta still point along it (Hoffman & Gelman's criterion).
@@ -105,7 +84,7 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
     The functions close over the constants and call each other by name; batch them with
     `batch(nuts)` or call them directly for one chain (`nuts.sample_chain(...)`).
 
-    `mix32`, `uniform` and `no_u_turn` are module-level helpers abir calls as opaque primitives
+    `abir.random.uniform`, `abir.random.normal` and `no_u_turn` are called as opaque primitives
     (elementwise code, correct on whole batches). Helpers batched in the same Context would cost
     nothing either: abir's `inline-calls` pass copies non-recursive functions into their callers
     (the machine runs the same blocks whether the leapfrog and the density are such helpers or
@@ -114,17 +93,10 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
     of `build_tree` first or last gives the same run (test/unit/test_sweep.py checks this on a
     recursive tree)."""
     dim = precision.shape[0]
-    assert 2 * dim <= DRAW_STRIDE
-    lanes = np.arange(dim, dtype=np.uint32)
-    lanes_high = lanes + np.uint32(dim)
 
     def normal(key, counter):
-        """A standard normal vector of `dim` entries (Box-Muller), and the next counter."""
-        base = counter * DRAW_STRIDE
-        u1 = (mix32(mix32(base + lanes) + key) >> 8).astype(np.float64) * 2.0**-24 + 2.0**-25
-        u2 = (mix32(mix32(base + lanes_high) + key) >> 8).astype(np.float64) * 2.0**-24
-        z = np.sqrt(-2.0 * np.log(u1)) * np.cos(6.283185307179586 * u2)
-        return z, counter + 1
+        """A standard normal vector of `dim` entries, and the next counter."""
+        return abir.random.normal(key, counter, shape=(dim,)), counter + 1
 
     def build_tree(start, step, depth, energy0, key, counter):
         """A subtree of 2**depth leapfrogs of signed size `step` from the Point `start`;
@@ -149,7 +121,7 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
                         leapfrogs, False), counter  # fmt: skip
         log_weight = np.logaddexp(inner.log_weight, outer.log_weight)
         sample = inner.sample
-        if np.log(uniform(key, counter)) < outer.log_weight - log_weight:  # multinomial
+        if np.log(abir.random.uniform(key, counter)) < outer.log_weight - log_weight:  # multinomial
             sample = outer.sample
         last = outer.last
         ok = no_u_turn(inner.first_q, inner.first_p, last.q, last.p, step)
@@ -168,7 +140,7 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
         while depth < max_depth:
             step = eps
             start = right
-            if uniform(key, counter) < 0.5:
+            if abir.random.uniform(key, counter) < 0.5:
                 step = -eps
                 start = left
             tree, counter = build_tree(start, step, depth, energy0, key, counter + 1)
@@ -179,7 +151,7 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
                 right = tree.last
             else:
                 left = tree.last
-            if np.log(uniform(key, counter)) < tree.log_weight - log_weight:  # biased progressive
+            if np.log(abir.random.uniform(key, counter)) < tree.log_weight - log_weight:  # biased progressive
                 sample = tree.sample
             counter = counter + 1
             log_weight = np.logaddexp(log_weight, tree.log_weight)
@@ -191,7 +163,7 @@ def make_nuts(precision: np.ndarray, max_depth: int) -> types.SimpleNamespace:  
     def sample_chain(q, eps, key, num_steps):
         """`num_steps` transitions from q; returns the Chain (last position, draw counter, total
         leapfrogs, running sums of q and q**2 over the kept samples)."""
-        counter = key - key  # a uint32 zero
+        counter = 0
         leapfrogs = 0
         sum_q = 0.0 * q
         sum_q2 = 0.0 * q
@@ -225,9 +197,8 @@ def stack_depth(nuts: types.SimpleNamespace) -> int:
 
 
 def chain_keys(seed: int, chains: int) -> np.ndarray:
-    """One uint32 stream key per chain."""
-    with np.errstate(over="ignore"):
-        return mix32(np.arange(chains, dtype=np.uint32) * np.uint32(0x9E3779B9) + np.uint32(seed))
+    """One `abir.random` key per chain (uint32 [chains, 2]): the seed's key folded with the chain index."""
+    return abir.random.fold_in(abir.random.key(seed), np.arange(chains))
 
 
 def initial_positions(seed: int, chains: int, dim: int) -> np.ndarray:
@@ -236,8 +207,7 @@ def initial_positions(seed: int, chains: int, dim: int) -> np.ndarray:
 
 def run_per_chain(nuts, q0, eps, keys, num_steps) -> Chain:
     """The unbatched reference: the per-chain program run by plain Python, chain by chain."""
-    with np.errstate(over="ignore"):
-        chains = [nuts.sample_chain(q0[b], eps, keys[b], num_steps) for b in range(len(keys))]
+    chains = [nuts.sample_chain(q0[b], eps, keys[b], num_steps) for b in range(len(keys))]
     return Chain(*(np.stack([np.asarray(c[k]) for c in chains]) for k in range(len(Chain._fields))))
 
 

@@ -305,8 +305,6 @@ _SPEC.loader.exec_module(nuts_example)
 NutsPoint = nuts_example.Point
 Tree = nuts_example.Tree
 Chain = nuts_example.Chain
-mix32 = nuts_example.mix32
-DRAW_STRIDE = nuts_example.DRAW_STRIDE
 MAX_ENERGY_ERROR = nuts_example.MAX_ENERGY_ERROR
 
 
@@ -314,8 +312,6 @@ def make_nuts_with_helpers(precision: np.ndarray, max_depth: int) -> types.Simpl
     """examples/nuts.py's sampler written as a user would first write it: the log density, the
     leapfrog step, the uniform draw and the U-turn test are batched helper functions."""
     dim = precision.shape[0]
-    lanes = np.arange(dim, dtype=np.uint32)
-    lanes_high = lanes + np.uint32(dim)
 
     def times_precision(q):  # opaque (a 2-D closure constant; see examples/nuts.py)
         return q @ precision
@@ -326,8 +322,7 @@ def make_nuts_with_helpers(precision: np.ndarray, max_depth: int) -> types.Simpl
         return 0.5 * (grad @ q), grad
 
     def uniform(key, counter):
-        bits = mix32(mix32(counter * DRAW_STRIDE) + key)
-        return (bits >> 8).astype(np.float64) * 2.0**-24 + 2.0**-25
+        return abir.random.uniform(key, counter)
 
     def no_u_turn(first_q, first_p, last_q, last_p, direction):
         span = last_q - first_q
@@ -344,11 +339,7 @@ def make_nuts_with_helpers(precision: np.ndarray, max_depth: int) -> types.Simpl
         return NutsPoint(q, p, grad), 0.5 * (p @ p) - log_density
 
     def normal(key, counter):
-        base = counter * DRAW_STRIDE
-        u1 = (mix32(mix32(base + lanes) + key) >> 8).astype(np.float64) * 2.0**-24 + 2.0**-25
-        u2 = (mix32(mix32(base + lanes_high) + key) >> 8).astype(np.float64) * 2.0**-24
-        z = np.sqrt(-2.0 * np.log(u1)) * np.cos(6.283185307179586 * u2)
-        return z, counter + 1
+        return abir.random.normal(key, counter, shape=(dim,)), counter + 1
 
     def build_tree(start, step, depth, energy0, key, counter):
         if depth == 0:
@@ -405,7 +396,7 @@ def make_nuts_with_helpers(precision: np.ndarray, max_depth: int) -> types.Simpl
         return sample, leapfrogs, counter
 
     def sample_chain(q, eps, key, num_steps):
-        counter = key - key
+        counter = 0
         leapfrogs = 0
         sum_q = 0.0 * q
         sum_q2 = 0.0 * q
@@ -456,7 +447,7 @@ def test_nuts_with_helpers_matches_per_chain_and_takes_fewer_steps(monkeypatch):
     sig = [
         abir.TensorType(np.float64, (nuts_example.DIM,)),
         abir.TensorType(np.float64, ()),
-        abir.TensorType(np.uint32, ()),
+        abir.TensorType(np.uint32, (2,)),
         abir.TensorType(np.int64, ()),
     ]
     typed = ctx.program_compiled("sample_chain", sig)

@@ -62,7 +62,7 @@ def test_call_opaque_numpy_function_inside_a_graph(backend: TensorFlowBackend) -
 
 
 def mix32(x):
-    """The integer hash of examples/nuts.py: uint32 shifts, xors and wrapping multiplies."""
+    """A 32-bit integer hash: uint32 shifts, xors and wrapping multiplies."""
     x = x ^ (x >> 16)
     x = x * 0x7FEB352D
     x = x ^ (x >> 15)
