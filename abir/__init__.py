@@ -10,6 +10,7 @@ from typing import Any
 from abir import random  # counter-based per-member draws (imports only NumPy)
 from abir.errors import (
     AbirError,
+    HelperError,
     StackOverflowError,
     StackUnderflowError,
     TypeInferenceError,
@@ -42,6 +43,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "AbirError",
     "Context",
+    "HelperError",
     "JaxBackend",
     "NumpyBackend",
     "RunStats",

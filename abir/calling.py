@@ -1,9 +1,11 @@
 """Calling a batched function: argument checks, signatures, compile caches and execution.
 
 A call flattens its (possibly nested) arguments into array leaves, checks them, derives the
-signature (per-member dtype and event shape of every leaf, never the batch size), compiles the
-program for that signature once (frontend specialization, type inference, lowering to the vm
-dialect, kernel construction) and runs it on the chosen backend.
+signature (per-member dtype and event shape of every leaf, never the batch size; Python numbers
+are weak like literals, NEP 50), compiles the program for that signature once (frontend
+specialization, type inference, lowering to the vm dialect, kernel construction) and runs it on
+the chosen backend. An empty batch returns empty results of the inferred types; a failure of an
+undecorated helper becomes an `abir.errors.HelperError` naming it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import optree
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 
+from abir.errors import AbirError
+from abir.opaque import HelperStructureLearned, failure_mark, helper_error
 from abir.types import TensorType, ir_type
 
 if TYPE_CHECKING:
@@ -25,6 +29,8 @@ if TYPE_CHECKING:
     from abir.vm.machine import Machine
 
 CALL_OPTIONS = ("backend", "max_stack_depth", "dry_run", "stackless", "block_code_cache")
+BACKEND_NAMES = ("numpy", "jax", "tensorflow", "tf")
+MAX_HELPER_STRUCTURE_ROUNDS = 16
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ def parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOpt
             f"functions take their own arguments by position and accept only {', '.join(CALL_OPTIONS)}"
         )
     options = dict(kwargs)
-    options["backend"] = default_backend(options.get("backend"))
+    options["backend"] = resolve_backend(options.get("backend"))
     depth = options.get("max_stack_depth", 15)
     if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1:
         raise ValueError(f"max_stack_depth must be a positive integer, got {depth!r}")
@@ -86,22 +92,42 @@ def leaf_shape(value: Any) -> tuple[int, ...]:
     return tuple(int(d) for d in shape)
 
 
+def is_structure(value: Any) -> bool:
+    """Tuples, lists and namedtuples: the structures a batched function's arguments may have."""
+    return type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields"))
+
+
 def flatten_arguments(function_name: str, args: Sequence[Any]) -> tuple[list[Any], list[optree.PyTreeSpec]]:
     """Flatten every argument into leaves (tuples, lists and namedtuples are structure)."""
     leaves: list[Any] = []
     treedefs: list[optree.PyTreeSpec] = []
     for position, arg in enumerate(args):
+        check_argument(function_name, f"argument {position}", arg)
         arg_leaves, treedef = optree.tree_flatten(arg)
-        for path, leaf in zip(treedef.paths(), arg_leaves, strict=True):
-            if not is_array_leaf(leaf):
-                where = f"argument {position}" + "".join(f"[{p!r}]" for p in path)
-                raise TypeError(
-                    f"{where} of {function_name}() is a {type(leaf).__name__}; abir batches arrays (NumPy, JAX "
-                    "or TensorFlow) and Python numbers, nested in tuples, lists or namedtuples"
-                )
         leaves.extend(arg_leaves)
         treedefs.append(treedef)
     return leaves, treedefs
+
+
+def check_argument(function_name: str, where: str, value: Any) -> None:
+    """Every leaf of an argument is an array or a Python number, inside tuples, lists and
+    namedtuples only; anything else is a clear `TypeError` naming its position."""
+    if is_structure(value):
+        for index, item in enumerate(value):
+            check_argument(function_name, f"{where}[{index}]", item)
+        return
+    if is_array_leaf(value):
+        return
+    if value is None:
+        problem = "is None"
+        fix = "pass an array for every argument (None cannot be batched)"
+    elif isinstance(value, Mapping):
+        problem = f"is a {type(value).__name__}"
+        fix = "pass a tuple or a namedtuple instead of a dict (batched functions take tuples, lists and namedtuples)"
+    else:
+        problem = f"is a {type(value).__name__}"
+        fix = "abir batches arrays (NumPy, JAX or TensorFlow) and Python numbers, nested in tuples, lists or namedtuples"
+    raise TypeError(f"{where} of {function_name}() {problem}; {fix}")
 
 
 def batch_size_of(function_name: str, leaves: Sequence[Any]) -> int:
@@ -122,28 +148,60 @@ def signature_of(leaves: Sequence[Any]) -> tuple[TensorType, ...]:
     return tuple(TensorType(leaf_dtype(leaf), leaf_shape(leaf)[1:]) for leaf in leaves)
 
 
+def weak_leaves(leaves: Sequence[Any]) -> tuple[bool, ...]:
+    """Which leaves are Python numbers: weak like literals (NEP 50), as in the per-member run."""
+    return tuple(isinstance(leaf, bool | int | float) and not isinstance(leaf, np.generic) for leaf in leaves)
+
+
 def backend_kind(backend: Backend) -> tuple[Any, ...]:
     """What about a backend changes compiled code (its class and configuration)."""
     return (type(backend).__name__, getattr(backend, "jit_compile", None), backend.block_order)
 
 
 def compile_program(
-    context: Context, name: str, treedefs: Sequence[optree.PyTreeSpec], signature: Sequence[TensorType], backend: Backend
+    context: Context,
+    name: str,
+    treedefs: Sequence[optree.PyTreeSpec],
+    signature: Sequence[TensorType],
+    backend: Backend,
+    weak: Sequence[bool] | None = None,
 ) -> CompiledProgram:
-    """Frontend specialization, type inference, lowering to vm, and the machine's kernels."""
-    from abir.passes.pipeline import compile_functional, lower_to_vm
+    """Frontend specialization, type inference, lowering to vm, and the machine's kernels.
+
+    Type inference may find that an undecorated helper returns a structure (a tuple, list or
+    namedtuple) its call was not lowered for; the frontend then lowers the program again, keeping
+    that structure."""
+    from abir.passes.pipeline import lower_to_vm
     from abir.vm.machine import compile_machine
 
-    frontend = context.build_program(name, list(treedefs))
     arg_types: list[Attribute] = [ir_type(t.dtype, t.shape) for t in signature]
-    typed = compile_functional(
-        frontend.module,
-        frontend.entry,
-        arg_types,
-        user_type_inference=context.type_inference_callables(),
-    )
+    for _ in range(MAX_HELPER_STRUCTURE_ROUNDS):
+        frontend = context.build_program(name, list(treedefs))
+        try:
+            typed = typed_module(context, frontend, arg_types, weak)
+            break
+        except HelperStructureLearned:
+            context.forget_programs()
+    else:
+        raise AbirError(f"lowering '{name}' did not settle the structures its helpers return")
     lowered = lower_to_vm(typed, frontend.entry, backend.block_order)
     return CompiledProgram(frontend, typed, lowered, compile_machine(lowered))
+
+
+def typed_module(
+    context: Context, frontend: FrontendProgram, arg_types: Sequence[Attribute], weak: Sequence[bool] | None
+) -> ModuleOp:
+    """The frontend's module typed for `arg_types` (`weak`: which are Python numbers) and
+    optimized, as `abir.passes.pipeline.compile_functional` does."""
+    from abir.passes.infer_types import infer_types
+    from abir.passes.pipeline import optimize_functional
+
+    typed = frontend.module.clone()
+    user_type_inference = context.type_inference_callables()
+    infer_types(typed, frontend.entry, arg_types, user_type_inference=user_type_inference, weak_args=weak)
+    optimize_functional(typed)
+    typed.verify()
+    return typed
 
 
 def compiled_for(
@@ -153,10 +211,15 @@ def compiled_for(
     treedefs: Sequence[optree.PyTreeSpec],
     signature: Sequence[TensorType],
     backend: Backend,
+    weak: Sequence[bool] | None = None,
 ) -> CompiledProgram:
-    key = ("abir.program", id(context), context.generation, name, tuple(treedefs), tuple(signature), backend_kind(backend))
+    weak = tuple(weak) if weak is not None else (False,) * len(signature)
+    key = (
+        "abir.program", id(context), context.generation, name, tuple(treedefs), tuple(signature), weak,
+        backend_kind(backend),
+    )  # fmt: skip
     if key not in cache:
-        cache[key] = compile_program(context, name, treedefs, signature, backend)
+        cache[key] = compile_program(context, name, treedefs, signature, backend, weak)
     return cache[key]
 
 
@@ -168,18 +231,57 @@ def default_backend(backend: Backend | None) -> Backend:
     return NumpyBackend()
 
 
+_NAMED_BACKENDS: dict[str, Backend] = {}
+
+
+def resolve_backend(backend: Any) -> Backend:
+    """The backend a call asked for: a `Backend`, one of the names in `BACKEND_NAMES` (one shared
+    instance per name, so compiled code is reused between calls) or None (a NumPy backend)."""
+    from abir.backends.base import Backend
+
+    if backend is None or isinstance(backend, Backend):
+        return default_backend(backend)
+    if isinstance(backend, str) and backend.lower() in BACKEND_NAMES:
+        key = "tensorflow" if backend.lower() == "tf" else backend.lower()
+        if key not in _NAMED_BACKENDS:
+            _NAMED_BACKENDS[key] = _new_backend(key)
+        return _NAMED_BACKENDS[key]
+    hint = f"abir.{backend.__name__}()" if isinstance(backend, type) and issubclass(backend, Backend) else None
+    raise TypeError(
+        f"backend must be an abir backend or one of the names {', '.join(map(repr, BACKEND_NAMES))}, got "
+        f"{backend!r}; pass " + (f"an instance: {hint}" if hint else "abir.NumpyBackend(), abir.JaxBackend() "
+        "or abir.TensorFlowBackend(), or a name such as backend='jax'")
+    )
+
+
+def _new_backend(name: str) -> Backend:
+    if name == "jax":
+        from abir.backends.jax_backend import JaxBackend
+
+        return JaxBackend()
+    if name == "tensorflow":
+        from abir.backends.tf_backend import TensorFlowBackend
+
+        return TensorFlowBackend()
+    from abir.backends.numpy_backend import NumpyBackend
+
+    return NumpyBackend()
+
+
 def compiled_for_call(context: Context, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
     """The compiled program a call `name(*args)` on `backend` runs."""
     leaves, treedefs = flatten_arguments(name, args)
     batch_size_of(name, leaves)
-    backend = default_backend(backend)
-    return compiled_for(context, context.compile_cache, name, treedefs, signature_of(leaves), backend)
+    return compiled_for(
+        context, context.compile_cache, name, treedefs, signature_of(leaves), resolve_backend(backend),
+        weak_leaves(leaves),
+    )  # fmt: skip
 
 
 def compiled_for_signature(context: Context, name: str, sig: Sequence[Any], backend: Backend | None) -> CompiledProgram:
     """The compiled program for a signature given as one TensorType pattern per argument."""
     treedefs, leaf_types = signature_from_types(sig)
-    return compiled_for(context, context.compile_cache, name, treedefs, leaf_types, default_backend(backend))
+    return compiled_for(context, context.compile_cache, name, treedefs, leaf_types, resolve_backend(backend))
 
 
 def call_batched(context: Context, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
@@ -189,19 +291,50 @@ def call_batched(context: Context, name: str, args: Sequence[Any], kwargs: Mappi
     batch_size = batch_size_of(name, leaves)
     signature = signature_of(leaves)
     cache = options.block_code_cache if options.block_code_cache is not None else context.compile_cache
-    program = compiled_for(context, cache, name, treedefs, signature, options.backend)
+    program = compiled_for(context, cache, name, treedefs, signature, options.backend, weak_leaves(leaves))
+    mark = failure_mark()
+    try:
+        outputs = run_program(program, leaves, batch_size, options)
+    except Exception as err:
+        explained = helper_error(err, since=mark)
+        if explained is None:
+            raise
+        raise explained from err
+    return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
+
+
+def result_types(program: CompiledProgram) -> list[TensorType]:
+    """The per-member types of the program's flat results."""
+    machine = program.machine
+    return [machine.variables[name].type for name in machine.outputs]
+
+
+def empty_results(context: Context, name: str, args: Sequence[Any]) -> Any:
+    """What `name(*args)` returns for an empty batch, as NumPy arrays: the inferred result types
+    with batch size 0 (compiling the program for the arguments' types)."""
+    program = compiled_for_call(context, name, args, None)
+    outputs = [np.zeros((0, *t.shape), t.dtype) for t in result_types(program)]
+    return optree.tree_unflatten(program.frontend.output_treedef, outputs)
+
+
+def run_program(program: CompiledProgram, leaves: Sequence[Any], batch_size: int, options: CallOptions) -> list[Any]:
+    """The output leaves of one run (an empty batch: empty arrays of the result types)."""
+    machine = program.machine
+    if batch_size == 0:
+        from abir.vm.inputs import prepare_inputs
+
+        prepare_inputs(machine.inputs, [machine.variables[n].type for n in machine.inputs], leaves, options.backend)
+        return [options.backend.zeros((0, *t.shape), t.dtype) for t in result_types(program)]
     if options.stackless:
         from abir.vm.stackless import execute_stackless
 
-        outputs = execute_stackless(program.typed, program.frontend.entry, leaves, options.backend)
-    else:
-        outputs = program.machine.run(
-            leaves,
-            options.backend,
-            max_stack_depth=int(options.max_stack_depth),
-            cache_key=("abir.run", program.machine, batch_size, int(options.max_stack_depth)),
-        )
-    return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
+        return list(execute_stackless(program.typed, program.frontend.entry, leaves, options.backend))
+    return machine.run(
+        leaves,
+        options.backend,
+        max_stack_depth=int(options.max_stack_depth),
+        cache_key=("abir.run", machine, batch_size, int(options.max_stack_depth)),
+    )
 
 
 def signature_from_types(sig: Sequence[Any]) -> tuple[list[optree.PyTreeSpec], tuple[TensorType, ...]]:

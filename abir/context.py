@@ -14,6 +14,9 @@
 Functions decorated in one `Context` may call each other by name in any order (forward
 references, recursion, mutual recursion). `build_program` is what the rest of the pipeline uses:
 the module for an entry function specialized to the structure of its arguments.
+
+`f(..., dry_run=True)` is the reference a batched run is compared against: the plain Python
+function run member by member on each member's own values, results stacked.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ _DRY_RUN = contextvars.ContextVar("abir_dry_run", default=False)
 
 def truthy(x: Any) -> Any:
     """Mark `x` as a condition: `if truthy(x):`. The compiler treats it as the identity; in a dry
-    run (plain Python at batch size 1) a size-1 array becomes a Python bool."""
+    run (plain Python, one member at a time) a size-1 array becomes a Python bool."""
     if _DRY_RUN.get() or np.size(x) == 1:
         return bool(np.asarray(x).reshape(()))
     return x
@@ -65,7 +68,7 @@ class FrontendProgram:
 
 
 class BatchedFunction:
-    """A decorated function: call it on a batch (or with `dry_run=True` on one example)."""
+    """A decorated function: call it on a batch (with `dry_run=True`: plain Python per member)."""
 
     def __init__(self, context: Context, name: str, function: Callable[..., Any], type_inference: TypeInference | None):
         functools.update_wrapper(self, function)
@@ -82,30 +85,62 @@ class BatchedFunction:
         return self._context._call_batched(self.name, args, kwargs)
 
     def _dry_run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        from abir.calling import parse_call_options
+        """The plain Python function run once per member on that member's values (NumPy scalars
+        and arrays without the batch dimension; Python numbers and size-1 batches are shared by
+        every member, as in a batched call), calls to batched functions going to their plain
+        functions; the members' results stacked along a new leading batch dimension."""
+        from abir.calling import batch_size_of, flatten_arguments, parse_call_options
 
         parse_call_options(self.name, kwargs)  # checked as for a batched call; plain Python ignores them
-        for leaf in optree.tree_leaves(args):
-            shape = np.shape(leaf)
-            if shape and shape[0] != 1:
-                raise ValueError(
-                    f"a dry run of '{self.name}' runs one example: every argument needs batch size 1, "
-                    f"got an argument of shape {shape}"
-                )
+        leaves, treedefs = flatten_arguments(self.name, args)
+        batch_size = batch_size_of(self.name, leaves)
+        host = [_on_host(leaf) for leaf in leaves]
+        results = []
         token = _DRY_RUN.set(True)
         try:
-            result = self.python_function(*args)
+            for index in range(batch_size):
+                member = iter(_member(leaf, index) for leaf in host)
+                member_args = [optree.tree_unflatten(t, [next(member) for _ in range(t.num_leaves)]) for t in treedefs]
+                results.append(self.python_function(*member_args))
         finally:
             _DRY_RUN.reset(token)
-        return optree.tree_map(_with_batch_dimension, result)
+        if not results:  # no member to run: the types a batched call infers, batch size 0
+            from abir.calling import empty_results
+
+            return empty_results(self._context, self.name, args)
+        return _stack_members(self.name, results)
 
     def __repr__(self) -> str:
         return f"<abir batched function {self.name}>"
 
 
-def _with_batch_dimension(leaf: Any) -> Any:
-    """A dry run's result leaf as a batch of one (a returned Python number becomes shape [1])."""
-    return np.reshape(np.asarray(leaf), (1,)) if np.ndim(leaf) == 0 else leaf
+def _on_host(leaf: Any) -> Any:
+    """A JAX or TF argument leaf as a NumPy array; NumPy values and Python numbers unchanged."""
+    if isinstance(leaf, bool | int | float | np.ndarray | np.generic):
+        return leaf
+    return np.asarray(leaf)
+
+
+def _member(leaf: Any, index: int) -> Any:
+    """Member `index`'s value of an argument leaf: its row of a batch, the only row of a size-1
+    batch, or the leaf itself for a Python number or a 0-d array (shared by every member)."""
+    if np.ndim(leaf) == 0:
+        return leaf
+    return leaf[0] if np.shape(leaf)[0] == 1 else leaf[index]
+
+
+def _stack_members(name: str, results: list[Any]) -> Any:
+    """The members' results stacked leaf by leaf (one structure for all members)."""
+    flat = [optree.tree_flatten(result) for result in results]
+    structure = flat[0][1]
+    for index, (_, other) in enumerate(flat):
+        if other != structure:
+            raise ValueError(
+                f"in a dry run of '{name}', member 0 returned {structure} but member {index} returned {other}; "
+                "a batched function returns one structure for every member"
+            )
+    stacked = [np.stack([np.asarray(leaves[i]) for leaves, _ in flat]) for i in range(structure.num_leaves)]
+    return optree.tree_unflatten(structure, stacked)
 
 
 class Context:
@@ -213,11 +248,13 @@ class Context:
         return self._programs[key]
 
     def type_inference_callables(self) -> dict[str, TypeInference]:
-        """Function symbol (every specialization made so far) -> the user's `type_inference`."""
+        """Function symbol (every specialization made so far) -> the user's `type_inference`,
+        called with one type per argument in that argument's structure (a tuple argument's type
+        is a tuple of `TensorType`s), as the reference does."""
         result = dict(self._type_inference)
-        for (name, _), symbol in self._names.symbols.items():
+        for (name, treedefs), symbol in self._names.symbols.items():
             if name in self._type_inference:
-                result[symbol] = self._type_inference[name]
+                result[symbol] = _with_argument_structures(self._type_inference[name], treedefs)
         return result
 
     # -- execution --------------------------------------------------------------------------
@@ -263,6 +300,22 @@ class Context:
 
     def _builder(self) -> ProgramBuilder:
         return ProgramBuilder(self._functions, self._names, self._opaques)
+
+    def forget_programs(self) -> None:
+        """Drop the lowered modules (an undecorated helper's result structure became known, so
+        its calls lower differently); compiled programs were never made from them."""
+        self._programs.clear()
+        self._module = None
+
+
+def _with_argument_structures(user: TypeInference, treedefs: Sequence[optree.PyTreeSpec]) -> TypeInference:
+    """`user` called with the flat per-leaf types regrouped into the arguments' structures."""
+
+    def structured(leaf_types: list[Any]) -> Any:
+        types = iter(leaf_types)
+        return user([optree.tree_unflatten(t, [next(types) for _ in range(t.num_leaves)]) for t in treedefs])
+
+    return structured
 
 
 def _looks_like_decorated_def(fn: Any) -> bool:

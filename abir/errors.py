@@ -42,3 +42,8 @@ class StackOverflowError(RuntimeError, AbirError):
 
 class StackUnderflowError(RuntimeError, AbirError):
     """A member popped a value that was never pushed (a compiler bug, reported clearly)."""
+
+
+class HelperError(TypeError, AbirError):
+    """An undecorated helper (a primitive: called once on whole-batch arrays) failed; the message
+    names the helper, where it is called, and the two ways to fix it."""

@@ -3,17 +3,35 @@
 `functional.prim @name(...)` names a callable registered here; `functional.opaque @name "src"`
 records its source text in the module. Programs built by a `Context` register their callables
 automatically; a program read from text can run only after `register_opaque` supplies them.
+
+A call from a batched function to a function not decorated in its Context registers a `Helper`:
+the reference's contract makes such a helper a primitive, called once on whole-batch arrays. The
+`Helper` remembers where it is called, so that a failure (at type inference on dummies, or at run
+time on any backend) becomes a `HelperError` naming the helper, its line and the ways out, and it
+learns the structure the helper returns (tuples, lists, namedtuples) so that the frontend can keep
+that structure. Other opaque prims of a Context (array operations) record their `CallSite` too.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+import optree
+
+from abir.errors import AbirError, HelperError
+
 _REGISTRY: dict[str, Callable[..., Any]] = {}
+_SITES: dict[str, CallSite] = {}
 _COUNTER = itertools.count()
+_FAILED_HELPER = "__abir_failed_helper__"
+_failures: list[tuple[Helper, list[tuple[int, ...] | None], BaseException]] = []
+"""Every helper failure, newest last (kept to the last one): a backend running a helper inside
+its own machinery (TF's `numpy_function`) reports a new error of its own instead."""
+_failure_count = 0
 
 
 def register_opaque(name: str, fn: Callable[..., Any]) -> str:
@@ -42,3 +60,213 @@ def lookup_opaque(name: str) -> Callable[..., Any]:
             f"opaque primitive @{name} is not registered; call abir.opaque.register_opaque({name!r}, fn) "
             "before running a program read from text"
         ) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Where opaque prims come from
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """The place in a batched function's source an opaque prim was lowered from."""
+
+    function: str
+    """The batched function's name."""
+    filename: str
+    lineno: int
+    source_line: str | None = None
+
+    @staticmethod
+    def of(source: Any, node: Any) -> CallSite:
+        """The site of AST `node` in `source` (an `abir.frontend.source.FunctionSource`)."""
+        lineno = source.lineno(node)
+        return CallSite(source.name, source.filename, lineno, source.source_line(lineno))
+
+    def describe(self) -> str:
+        """`file:line: in batched function 'f'` followed by the source line, for messages."""
+        text = f"{self.filename}:{self.lineno}: in batched function '{self.function}'"
+        return text if self.source_line is None else f"{text}\n    {self.source_line.strip()}\n"
+
+
+def record_site(name: str, site: CallSite) -> None:
+    """Remember where the opaque prim registered as `name` is used (for located errors)."""
+    _SITES[name] = site
+
+
+def site_of(name: str) -> CallSite | None:
+    """Where the opaque prim `name` comes from, if a Context lowered it."""
+    fn = _REGISTRY.get(name)
+    if isinstance(fn, Helper):
+        return fn.site
+    return _SITES.get(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Undecorated helpers
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Helper:
+    """An undecorated function called from a batched function, as an opaque prim.
+
+    Called with the batched operands of one call site, it runs `run` (which puts them back among
+    the call's compile-time arguments and calls `helper`). Once `result_structure` is known its
+    result leaves come back flat (one array, or a tuple of them), as the machine expects. A
+    failure is re-raised unchanged (backends may recover from some) and marked with this helper,
+    so that `helper_error` can explain it where the error reaches the user."""
+
+    run: Callable[..., Any]
+    helper: Any
+    """The user's callable."""
+    site: CallSite
+    result_structure: optree.PyTreeSpec | None = field(default=None)
+    """What the helper returns (learned at type inference); None until known."""
+    stood_in: bool = field(default=False)
+    """Whether the frontend lowered the helper's result as a placeholder while its structure was
+    unknown (`stand_in`): the program must be lowered again once the structure is known."""
+
+    def __call__(self, *arrays: Any) -> Any:
+        out = self.call_structured(*arrays)
+        if self.result_structure is None:
+            return out
+        leaves = optree.tree_leaves(out)
+        return leaves[0] if len(leaves) == 1 else tuple(leaves)
+
+    def call_structured(self, *arrays: Any) -> Any:
+        """The helper's result as it returns it (structure included)."""
+        try:
+            return self.run(*arrays)
+        except AbirError:
+            raise
+        except Exception as err:
+            shapes = [_shape_of(a) for a in arrays]
+            setattr(err, _FAILED_HELPER, (self, shapes))
+            _record_failure(self, shapes, err)
+            raise
+
+    @property
+    def name(self) -> str:
+        return getattr(self.helper, "__qualname__", None) or getattr(self.helper, "__name__", None) or repr(self.helper)
+
+    def definition(self) -> str:
+        """Where the helper is defined (`file:line`), when Python knows."""
+        code = getattr(self.helper, "__code__", None)
+        if code is None:
+            return ""
+        return f" (defined at {code.co_filename}:{code.co_firstlineno})"
+
+    def error(self, err: BaseException, shapes: Sequence[tuple[int, ...] | None], when: str = "") -> HelperError:
+        """The user-facing error for `err`, raised by this helper on arrays of `shapes` (`when`:
+        the phase, e.g. type inference on dummy arrays, said after the shapes)."""
+        received = ", ".join(f"[{', '.join(map(str, s))}]" for s in shapes if s is not None) or "none"
+        received += f", {when}" if when else ""
+        jax_hint = (
+            " (under JAX its arguments are traced arrays: use jax.numpy functions, not NumPy's)"
+            if type(err).__name__ == "TracerArrayConversionError" else ""
+        )  # fmt: skip
+        return HelperError(
+            f"{self.site.describe()}the helper '{self.name}'{self.definition()} failed: "
+            f"{type(err).__name__}: {_first_line(err)}\n"
+            f"'{self.name}' is not decorated in the Context, so it is a primitive: it is called once "
+            f"with whole-batch arrays of shape [B, ...] (here {received}), not once per example. "
+            f"Either decorate '{self.name}' with the same Context (`@ctx.batch()`) to run it per "
+            f"example, or make it batch-aware: whole-array operations along the leading batch axis, "
+            f"no Python `if`/`while` on its arguments{jax_hint}"
+        )
+
+
+def helper_result_structure(name: str) -> optree.PyTreeSpec | None:
+    """The structure the helper registered as `name` returns, once type inference learned it."""
+    fn = _REGISTRY.get(name)
+    return fn.result_structure if isinstance(fn, Helper) else None
+
+
+def awaits_result_structure(value: Any) -> bool:
+    """Whether `value` is the result of a helper call lowered before type inference learned the
+    structure the helper returns: the frontend may use it in place of what it cannot lower yet (a
+    part of that structure, `result.field`, or a call taking it) through `stand_in`."""
+    return _pending_helper(value) is not None
+
+
+def stand_in(value: Any) -> Any:
+    """`value` (see `awaits_result_structure`), used as a placeholder: once type inference learns
+    the helper's structure it raises `HelperStructureLearned`, even when the call's flat results
+    fit that structure, so that the program is lowered again without the placeholder."""
+    helper = _pending_helper(value)
+    assert helper is not None, "only a helper result awaiting its structure can stand in"
+    helper.stood_in = True
+    return value
+
+
+def _pending_helper(value: Any) -> Helper | None:
+    from abir.dialects.functional import PrimOp
+
+    owner = getattr(value, "owner", None)
+    if not isinstance(owner, PrimOp) or owner.is_builtin:
+        return None
+    fn = _REGISTRY.get(owner.prim_name)
+    return fn if isinstance(fn, Helper) and fn.result_structure is None else None
+
+
+class HelperStructureLearned(AbirError):
+    """Type inference found that a helper returns a structure its call was not lowered for; the
+    helper now knows it, and lowering the program again keeps the structure (a `Context` does)."""
+
+    def __init__(self, helper: Helper):
+        super().__init__(
+            f"{helper.site.describe()}the helper '{helper.name}' returns {helper.result_structure}; "
+            "lower the program again so that its call keeps that structure"
+        )
+        self.helper = helper
+
+
+def failure_mark() -> int:
+    """A mark to pass to `helper_error(..., since=mark)`: helper failures after it count."""
+    return _failure_count
+
+
+def _record_failure(helper: Helper, shapes: list[tuple[int, ...] | None], err: BaseException) -> None:
+    global _failure_count
+    _failure_count += 1
+    _failures[:] = [(helper, shapes, err)]
+
+
+def helper_error(err: BaseException, since: int | None = None, when: str = "") -> HelperError | None:
+    """The `HelperError` explaining `err` when an undecorated helper raised it (or an exception
+    `err` was raised from). With `since` (a `failure_mark()`), also when a backend reported a
+    helper's failure as an error of its own: TF runs NumPy helpers in a `numpy_function`, whose
+    errors name the helper's exception, and which XLA cannot compile (a `PyFunc` op; a retrace
+    reuses it without calling the helper again, so that failure may precede the mark). None when
+    no helper is involved or `err` is abir's own error."""
+    if isinstance(err, AbirError):
+        return None
+    seen: set[int] = set()
+    current: BaseException | None = err
+    while current is not None and id(current) not in seen:
+        marked = getattr(current, _FAILED_HELPER, None)
+        if marked is not None:
+            helper, shapes = marked
+            return helper.error(current, shapes, when)
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    if since is None or not _failures:
+        return None
+    helper, shapes, failure = _failures[-1]
+    text = str(err)
+    reported = _failure_count > since and f"{type(failure).__name__}: {_first_line(failure)}" in text
+    return helper.error(failure, shapes, when) if reported or "PyFunc" in text else None
+
+
+def _shape_of(value: Any) -> tuple[int, ...] | None:
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        return None
+    return tuple(-1 if d is None else int(d) for d in shape)
+
+
+def _first_line(err: BaseException) -> str:
+    """The first line of an error's message (the whole error stays chained as the cause)."""
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else ""

@@ -36,6 +36,7 @@ from abir.dialects.functional import PrimOp
 from abir.frontend import batch_ops
 from abir.frontend.state import LoweringState
 from abir.frontend.values import Static, flatten, unflatten
+from abir.opaque import CallSite, awaits_result_structure, record_site, stand_in
 from abir.types import element_type_of
 
 REDUCTION_FUNCTIONS: dict[Any, str] = {
@@ -87,7 +88,14 @@ class ArrayLowering(LoweringState):
         """An opaque prim running `fn` (one of `batch_ops`' callables) on `operands`."""
         key = ("abir.batch_op", self.source.function, node.lineno, node.col_offset, hint, canonical(params))
         symbol = self.services.opaque(key, hint, self.source.segment(node), fn)
-        return self.opaque_prim(symbol, list(operands), 1)[0]
+        record_site(symbol, CallSite.of(self.source, node))
+        result = self.opaque_prim(symbol, list(operands), 1)[0]
+        kind = batch_ops.aliasing(hint, params)
+        if kind is None:
+            self.aliases.fresh(result)
+        else:
+            self.aliases.derived(result, operands[:1], kind)
+        return result
 
     def astype_op(self, node: ast.AST, value: SSAValue, dtype: Any) -> SSAValue:
         """The builtin `astype` prim converting `value` to compile-time `dtype`."""
@@ -99,6 +107,7 @@ class ArrayLowering(LoweringState):
         self.block.add_op(op)
         if element == i1:
             self.booleans.add(op.res[0])
+        self.aliases.fresh(op.res[0])
         return op.res[0]
 
     def array_operand(self, node: ast.AST, value: Any) -> SSAValue:
@@ -133,6 +142,14 @@ class ArrayLowering(LoweringState):
                 )
             base = Static(np.asarray([v.value for v in base]))
         array = self.materialize(base, node.value)
+        components, operands = self.index_components(node, index)
+        fn = batch_ops.make_index(components)
+        return self.batch_op(node, "getitem", ("getitem", components), fn, [array, *operands])
+
+    def index_components(
+        self, node: ast.Subscript, index: Any
+    ) -> tuple[list[batch_ops.IndexComponent], list[SSAValue]]:
+        """The components of `x[index]` on a batched `x`, and its per-member index operands."""
         components: list[batch_ops.IndexComponent] = []
         operands: list[SSAValue] = []
         parts = index if type(index) is tuple else (index,)
@@ -141,8 +158,7 @@ class ArrayLowering(LoweringState):
         for part in parts:
             components.append(self._index_component(node, part, operands))
         self._check_index(node, components)
-        fn = batch_ops.make_index(components)
-        return self.batch_op(node, "getitem", ("getitem", components), fn, [array, *operands])
+        return components, operands
 
     def _index_component(self, node: ast.Subscript, part: Any, operands: list[SSAValue]) -> batch_ops.IndexComponent:
         if isinstance(part, SSAValue):
@@ -187,7 +203,9 @@ class ArrayLowering(LoweringState):
 
     def shape_fact(self, node: ast.AST, value: SSAValue, what: str, dim: int | None = None) -> SSAValue:
         fn = batch_ops.make_shape_fact(what, dim)
-        return self.batch_op(node, what, (what, dim), fn, [value])
+        fact = self.batch_op(node, what, (what, dim), fn, [value])
+        self.integer_values.add(fact)
+        return fact
 
     # -- attributes ---------------------------------------------------------------------------------
 
@@ -204,6 +222,8 @@ class ArrayLowering(LoweringState):
         if attr in ARRAY_METHODS:
             raise self.source.error(node, f"the method '.{attr}' of a batched value can only be called",
                                     f"call it: `x.{attr}(...)`")
+        if awaits_result_structure(base):  # a field of a helper's result: lowered again once known
+            return stand_in(base)
         raise self.source.error(
             node,
             f"attribute '.{attr}' of a batched value is not supported",
@@ -234,7 +254,10 @@ class ArrayLowering(LoweringState):
             return self._transpose(node, base, axes)
         if method in ("flatten", "ravel"):
             self._bind(node, method, args, kwargs, [])
-            return self._reshape(node, base, Static((-1,)))
+            flat = self._reshape(node, base, Static((-1,)))
+            if method == "flatten":  # a copy (ravel is a view when it can be)
+                self.aliases.fresh(flat)
+            return flat
         if method == "squeeze":
             params = self._bind(node, method, args, kwargs, ["axis"])
             return self._squeeze(node, base, params.get("axis", Static(None)))
@@ -243,7 +266,9 @@ class ArrayLowering(LoweringState):
             return self.prim("copy", [base])
         if method == "item":
             self._bind(node, method, args, kwargs, [])
-            return self._reshape(node, base, Static(()))
+            item = self._reshape(node, base, Static(()))
+            self.aliases.fresh(item)  # a Python number
+            return item
         if method == "clip":
             params = self._bind(node, method, args, kwargs, ["min", "max"], required=2)
             return self._clip(node, base, params["min"], params["max"])

@@ -19,6 +19,11 @@ reads the nearest valid element instead of raising `IndexError`.
 
 Operands may have a batch dimension of 1 (constants) next to full-batch ones; operations taking
 several arrays broadcast their batch dimensions first.
+
+Item assignment (`make_setitem`) writes exactly the elements the same index reads (clipped the
+same way), into a new array: `np.put_along_axis` on a copy, `.at[...].set` on JAX,
+`tensor_scatter_nd_update` on TensorFlow. `aliasing` tells the frontend which operations give
+NumPy views of their operand (what in-place assignment would change through them).
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from abir.frontend.aliases import SCALAR_OR_VIEW, VIEW
 
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin")
 """Reductions over event axes: `axis` (None, int or tuple; argmax/argmin: None or int), `keepdims`."""
@@ -107,6 +114,24 @@ class ArrayOps:
 
     def take(self, x: Any, indices: np.ndarray, axis: int) -> Any:
         return self.xp.take(x, indices, axis=axis)
+
+    def positions(self, event: tuple[int, ...]) -> Any:
+        """A batch of one member whose elements are their own flat positions (int64)."""
+        size = int(np.prod(event, dtype=np.int64))
+        return self.xp.reshape(self.xp.arange(size, dtype=np.int64), (1, *event))
+
+    def broadcast_member(self, x: Any, like: Any, shape: tuple[int, ...]) -> Any:
+        """`x` (a batch of 1 or of `like`'s size) as `[B, *shape]`, B the batch size of `like`."""
+        return self.xp.broadcast_to(x, (like.shape[0], *shape))
+
+    def scatter(self, x: Any, positions: Any, values: Any) -> Any:
+        """Per member b: `x[b]` with `x[b, positions[b, k]] = values[b, k]` (`[B, N]`, `[B, K]`)."""
+        if self.xp is np:
+            out = np.array(x)  # a writable copy: `x` may be a read-only broadcast
+            np.put_along_axis(out, positions, values, axis=1)
+            return out
+        rows = self.xp.arange(x.shape[0])[:, None]
+        return x.at[rows, positions].set(values)
 
     def gather(self, x: Any, index: Any, axis: int) -> Any:
         """Per member b: `x[b]` indexed by `index[b]` (any shape) along `axis` (>= 1)."""
@@ -208,6 +233,21 @@ class TensorFlowOps(ArrayOps):
     def full_batch(self, x: Any, value: Any, dtype: Any) -> Any:
         tf = self.tf
         return tf.fill(self._batch(x), tf.constant(value, tf.as_dtype(numpy_dtype(dtype))))
+
+    def positions(self, event: tuple[int, ...]) -> Any:
+        tf = self.tf
+        size = int(np.prod(event, dtype=np.int64))
+        return tf.reshape(tf.range(size, dtype=tf.int64), [1, *event])
+
+    def broadcast_member(self, x: Any, like: Any, shape: tuple[int, ...]) -> Any:
+        tf = self.tf
+        return tf.broadcast_to(x, tf.concat([self._batch(like), tf.constant(list(shape), tf.int32)], 0))
+
+    def scatter(self, x: Any, positions: Any, values: Any) -> Any:
+        tf = self.tf
+        shape = tf.shape(positions, out_type=tf.int64)
+        rows = tf.broadcast_to(tf.range(shape[0])[:, None], shape)
+        return tf.tensor_scatter_nd_update(x, tf.stack([rows, positions], axis=-1), values)
 
     def take(self, x: Any, indices: np.ndarray, axis: int) -> Any:
         size = int(x.shape[axis])
@@ -344,7 +384,10 @@ def make_index(components: Sequence[IndexComponent]) -> Callable[..., Any]:
             )
         for i in indices:
             if ops.dtype(i).kind not in "iu":
-                raise IndexError(f"per-member indices must be integers, got dtype {ops.dtype(i)}")
+                raise IndexError(
+                    f"per-member indices must be integers, got dtype {ops.dtype(i)}; convert the index "
+                    "first, e.g. `x[int(i)]`"
+                )
         expanded: list[IndexComponent] = []
         consumed = sum(1 for c in components if _consumes_axis(c))
         if consumed > ops.ndim(x) - 1:
@@ -380,6 +423,82 @@ def make_index(components: Sequence[IndexComponent]) -> Callable[..., Any]:
         return x
 
     return index
+
+
+VIEW_OPERATIONS = ("transpose", "reshape", "squeeze")
+"""Operations whose result NumPy makes a view of the operand (reshape: when it can)."""
+
+
+def aliasing(hint: str, params: Any) -> str | None:
+    """How the result of batch operation `hint` (with `params`) relates to its first operand in
+    NumPy: None for a new array, `aliases.VIEW` or `aliases.SCALAR_OR_VIEW` (integer indices only:
+    a scalar copy when they reach a scalar, else a view)."""
+    if hint in VIEW_OPERATIONS:
+        return VIEW
+    if hint != "getitem":
+        return None
+    components = params[1]
+    if any(kind == ARRAY for kind, _ in components):
+        return None  # advanced indexing copies
+    if all(kind == BATCHED or isinstance(value, int) for kind, value in components):
+        return SCALAR_OR_VIEW
+    return VIEW
+
+
+def make_setitem(components: Sequence[IndexComponent]) -> Callable[..., Any]:
+    """The callable `(x, value, *per_member_indices) -> x` with `x[member index] = value` done
+    member by member, as a new array. The elements written are those `make_index(components)`
+    reads (per-member indices clipped the same way); `value` broadcasts to them as NumPy
+    broadcasts the right-hand side of an assignment and takes `x`'s dtype (as NumPy casts it)."""
+    read = make_index(components)
+
+    def setitem(x: Any, value: Any, *indices: Any) -> Any:
+        ops = ops_for(x, value, *indices)
+        x, value = ops.asarray(x), ops.asarray(value)
+        event = ops.event_shape(x)
+        selected = read(ops.positions(event), *indices)  # the flat positions written, per member
+        x, selected = ops.broadcast_batch([x, selected])
+        part = ops.event_shape(selected)
+        value = _fit_member(ops, ops.cast(value, ops.dtype(x)), len(part))
+        value = ops.broadcast_member(value, x, part)
+        count, size = int(np.prod(part, dtype=np.int64)), int(np.prod(event, dtype=np.int64))
+        flat = ops.scatter(
+            ops.reshape_event(x, (size,)), ops.reshape_event(selected, (count,)), ops.reshape_event(value, (count,))
+        )
+        return ops.reshape_event(flat, event)
+
+    return setitem
+
+
+def _fit_member(ops: ArrayOps, value: Any, rank: int) -> Any:
+    """A member value with `rank` axes, as NumPy aligns the right-hand side of an assignment with
+    the part written: size-1 leading axes dropped (`np.ones((1, 3))` into 3 elements), missing
+    leading axes added (a scalar into a slice)."""
+    while ops.ndim(value) - 1 > rank and ops.event_shape(value)[0] == 1:
+        value = ops.squeeze(value, (1,))
+    missing = rank - (ops.ndim(value) - 1)
+    return ops.reshape_event(value, (*(1,) * missing, *ops.event_shape(value))) if missing > 0 else value
+
+
+def make_scalar_check(error: Callable[[], Exception]) -> Callable[[Any], Any]:
+    """The identity on per-member scalars; raises `error()` for members with axes (first when
+    type inference runs it, so before the program runs)."""
+
+    def require_scalar(x: Any) -> Any:
+        ops = ops_for(x)
+        if ops.ndim(ops.asarray(x)) > 1:
+            raise error()
+        return x
+
+    return require_scalar
+
+
+def after_in_place(old: Any, updated: Any) -> Any:
+    """What a variable holding the same value as `x` holds after `x op= v` (`updated`): `x`'s
+    array, updated in place, when members have axes; its own `old` value when they are scalars
+    (immutable: Python rebinds `x` only)."""
+    ops = ops_for(old, updated)
+    return old if ops.ndim(ops.asarray(old)) <= 1 else updated
 
 
 # -- shape facts -------------------------------------------------------------------------------

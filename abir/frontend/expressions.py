@@ -4,8 +4,20 @@ Operators on batched values become builtin prims (`add`, `less`, `logical_and`, 
 expressions over compile-time values are evaluated at compile time; calls become batched calls
 (functions of the same Context, by name), structure constructors (namedtuple classes), builtin
 prims (NumPy functions with an Array-API name) or opaque prims (any other callable).
-Conditional expressions and `and`/`or` whose operands call functions branch, so that only the
-chosen operand runs (a recursive call must not run on every path).
+Conditional expressions and `and`/`or` evaluate an operand only for the members Python
+evaluates it for, unless evaluating it for every member is cheap and cannot fail (`eager_safe`):
+then both operands are computed and `where` selects. Cheap and safe are names, literals,
+attribute reads, tuples, indexing, arithmetic, comparison and boolean operators, and nested
+conditional expressions of those: a row never raises on them (the backends make integer
+division by zero give 0, per-member indices are clipped into range), and what a member did not
+choose is discarded. (Type inference runs every operation once on placeholder values of the
+member's types whichever way the program branches, so a compile-time index out of range for the
+member's shape is an error either way.) Everything else branches, so that only the chosen
+operand runs: calls (batched functions, NumPy functions, helpers, array methods: a recursive
+call must not run on every path, a helper may do anything), `@` (not cheap) and assignment
+expressions (`:=` binds a name). An operand calling a function whose result structure is still
+unknown (a recursion being lowered) is left out of the join for that round: the other operand
+gives the structure, as a base case would.
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import random
 from typing import Any
 
 import numpy as np
@@ -21,9 +34,11 @@ from xdsl.ir import SSAValue
 
 from abir import prims
 from abir.dialects.functional import CallOp, UnknownType
+from abir.frontend.aliases import CALL_RESULT
 from abir.frontend.arrays import ArrayLowering, _LikeDtype
-from abir.frontend.state import UnknownResultStructure, _what
+from abir.frontend.state import UnknownResultStructure, _what, describe_structure
 from abir.frontend.values import MaybeUndefined, Static, flatten, unflatten
+from abir.opaque import CallSite, Helper, awaits_result_structure, helper_result_structure, stand_in
 
 BINARY_PRIMS: dict[type[ast.operator], str] = {
     ast.Add: "add",
@@ -104,14 +119,28 @@ def _numpy_prim(fn: Any, n_args: int) -> str | None:
     return None
 
 
-def contains_call(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Call) for n in ast.walk(node))
+EAGER_SAFE_NODES = (
+    ast.Name, ast.Constant, ast.Attribute, ast.Tuple, ast.List, ast.BinOp, ast.UnaryOp, ast.BoolOp,
+    ast.Compare, ast.IfExp, ast.Subscript, ast.Slice, ast.expr_context, ast.operator, ast.unaryop,
+    ast.boolop, ast.cmpop,
+)  # fmt: skip
+
+
+def eager_safe(node: ast.expr) -> bool:
+    """Whether an operand of a conditional expression, `and` or `or` may be computed for every
+    member and selected afterwards (see the module docstring)."""
+    return all(
+        isinstance(n, EAGER_SAFE_NODES) and not (isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult))
+        for n in ast.walk(node)
+    )
 
 
 class ExpressionLowering(ArrayLowering):
     """Turns expression ASTs into frontend values, emitting operations into `self.current`."""
 
     local_names: set[str]
+    abandoned: list[UnknownResultStructure]
+    """Calls of unknown result structure whose operand was left out of a join this round."""
 
     def expr(self, node: ast.expr, n_results: int | None = None) -> Any:
         method = getattr(self, f"expr_{type(node).__name__}", None)
@@ -251,7 +280,7 @@ class ExpressionLowering(ArrayLowering):
                 item = container[index.value]
             except Exception as e:
                 raise self.source.error(node, f"indexing failed at compile time: {e}") from None
-            return Static(item) if isinstance(base, Static) else item
+            return self.computed_static(item, [base]) if isinstance(base, Static) else item
         return self.index_array(node, base, index)
 
     def expr_Slice(self, node: ast.Slice) -> Static:
@@ -288,7 +317,14 @@ class ExpressionLowering(ArrayLowering):
             result = fn(*(v.value if isinstance(v, Static) else v for v in values))
         except Exception as e:
             raise self.source.error(node, f"evaluating this at compile time raised {type(e).__name__}: {e}") from None
-        return result if _both_structures(*values) else Static(result)
+        return result if _both_structures(*values) else self.computed_static(result, values)
+
+    def computed_static(self, result: Any, inputs: Any) -> Static:
+        """A compile-time result: a new array of the function's unless it shares memory with the
+        inputs or the enclosing scope (see `AliasTracker.fresh_static`)."""
+        static = Static(result)
+        self.aliases.fresh_static(static, inputs, self.names.values())
+        return static
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
         operand = self.leaf(node.operand)
@@ -340,14 +376,20 @@ class ExpressionLowering(ArrayLowering):
         if isinstance(left, Static):
             decided = bool(left.value) != is_and  # `False and ...` / `True or ...`
             return left if decided else self.leaf(right_node)
-        if contains_call(right_node):
+        if not eager_safe(right_node):
             return self._short_circuit(node, is_and, left, right_node)
         right = self.materialize(self.leaf(right_node), node)
         if left in self.booleans and right in self.booleans:
             return self.prim("logical_and" if is_and else "logical_or", [left, right])
         condition = self.as_condition(left, node)
         chosen = [right, left] if is_and else [left, right]
-        return self.prim("where", [condition, *chosen])
+        return self._where(node, condition, *chosen)
+
+    def _where(self, node: ast.AST, condition: SSAValue, a: Any, b: Any) -> SSAValue:
+        """`a` where `condition` holds, else `b`: in Python one of the two objects itself."""
+        result = self.prim("where", [condition, self.materialize(a, node), self.materialize(b, node)])
+        self.aliases.derived(result, [a, b])
+        return result
 
     def _short_circuit(self, node: ast.BoolOp, is_and: bool, left: Any, right_node: ast.expr) -> Any:
         """`a and f(x)` runs `f` only where `a` holds: branch, then join the two values."""
@@ -356,14 +398,34 @@ class ExpressionLowering(ArrayLowering):
         saved = dict(self.env)
         true_edge, false_edge = self.graph.branch(self.block, condition)
         evaluate_edge, skip_edge = (true_edge, false_edge) if is_and else (false_edge, true_edge)
-        self.current = self.graph.new_block()
-        evaluate_edge.target = self.current
-        self.env = dict(saved)
-        right = self.materialize(self.leaf(right_node), node)
-        arrivals = [(skip_edge, {**saved, RESULT: left}), (self.block, {**self.env, RESULT: right})]
+        arrivals = [(skip_edge, {**saved, RESULT: left})]
+        arrivals += self._operand_arm(evaluate_edge, saved, lambda: self.materialize(self.leaf(right_node), node))
         return self._join_value(arrivals, node)
 
+    def _operand_arm(self, edge: Any, saved: dict[str, Any], evaluate: Any) -> list:
+        """The arrival of one operand lowered in a new block reached along `edge`; none when it
+        calls a function whose result structure is unknown yet (a recursion being lowered): that
+        path is abandoned for this round, and the other operand gives the structure."""
+        self.current = self.graph.new_block()
+        edge.target = self.current
+        self.env = dict(saved)
+        try:
+            value = evaluate()
+        except UnknownResultStructure as unknown:
+            self.abandoned.append(unknown)
+            return []
+        return [(self.block, {**self.env, RESULT: value})]
+
     def _join_value(self, arrivals: list, node: ast.AST) -> Any:
+        if not arrivals:  # every operand was abandoned: so is the expression
+            raise self.abandoned[-1]
+        structures = {flatten(env[RESULT])[1] for _, env in arrivals if not awaits_result_structure(env[RESULT])}
+        if len(structures) > 1:
+            raise self.source.error(
+                node, "the two arms of this conditional expression have different structures "
+                f"({', '.join(sorted(map(describe_structure, structures)))})",
+                "make both arms tuples/lists of the same length, or both single values",
+            )
         self.merge(arrivals, node)
         return self.env.pop(RESULT)
 
@@ -371,17 +433,13 @@ class ExpressionLowering(ArrayLowering):
         condition = self.as_condition(self.leaf(node.test), node.test)
         if isinstance(condition, Static):
             return self.expr(node.body if condition.value else node.orelse)
-        if not contains_call(node.body) and not contains_call(node.orelse):
+        if eager_safe(node.body) and eager_safe(node.orelse):
             return self._select(node, condition, self.expr(node.body), self.expr(node.orelse))
         saved = dict(self.env)
         true_edge, false_edge = self.graph.branch(self.block, condition)
         arrivals = []
         for edge, branch in ((true_edge, node.body), (false_edge, node.orelse)):
-            self.current = self.graph.new_block()
-            edge.target = self.current
-            self.env = dict(saved)
-            value = self.expr(branch)
-            arrivals.append((self.block, {**self.env, RESULT: value}))
+            arrivals += self._operand_arm(edge, saved, lambda branch=branch: self.expr(branch))
         return self._join_value(arrivals, node)
 
     def _select(self, node: ast.IfExp, condition: SSAValue, then_value: Any, else_value: Any) -> Any:
@@ -392,10 +450,9 @@ class ExpressionLowering(ArrayLowering):
                 "make both arms tuples/lists of the same length, or both single values",
             )
         selected = [
-            t if isinstance(t, SSAValue) and t is e else
-            self.prim("where", [condition, self.materialize(t, node), self.materialize(e, node)])
+            t if isinstance(t, SSAValue) and t is e else self._where(node, condition, t, e)
             for t, e in zip(then_leaves, else_leaves, strict=True)
-        ]  # fmt: skip
+        ]
         return unflatten(then_def, selected)
 
     # -- calls ------------------------------------------------------------------------------
@@ -418,6 +475,7 @@ class ExpressionLowering(ArrayLowering):
         if fn is range:
             raise self.source.error(node, "range() is supported only as the iterable of a `for` loop",
                                     "write `for i in range(...):`")
+        self._check_per_member_meaning(node, fn)
         args, kwargs = self._arguments(node)
         leaves, _ = flatten((args, kwargs))
         if all(isinstance(leaf, Static) for leaf in leaves) or _is_structure_builder(fn):
@@ -426,7 +484,31 @@ class ExpressionLowering(ArrayLowering):
             return lowered
         if (builtin := self._builtin_prim(fn, args, kwargs)) is not None:
             return self.prim(builtin, [self.materialize(a, node) for a in args])
-        return self._opaque_call(node, fn, args, kwargs, n_results)
+        result = self._opaque_call(node, fn, args, kwargs, n_results)
+        if isinstance(result, SSAValue) and _returns_new_array(fn, kwargs):
+            self.aliases.fresh(result)
+        return result
+
+    def _check_per_member_meaning(self, node: ast.Call, fn: Any) -> None:
+        """Reject calls whose batched meaning differs from running them once per member: they
+        would run once, at compile time or on the whole batch."""
+        if fn is print:
+            raise self.source.error(
+                node,
+                "print() inside a batched function would run once, at compile time, on placeholder values "
+                "(not once per member)",
+                "return the value you want to see, or call the function with `dry_run=True` to run the "
+                "plain Python once per member (print works there)",
+            )
+        if _draws_from_global_generator(fn):
+            raise self.source.error(
+                node,
+                f"`{self.source.segment(node.func)}` draws from a global random generator: abir would draw once "
+                "(at compile time, or once for the whole batch), so members would not get the draws Python "
+                "gives them one by one",
+                "use abir.random (counter-based draws per member, e.g. `abir.random.normal(key, counter)`), "
+                "passing each member's key as an argument",
+            )
 
     def _arguments(self, node: ast.Call) -> tuple[list[Any], dict[str, Any]]:
         """Positional (starred compile-time structures spread) and keyword argument values."""
@@ -492,7 +574,10 @@ class ExpressionLowering(ArrayLowering):
             )
         flat_args: list[SSAValue] = []
         treedefs = []
-        for arg in self.elements(node.args, in_call=True):
+        arguments = self.elements(node.args, in_call=True)
+        if pending := next((a for a in arguments if awaits_result_structure(a)), None):
+            return stand_in(pending)  # a helper's result of unknown structure: lowered again once known
+        for arg in arguments:
             leaves, treedef = flatten(_drop_none(arg))
             flat_args += [self.materialize(leaf, node) for leaf in leaves]
             treedefs.append(treedef)
@@ -505,6 +590,8 @@ class ExpressionLowering(ArrayLowering):
     def call_op(self, symbol: str, args: list[SSAValue], n_results: int) -> list[SSAValue]:
         op = CallOp(SymbolRefAttr(symbol), args, [UnknownType()] * n_results)
         self.block.add_op(op)
+        for result in op.res:
+            self.aliases.foreign(result, CALL_RESULT, args)
         return list(op.res)
 
     def _static_call(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:
@@ -517,7 +604,9 @@ class ExpressionLowering(ArrayLowering):
             result = fn(*args, **kwargs)
         except Exception as e:
             raise self.source.error(node, f"calling {_what(fn)} at compile time raised {type(e).__name__}: {e}") from None
-        return result if builds_structure else Static(result)
+        if builds_structure:
+            return result
+        return self.computed_static(result, [*args, *kwargs.values()])
 
     def _builtin_prim(self, fn: Any, args: list, kwargs: dict) -> str | None:
         if kwargs or any(isinstance(a, tuple | list) for a in args):
@@ -540,9 +629,30 @@ class ExpressionLowering(ArrayLowering):
 
         key = (self.source.function, node.lineno, node.col_offset, treedef, tuple(map(id, statics)), n_results)
         hint = getattr(fn, "__name__", None) or type(fn).__name__
-        symbol = self.services.opaque(key, hint, self.source.segment(node), call_with_batched_leaves)
+        helper = Helper(call_with_batched_leaves, fn, CallSite.of(self.source, node))
+        symbol = self.services.opaque(key, hint, self.source.segment(node), helper)
+        if (structure := helper_result_structure(symbol)) is not None:  # learned by type inference
+            return unflatten(structure, self.opaque_prim(symbol, batched, structure.num_leaves))
         results = self.opaque_prim(symbol, batched, n_results or 1)
         return tuple(results) if n_results is not None else results[0]
+
+
+NEW_ARRAY_FUNCTIONS = (np.zeros_like, np.ones_like, np.full_like, np.empty_like, np.array, np.copy)
+"""NumPy functions (lowered to helper calls) whose result is always a new array."""
+
+
+def _returns_new_array(fn: Any, kwargs: dict[str, Any]) -> bool:
+    copy = kwargs.get("copy", Static(True))
+    return any(fn is f for f in NEW_ARRAY_FUNCTIONS) and isinstance(copy, Static) and copy.value is True
+
+
+def _draws_from_global_generator(fn: Any) -> bool:
+    """Whether `fn` is `np.random.*`, `random.*` or a method of one of their generators."""
+    module = getattr(fn, "__module__", None) or ""
+    if module == "random" or module == "numpy.random" or module.startswith("numpy.random."):
+        return True
+    generators = (random.Random, np.random.RandomState, np.random.Generator, np.random.BitGenerator)
+    return isinstance(getattr(fn, "__self__", None), generators)
 
 
 def _unwrap(value: Any) -> Any:

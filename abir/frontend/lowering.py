@@ -3,7 +3,9 @@
 SSA construction follows the structure of the Python source: each branch and loop body is
 lowered with its own copy of the environment; at joins (`merge`) variables with different values
 become block arguments, and loop headers get a block argument for every leaf of every variable
-the loop assigns. `finalize` later drops the arguments that turn out to be trivial.
+the loop assigns (or assigns items of: `abir.frontend.item_assignment`). `finalize` later drops
+the arguments that turn out to be trivial. A `range()` bound of unknown dtype puts its located
+error on the loop's comparisons (`INTEGER_OPERANDS_ATTR`): type inference raises it for a float.
 """
 
 from __future__ import annotations
@@ -13,12 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import optree
-from xdsl.ir import Block, Region
+from xdsl.dialects.builtin import IntegerType, StringAttr
+from xdsl.ir import Block, Region, SSAValue
 
-from abir.dialects.functional import FuncOp, UnknownType
+from abir.dialects.functional import ConstantOp, FuncOp, PrimOp, UnknownType
+from abir.frontend.aliases import item_assigned_names
 from abir.frontend.cfg import FunctionGraph
-from abir.frontend.expressions import ExpressionLowering, _drop_none
+from abir.frontend.expressions import _drop_none
+from abir.frontend.item_assignment import ItemAssignmentLowering, OwnedHeaderLeaf
 from abir.frontend.source import FunctionSource
 from abir.frontend.state import (
     Arrival,
@@ -28,6 +34,8 @@ from abir.frontend.state import (
     describe_structure,
 )
 from abir.frontend.values import MaybeUndefined, Static, flatten, is_materializable, unflatten
+from abir.opaque import awaits_result_structure, stand_in
+from abir.passes.infer_types import INTEGER_OPERANDS_ATTR
 
 UNSUPPORTED_STATEMENTS: dict[str, tuple[str, str]] = {
     "With": ("`with` statements are not supported", "move the `with` block into a helper function"),
@@ -51,6 +59,11 @@ UNSUPPORTED_STATEMENTS: dict[str, tuple[str, str]] = {
     "AsyncFor": ("`async for` is not supported", "use `for i in range(...)`"),
     "TypeAlias": ("`type` aliases are not supported", "define the alias at module level"),
 }
+
+
+INTEGER_CLOSED_PRIMS = {"add", "subtract", "multiply", "floor_divide", "remainder", "minimum", "maximum", "abs",
+                        "negative", "positive"}
+"""Builtin prims whose result is an integer when every operand is."""
 
 
 @dataclass(eq=False)
@@ -81,7 +94,7 @@ class LoweredFunction:
     """The first call whose callee's result structure was unknown (the body is incomplete)."""
 
 
-class FunctionLowering(ExpressionLowering):
+class FunctionLowering(ItemAssignmentLowering):
     """Lowers the body of `source` for the given parameter structures into `functional.func`."""
 
     def __init__(
@@ -100,6 +113,9 @@ class FunctionLowering(ExpressionLowering):
         self.loops: list[LoopFrame] = []
         self.returns: list[ReturnSite] = []
         self.unknown: UnknownResultStructure | None = None
+        self.abandoned: list[UnknownResultStructure] = []
+        self._owned_at_header: dict[Block, tuple[list[OwnedHeaderLeaf], int]] = {}
+        """Per loop header: its owned arguments, and how many in-place updates preceded the body."""
         self._hidden_names = 0
 
     def lower(self) -> LoweredFunction:
@@ -111,6 +127,7 @@ class FunctionLowering(ExpressionLowering):
         output = self.returns[0].treedef if self.returns else None
         n_outputs = output.num_leaves if output is not None else 0
         func = FuncOp(self.symbol, ([UnknownType()] * len(self.graph.entry.args), [UnknownType()] * n_outputs), self.region)
+        self.unknown = self.unknown or next(iter(self.abandoned), None)
         if self.unknown is None:
             self.graph.finalize()
         return LoweredFunction(func, output, self.unknown)
@@ -122,6 +139,7 @@ class FunctionLowering(ExpressionLowering):
             leaves = [next(args) for _ in range(treedef.num_leaves)]
             for leaf in leaves:
                 leaf.name_hint = param.arg
+                self.aliases.foreign(leaf, f"the argument '{param.arg}' of '{self.source.name}', which the caller holds")
             self.assign_name(param.arg, unflatten(treedef, list(leaves)), param)
 
     # -- statements -------------------------------------------------------------------------
@@ -165,10 +183,12 @@ class FunctionLowering(ExpressionLowering):
             self.assign(node.target, self.expr(node.value))
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
+        if isinstance(node.target, ast.Subscript):
+            self.augmented_item_assignment(node, node.target)
+            return
         if not isinstance(node.target, ast.Name):
             raise self._assignment_target_error(node.target)
-        current = self.expr_Name(ast.Name(node.target.id, ast.Load(), lineno=node.lineno, col_offset=node.col_offset))
-        self.assign_name(node.target.id, self.binary(node, type(node.op), current, self.expr(node.value)), node)
+        self.augmented_name_assignment(node, node.target)
 
     def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
@@ -177,6 +197,9 @@ class FunctionLowering(ExpressionLowering):
         if isinstance(target, ast.Tuple | ast.List):
             for element, part in zip(target.elts, self._unpack(target, value), strict=True):
                 self.assign(element, part)
+            return
+        if isinstance(target, ast.Subscript):
+            self.assign_item(target, value)
             return
         raise self._assignment_target_error(target)
 
@@ -200,6 +223,8 @@ class FunctionLowering(ExpressionLowering):
             parts = [Static(v) for v in value.value]
         elif isinstance(value, tuple | list):
             parts = list(value)
+        elif awaits_result_structure(value):  # a helper's result: lowered again once its structure is known
+            parts = [stand_in(value)] * count
         else:
             raise self.source.error(
                 target,
@@ -215,6 +240,8 @@ class FunctionLowering(ExpressionLowering):
         self._return(Static(None) if node.value is None else self.expr(node.value), node)
 
     def _return(self, value: Any, node: ast.Return) -> None:
+        if self.returns and awaits_result_structure(value):  # a helper's result: lowered again once known
+            value = unflatten(self.returns[0].treedef, [stand_in(value)] * self.returns[0].treedef.num_leaves)
         leaves, treedef = flatten(_drop_none(value))
         site = ReturnSite(treedef, self.source.lineno(node))
         if self.returns and self.returns[0].treedef != treedef:
@@ -294,7 +321,12 @@ class FunctionLowering(ExpressionLowering):
         self.env[counter] = start
         header, carried = self._enter_loop(node, [counter, *assigned_names(node.body, node.target)])
         count = self.materialize(self.env[counter], node)
-        condition = self._range_condition(node, count, self.materialize(stop, node), step)
+        if all(isinstance(b, Static) or self._known_integer(b) for b in bounds):
+            self.integer_values.add(count)
+            requirement = None
+        else:
+            requirement = self._integer_requirement(call)
+        condition = self._range_condition(node, count, self.materialize(stop, node), step, requirement)
 
         def prologue() -> None:
             self.assign_name(node.target.id, count, node.target)
@@ -306,18 +338,53 @@ class FunctionLowering(ExpressionLowering):
 
     def _range_bound(self, node: ast.expr) -> Any:
         value = self.leaf(node)
-        if isinstance(value, Static) and not isinstance(value.value, int):
-            raise self.source.error(node, f"range() arguments must be integers, got {value.value!r}")
+        if isinstance(value, Static):
+            if not isinstance(value.value, int | np.integer):
+                raise self.source.error(node, f"range() arguments must be integers, got {value.value!r}",
+                                        f"convert it: `range(int({self.source.segment(node)}))`")
+            return Static(int(value.value))
         return value
 
-    def _range_condition(self, node: ast.For, count: Any, stop: Any, step: Any) -> Any:
+    def _known_integer(self, value: SSAValue) -> bool:
+        """Whether `value` is an integer by construction (an integer constant, a conversion to an
+        integer type, a shape fact, a range counter, integer arithmetic of those): its range()
+        needs no check."""
+        if value in self.integer_values:
+            return True
+        op = value.owner
+        if isinstance(op, ConstantOp | PrimOp) and isinstance(value.type, IntegerType):
+            return True  # constants, and astype to an integer type, are typed by the frontend
+        if isinstance(op, PrimOp) and op.prim_name in INTEGER_CLOSED_PRIMS:
+            return all(self._known_integer(operand) for operand in op.operands)
+        return False
+
+    def _integer_requirement(self, call: ast.Call) -> StringAttr:
+        """What type inference reports if a bound of `range(...)` turns out to be a float: the
+        frontend does not know per-member dtypes, so the comparisons of the loop carry it."""
+        segment = self.source.segment(call)
+        error = self.source.error(
+            call, f"range() arguments must be integers, but an argument of `{segment}` is a per-member float "
+            "(Python raises TypeError)",
+            "convert the argument with int(...), e.g. `range(int(n))`, or pass integers",
+        )
+        return StringAttr(str(error))
+
+    def _range_condition(
+        self, node: ast.For, count: Any, stop: Any, step: Any, requirement: StringAttr | None
+    ) -> Any:
+        def compare(name: str, operands: list[Any]) -> SSAValue:
+            result = self.prim(name, operands)
+            if requirement is not None:
+                result.owner.attributes[INTEGER_OPERANDS_ATTR] = requirement  # type: ignore[union-attr]
+            return result
+
         if isinstance(step, Static):
             if step.value == 0:
                 raise self.source.error(node.iter, "range() step must not be zero")
-            return self.prim("less" if step.value > 0 else "greater", [count, stop])
+            return compare("less" if step.value > 0 else "greater", [count, stop])
         zero = self.materialize(Static(0), node)
-        upward = self.prim("logical_and", [self.prim("greater", [step, zero]), self.prim("less", [count, stop])])
-        downward = self.prim("logical_and", [self.prim("less", [step, zero]), self.prim("greater", [count, stop])])
+        upward = self.prim("logical_and", [compare("greater", [step, zero]), compare("less", [count, stop])])
+        downward = self.prim("logical_and", [compare("less", [step, zero]), compare("greater", [count, stop])])
         return self.prim("logical_or", [upward, downward])
 
     def _hidden_name(self, kind: str) -> str:
@@ -325,7 +392,12 @@ class FunctionLowering(ExpressionLowering):
         return f".{kind}{self._hidden_names}"
 
     def _enter_loop(self, node: ast.stmt, assigned: list[str]) -> tuple[Block, list[Carried]]:
-        """Jump to a new loop header with one block argument per leaf of each carried variable."""
+        """Jump to a new loop header with one block argument per leaf of each carried variable
+        (variables the loop assigns, or assigns items of)."""
+        mutated = [n for n in item_assigned_names(node.body) if n in self.local_names and n not in assigned]
+        assigned = [*assigned, *mutated]
+        sharers = self.sharers_at_entry(node, assigned)
+        owned: list[OwnedHeaderLeaf] = []
         entry = self.block
         header = self.graph.new_block()
         edge = self.graph.jump(entry)
@@ -339,16 +411,22 @@ class FunctionLowering(ExpressionLowering):
                 continue
             leaves, treedef = flatten(value)
             header_leaves: list[Any] = []
-            for leaf in leaves:
+            for position, leaf in enumerate(leaves):
                 if isinstance(leaf, Static) and not is_materializable(leaf.value):
                     header_leaves.append(leaf)  # checked to stay the same object at the back edges
                     continue
                 arg = self.graph.add_argument(header, name)
                 edge.args.append(self.materialize(leaf, node, entry))
                 header_leaves.append(arg)
+                shared_with = sharers.get((name, position), [])
+                kept = self.header_argument_roots(node, arg, name, position, leaf, shared_with, assigned)
+                if kept is not None:
+                    owned.append(kept)
             header_env[name] = unflatten(treedef, header_leaves)
             carried.append(Carried(name, treedef, header_leaves))
+        self._owned_at_header[header] = (owned, self.aliases.in_place_updates)
         self.current, self.env = header, header_env
+        self.follow_at_header(node, owned)  # the same array under other names
         return header, carried
 
     def _loop(
@@ -407,6 +485,12 @@ class FunctionLowering(ExpressionLowering):
 
     def _close_loop(self, node: ast.stmt, header: Block, carried: list[Carried], back: list[Arrival]) -> None:
         """Back edges to the header, passing the carried variables' values at the end of an iteration."""
+        owned, updates_before = self._owned_at_header.pop(header, ([], 0))
+        updates_in_body = self.aliases.in_place_updates > updates_before
+        for origin, env in back:
+            if owned:
+                assert isinstance(origin, Block), "a back edge leaves from the end of a block"
+                self.check_back_edge(node, owned, origin, env, updates_in_body)
         for origin, env in back:
             edge = self._edge_to(origin, header)
             for variable in carried:
@@ -416,6 +500,7 @@ class FunctionLowering(ExpressionLowering):
                         self._check_static_invariant(node, variable.name, header_leaf, leaf)
                     else:
                         edge.args.append(self.materialize(leaf, node, edge.source))
+                        self.aliases.union_values([header_leaf, leaf])  # one array from iteration to iteration
         self.current = None
 
     def _carried_leaves(self, node: ast.stmt, variable: Carried, value: Any) -> list[Any]:

@@ -3,8 +3,10 @@
 A function is lowered once per structure of its arguments (a *specialization*); calls discover
 new specializations, which are lowered depth-first so that a callee's result structure is known
 at its call sites. Inside a recursive cycle the result structure of a function still being
-lowered is unknown: the calling path is abandoned for this round, the base cases give the
-structure, and the whole program is lowered again until no call site is left unknown.
+lowered is unknown: the calling path (the rest of a statement sequence, or one operand of a
+conditional expression, `and` or `or`, whose other operand then joins alone) is abandoned for
+this round, the base cases give the structure, and the whole program is lowered again until no
+call site is left unknown.
 """
 
 from __future__ import annotations

@@ -12,12 +12,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import optree
-from xdsl.dialects.builtin import SymbolRefAttr, i1
-from xdsl.ir import Block, SSAValue
+from xdsl.dialects.builtin import SymbolRefAttr, TensorType, i1
+from xdsl.ir import Block, BlockArgument, SSAValue
 
 from abir import prims
-from abir.dialects.functional import PrimOp, UnknownType
+from abir.dialects.functional import ConstantOp, PrimOp, UnknownType
+from abir.frontend.aliases import CALL_RESULT, SCALAR_OR_VIEW, VIEW, AliasTracker, updates_in_place
 from abir.frontend.cfg import Edge, FunctionGraph
 from abir.frontend.source import FunctionSource
 from abir.frontend.values import (
@@ -29,11 +31,15 @@ from abir.frontend.values import (
     is_materializable,
     unflatten,
 )
+from abir.opaque import awaits_result_structure, stand_in
 
 Env = dict[str, Any]
 Arrival = tuple[Block | Edge, Env]
 """Control reaching a join: from the open end of a block, or along a branch edge, with the
 variables as they are on that path."""
+
+KNOWN_SCALAR_DEPTH = 32
+"""How far back `LoweringState.known_scalar` follows definitions before it gives up."""
 
 BOOLEAN_PRIMS = prims.COMPARISONS | {"logical_and", "logical_or", "logical_xor", "logical_not"}
 
@@ -91,6 +97,9 @@ class LoweringState:
         self.current: Block | None = graph.entry
         self.env: Env = {}
         self.booleans: set[SSAValue] = set()
+        self.integer_values: set[SSAValue] = set()
+        """Values known to be integers by construction (shape facts, range counters)."""
+        self.aliases = AliasTracker(enabled=updates_in_place(source.tree))
         self.first_assignment: dict[str, int] = {}
         self.names = source.enclosing_names()
 
@@ -107,11 +116,14 @@ class LoweringState:
         self.block.add_op(op)
         if boolean:
             self.booleans.add(op.res[0])
+        self.aliases.fresh(op.res[0])
         return op.res[0]
 
     def opaque_prim(self, symbol: str, operands: Sequence[SSAValue], n_results: int) -> list[SSAValue]:
         op = PrimOp(SymbolRefAttr(symbol), list(operands), [UnknownType()] * n_results)
         self.block.add_op(op)
+        for result in op.res:
+            self.aliases.foreign(result, CALL_RESULT, operands)
         return list(op.res)
 
     def materialize(self, value: Any, node: ast.AST, block: Block | None = None) -> SSAValue:
@@ -133,6 +145,7 @@ class LoweringState:
             (block or self.block).add_op(op)
             if op.res.type == i1:
                 self.booleans.add(op.res)
+            self.aliases.constant(op.res, value)
             return op.res
         raise self.source.error(
             node,
@@ -152,6 +165,28 @@ class LoweringState:
         if value.type == i1:
             return value
         return self.prim("astype", [value], to_bool=True)
+
+    def known_scalar(self, value: Any, visiting: set[SSAValue] | None = None, depth: int = 0) -> bool:
+        """Whether `value` is a per-member scalar whatever the arguments' types: a number, a
+        scalar constant, a shape fact or range counter, an elementwise (builtin) prim of such
+        values, or a join one of whose incoming values is one (the values meeting at a join have
+        one type). False when unsure (a cycle, a long chain)."""
+        if isinstance(value, Static):
+            return np.ndim(value.value) == 0
+        visiting = set() if visiting is None else visiting
+        if not isinstance(value, SSAValue) or value in visiting or depth > KNOWN_SCALAR_DEPTH:
+            return False
+        visiting.add(value)
+        op = value.owner
+        if value in self.integer_values or isinstance(op, ConstantOp) and not isinstance(value.type, TensorType):
+            return True
+        if isinstance(op, PrimOp) and op.is_builtin:
+            return all(self.known_scalar(operand, visiting, depth + 1) for operand in op.operands)
+        if isinstance(value, BlockArgument):
+            incoming = [e.args[value.index] for e in self.graph.edges()
+                        if e.target is value.block and value.index < len(e.args)]
+            return any(self.known_scalar(v, visiting, depth + 1) for v in incoming)
+        return False
 
     # -- variables --------------------------------------------------------------------------
 
@@ -190,6 +225,7 @@ class LoweringState:
             return MaybeUndefined(name, self.first_assignment.get(name, self.source.lineno(node)))
         if all(_same(values[0], v) for v in values[1:]):
             return values[0]
+        values = _placeholders_for_pending(values)
         flat = [flatten(v) for v in values]
         treedefs = {treedef for _, treedef in flat}
         if len(treedefs) > 1:
@@ -213,9 +249,20 @@ class LoweringState:
         arg = self.graph.add_argument(target, name)
         for leaf, edge in zip(leaves, edges, strict=True):
             edge.args.append(self.materialize(leaf, node, edge.source))
+        self.aliases.derived(arg, leaves, self._join_kind(leaves))
         if all(leaf in self.booleans or _is_static_bool(leaf) for leaf in leaves):
             self.booleans.add(arg)
         return arg
+
+    def _join_kind(self, leaves: Sequence[Any]) -> str:
+        """How a join of `leaves` relates to their arrays: a scalar copy or a view when each leaf
+        is an integer-index read or a scalar by construction (a join has one type), else a view."""
+        kinds = [self.aliases.kind(leaf) for leaf in leaves]
+        if SCALAR_OR_VIEW in kinds and all(
+            kind == SCALAR_OR_VIEW or self.known_scalar(leaf) for leaf, kind in zip(leaves, kinds, strict=True)
+        ):
+            return SCALAR_OR_VIEW
+        return VIEW
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -228,6 +275,19 @@ def _same(a: Any, b: Any) -> bool:
             type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
         )
     return a is b
+
+
+def _placeholders_for_pending(values: list[Any]) -> list[Any]:
+    """Helper results whose structure type inference has not learned yet, shaped like the other
+    paths' common structure (the program is lowered again once the structure is known)."""
+    known = {flatten(v)[1] for v in values if not awaits_result_structure(v)}
+    if len(known) != 1 or LEAF in known:  # a leaf is the call's own flat result: no placeholder
+        return values
+    structure = known.pop()
+    return [
+        unflatten(structure, [stand_in(v)] * structure.num_leaves) if awaits_result_structure(v) else v
+        for v in values
+    ]
 
 
 def _is_static_bool(value: Any) -> bool:

@@ -114,12 +114,18 @@ class Fuser:
         self.copies[key] = self.add_block(copy, near)
         return copy
 
-    def trampoline(self, arm: Block, ret: Block, call: Operation, near: Block) -> Block:
+    def trampoline(self, arm: Block, ret: Block, call: Operation, near: Block, callee: Block) -> Block:
+        """A block calling `arm` with return block `ret` (cached). It counts as having absorbed
+        `arm`, `callee` (whose entry test `near` absorbs) and what `near` has: when `arm` is a
+        call site that absorbed the entry test itself (`return n > 0 and f(n - 1)`), the
+        trampoline would otherwise absorb it, make the next trampoline, and so on, unrolling
+        the recursion until the budget runs out (244 stack blocks from 7)."""
         key = (ret, arm)  # distinct from returning_arm keys: (arm, ret) vs (ret, arm) orders
         if key in self.copies and self.copies[key].parent is not None:
             return self.copies[key]
         block = Block()
         block.add_op(copy_attrs(call, stack.PushGotoOp(ret, arm)))
+        self.absorbed[block] = {arm, callee, *self.absorbed.get(near, set())}
         self.copies[key] = self.add_block(block, near)
         return block
 
@@ -151,7 +157,7 @@ class Fuser:
                     if all(leaf is None for leaf in leaves):
                         return False
                     then_b, else_b = (
-                        leaf if leaf is not None else self.trampoline(arm, ret, term, block)
+                        leaf if leaf is not None else self.trampoline(arm, ret, term, block, callee)
                         for arm, leaf in zip(arms, leaves, strict=True)
                     )
                     new = copy_attrs(callee_term, stack.BranchOp(callee_term.cond, then_b, else_b))

@@ -8,6 +8,10 @@ dummies (NEP 50: weak literals are passed as Python scalars), opaque prims by ab
 on NumPy zero dummies with a small batch dimension (callables written with jax.numpy or TF accept
 NumPy arrays too), calls read the callee's
 current results (unknown at first for recursive functions; base cases give the first facts).
+An undecorated helper (`abir.opaque.Helper`) that fails on its dummies raises a `HelperError`
+naming it; one returning a structure its call was not lowered for teaches the helper that
+structure and raises `HelperStructureLearned` (a `Context` lowers the program again). The entry's
+arguments may be weak (Python numbers passed to a batched call).
 Results join over all returns. Rounds repeat until nothing changes; the last round reports
 conflicts (a join of two different types at a block argument or a return) as errors.
 
@@ -16,7 +20,8 @@ argument facts its call sites pass (`@scale` for the first signature seen, `@sca
 `@scale.t2`, ... for the others, weak arguments being their own kind), and every call is
 redirected to the specialization of its argument facts; see `abir.passes.specialize_types` for
 the policy (sticky call keys, recursion, the limit of 8 per function). User `type_inference`
-callables apply to every specialization of their function.
+callables apply to every specialization of their function; a declared result type wins over weak
+values of its kind (`ans = 1` returned where int32 is declared is an int32, NEP 50).
 
 Afterwards every weak constant takes the type its use wants (`x_i32 - 1` makes the `1` an i32),
 duplicated when uses disagree, and loses its `weak` mark.
@@ -31,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import optree
 from xdsl.context import Context
 from xdsl.dialects import cf
 from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp, StringAttr
@@ -41,14 +47,15 @@ from xdsl.traits import SymbolTable
 
 from abir import prims
 from abir.dialects import functional
-from abir.errors import TypeInferenceError
-from abir.opaque import lookup_opaque
+from abir.errors import AbirError, TypeInferenceError
+from abir.opaque import Helper, HelperStructureLearned, helper_error, lookup_opaque, site_of
 from abir.passes.analysis import call_graph, functions_of, reachable
 from abir.passes.specialize_types import Specializations, base_names
-from abir.types import TensorType, Type, ir_type, is_value_type, tensor_type_of
+from abir.types import TensorType, ir_type, is_value_type, tensor_type_of
 
 MAX_ROUNDS = 200
 ENTRY_ATTR = "abir.entry"  # set on typed modules: the function the program starts in
+LEAF = optree.tree_structure(0)  # the structure of one array
 
 
 @dataclass(frozen=True)
@@ -225,14 +232,25 @@ class PrimEvaluator:
 
     def _run_opaque(self, name: str, args: Sequence[TensorType], n_results: int) -> list[Fact]:
         fn = lookup_opaque(name)
-        where = f"opaque callable @{name} (source: {self.sources.get(name, '?')!r})"
+        source = self.sources.get(name, "?")
+        site = site_of(name)
+        where = f"opaque callable @{name} (source: {source!r})"
         batch = max([2, *(1 + d for a in args for d in a.shape)])
         try:
             out = self._evaluate(fn, args, batch)
-        except TypeInferenceError:
+        except AbirError:
             raise
         except Exception as exc:
+            if (helper_failure := helper_error(exc, when="at type inference, on zero-filled arrays")) is not None:
+                raise helper_failure from exc
+            if site is not None:
+                raise LocatedTypeInferenceError(
+                    f"{site.describe()}`{source}` cannot be computed for per-member values of types "
+                    f"{_describe_types(args)}: {exc}"
+                ) from exc
             raise TypeInferenceError(f"{where} failed on dummy inputs {list(args)}: {exc}") from exc
+        if isinstance(fn, Helper):
+            return [self._strip_batch(v, batch, where) for v in helper_result_leaves(fn, out, n_results)]
         values = list(out) if isinstance(out, tuple | list) else [out]
         if isinstance(out, tuple | list) and n_results == 1:
             raise TypeInferenceError(f"{where} returned a {type(out).__name__} where one array was expected")
@@ -242,9 +260,10 @@ class PrimEvaluator:
 
     def _evaluate(self, fn: Callable[..., Any], args: Sequence[TensorType], batch: int) -> Any:
         dummies = [np.zeros((batch, *a.shape), a.dtype) for a in args]
+        call = fn.call_structured if isinstance(fn, Helper) else fn
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return fn(*dummies)
+            return call(*dummies)
 
     @staticmethod
     def _strip_batch(value: Any, batch: int, where: str) -> Fact:
@@ -258,6 +277,71 @@ class PrimEvaluator:
                 "batch dimension"
             )
         return Fact(ir_type(np.dtype(getattr(dtype, "as_numpy_dtype", dtype)), shape[1:]))
+
+
+class LocatedTypeInferenceError(TypeInferenceError):
+    """A type inference error that already names the user's file and line."""
+
+
+INTEGER_OPERANDS_ATTR = "abir.integer_operands"
+"""On a prim: its operands must be integers or booleans, else type inference fails with the
+attribute's text (the frontend's located error for a float `range()` bound)."""
+
+
+ARRAY_OPERAND_ERROR_ATTR = "abir.array_operand_error"
+"""On the prim of `x op= v`: type inference fails with the attribute's text when `x` (the first
+operand) is a per-member array, which NumPy would update in place where abir cannot follow it."""
+IN_PLACE_RESULT_ATTR = "abir.in_place_result"
+"""On the prim of `x op= v`: when `x` (the first operand) is a per-member array, NumPy updates it
+in place, so the result keeps its dtype and shape; else type inference fails with the text."""
+
+
+def check_integer_operands(requirement: Attribute, operands: Sequence[Fact]) -> None:
+    if any(np.dtype(f.tensor.dtype).kind not in "biu" for f in operands):
+        raise LocatedTypeInferenceError(requirement.data if isinstance(requirement, StringAttr) else str(requirement))
+
+
+def check_in_place(op: functional.PrimOp, operands: Sequence[Fact], results: Sequence[Fact | None] = ()) -> None:
+    """The requirements the frontend put on the prim of an augmented assignment `x op= v` (its
+    `results` once known), which hold trivially when `x` is a per-member scalar (Python rebinds)."""
+    if not operands or not operands[0].tensor.shape:
+        return
+    failed = op.attributes.get(ARRAY_OPERAND_ERROR_ATTR)
+    if failed is None and results and results[0] is not None and results[0].type != operands[0].type:
+        failed = op.attributes.get(IN_PLACE_RESULT_ATTR)
+    if failed is not None:
+        raise LocatedTypeInferenceError(failed.data if isinstance(failed, StringAttr) else str(failed))
+
+
+def _describe_types(args: Sequence[TensorType]) -> str:
+    return "(" + ", ".join(f"{np.dtype(a.dtype)}{list(a.shape) if a.shape else ''}" for a in args) + ")"
+
+
+def helper_result_leaves(helper: Helper, out: Any, n_results: int) -> list[Any]:
+    """The result leaves of an undecorated helper, learning the structure it returns. A structure
+    its call was not lowered for (the frontend emitted `n_results` flat results), or one whose
+    result the frontend lowered as a placeholder (`abir.opaque.stand_in`), raises
+    `HelperStructureLearned`: lowering the program again keeps the structure."""
+    leaves, structure = optree.tree_flatten(out)
+    where = f"{helper.site.describe()}the helper '{helper.name}'"
+    if not leaves:
+        raise LocatedTypeInferenceError(
+            f"{where} returned {out!r}; a helper called from a batched function returns arrays "
+            "(or tuples, lists or namedtuples of them)"
+        )
+    known = helper.result_structure
+    if known is not None and known != structure:
+        raise LocatedTypeInferenceError(
+            f"{where} returns {known} for some argument types and {structure} for others; return "
+            "one structure"
+        )
+    helper.result_structure = structure
+    flat = structure.num_leaves == n_results and (
+        structure == LEAF or (n_results > 1 and isinstance(out, tuple | list) and len(out) == n_results)
+    )
+    if known is None and (not flat or helper.stood_in) or known is not None and known.num_leaves != n_results:
+        raise HelperStructureLearned(helper)
+    return leaves
 
 
 @dataclass
@@ -330,11 +414,19 @@ class FunctionInference:
         return [None] * len(op.results)
 
     def _prim(self, op: functional.PrimOp, operands: list[Fact]) -> list[Fact | None]:
+        if (requirement := op.attributes.get(INTEGER_OPERANDS_ATTR)) is not None:
+            check_integer_operands(requirement, operands)
+        check_in_place(op, operands)
         try:
             if not op.is_builtin:
-                return list(self.evaluator.opaque(op, [f.strong() for f in operands]))
-            constants = [constant_value(v) for v in op.arguments]
-            return [self.evaluator.builtin(op, operands, constants)]
+                results = list(self.evaluator.opaque(op, [f.strong() for f in operands]))
+            else:
+                constants = [constant_value(v) for v in op.arguments]
+                results = [self.evaluator.builtin(op, operands, constants)]
+            check_in_place(op, operands, results)
+            return results
+        except LocatedTypeInferenceError:
+            raise
         except TypeInferenceError as exc:
             raise TypeInferenceError(f"in @{self.name}: {exc}") from exc
 
@@ -357,22 +449,28 @@ def constant_value(value: SSAValue) -> Any:
 
 
 def user_result_facts(name: str, fn: Callable[..., Any], params: Sequence[Fact]) -> list[Fact]:
-    """Call a user's `type_inference` with the parameter TensorTypes; normalise its answer."""
+    """Call a user's `type_inference` with the parameter TensorTypes; flatten its answer: a
+    `TensorType`, a `Type`, or any nesting of tuples, lists and namedtuples of them, one leaf per
+    result value (a `Context` passes each argument's types in that argument's structure)."""
     try:
         answer = fn([f.tensor for f in params])
     except Exception as exc:
         raise TypeInferenceError(
             f"the type_inference of @{name} failed on {[f.tensor for f in params]}: {exc}"
         ) from exc
-    if isinstance(answer, Type):
-        answer = answer.tensors
-    leaves = [answer] if isinstance(answer, TensorType) else list(answer)
+    leaves = optree.tree_leaves(answer, is_leaf=lambda x: isinstance(x, TensorType), none_is_leaf=True)
     try:
-        return [Fact(ir_type(np.dtype(t.dtype), tuple(t.shape))) for t in leaves]
+        return [Fact(ir_type(_numpy_dtype(t.dtype), tuple(t.shape))) for t in leaves]
     except Exception as exc:
         raise TypeInferenceError(
-            f"the type_inference of @{name} returned {answer!r}, not TensorTypes"
+            f"the type_inference of @{name} returned {answer!r}; return an abir.TensorType(dtype, shape) "
+            "per result (a tuple or list of them, nested like the results, for several)"
         ) from exc
+
+
+def _numpy_dtype(dtype: Any) -> np.dtype:
+    """A NumPy dtype from a NumPy, TF (`tf.int32`) or JAX dtype or a dtype name."""
+    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
 
 
 @dataclass
@@ -394,11 +492,14 @@ class ModuleInference:
     def __post_init__(self) -> None:
         self.specs = Specializations(self.module, join_facts, widen_param, fmt_signature)
 
-    def run(self, arg_types: Sequence[Attribute]) -> tuple[dict[str, LocalResult], dict[str, Any]]:
+    def run(
+        self, arg_types: Sequence[Attribute], weak_args: Sequence[bool] | None = None
+    ) -> tuple[dict[str, LocalResult], dict[str, Any]]:
         funcs = functions_of(self.module)
         if self.entry not in funcs:
             raise TypeInferenceError(f"no function @{self.entry} in the module")
-        entry_facts = tuple(Fact(t) for t in arg_types)
+        weak_args = weak_args if weak_args is not None else [False] * len(arg_types)
+        entry_facts = tuple(Fact(t, weak) for t, weak in zip(arg_types, weak_args, strict=True))
         n_params = len(funcs[self.entry].entry_block.args)
         if len(entry_facts) != n_params:
             raise TypeInferenceError(
@@ -473,28 +574,45 @@ class ModuleInference:
             fn_params = self.specs.params(name)
             user = self.user_callable(name)
             if user is not None and fn_params and all(p is not None for p in fn_params):
-                joined = list(user_result_facts(name, user, fn_params))
+                joined = self._declared(name, user, fn_params, n_out)
             results[name] = joined if all(j is not None for j in joined) else None
         return results
+
+    def _declared(self, name: str, user: Callable[..., Any], params: Sequence[Fact], n_out: int) -> list[Fact | None]:
+        """The result facts a user's `type_inference` declares (strong: a declared type wins over
+        weak literals, which take it as the reference casts them)."""
+        declared = user_result_facts(name, user, params)
+        if len(declared) != n_out:
+            raise TypeInferenceError(
+                f"the type_inference of @{name} gives {len(declared)} result type(s), but the function "
+                f"returns {n_out} array(s); give one abir.TensorType per returned array"
+            )
+        return list(declared)
 
     def _check_user(self, order, locals_) -> None:  # noqa: ANN001
         for name in order:
             user = self.user_callable(name)
             if user is None:
                 continue
-            declared = user_result_facts(name, user, self.specs.params(name) or ())
+            n_out = len(functions_of(self.module)[name].function_type.outputs)
+            declared = self._declared(name, user, self.specs.params(name) or (), n_out)
             conflicts = Conflicts()
             for i, want in enumerate(declared):
-                found = _strong(conflicts.join_all([r[i] for r in locals_[name].returns], f"@{name}"))
-                if found is not None and found.type != want.type:
+                found = conflicts.join_all([r[i] for r in locals_[name].returns], f"@{name}")
+                if found is not None and not _declared_type_holds(want, found):
+                    weak = " from Python numbers (which take a declared type of their own kind only)"
                     raise TypeInferenceError(
                         f"the type_inference of @{name} says result #{i} is {fmt(want.type)}, but its "
-                        f"returns produce {fmt(found.type)}"
+                        f"returns produce {fmt(found.type)}{weak if found.weak else ''}"
                     )
 
 
-def _strong(fact: Fact | None) -> Fact | None:
-    return fact.strong() if fact is not None else None
+def _declared_type_holds(want: Fact, found: Fact) -> bool:
+    """A declared result type holds for the returned values: the same type, or weak values (Python
+    literals and numbers computed from them) that take it without changing kind (NEP 50)."""
+    if found.type == want.type:
+        return True
+    return found.weak and absorbs(want, found)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -508,10 +626,12 @@ def infer_types(
     arg_types: Sequence[Attribute] | None = None,
     *,
     user_type_inference: Mapping[str, Callable[..., Any]] | None = None,
+    weak_args: Sequence[bool] | None = None,
 ) -> None:
     """Type `module` in place from `entry` (its declared parameter types if `arg_types` is None);
     clone functions called with several argument type signatures (one specialization each, calls
-    redirected); drop functions not reachable from `entry`."""
+    redirected); drop functions not reachable from `entry`. `weak_args` marks the entry's
+    arguments that are Python numbers: weak like literals (NEP 50)."""
     funcs = functions_of(module)
     if entry not in funcs:
         raise TypeInferenceError(f"no function @{entry} in the module")
@@ -526,7 +646,7 @@ def infer_types(
     inference = ModuleInference(
         module, entry, PrimEvaluator(sources), dict(user_type_inference or {})
     )
-    locals_, results = inference.run(list(arg_types))
+    locals_, results = inference.run(list(arg_types), weak_args)
     funcs = functions_of(module)
     for name, func in funcs.items():
         if name not in locals_:

@@ -43,6 +43,9 @@ PROGRAMS = {
     ("structures.py", "step"): ([State(i64, i64)], None),
     ("opaque_and_closures.py", "clip"): ([vec3], None),
     ("arrays.py", "arrays"): ([vec3, i64], None),
+    ("ternary_recursion.py", "fib"): ([i64], "i64"),
+    ("ternary_recursion.py", "clamp_div"): ([i64, i64], "i64,i64"),
+    ("item_assignment.py", "histogram"): ([abir.TensorType(np.int64, (8,)), i64], None),
 }
 
 

@@ -1,0 +1,262 @@
+"""Which frontend values may be the same NumPy array: what in-place updates need (item
+assignment `x[i] = v`, and `x += v` on an array).
+
+NumPy updates an array in place: every name bound to that array, and every view of it
+(`x[1:]`, `x.T`, `m[i]` of a matrix), sees the change, and so does the caller when the array is
+an argument. The frontend lowers an update to a functional one (a new SSA value for `x`), so
+it must know which other bindings hold the same array. It tracks, per value, its *roots*: the
+array objects it may be (or view). A root is
+
+* *owned* when the function made the array itself: the result of arithmetic, of `copy()`, of an
+  advanced-index read, of a NumPy constructor evaluated at compile time (`np.zeros(5)`), ...;
+* *foreign* otherwise, with the reason in words: an argument (the caller holds it), an array from
+  the enclosing scope (later calls see it), the result of a call (it may be an argument or an
+  array held elsewhere), a loop variable that may be another variable's array.
+
+Roots are merged (union-find) when analysis learns two of them may be one array (a loop
+carrying one variable's array into another's). A value that is a view records how: an index read
+by integers only (`key = x[j]`) is a copy when the member's result is a scalar, which the frontend
+checks once types are known; any other view (slices, `.T`, reshapes) or possible alias (a join of
+two values, a call's result) is definite. Values the tracker never saw are foreign: analysis
+errs on the side of an error, never of a silent difference.
+
+`x += v` updates `x` in place only when members are arrays (a per-member scalar is immutable:
+Python rebinds `x`), which the frontend learns only with types. A variable holding the same
+value as `x` then holds a *follower* (`followed`): `x`'s updated array for arrays, its own old
+value for scalars; it counts as holding exactly `x`'s array (`holds_exactly`).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import optree
+from xdsl.ir import SSAValue
+
+from abir.frontend.values import MaybeUndefined, Static, flatten, unflatten
+
+SCALAR_OR_VIEW = "scalar-or-view"
+"""An index read by integers only: a scalar copy when it reaches a scalar, else a view."""
+VIEW = "view"
+"""A view, or a value that may be one of several arrays: always shares its roots' memory."""
+
+
+@dataclass(eq=False)
+class Root:
+    """One array object (or several that analysis cannot tell apart)."""
+
+    foreign: str | None = None
+    """None when the function owns the array; else why it does not, in words for an error."""
+
+
+UNTRACKED = Root("a value whose array abir cannot trace")
+CALL_RESULT = "the result of a call, which may be one of its arguments or an array held elsewhere"
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One leaf of one variable: `env[name]`'s leaf number `position`."""
+
+    name: str
+    position: int
+    value: Any
+
+
+@dataclass
+class AliasTracker:
+    """Roots of the values of one function's lowering (a no-op when `enabled` is false: a function
+    without item assignment never needs them)."""
+
+    enabled: bool
+    roots: dict[SSAValue, frozenset[Root]] = field(default_factory=dict)
+    kinds: dict[SSAValue | Static, str] = field(default_factory=dict)
+    fresh_statics: dict[int, tuple[Static, Root]] = field(default_factory=dict)
+    parent: dict[Root, Root] = field(default_factory=dict)
+    followed: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    """Followers (see the module docstring) and the value whose array each one is for arrays."""
+    in_place_updates: int = 0
+    """How many updates of values that may be arrays were lowered in place so far."""
+
+    # -- recording ----------------------------------------------------------------------------
+
+    def fresh(self, value: SSAValue) -> None:
+        """`value` is a new array the function owns."""
+        if self.enabled:
+            self.roots[value] = frozenset({Root()})
+
+    def foreign(self, value: SSAValue, reason: str, sources: Iterable[Any] = ()) -> None:
+        """`value` is an array the function does not own, which may also be one of `sources`."""
+        if self.enabled:
+            self.roots[value] = frozenset({Root(reason)}) | self.roots_of_all(sources)
+            self.kinds[value] = VIEW
+
+    def derived(self, value: SSAValue, sources: Iterable[Any], kind: str = VIEW) -> None:
+        """`value` is (a view of) one of `sources`' arrays."""
+        if self.enabled:
+            self.roots[value] = self.roots_of_all(sources)
+            self.kinds[value] = kind
+
+    def same(self, value: SSAValue, source: Any) -> None:
+        """`value` is `source`'s array (after an in-place update)."""
+        if self.enabled:
+            self.roots[value] = self.roots_of(source)
+
+    def follows(self, follower: SSAValue, value: SSAValue) -> None:
+        """`follower` is `value`'s array when members are arrays (else an immutable scalar)."""
+        if self.enabled:
+            self.roots[follower] = self.roots_of(value)
+            self.followed[follower] = value
+
+    def constant(self, value: SSAValue, static: Static) -> None:
+        """`value` materializes `static`: the same array (a number is a fresh one)."""
+        if not self.enabled:
+            return
+        roots = self._static_roots(static)
+        self.roots[value] = roots or frozenset({Root()})
+        if self.kind(static) == VIEW and roots:
+            self.kinds[value] = VIEW
+
+    def fresh_static(self, static: Static, inputs: Iterable[Any], enclosing: Iterable[Any]) -> None:
+        """`static` is the result of a call evaluated at compile time: an array the function owns
+        unless it shares memory with the call's inputs or with the enclosing scope's arrays."""
+        if not self.enabled or not isinstance(static.value, np.ndarray):
+            return
+        others = [*_arrays(inputs), *(v for v in enclosing if isinstance(v, np.ndarray))]
+        if not any(np.may_share_memory(static.value, other) for other in others):
+            self.fresh_statics[id(static)] = (static, Root())
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def roots_of(self, leaf: Any) -> frozenset[Root]:
+        if isinstance(leaf, SSAValue):
+            return frozenset(self.find(r) for r in self.roots.get(leaf, (UNTRACKED,)))
+        if isinstance(leaf, Static):
+            return self._static_roots(leaf)
+        return frozenset()
+
+    def roots_of_all(self, leaves: Iterable[Any]) -> frozenset[Root]:
+        result: frozenset[Root] = frozenset()
+        for leaf in leaves:
+            for part in flatten(leaf)[0]:
+                result |= self.roots_of(part)
+        return result
+
+    def kind(self, leaf: Any) -> str | None:
+        """SCALAR_OR_VIEW, VIEW, or None for an array of its own."""
+        if isinstance(leaf, Static):
+            return None if id(leaf) in self.fresh_statics else VIEW
+        return self.kinds.get(leaf)
+
+    def foreign_reason(self, roots: frozenset[Root]) -> str | None:
+        return next((r.foreign for r in roots if r.foreign is not None), None)
+
+    def holds_exactly(self, leaf: Any, array: Any) -> bool:
+        """Whether `leaf` is `array`'s very array (when it is an array): the same value, or a
+        follower of it."""
+        return leaf is array or (isinstance(leaf, SSAValue) and self.followed.get(leaf) is array)
+
+    def shares(self, a: Any, b: Any) -> bool:
+        """Whether leaves `a` and `b` may share memory."""
+        return bool(self.roots_of(a) & self.roots_of(b))
+
+    def _static_roots(self, static: Static) -> frozenset[Root]:
+        if id(static) in self.fresh_statics:
+            return frozenset({self.find(self.fresh_statics[id(static)][1])})
+        arrays = list(_arrays([static.value]))
+        if not arrays:
+            return frozenset()  # numbers, functions, ...: immutable, or not arrays
+        owned = {
+            self.find(root)
+            for fresh, root in self.fresh_statics.values()
+            if any(np.may_share_memory(a, fresh.value) for a in arrays)
+        }
+        return frozenset(owned) or frozenset({Root("an array from outside the function (a module-level or closure "
+                                                   "value), which later calls would see changed")})
+
+    # -- merging ------------------------------------------------------------------------------
+
+    def find(self, root: Root) -> Root:
+        while root in self.parent:
+            root = self.parent[root]
+        return root
+
+    def union_values(self, leaves: Iterable[Any], *roots: Root) -> None:
+        """These leaves (and `roots`) may be one array."""
+        if self.enabled:
+            self.union([*roots, *self.roots_of_all(leaves)])
+
+    def union(self, roots: Iterable[Root]) -> None:
+        """These roots may be one array: merge them (a foreign one makes the merged one foreign)."""
+        classes = list(dict.fromkeys(self.find(r) for r in roots))
+        if len(classes) < 2:
+            return
+        keep = next((r for r in classes if r.foreign is not None), classes[0])
+        for other in classes:
+            if other is not keep:
+                self.parent[other] = keep
+
+
+def assigns_items(tree: ast.AST) -> bool:
+    """Whether a function assigns into items (`x[i] = v`, `x[i] += v`) anywhere."""
+    return any(isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) for n in ast.walk(tree))
+
+
+def updates_in_place(tree: ast.AST) -> bool:
+    """Whether code may update an array in place: item assignment, or `x op= v` on a name (an
+    array `x` is updated in place)."""
+    return assigns_items(tree) or any(
+        isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name) for n in ast.walk(tree)
+    )
+
+
+def names_updated_in_place(body: list[ast.stmt]) -> set[str]:
+    """The variables `body` may update in place: those whose items it assigns, and the targets
+    of `x op= v`."""
+    augmented = {
+        n.target.id for s in body for n in ast.walk(s) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
+    }
+    return augmented | set(item_assigned_names(body))
+
+
+def item_assigned_names(body: list[ast.stmt]) -> list[str]:
+    """The variables whose items (or whose fields' items) `body` assigns: `x` of `x[i] = v` and
+    of `s.x[i] += v`."""
+    names: dict[str, None] = {}
+    for statement in body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
+                base = node.value
+                while isinstance(base, ast.Attribute | ast.Subscript):
+                    base = base.value
+                if isinstance(base, ast.Name):
+                    names[base.id] = None
+    return list(names)
+
+
+def bindings(env: dict[str, Any]) -> Iterator[Binding]:
+    """Every leaf of every variable of `env`."""
+    for name, value in env.items():
+        if isinstance(value, MaybeUndefined):
+            continue
+        for position, leaf in enumerate(flatten(value)[0]):
+            yield Binding(name, position, leaf)
+
+
+def rebind(env: dict[str, Any], name: str, position: int, leaf: Any) -> None:
+    """Replace leaf `position` of variable `name` in `env`."""
+    leaves, treedef = flatten(env[name])
+    leaves[position] = leaf
+    env[name] = unflatten(treedef, leaves)
+
+
+def _arrays(values: Iterable[Any]) -> Iterator[np.ndarray]:
+    for value in values:
+        leaf_value = value.value if isinstance(value, Static) else value
+        for leaf in optree.tree_leaves(leaf_value, is_leaf=lambda x: isinstance(x, Static | SSAValue)):
+            inner = leaf.value if isinstance(leaf, Static) else leaf
+            if isinstance(inner, np.ndarray):
+                yield inner

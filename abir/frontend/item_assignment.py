@@ -1,0 +1,460 @@
+"""Item assignment (`x[i] = v`, `x[i] += v`, `x[a:b] = w`, `x[i, j] = v`) with NumPy's meaning.
+
+The index is anything a read accepts (`ArrayLowering.index_components`): compile-time ints,
+slices, `...`, `None`, one integer array, and per-member integers, clipped into range as reads
+are. The write is the batch operation `setitem` (`batch_ops.make_setitem`): a new SSA value for
+`x` (a functional update), typed like reads by type inference.
+
+NumPy changes the array in place, so first the frontend makes sure nothing can observe the
+difference (`abir.frontend.aliases` tracks which values may share an array):
+
+* `x` must hold an array the function owns: assigning into an argument, an array from the
+  enclosing scope or a call's result is an error (Python would change the caller's array too),
+  which suggests assigning into a copy;
+* every other variable holding the very same array is rebound to the update, as NumPy shows it;
+* a variable read from `x` by integer indices (`key = x[j]`) is a copy if it is a per-member
+  scalar: a check that runs once types are known raises the located error if it is not;
+* any other variable that may share `x`'s memory (a slice, `.T`, a reshape, a join of `x` and
+  another array, a call's result) makes the assignment an error naming it.
+
+`x op= v` on a name (`augmented_name_assignment`) updates an array `x` in place too, in its own
+dtype and shape, but rebinds a per-member scalar `x` (immutable in Python), and the frontend learns
+which one `x` is only with types. Unless `x` is a scalar by construction (`known_scalar`), the
+prim computing the update carries requirements type inference checks when `x` has axes
+(`abir.passes.infer_types.check_in_place`): the located error to raise (`x` holds an argument, or
+another variable may share its array) or the result must keep `x`'s type. Variables holding the
+very same value follow the update as arrays do (`batch_ops.after_in_place`).
+
+Loops: a carried variable gets an array of its own at the header when it enters with one that
+only names the loop does not assign share (`sharers_at_entry`, `header_argument_roots`), and
+every back edge is checked to keep it so (`check_back_edge`); else its array is foreign there.
+In a loop that updates arrays in place, the variables holding the very array a carried variable
+holds as the loop starts follow it (as arrays; scalars keep their value), and a back edge where
+they no longer do, or where another variable shares it, fails type inference if it is an array.
+Copy checks of integer-index reads are emitted at loops that update in place only: elsewhere
+such a read keeps the loop's variable from owning its array, and nothing is checked.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Block, SSAValue
+
+from abir.dialects.functional import PrimOp
+from abir.frontend import batch_ops
+from abir.frontend.aliases import (
+    SCALAR_OR_VIEW,
+    Binding,
+    Root,
+    assigns_items,
+    bindings,
+    names_updated_in_place,
+    rebind,
+)
+from abir.frontend.expressions import ExpressionLowering, _unwrap
+from abir.frontend.state import Env, _what
+from abir.frontend.values import MaybeUndefined, Static, flatten
+from abir.passes.infer_types import ARRAY_OPERAND_ERROR_ATTR, IN_PLACE_RESULT_ATTR
+
+IN_PLACE_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.iadd,
+    ast.Sub: operator.isub,
+    ast.Mult: operator.imul,
+    ast.Div: operator.itruediv,
+    ast.FloorDiv: operator.ifloordiv,
+    ast.Mod: operator.imod,
+    ast.Pow: operator.ipow,
+    ast.LShift: operator.ilshift,
+    ast.RShift: operator.irshift,
+    ast.BitAnd: operator.iand,
+    ast.BitOr: operator.ior,
+    ast.BitXor: operator.ixor,
+    ast.MatMult: operator.imatmul,
+}
+OPERATOR_SYMBOLS: dict[type[ast.operator], str] = {
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
+    ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.MatMult: "@",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OwnedHeaderLeaf:
+    """A loop header argument assumed to hold an array no other variable holds, except `group`:
+    variables the loop does not assign that hold the very same array (bound to the argument too)."""
+
+    name: str
+    position: int
+    root: Root
+    group: tuple[tuple[str, int], ...] = ()
+
+
+class ItemAssignmentLowering(ExpressionLowering):
+    """Item assignment statements, and the loop bookkeeping they need."""
+
+    # -- statements ---------------------------------------------------------------------------
+
+    def assign_item(self, target: ast.Subscript, value: Any) -> None:
+        """`target = value` for a subscript target, `value` already evaluated (as Python does)."""
+        array = self._target_array(target)
+        components, operands = self._target_index(target)
+        self._update(target, array, self.array_operand(target, value), components, operands)
+
+    def augmented_item_assignment(self, node: ast.AugAssign, target: ast.Subscript) -> None:
+        """`x[i] op= v`: read `x[i]` once, combine, write back (NumPy buffers `x[idx] += v`, so a
+        repeated index in an index array is written once, as here)."""
+        array = self._target_array(target)
+        components, operands = self._target_index(target)
+        current = self.batch_op(target, "getitem", ("getitem", components), batch_ops.make_index(components),
+                                [self.materialize(array, target), *operands])
+        combined = self.binary(node, type(node.op), current, self.expr(node.value))
+        self._update(target, array, self.materialize(combined, node), components, operands)
+
+    def augmented_name_assignment(self, node: ast.AugAssign, target: ast.Name) -> None:
+        """`x op= v`: NumPy updates an array `x` in place (in its dtype and shape; every variable
+        holding that array sees the change), Python rebinds a scalar `x`."""
+        name = target.id
+        current = self.expr_Name(ast.Name(name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset))
+        value = self.expr(node.value)
+        if isinstance(current, Static) and isinstance(current.value, np.ndarray) and current.value.ndim > 0:
+            self._update_static_in_place(node, name, current, value)
+        elif isinstance(current, SSAValue) and not self.known_scalar(current):
+            self._update_in_place(node, name, current, value)
+        else:
+            self.assign_name(name, self.binary(node, type(node.op), current, value), node)
+
+    def _update_in_place(self, node: ast.AugAssign, name: str, current: SSAValue, value: Any) -> None:
+        """`x op= v` for a batched `x` that may be a per-member array or scalar."""
+        updated = self.binary(node, type(node.op), current, value)
+        op = updated.owner
+        assert isinstance(op, PrimOp) and op.operands[0] is current, "the update's first operand is `x`"
+        obstacle = self._in_place_obstacle(node, name, current)
+        if obstacle is not None:
+            op.attributes[ARRAY_OPERAND_ERROR_ATTR] = StringAttr(str(obstacle))
+            self.assign_name(name, updated, node)
+            return
+        op.attributes[IN_PLACE_RESULT_ATTR] = StringAttr(str(self._in_place_type_error(node, name)))
+        self.aliases.same(updated, current)
+        self.aliases.in_place_updates += 1
+        for binding in self._exact_holders(name, current):
+            old = self.materialize(binding.value, node)
+            follower = self.batch_op(node, "after_in_place", ("after_in_place",), batch_ops.after_in_place,
+                                     [old, updated])
+            self.aliases.follows(follower, updated)
+            rebind(self.env, binding.name, binding.position, follower)
+        self.assign_name(name, updated, node)
+
+    def _update_static_in_place(self, node: ast.AugAssign, name: str, current: Static, value: Any) -> None:
+        """`x op= v` for a compile-time array `x`."""
+        if (obstacle := self._in_place_obstacle(node, name, current)) is not None:
+            raise obstacle
+        if isinstance(value, Static):
+            array = np.array(current.value, copy=True)  # the member's own array, updated in place
+            try:
+                IN_PLACE_OPERATORS[type(node.op)](array, value.value)
+            except Exception as e:
+                raise self.source.error(
+                    node, f"evaluating this at compile time raised {type(e).__name__}: {e}"
+                ) from None
+            updated: Any = Static(array)
+            self.aliases.fresh_static(updated, [], self.names.values())
+        else:
+            updated = self.binary(node, type(node.op), current, value)
+            assert isinstance(updated.owner, PrimOp)
+            updated.owner.attributes[IN_PLACE_RESULT_ATTR] = StringAttr(str(self._in_place_type_error(node, name)))
+            self.aliases.same(updated, current)
+        self.aliases.in_place_updates += 1
+        for binding in self._exact_holders(name, current):
+            rebind(self.env, binding.name, binding.position, updated)
+        self.assign_name(name, updated, node)
+
+    def _exact_holders(self, name: str, array: Any) -> list[Binding]:
+        """The variables other than `name` holding `array` itself (hidden ones are never arrays)."""
+        return [
+            b for b in bindings(self.env)
+            if b.name != name and b.name.isidentifier() and self.aliases.holds_exactly(b.value, array)
+        ]  # fmt: skip
+
+    def _in_place_obstacle(self, node: ast.AugAssign, name: str, current: Any) -> Exception | None:
+        """The error for `x op= v` if `x` is an array NumPy would change where abir cannot
+        follow: `x` holds an argument's (or another foreign) array, or another variable may share
+        it. Integer-index reads of it (`key = x[j]`) are checked to be copies instead."""
+        statement, rebinding = self._augmented_texts(node, name)
+        if (reason := self.aliases.foreign_reason(self.aliases.roots_of(current))) is not None:
+            return self.source.error(
+                node, f"`{statement}` updates the array `{name}` holds in place (in NumPy), but `{name}` holds "
+                f"{reason}: NumPy would change that array too",
+                f"write `{rebinding}` to make a new array, or `{name} = {name}.copy()` before updating it in place",
+            )
+        for binding in list(bindings(self.env)):
+            if binding.name == name or not binding.name.isidentifier() or not self.aliases.shares(binding.value, current):
+                continue
+            if self.aliases.holds_exactly(binding.value, current):
+                continue
+            if self.aliases.kind(binding.value) == SCALAR_OR_VIEW:
+                self._require_copy(node, name, binding, self.env)
+                continue
+            return self.source.error(
+                node, f"`{statement}` updates the array `{name}` holds in place (in NumPy), and variable "
+                f"'{binding.name}' may share that array (a view, or the same array on some paths): NumPy would "
+                f"change '{binding.name}' too",
+                f"write `{rebinding}` to make a new array ('{binding.name}' keeps the old one), or make "
+                f"'{binding.name}' a copy where it is assigned (`.copy()`)",
+            )
+        return None
+
+    def _in_place_type_error(self, node: ast.AugAssign, name: str) -> Exception:
+        statement, rebinding = self._augmented_texts(node, name)
+        symbol = OPERATOR_SYMBOLS[type(node.op)]
+        convert = "" if isinstance(node.value, ast.Constant) else (
+            f", or convert the right-hand side: `{name} {symbol}= ({self.source.segment(node.value)}).astype({name}.dtype)`"
+        )  # fmt: skip
+        return self.source.error(
+            node, f"`{statement}` updates the array `{name}` in place (in NumPy), keeping its dtype and shape, but "
+            "the result here has another dtype or shape (NumPy would cast it within its kind, or raise)",
+            f"write `{rebinding}` to make a new array of the result's type{convert}",
+        )
+
+    def _augmented_texts(self, node: ast.AugAssign, name: str) -> tuple[str, str]:
+        """The statement's text, and the rebinding assignment that computes the same value."""
+        symbol = OPERATOR_SYMBOLS[type(node.op)]
+        value = self.source.segment(node.value)
+        return f"{name} {symbol}= {value}", f"{name} = {name} {symbol} {value}"
+
+    def _target_array(self, target: ast.Subscript) -> SSAValue | Static:
+        """The array `target.value` holds, which must be a variable's (or a field of one's)."""
+        if isinstance(target.value, ast.Subscript | ast.Call):
+            inner = self.source.segment(target.value)
+            raise self.source.error(
+                target, f"assigning into an item of `{inner}` is not supported",
+                "index the array once: `x[i, j] = v` instead of `x[i][j] = v`",
+            )
+        array = self.expr(target.value)
+        if isinstance(array, tuple | list):
+            raise self._assignment_target_error(target)  # type: ignore[attr-defined]
+        if isinstance(array, Static) and not self.aliases.roots_of(array):
+            raise self.source.error(
+                target, f"item assignment into {_what(array.value)} is not supported (Python raises TypeError)",
+                "assign into an array",
+            )
+        if not any(b.value is array for b in bindings(self.env)):
+            raise self.source.error(target, f"`{self.source.segment(target.value)}` is not a variable's array",
+                                    "assign the array to a variable first, then into its items")
+        return array
+
+    def _target_index(self, target: ast.Subscript) -> tuple[list[batch_ops.IndexComponent], list[SSAValue]]:
+        index = self.expr(target.slice)
+        if isinstance(index, tuple | list) and all(isinstance(leaf, Static) for leaf in flatten(index)[0]):
+            index = Static(_unwrap(index))
+        return self.index_components(target, index)
+
+    def _update(
+        self, target: ast.Subscript, array: SSAValue | Static, value: SSAValue,
+        components: list[batch_ops.IndexComponent], operands: list[SSAValue],
+    ) -> None:  # fmt: skip
+        name = self.source.segment(target.value)
+        roots = self.aliases.roots_of(array)
+        if (reason := self.aliases.foreign_reason(roots)) is not None:
+            copy = (f"write `{name} = {name}.copy()` before assigning items" if isinstance(target.value, ast.Name)
+                    else f"give `{name}` an array of its own where it is made (`.copy()`)")
+            raise self.source.error(
+                target, f"item assignment into `{name}` is not supported here: `{name}` holds {reason}; NumPy "
+                "would change that array in place",
+                f"assign into a copy: {copy}",
+            )
+        same = self._other_holders(target, name, array, self.env)
+        fn = batch_ops.make_setitem(components)
+        updated = self.batch_op(target, "setitem", ("setitem", components), fn,
+                                [self.materialize(array, target.value), value, *operands])
+        self.aliases.same(updated, array)
+        self.aliases.in_place_updates += 1
+        if isinstance(target.value, ast.Name):
+            updated.name_hint = target.value.id
+        for binding in same:
+            rebind(self.env, binding.name, binding.position, updated)
+
+    def _other_holders(self, node: ast.AST, name: str, array: Any, env: Env) -> list[Binding]:
+        """The bindings of `env` holding `array` itself (to rebind). Integer-index reads of it are
+        checked to be scalars (copies); any other binding that may share its memory is an error."""
+        same: list[Binding] = []
+        for binding in list(bindings(env)):
+            if self.aliases.holds_exactly(binding.value, array):
+                same.append(binding)
+            elif self.aliases.shares(binding.value, array):
+                self._require_copy(node, name, binding, env)
+        return same
+
+    def _require_copy(self, node: ast.AST, name: str, binding: Binding, env: Env) -> None:
+        if self.aliases.kind(binding.value) != SCALAR_OR_VIEW:
+            raise self.source.error(
+                node, f"variable '{binding.name}' may share its array with `{name}` (a view, or the same "
+                f"array on some paths): NumPy would change '{binding.name}' too when `{name}` changes in place",
+                f"make '{binding.name}' a copy where it is assigned (`.copy()`), or compute it again after the "
+                "item assignment",
+            )
+        value = self.materialize(binding.value, node)
+
+        def view_error() -> Exception:
+            return self.source.error(
+                node, f"variable '{binding.name}' is an item of `{name}` with axes of its own, a view of "
+                f"`{name}`'s array: NumPy would change '{binding.name}' too when `{name}` changes in place",
+                f"read it with `.copy()` (e.g. `{binding.name} = {name}[j].copy()`), or read it again after the "
+                "item assignment",
+            )
+
+        site = ast.Name(binding.name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset)
+        check = batch_ops.make_scalar_check(view_error)
+        checked = self.batch_op(site, "scalar_check", ("scalar_check", binding.name, binding.position), check, [value])
+        rebind(env, binding.name, binding.position, checked)
+
+    # -- loops --------------------------------------------------------------------------------
+
+    def sharers_at_entry(self, node: ast.stmt, names: list[str]) -> dict[tuple[str, int], list[Binding]]:
+        """For each leaf (name, position) of the variables a loop carries, what keeps it from
+        holding an array of its own as the loop is entered (`_sharers`); integer-index reads of
+        them are checked to be copies in the current block (the loop's entry) if the loop assigns
+        items, or updates that variable with `x op= v` and it may be an array."""
+        if not self.aliases.enabled:
+            return {}
+        carried = {n: self.env[n] for n in names if n in self.env}
+        assigns = assigns_items(node)
+        updated = names_updated_in_place([node])
+        return {
+            (b.name, b.position): self._sharers(
+                node, b.name, b.position, b.value, self.env,
+                assigns or b.name in updated and not self.known_scalar(b.value),
+            )
+            for b in list(bindings(carried))
+        }  # fmt: skip
+
+    def header_argument_roots(
+        self, node: ast.stmt, arg: SSAValue, name: str, position: int, entry_value: Any, sharers: list[Binding],
+        carried: list[str],
+    ) -> OwnedHeaderLeaf | None:
+        """Roots for a loop header argument: an array of its own when its entry value's only
+        `sharers` are variables the loop does not assign holding that very array, and the loop
+        may update that array in place through `name` (then returned: `follow_at_header` binds
+        the group to the argument, the back edges check it stays so), else a foreign array."""
+        if not self.aliases.enabled:
+            return None
+        follows = name in names_updated_in_place([node]) and not self.known_scalar(entry_value)
+        group = [
+            b for b in sharers
+            if self.aliases.holds_exactly(b.value, entry_value) and b.name != name and b.name not in carried
+        ] if follows else []  # fmt: skip
+        if len(group) == len(sharers):
+            root = Root()
+            self.aliases.roots[arg] = frozenset({root})
+            return OwnedHeaderLeaf(name, position, root, tuple((b.name, b.position) for b in group))
+        sharers = [b for b in sharers if b not in group]
+        line = self.source.lineno(node)
+        if sharers[0].name == name:
+            reason = self.aliases.foreign_reason(self.aliases.roots_of(entry_value))
+        else:
+            reason = f"an array that '{sharers[0].name}' also holds when the loop at line {line} starts"
+        self.aliases.foreign(arg, reason or f"an array shared when the loop at line {line} starts", [entry_value])
+        return None
+
+    def follow_at_header(self, node: ast.stmt, owned: list[OwnedHeaderLeaf]) -> None:
+        """In the loop header (the current block), bind each owned argument's group to the
+        argument's array: a variable holding the very array a carried variable holds as the loop
+        starts sees the loop's in-place updates of it, if it is an array (a follower; a
+        compile-time array is one)."""
+        for leaf in owned:
+            arg = flatten(self.env[leaf.name])[0][leaf.position]
+            for member, position in leaf.group:
+                entry = flatten(self.env[member])[0][position]
+                if isinstance(entry, Static):
+                    rebind(self.env, member, position, arg)
+                    continue
+                follower = self.batch_op(node, "after_in_place", ("after_in_place", member, position),
+                                         batch_ops.after_in_place, [entry, arg])
+                self.aliases.follows(follower, arg)
+                rebind(self.env, member, position, follower)
+
+    def check_back_edge(
+        self, node: ast.stmt, owned: list[OwnedHeaderLeaf], origin: Block, env: Env, in_place: bool
+    ) -> None:
+        """At the end of an iteration each owned header argument must again get an owned array no
+        other variable shares but its group, which must still hold it (integer-index reads of it
+        are checked to be copies, in `origin`). If not, in a loop whose body updates arrays in
+        place (`in_place`) that is an error if the variable is an array, which type inference
+        checks (scalars are immutable); other loops merge the roots, so that updates after them
+        see the sharing."""
+        saved = self.current
+        self.current = origin
+        try:
+            for leaf in owned:
+                if isinstance(env.get(leaf.name), MaybeUndefined | None):
+                    continue  # an error when the back edge is built
+                value = flatten(env[leaf.name])[0][leaf.position]
+                group = [b for b in bindings(env) if (b.name, b.position) in leaf.group]
+                following = {(b.name, b.position) for b in group if self.aliases.holds_exactly(b.value, value)}
+                sharers = [b for b in self._sharers(node, leaf.name, leaf.position, value, env, in_place)
+                           if (b.name, b.position) not in following]
+                left = [b for b in group if (b.name, b.position) not in following]
+                if in_place and (sharers or left):
+                    error = (self._loop_sharing_error(node, leaf.name, sharers) if sharers
+                             else self._left_behind_error(node, leaf.name, left[0].name))
+                    self._require_scalar_at_back_edge(node, leaf, value, env, error)
+                self.aliases.union_values([value, *(b.value for b in sharers)], leaf.root)
+        finally:
+            self.current = saved
+
+    def _require_scalar_at_back_edge(
+        self, node: ast.stmt, leaf: OwnedHeaderLeaf, value: Any, env: Env, error: Exception
+    ) -> None:
+        """Pass `value` on through a check raising `error` at type inference if it has axes."""
+        check = batch_ops.make_scalar_check(lambda: error)
+        checked = self.batch_op(node, "scalar_check", ("loop_sharing", leaf.name, leaf.position), check,
+                                [self.materialize(value, node)])
+        rebind(env, leaf.name, leaf.position, checked)
+
+    def _sharers(
+        self, node: ast.stmt, name: str, position: int, value: Any, env: Env, check_copies: bool
+    ) -> list[Binding]:
+        """Why `value` (leaf `position` of `name` in `env`) is not an owned array of its own: the
+        other bindings that may share it, or `value` itself when it is foreign. With
+        `check_copies`, integer-index reads of it are checked to be copies (in the current block)
+        and do not count."""
+        if self.aliases.foreign_reason(self.aliases.roots_of(value)) is not None:
+            return [Binding(name, position, value)]
+        sharers = []
+        for binding in list(bindings(env)):
+            if (binding.name, binding.position) == (name, position) or not self.aliases.shares(binding.value, value):
+                continue
+            if check_copies and binding.value is not value and self.aliases.kind(binding.value) == SCALAR_OR_VIEW:
+                self._require_copy(node, name, binding, env)
+            else:
+                sharers.append(binding)
+        return sharers
+
+    def _loop_sharing_error(self, node: ast.stmt, name: str, sharers: list[Binding]) -> Exception:
+        first = sharers[0]
+        if first.name == name:
+            what = f"holds {self.aliases.foreign_reason(self.aliases.roots_of(first.value))}"
+            copy = f"`{name} = {name}.copy()`"
+        else:
+            what = f"may share its array with '{first.name}'"
+            copy = f"`{name} = {first.name}.copy()`"
+        return self.source.error(
+            node, f"at the end of an iteration of this loop '{name}' {what}: the in-place updates in the loop "
+            "(item assignment, or `x += v` on an array) would change that array in NumPy, and abir cannot "
+            "follow arrays shared across iterations",
+            f"give '{name}' an array of its own in the loop, e.g. {copy}",
+        )
+
+    def _left_behind_error(self, node: ast.stmt, name: str, member: str) -> Exception:
+        return self.source.error(
+            node, f"'{member}' holds the array '{name}' holds when this loop starts, and at the end of an "
+            f"iteration '{name}' holds another array: NumPy keeps '{member}' on the first one (and the in-place "
+            "updates in the loop change it), which abir cannot follow across iterations",
+            f"give '{member}' an array of its own before the loop (`{member} = {name}.copy()`), or make "
+            f"'{name}' a new array with a plain assignment (`{name} = ...`) only",
+        )

@@ -1,0 +1,47 @@
+# RUN: python %s | filecheck %s
+# RUN: python %s | abir-opt | filecheck %s
+# A conditional expression whose arm recurses branches (only the members choosing that arm call),
+# and the other arm tells what the function returns: the arm calling the function being lowered
+# is left out of the join in the first round, as a base case would be. An arm of cheap operators
+# is computed for every member and selected with `where`.
+import abir.context
+
+ctx = abir.context.Context()
+
+
+@ctx.batch()
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+
+@ctx.batch()
+def clamp_div(x, d):
+    return x // d if d != 0 else 0
+
+
+print(ctx.module())
+
+# CHECK-LABEL: functional.func @fib(%n: !functional.unknown) -> !functional.unknown {
+# CHECK-NEXT:    %0 = functional.constant weak 2 : i64
+# CHECK-NEXT:    %1 = functional.prim "less"(%n, %0) : (!functional.unknown, i64) -> i1
+# CHECK-NEXT:    cf.cond_br %1, ^bb1, ^bb2
+# CHECK-NEXT:  ^bb1:
+# CHECK-NEXT:    cf.br ^bb3(%n : !functional.unknown)
+# CHECK-NEXT:  ^bb2:
+# CHECK-NEXT:    %2 = functional.constant weak 1 : i64
+# CHECK-NEXT:    %3 = functional.prim "subtract"(%n, %2) : (!functional.unknown, i64) -> !functional.unknown
+# CHECK-NEXT:    %4 = functional.call @fib(%3) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:    %5 = functional.constant weak 2 : i64
+# CHECK-NEXT:    %6 = functional.prim "subtract"(%n, %5) : (!functional.unknown, i64) -> !functional.unknown
+# CHECK-NEXT:    %7 = functional.call @fib(%6) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:    %8 = functional.prim "add"(%4, %7) : (!functional.unknown, !functional.unknown) -> !functional.unknown
+# CHECK-NEXT:    cf.br ^bb3(%8 : !functional.unknown)
+# CHECK-NEXT:  ^bb3(%9: !functional.unknown):
+# CHECK-NEXT:    functional.return %9 : !functional.unknown
+# CHECK-NEXT:  }
+
+# CHECK-LABEL: functional.func @clamp_div(%x: !functional.unknown, %d: !functional.unknown) -> !functional.unknown {
+# CHECK:         %[[Q:.*]] = functional.prim "floor_divide"(%x, %d)
+# CHECK:         %[[R:.*]] = functional.prim "where"(%{{.*}}, %[[Q]], %{{.*}})
+# CHECK-NEXT:    functional.return %[[R]]
+# CHECK-NOT:     cf.cond_br
