@@ -13,6 +13,7 @@ from abir.errors import (
     HelperError,
     StackOverflowError,
     StackUnderflowError,
+    StepLimitError,
     TypeInferenceError,
     UnsupportedSyntaxError,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "RunStats",
     "StackOverflowError",
     "StackUnderflowError",
+    "StepLimitError",
     "TensorFlowBackend",
     "TensorType",
     "Type",

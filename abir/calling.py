@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from abir.context import Context, FrontendProgram
     from abir.vm.machine import Machine
 
-CALL_OPTIONS = ("backend", "max_stack_depth", "dry_run", "stackless", "block_code_cache")
+CALL_OPTIONS = ("backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache")
 BACKEND_NAMES = ("numpy", "jax", "tensorflow", "tf")
 MAX_HELPER_STRUCTURE_ROUNDS = 16
 
@@ -39,6 +39,8 @@ class CallOptions:
 
     backend: Backend
     max_stack_depth: int = 15
+    max_steps: int | None = None
+    """At most this many blocks per member (None: no limit); see `Machine.run`."""
     dry_run: bool = False
     stackless: bool = False
     block_code_cache: dict[Any, Any] | None = None
@@ -67,6 +69,11 @@ def parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOpt
     depth = options.get("max_stack_depth", 15)
     if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1:
         raise ValueError(f"max_stack_depth must be a positive integer, got {depth!r}")
+    from abir.vm.machine import check_max_steps
+
+    check_max_steps(options.get("max_steps"))
+    if options.get("max_steps") is not None and options.get("stackless"):
+        raise ValueError("max_steps= needs the machine; it cannot be combined with stackless=True")
     cache = options.get("block_code_cache")
     if cache is not None and not isinstance(cache, dict):
         raise TypeError(f"block_code_cache must be a dict (or None), got {type(cache).__name__}")
@@ -155,7 +162,7 @@ def weak_leaves(leaves: Sequence[Any]) -> tuple[bool, ...]:
 
 def backend_kind(backend: Backend) -> tuple[Any, ...]:
     """What about a backend changes compiled code (its class and configuration)."""
-    return (type(backend).__name__, getattr(backend, "jit_compile", None), backend.block_order)
+    return (type(backend).__name__, getattr(backend, "jit_compile", None), backend.block_order, backend.superblocks)
 
 
 def compile_program(
@@ -184,7 +191,7 @@ def compile_program(
             context.forget_programs()
     else:
         raise AbirError(f"lowering '{name}' did not settle the structures its helpers return")
-    lowered = lower_to_vm(typed, frontend.entry, backend.block_order)
+    lowered = lower_to_vm(typed, frontend.entry, backend.block_order, backend.superblocks)
     return CompiledProgram(frontend, typed, lowered, compile_machine(lowered))
 
 
@@ -334,6 +341,7 @@ def run_program(program: CompiledProgram, leaves: Sequence[Any], batch_size: int
         options.backend,
         max_stack_depth=int(options.max_stack_depth),
         cache_key=("abir.run", machine, batch_size, int(options.max_stack_depth)),
+        max_steps=options.max_steps,
     )
 
 

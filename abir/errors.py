@@ -44,6 +44,16 @@ class StackUnderflowError(RuntimeError, AbirError):
     """A member popped a value that was never pushed (a compiler bug, reported clearly)."""
 
 
+class StepLimitError(RuntimeError, AbirError):
+    """Members still running after `max_steps` blocks. `members` lists them (batch indices),
+    `blocks` the vm block where each stopped."""
+
+    def __init__(self, message: str, *, members: list[int], blocks: list[int]):
+        super().__init__(message)
+        self.members = members
+        self.blocks = blocks
+
+
 class HelperError(TypeError, AbirError):
     """An undecorated helper (a primitive: called once on whole-batch arrays) failed; the message
     names the helper, where it is called, and the two ways to fix it."""

@@ -9,23 +9,26 @@ step. Two executions of the loop body (`execution=`):
   block, a return). Members never wait for other members' blocks: each sweep advances every live
   member, except in the program's tail (the last blocks, which lead only forward to the halt),
   where members wait until all live members are there. The compiler numbers the blocks for
-  this (`schedule-blocks` order `flow`: few backward transitions). Measured on NUTS
-  (examples/nuts.py, 64 chains x 20 transitions, depth 6; `bench/nuts.py`): 981 sweeps running
-  11,337 blocks, about 40 ms, against 12,991 single-block steps and 120 ms for `"switch"`.
+  this (`schedule-blocks` order `flow`: few backward transitions) and merges branch arms into
+  their blocks (`form-superblocks`, `superblocks = True`). Measured on NUTS (examples/nuts.py,
+  64 chains x 20 transitions, depth 6; `bench/nuts.py`): 565 sweeps running 7,026 blocks
+  (981 sweeps and 11,337 blocks without superblocks), against 12,991 single-block steps for
+  `"switch"`.
 * `"switch"`: `while min(pc) < halt: state = switch(next_block(pc), kernels)(state)`, one block
   per iteration chosen by the backend's `scheduler` (the reference's design).
 
-The compiled program is cached per `cache_key` (program, signature, batch size) on the backend
-instance, or in a dict the caller supplies, and reused across calls. With `collect_stats=True`
-the loop also counts, inside the compiled program, the blocks run, the members active in each
-and each member's own block count (`last_stats`); without it the loop carries no counters.
+The compiled loop runs in launches of about `launch_seconds` (`Backend.run_in_launches`), so
+Ctrl-C stops a runaway run between two launches. The compiled program is cached per `cache_key`
+(program, signature, batch size) on the backend instance, or in a dict the caller supplies, and
+reused across calls. With `collect_stats=True` the loop also counts, inside the compiled
+program, the blocks run, the members active in each and each member's own block count
+(`last_stats`); without it the loop carries no counters.
 
 Importing this module enables `jax_enable_x64`, so int64/float64 behave as in NumPy.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
@@ -39,6 +42,7 @@ from jax import lax  # noqa: E402
 
 from abir import prims  # noqa: E402
 from abir.backends.base import (  # noqa: E402
+    LAUNCH_SECONDS,
     Backend,
     Kernel,
     LazyRegisters,
@@ -81,6 +85,7 @@ class JaxBackend(Backend):
     per step)."""
 
     name = "jax"
+    superblocks = True
 
     def __init__(
         self,
@@ -89,6 +94,7 @@ class JaxBackend(Backend):
         *,
         execution: str | None = None,
         collect_stats: bool = False,
+        launch_seconds: float | None = LAUNCH_SECONDS,
     ):
         """`code_cache` maps a run's `cache_key` to its jitted function; pass a dict to share
         compiled code between backend instances (default: one cache shared by every instance, so
@@ -96,8 +102,11 @@ class JaxBackend(Backend):
         `execution` is `"sweep"` (default) or `"switch"` (see the module docstring).
         `scheduler(backend, pc)` picks the next block of the `"switch"` execution (passing one
         selects it); it must be traceable (jnp, not NumPy).
-        `collect_stats`: count blocks and active members inside the loop (`last_stats`)."""
+        `collect_stats`: count blocks and active members inside the loop (`last_stats`).
+        `launch_seconds`: run the compiled loop in launches of about this long, so that Ctrl-C
+        stops a run within about that time (`Backend.run_in_launches`); None: one launch."""
         self.configure_execution(execution, scheduler, "sweep", collect_stats)
+        self.configure_launches(launch_seconds)
         self.collect_stats = bool(collect_stats)
         self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
         self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
@@ -127,7 +136,9 @@ class JaxBackend(Backend):
     # ----- primitives ---------------------------------------------------------------------
     def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
         """NumPy semantics: operands are cast to the dtype NumPy computes in (the result dtype,
-        or the common dtype for comparisons and logical ops), then the result to `result_dtype`."""
+        or the common dtype for comparisons and logical ops), then the result to `result_dtype`.
+        Integer division by zero and integer powers with a negative exponent give what the NumPy
+        backend gives (0; a power truncated toward zero), never junk."""
         if not prims.is_builtin(name):
             raise ValueError(f"{name!r} is not a builtin primitive (see abir.prims)")
         result_dtype = None if result_dtype is None else np.dtype(result_dtype)
@@ -140,6 +151,15 @@ class JaxBackend(Backend):
         operands = self._cast_operands(name, args, result_dtype)
         if name in ("floor_divide", "remainder") and _integer(operands[0].dtype):
             result = _safe_int_division(name, *operands)
+        elif name == "pow" and _integer(operands[0].dtype):
+            # a negative exponent truncates toward zero, as on NumPy (jnp.power gives junk)
+            base, exponent = operands
+            negative = exponent < 0
+            powered = jnp.power(base, jnp.where(negative, jnp.zeros_like(exponent), exponent))
+            one = jnp.ones_like(powered)
+            odd_sign = jnp.where(exponent % 2 == 0, one, -one)
+            truncated = jnp.where(base == 1, one, jnp.where(base == -1, odd_sign, jnp.zeros_like(powered)))
+            result = jnp.where(negative, truncated, powered)
         else:
             result = getattr(jnp, name)(*operands)
         return result if result_dtype is None else result.astype(result_dtype)
@@ -202,6 +222,8 @@ class JaxBackend(Backend):
         Without a `cache_key` the compiled code is still reused for the same `kernels` list
         (the machine builds it once per program and backend), kept alive by the cache."""
         state = {key: jnp.asarray(value) for key, value in state.items()}
+        if self.collect_stats:
+            state[STATS_KEY] = _zero_counters(len(kernels), state["pc"].shape[0])
         run = self.compiled_run(
             self.code_cache,
             kernels,
@@ -210,19 +232,20 @@ class JaxBackend(Backend):
             lambda ks, halt: jax.jit(self._loop(ks, halt)),
             (self.execution, self.collect_stats),
         )
-        state = dict(run(state))
+        state = dict(self.run_in_launches(lambda s, n: run(s, np.int32(n)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
         self.last_stats = None if counters is None else _run_stats(counters)
         return state
 
-    def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
-        """The machine loop over `kernels` as a traceable function of the state."""
+    def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
+        """The machine loop over `kernels` as a traceable function of the state and the most
+        loop iterations to run (`Backend.run_in_launches`)."""
         if self.execution == "sweep":
             return self._sweep_loop(kernels, halt_index)
         if splittable(kernels):
             return self._split_loop(kernels, halt_index)
 
-        def loop(state: State) -> State:
+        def loop(state: State, iterations: Any) -> State:
             self.trace_count += 1  # runs only while tracing
             branches = [_conforming(kernel, state) for kernel in kernels]
 
@@ -232,11 +255,11 @@ class JaxBackend(Backend):
             def body(s: State) -> State:
                 return lax.switch(self.next_block(s["pc"]), branches, s)
 
-            return lax.while_loop(cond, body, state)
+            return _while_loop_at_most(iterations, cond, body, state)
 
         return loop
 
-    def _split_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+    def _split_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
         """The loop over split kernels: the carry is (next block, register groups, stacks).
         Neither the registers nor the stacks pass through `lax.switch`: the branches read them
         and return only the block's register writes (write slots, see `RegisterLayout`) and
@@ -245,7 +268,7 @@ class JaxBackend(Backend):
         a step moves what its block writes, not the whole state. The next block is computed
         once per step."""
 
-        def loop(state: State) -> State:
+        def loop(state: State, iterations: Any) -> State:
             self.trace_count += 1  # runs only while tracing
             regs = {key: value for key, value in state.items() if not is_stack_key(key)}
             stacks = {key: value for key, value in state.items() if is_stack_key(key)}
@@ -283,51 +306,58 @@ class JaxBackend(Backend):
                 return self.next_block(groups[pc_group][pc_row]).astype(jnp.int32), tuple(groups), stacks
 
             start = self.next_block(regs["pc"]).astype(jnp.int32)
-            _, groups, stacks = lax.while_loop(cond, body, (start, groups, stacks))
+            _, groups, stacks = _while_loop_at_most(iterations, cond, body, (start, groups, stacks))
             out = {key: groups[g][row] for key, (g, row) in layout.place.items()}
             return {**out, **stacks}
 
         return loop
 
-    def _sweep_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+    def _sweep_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
         """The loop of sweeps: each iteration runs every block in index order, each under a
         `lax.cond` on whether any member stands there right now (`_sweep_step`); blocks of the
         program's tail only once every live member is in the tail; a block that jumps to itself
         again and again while a member stands there (a loop whose body is one block: collatz
         B=64 0.76 -> 0.40 ms, B=1024 2.54 -> 1.24 ms)."""
 
-        def loop(state: State) -> State:
+        def loop(state: State, iterations: Any) -> State:
             self.trace_count += 1  # runs only while tracing
-            batch = state["pc"].shape[0]
+            state = dict(state)
+            counters = state.pop(STATS_KEY, None)
             steps = [_sweep_step(kernel, state, self.stack_scatter) for kernel in kernels]
             tail = tail_start_of(kernels)
 
-            def cond(carry: tuple[State, Any]) -> Any:
-                return jnp.min(carry[0]["pc"]) < halt_index
+            def cond(carry: tuple[State, Any, Any]) -> Any:
+                state, _, used = carry
+                return (used < iterations) & (jnp.min(state["pc"]) < halt_index)
 
-            def run_block(block: int, carry: tuple[State, Any]) -> tuple[State, Any]:
-                state, counters = carry
+            def run_block(block: int, carry: tuple[State, Any, Any]) -> tuple[State, Any, Any]:
+                state, counters, used = carry
                 here = state["pc"] == block
                 if block >= tail:  # held until every live member is in the tail
                     here = here & (jnp.min(state["pc"]) >= tail)
                 if counters is not None:
                     counters = _count(counters, block, here)
-                return steps[block](state, jnp.any(here)), counters
+                return steps[block](state, jnp.any(here)), counters, used
 
-            def repeat_block(block: int, carry: tuple[State, Any]) -> tuple[State, Any]:
-                """A block that jumps to itself runs until no member stands there."""
+            def repeat_block(block: int, carry: tuple[State, Any, Any]) -> tuple[State, Any, Any]:
+                """A block that jumps to itself runs until no member stands there (each repeat
+                counts as a loop iteration, so a member that never leaves stops the launch)."""
+
+                def again(carry: tuple[State, Any, Any]) -> tuple[State, Any, Any]:
+                    state, counters, used = run_block(block, carry)
+                    return state, counters, used + 1
+
                 return lax.while_loop(
-                    lambda c: jnp.any(c[0]["pc"] == block), functools.partial(run_block, block), carry
+                    lambda c: jnp.any(c[0]["pc"] == block) & (c[2] < iterations), again, carry
                 )
 
-            def body(carry: tuple[State, Any]) -> tuple[State, Any]:
+            def body(carry: tuple[State, Any, Any]) -> tuple[State, Any, Any]:
                 for block, kernel in enumerate(kernels):
                     carry = (repeat_block if loops_to_itself(kernel) else run_block)(block, carry)
-                state, counters = carry
-                return state, None if counters is None else _end_sweep(counters)
+                state, counters, used = carry
+                return state, None if counters is None else _end_sweep(counters), used + 1
 
-            counters = _zero_counters(len(kernels), batch) if self.collect_stats else None
-            state, counters = lax.while_loop(cond, body, (dict(state), counters))
+            state, counters, _ = lax.while_loop(cond, body, (state, counters, jnp.int32(0)))
             return state if counters is None else {**state, STATS_KEY: counters}
 
         return loop
@@ -340,6 +370,14 @@ class JaxBackend(Backend):
 
 
 STATS_KEY = "__stats__"
+
+
+def _while_loop_at_most(iterations: Any, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
+    """`lax.while_loop(cond, body, carry)` that stops after `iterations` iterations."""
+    _, carry = lax.while_loop(
+        lambda c: (c[0] < iterations) & cond(c[1]), lambda c: (c[0] + 1, body(c[1])), (jnp.int32(0), carry)
+    )
+    return carry
 
 
 def _zero_counters(num_blocks: int, batch: int) -> dict[str, Any]:

@@ -10,8 +10,13 @@ Two executions of the loop (`execution=`, as on the JAX backend):
   (`smallest_live_block` by default), the reference design.
 * `"sweep"`: the blocks are swept in index order, running every block that has members when
   the sweep reaches it (a member moves through every forward jump in one sweep); the next block
-  is the smallest block above the one just run that holds a member, or a new sweep from the
-  smallest block held.
+  is the smallest block above the one just run that holds a member (the same block again if it
+  jumps to itself and members stand there), or a new sweep from the smallest block held. As on
+  JAX, the blocks of the program's tail run only once every live member is in the tail.
+
+The compiler does not form superblocks for this backend (`superblocks = False`): an eager step
+pays for every op of its block, also for members that left it by a side exit, more than for
+the step itself (NUTS, 64 chains, switch: 0.59 s without, 0.81 s with).
 
 A machine step costs tens of microseconds of Python and NumPy call overhead whatever the number
 of active members, so the loop keeps its own per-step work small: the next block is one NumPy
@@ -35,8 +40,10 @@ from abir.backends.base import (
     Scheduler,
     State,
     is_stack_key,
+    loops_to_itself,
     smallest_live_block,
     splittable,
+    tail_start_of,
 )
 
 DEFAULT_EXECUTION = "switch"
@@ -200,13 +207,23 @@ class NumpyBackend(Backend):
 
     # ----- primitives ---------------------------------------------------------------------
     def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> np.ndarray:
-        """NumPy semantics, with the result pinned to `result_dtype` and no warnings from junk rows."""
+        """NumPy semantics, with the result pinned to `result_dtype` and no warnings from junk rows.
+        An integer to a negative integer power, which NumPy refuses (also in the junk rows of
+        inactive members), truncates toward zero, as `int(b ** n)` of Python numbers: 1 for
+        b == 1, 1 or -1 for b == -1 (n even or odd), else 0."""
         function = _FUNCTIONS.get(name)
         if function is None:
             if name == "astype":
                 return np.asarray(prims.apply_numpy(name, args, result_dtype))
             function = _FUNCTIONS[name] = prims.numpy_function(name)
-        if self._quiet:
+        if name == "pow" and np.result_type(*args).kind in "iu":
+            base, exponent = np.asarray(args[0]), np.asarray(args[1])
+            negative = exponent < 0
+            result = np.power(base, np.where(negative, 0, exponent))
+            if negative.any():
+                truncated = np.where(base == 1, 1, np.where(base == -1, np.where(exponent % 2 == 0, 1, -1), 0))
+                result = np.where(negative, truncated.astype(result.dtype), result)
+        elif self._quiet:
             result = function(*args)
         else:
             with np.errstate(all="ignore"):
@@ -306,6 +323,8 @@ class NumpyBackend(Backend):
             regs = {key: value for key, value in state.items() if not is_stack_key(key)}
             stacks = _ScratchStacks(state, batch)
         pc = np.asarray(state["pc"])
+        self._repeats = [loops_to_itself(kernel) for kernel in kernels]
+        self._tail = tail_start_of(kernels)
         block = self._choose(pc, -1, halt)[0]
         sweeps = int(block < halt)
         with np.errstate(all="ignore"):
@@ -339,6 +358,8 @@ class NumpyBackend(Backend):
 
     def _choose(self, pc: np.ndarray, after: int, halt: int) -> tuple[int, int]:
         """(the block to run after block `after` (-1: the first), 1 if a sweep starts there)."""
+        if self.execution == "sweep" and not self.min_share:
+            return self._next_in_sweep(pc, after, halt)
         if self.execution == "sweep":
             return self._next_held(pc, after, halt)
         if self.scheduler is not smallest_live_block:
@@ -346,6 +367,17 @@ class NumpyBackend(Backend):
         if self.min_share:
             return self._next_held(pc, -1, halt)[0], 0
         return int(pc.min()), 0
+
+    def _next_in_sweep(self, pc: np.ndarray, after: int, halt: int) -> tuple[int, int]:
+        """(the block a sweep runs after block `after`, 1 if a new sweep starts there): the
+        next block held, or `after` again if it jumps to itself and members stand there; blocks
+        of the program's tail only once every live member is in the tail (as on JAX)."""
+        floor = after if after >= 0 and self._repeats[after] else after + 1
+        block = int(pc.min(where=pc >= floor, initial=halt))
+        if block < halt and (block < self._tail or int(pc.min()) >= self._tail):
+            return block, 0
+        block = int(pc.min())
+        return block, int(block < halt)
 
     def _next_held(self, pc: np.ndarray, after: int, halt: int) -> tuple[int, int]:
         """(the block to run after block `after`, 1 if the search wrapped around else 0).

@@ -23,8 +23,11 @@ transitions, depth 6, 11,613 blocks in 1,006 sweeps against 12,991 switch steps)
     collatz   1024        17.5 ms       14.9 ms      9.31 ms      10.1 ms
     NUTS        64         0.80 s      5.3-5.9 s  0.09-0.11 s  0.28-0.42 s
 
-(Measured before the tail was held: collatz then ran its exit blocks once per leaving member.) With `collect_stats=True` the sweep counts, inside the loop, the blocks
-run, the members active in each and each member's own block count (`last_stats`).
+(Measured before the tail was held: collatz then ran its exit blocks once per leaving member,
+and before `form-superblocks`, which the compiler runs for this backend as for JAX.) With
+`collect_stats=True` the sweep counts, inside the loop, the blocks run, the members active in
+each and each member's own block count (`last_stats`). The loop runs in launches of about
+`launch_seconds` (`Backend.run_in_launches`), so Ctrl-C stops a runaway run between launches.
 
 Builtin prims follow NumPy semantics: operands are cast to the dtype NumPy computes in, the
 result to the dtype NumPy gives, and integer division by zero yields 0 as in NumPy (TF would
@@ -44,6 +47,7 @@ import tensorflow as tf
 
 from abir import prims
 from abir.backends.base import (
+    LAUNCH_SECONDS,
     Backend,
     Kernel,
     LazyRegisters,
@@ -370,6 +374,7 @@ class TensorFlowBackend(Backend):
     (block sweeps, or one `tf.switch_case` per step)."""
 
     name = "tensorflow"
+    superblocks = True
 
     def __init__(
         self,
@@ -379,14 +384,18 @@ class TensorFlowBackend(Backend):
         *,
         execution: str | None = None,
         collect_stats: bool = False,
+        launch_seconds: float | None = LAUNCH_SECONDS,
     ):
         """`jit_compile` compiles the whole run with XLA. `code_cache` maps a run's `cache_key`
         to its `tf.function`; pass a dict to share traced code between backend instances.
         `execution` is `"sweep"` (default) or `"switch"` (see the module docstring).
         `scheduler(backend, pc)` picks the next block of the `"switch"` execution (passing one
         selects it); it must be traceable (TF ops).
-        `collect_stats`: count blocks and active members inside the loop (`last_stats`)."""
+        `collect_stats`: count blocks and active members inside the loop (`last_stats`).
+        `launch_seconds`: run the compiled loop in launches of about this long, so that Ctrl-C
+        stops a run within about that time (`Backend.run_in_launches`); None: one launch."""
         self.configure_execution(execution, scheduler, "sweep", collect_stats)
+        self.configure_launches(launch_seconds)
         self.collect_stats = bool(collect_stats)
         self.jit_compile = bool(jit_compile)
         self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
@@ -424,7 +433,9 @@ class TensorFlowBackend(Backend):
 
     # ----- primitives ---------------------------------------------------------------------
     def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
-        """NumPy semantics: operands cast to NumPy's computing dtype, result to `result_dtype`."""
+        """NumPy semantics: operands cast to NumPy's computing dtype, result to `result_dtype`.
+        An integer power with a negative exponent truncates toward zero, as on the NumPy backend
+        (tf.pow would raise, also for the junk rows of inactive members)."""
         if not prims.is_builtin(name):
             raise ValueError(f"{name!r} is not a builtin primitive (see abir.prims)")
         if result_dtype is None:
@@ -444,6 +455,15 @@ class TensorFlowBackend(Backend):
         operands = [as_tensor(a, compute) for a in args]
         if name == "add" and not self.jit_compile:
             operands = _same_shapes(operands)
+        if name == "pow" and compute.is_integer:
+            # a negative exponent truncates toward zero, as on NumPy (tf.pow raises, also for junk rows)
+            base, exponent = operands
+            negative = exponent < 0
+            powered = tf.pow(base, tf.where(negative, tf.zeros_like(exponent), exponent))
+            one = tf.ones_like(powered)
+            odd_sign = tf.where(tf.equal(tf.math.floormod(exponent, 2), 0), one, -one)
+            truncated = tf.where(tf.equal(base, 1), one, tf.where(tf.equal(base, -1), odd_sign, tf.zeros_like(powered)))
+            return as_tensor(tf.where(negative, truncated, powered), out_dtype)
         return as_tensor(_tf_function_for(name, compute)(*operands), out_dtype)
 
     def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
@@ -522,86 +542,98 @@ class TensorFlowBackend(Backend):
         is still reused for the same `kernels` list (the machine builds it once per program and
         backend)."""
         state = {key: self.asarray(value) for key, value in state.items()}
+        if self.collect_stats:
+            state[STATS_KEY] = _zero_counters(len(kernels), int(state["pc"].shape[0]))
 
-        def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State], State]:
+        def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
             loop = self._loop(ks, halt)
             return tf.function(loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False)
 
         config = (self.jit_compile, self.execution, self.collect_stats)
         run = self.compiled_run(self.code_cache, kernels, halt_index, cache_key, compile_loop, config)
-        state = dict(run(state))
+        state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
         self.last_stats = None if counters is None else _run_stats(counters)
         return state
 
-    def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
-        """The machine loop over `kernels` as a traceable function of the state."""
+    def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
+        """The machine loop over `kernels` as a traceable function of the state and the most
+        loop iterations to run (`Backend.run_in_launches`)."""
         if self.execution == "sweep":
             return self._sweep_loop(kernels, halt_index)
         if splittable(kernels):
             return self._split_loop(kernels, halt_index)
 
-        def loop(state: State) -> State:
+        def loop(state: State, iterations: tf.Tensor) -> State:
             self.trace_count += 1  # runs only while tracing
 
             def cond(s: State) -> tf.Tensor:
                 return self.next_block(s["pc"]) < halt_index
 
-            def body(s: State) -> list[State]:
+            def body(s: State) -> State:
                 branches = [_conforming(kernel, s) for kernel in kernels]
-                return [tf.switch_case(self.next_block(s["pc"]), branches)]
+                return tf.switch_case(self.next_block(s["pc"]), branches)
 
-            return tf.while_loop(cond, body, [state])[0]
+            return _while_loop_at_most(iterations, cond, body, state)
 
         return loop
 
-    def _sweep_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+    def _sweep_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
         """The loop of sweeps (as in the JAX backend): each iteration runs every block in index
         order, each under a `tf.cond` on whether any member stands there right now (see
         `_sweep_step`). The loop variables are the state and, with `collect_stats`, the
         counters (an empty dict otherwise)."""
 
-        def loop(state: State) -> State:
+        def loop(state: State, iterations: tf.Tensor) -> State:
             self.trace_count += 1  # runs only while tracing
-            batch = int(state["pc"].shape[0])
+            state = dict(state)
+            stats = state.pop(STATS_KEY, None)
             steps = [_sweep_step(kernel, state, self.stack_scatter) for kernel in kernels]
             tail = tail_start_of(kernels)
 
-            def cond(state: State, *counters: dict[str, tf.Tensor]) -> tf.Tensor:
-                return tf.reduce_min(state["pc"]) < halt_index
+            def cond(used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tf.Tensor:
+                return tf.logical_and(used < iterations, tf.reduce_min(state["pc"]) < halt_index)
 
-            def run_block(block: int, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
+            def run_block(block: int, used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
                 here = tf.equal(state["pc"], block)
                 if block >= tail:  # held until every live member is in the tail
                     here = tf.logical_and(here, tf.reduce_min(state["pc"]) >= tail)
                 counters = tuple(_count(c, block, len(steps), here) for c in counters)
-                return (steps[block](state, tf.reduce_any(here)), *counters)
+                return (used, steps[block](state, tf.reduce_any(here)), *counters)
 
-            def repeat_block(block: int, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
-                """A block that jumps to itself runs until no member stands there."""
+            def repeat_block(block: int, used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
+                """A block that jumps to itself runs until no member stands there (each repeat
+                counts as a loop iteration, so a member that never leaves stops the launch)."""
+
+                def again(used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
+                    used, state, *counters = run_block(block, used, state, *counters)
+                    return (used + 1, state, *counters)
+
                 return tuple(
                     tf.while_loop(
-                        lambda state, *_: tf.reduce_any(tf.equal(state["pc"], block)),
-                        functools.partial(run_block, block),
-                        (state, *counters),
+                        lambda used, state, *_: tf.logical_and(
+                            tf.reduce_any(tf.equal(state["pc"], block)), used < iterations
+                        ),
+                        again,
+                        (used, state, *counters),
                     )
                 )
 
-            def body(state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
+            def body(used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
                 for block, kernel in enumerate(kernels):
-                    state, *counters = (repeat_block if loops_to_itself(kernel) else run_block)(
-                        block, state, *counters
+                    used, state, *counters = (repeat_block if loops_to_itself(kernel) else run_block)(
+                        block, used, state, *counters
                     )
-                return (state, *(_end_sweep(c) for c in counters))
+                return (used + 1, state, *(_end_sweep(c) for c in counters))
 
             # the counters are a loop variable only when collected
-            counters = (_zero_counters(len(kernels), batch),) if self.collect_stats else ()
-            state, *counters = tf.while_loop(cond, body, (dict(state), *counters))
+            counters = () if stats is None else (stats,)
+            _, state, *counters = tf.while_loop(cond, body, (tf.constant(0, tf.int32), state, *counters))
             return {**state, STATS_KEY: counters[0]} if counters else dict(state)
 
         return loop
 
-    def _split_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+    def _split_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
         """The loop over split kernels (as in the JAX backend): the loop variables are (next
         block, regs, stacks); the stacks are read in the branches and updated by the padded
         write requests after the switch. With XLA the registers are packed into groups too
@@ -611,7 +643,7 @@ class TensorFlowBackend(Backend):
         if self.jit_compile:
             return self._grouped_loop(kernels, halt_index)
 
-        def loop(state: State) -> State:
+        def loop(state: State, iterations: tf.Tensor) -> State:
             self.trace_count += 1  # runs only while tracing
             regs = {key: value for key, value in state.items() if not is_stack_key(key)}
             stacks = {key: value for key, value in state.items() if is_stack_key(key)}
@@ -626,7 +658,7 @@ class TensorFlowBackend(Backend):
                 return as_tensor(self.next_block(regs["pc"]), tf.int32), regs, self._apply(stacks, writes)
 
             start = as_tensor(self.next_block(regs["pc"]), tf.int32)
-            _, regs, stacks = tf.while_loop(cond, body, (start, regs, stacks))
+            _, regs, stacks = _while_loop_at_most(iterations, lambda c: cond(*c), lambda c: body(*c), (start, regs, stacks))
             return {**regs, **stacks}
 
         return loop
@@ -638,11 +670,11 @@ class TensorFlowBackend(Backend):
                 stacks[key] = self.stack_scatter(stacks[key], rows, value)
         return stacks
 
-    def _grouped_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State], State]:
+    def _grouped_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
         """The XLA loop: loop variables (next block, register groups, stacks); each branch
         returns its block's write slots and stack write requests (see `RegisterLayout`)."""
 
-        def loop(state: State) -> State:
+        def loop(state: State, iterations: tf.Tensor) -> State:
             self.trace_count += 1  # runs only while tracing
             regs = {key: value for key, value in state.items() if not is_stack_key(key)}
             stacks = {key: value for key, value in state.items() if is_stack_key(key)}
@@ -677,7 +709,9 @@ class TensorFlowBackend(Backend):
                 return as_tensor(self.next_block(pc), tf.int32), tuple(groups), self._apply(stacks, writes)
 
             start = as_tensor(self.next_block(regs["pc"]), tf.int32)
-            _, groups, stacks = tf.while_loop(cond, body, (start, groups, stacks))
+            _, groups, stacks = _while_loop_at_most(
+                iterations, lambda c: cond(*c), lambda c: body(*c), (start, groups, stacks)
+            )
             out = {key: groups[g][row] for key, (g, row) in layout.place.items()}
             return {**out, **stacks}
 
@@ -685,6 +719,16 @@ class TensorFlowBackend(Backend):
 
 
 STATS_KEY = "__stats__"
+
+
+def _while_loop_at_most(iterations: tf.Tensor, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
+    """`tf.while_loop` of `cond(carry)` / `body(carry)` that stops after `iterations` iterations."""
+    _, carry = tf.while_loop(
+        lambda i, c: tf.logical_and(i < iterations, cond(c)),
+        lambda i, c: (i + 1, body(c)),
+        (tf.constant(0, tf.int32), carry),
+    )
+    return carry
 
 
 def _zero_counters(num_blocks: int, batch: int) -> dict[str, tf.Tensor]:

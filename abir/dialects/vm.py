@@ -24,7 +24,8 @@ terminator:
     }
 
 Prims see every member's row (junk in inactive rows); only `vm.write`, `vm.push`, `vm.pop` and
-`vm.peek` are masked to the members standing at the block.
+`vm.peek` are masked to the members standing at the block (minus those that left it by an
+earlier `vm.exit_if %cond, N`, a side exit to block N).
 """
 
 from __future__ import annotations
@@ -455,6 +456,25 @@ class BranchOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ExitIfOp(IRDLOperation):
+    """A side exit: per member, if cond then pc := target and the member leaves the block;
+    the ops after it run (are masked) for the others only. A block with side exits is a
+    superblock (one entry, several exits; `form-superblocks`)."""
+
+    name = "vm.exit_if"
+    cond = operand_def(IntegerType(1))
+    target = prop_def(IntegerAttr[I64])
+    traits = traits_def(_InBlock())
+    assembly_format = "$cond `,` $target attr-dict"
+
+    def __init__(self, cond: SSAValue | Operation, target: int):
+        super().__init__(operands=[cond], properties={"target": IntegerAttr(target, 64)})
+
+    def verify_(self) -> None:
+        _check_targets(self, [self.target.value.data])
+
+
+@irdl_op_definition
 class CallOp(IRDLOperation):
     """Push `return_target` on the program-counter stack, then pc := target."""
 
@@ -506,6 +526,7 @@ Vm = Dialect(
         PrimOp,
         JumpOp,
         BranchOp,
+        ExitIfOp,
         CallOp,
         ReturnOp,
         HaltOp,

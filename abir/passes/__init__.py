@@ -71,6 +71,11 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
 
         return StackToVmPass
 
+    def form_superblocks() -> type[ModulePass]:
+        from abir.passes.form_superblocks import FormSuperblocksPass
+
+        return FormSuperblocksPass
+
     def abir_lower() -> type[ModulePass]:
         from abir.passes.pipeline import AbirLowerPass
 
@@ -89,5 +94,6 @@ def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
         "allocate-storage": allocate_storage,
         "schedule-blocks": schedule_blocks,
         "stack-to-vm": stack_to_vm,
+        "form-superblocks": form_superblocks,
         "abir-lower": abir_lower,
     }

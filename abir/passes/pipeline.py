@@ -6,8 +6,8 @@
 `compile_functional` runs infer-types, simplify-functional, inline-calls, simplify-functional,
 if-convert, simplify-functional.
 `lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, coalesce-copies, allocate-storage; `lower_to_vm`
-continues with fuse-blocks, allocate-storage again, schedule-blocks, stack-to-vm, verifying the
-result of each stage.
+continues with fuse-blocks, allocate-storage again, schedule-blocks, stack-to-vm and
+form-superblocks, verifying the result of each stage.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from xdsl.passes import ModulePass
 
 from abir.passes.allocate_storage import allocate_storage
 from abir.passes.coalesce_copies import coalesce_copies
+from abir.passes.form_superblocks import form_superblocks
 from abir.passes.fuse_blocks import fuse_blocks
 from abir.passes.if_convert import if_convert
 from abir.passes.infer_types import default_entry, infer_types, parse_arg_types
@@ -72,14 +73,19 @@ def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
     return lowered
 
 
-def lower_to_vm(typed_module: ModuleOp, entry: str, block_order: str = "priority") -> ModuleOp:
+def lower_to_vm(
+    typed_module: ModuleOp, entry: str, block_order: str = "priority", superblocks: bool = True
+) -> ModuleOp:
     """A new verified vm module: opaque declarations, `vm.var`s and one `vm.program @<entry>`,
-    its blocks ordered by `schedule-blocks` with `block_order` (`priority` or `flow`)."""
+    its blocks ordered by `schedule-blocks` with `block_order` (`priority` or `flow`), and with
+    `superblocks`, branch arms merged into their blocks (`form-superblocks`)."""
     lowered = lower_to_stack(typed_module, entry)
     fuse_blocks(lowered)  # shapes the block list for the machine, like schedule-blocks
     allocate_storage(lowered)  # fused blocks keep more variables temporary
     schedule_blocks(lowered, block_order)
     result = stack_to_vm(lowered)
+    if superblocks:
+        form_superblocks(result)
     result.verify()
     return result
 
@@ -89,17 +95,18 @@ class AbirLowerPass(ModulePass):
     """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default:
     the module's `abir.entry` attribute or its only fully typed function); arg-types, the entry's
     parameter types when the IR leaves them unknown (as for infer-types); block-order, the
-    schedule-blocks policy (priority or flow)."""
+    schedule-blocks policy (priority or flow); superblocks, whether to run form-superblocks."""
 
     name = "abir-lower"
 
     entry: str | None = None
     arg_types: tuple[str, ...] = ()
     block_order: str = "priority"
+    superblocks: bool = True
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         entry = self.entry or default_entry(op)
         typed = op.clone()
         infer_types(typed, entry, parse_arg_types(ctx, self.arg_types))
         optimize_functional(typed)
-        replace_module_body(op, lower_to_vm(typed, entry, self.block_order))
+        replace_module_body(op, lower_to_vm(typed, entry, self.block_order, self.superblocks))

@@ -17,6 +17,7 @@ error flags and returns the output variables' registers.
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from xdsl.ir import Operation, SSAValue
 
 from abir.backends.base import Backend, Kernel, RunStats, State
 from abir.dialects import vm
-from abir.errors import StackOverflowError, StackUnderflowError
+from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
 from abir.opaque import lookup_opaque
 from abir.types import TensorType, tensor_type_of
 from abir.vm import state_ops
@@ -229,15 +230,18 @@ class Push:
 
 @dataclass(frozen=True)
 class Restore:
-    """`vm.pop` (`drop`) or `vm.peek`: per stack pointer, the saved tops become current."""
+    """`vm.pop` (`drop`) or `vm.peek`: per stack pointer, the saved tops become current. `keep`:
+    a pop of values pushed before a side exit of the same block (`state_ops.stack_top`)."""
 
     groups: PointerGroups
     drop: bool
+    keep: bool = False
 
     def render(self, source: _KernelSource) -> None:
         for pointer, names in self.groups:
             stacks = ", ".join(repr(state_ops.stack_key(name)) for name in names)
-            source.emit(f"tops, valid = stack_top(backend, frame, {pointer!r}, [{stacks}], mask, {self.drop})")
+            keep = ", keep=True" if self.keep else ""
+            source.emit(f"tops, valid = stack_top(backend, frame, {pointer!r}, [{stacks}], mask, {self.drop}{keep})")
             source.emit(*(_masked_write(state_ops.register_key(name), f"tops[{i}]", "valid") for i, name in enumerate(names)))
 
 
@@ -266,6 +270,22 @@ class Branch:
 
 
 @dataclass(frozen=True)
+class ExitIf:
+    """`vm.exit_if`: members for which the condition holds leave for `target` (pc := target)
+    and drop out of the mask, so the rest of the block runs for the others only."""
+
+    cond: int
+    target: int
+
+    def render(self, source: _KernelSource) -> None:
+        leaving = f"prim('logical_and', [mask, {_value(self.cond)}], bool_)"
+        source.emit(
+            _masked_write(state_ops.PC, source.block(self.target), leaving),
+            f"mask = prim('logical_and', [mask, prim('logical_not', [{_value(self.cond)}], bool_)], bool_)",
+        )
+
+
+@dataclass(frozen=True)
 class Call:
     """`vm.call`: save the return block on the pc stack, then pc := target (`state_ops.call`)."""
 
@@ -291,7 +311,7 @@ class Return:
         )
 
 
-Instruction = Read | Constant | Builtin | Opaque | Write | Push | Restore | Jump | Branch | Call | Return
+Instruction = Read | Constant | Builtin | Opaque | Write | Push | Restore | Jump | Branch | ExitIf | Call | Return
 
 
 # ----- planning --------------------------------------------------------------------------
@@ -339,8 +359,11 @@ def _pointer_groups(names: Sequence[str], pointers: Mapping[str, str]) -> Pointe
     return tuple((pointer, tuple(group)) for pointer, group in groups.items())
 
 
-def _plan_op(op: Operation, slots: _Slots, halt: int, pointers: Mapping[str, str]) -> Instruction:  # noqa: C901
-    """The instruction that executes one vm op."""
+def _plan_op(  # noqa: C901
+    op: Operation, slots: _Slots, halt: int, pointers: Mapping[str, str], keeping: bool = False
+) -> Instruction:
+    """The instruction that executes one vm op (`keeping`: a pop that keeps the request of the
+    push it takes back, see `_pending_requests`)."""
     match op:
         case vm.ReadOp():
             return Read(slots.define(op.res), state_ops.register_key(op.var.string_value()))
@@ -358,11 +381,13 @@ def _plan_op(op: Operation, slots: _Slots, halt: int, pointers: Mapping[str, str
         case vm.PushOp():
             return Push(_pointer_groups(_var_names(op), pointers))
         case vm.PopOp() | vm.PeekOp():
-            return Restore(_pointer_groups(_var_names(op), pointers), drop=isinstance(op, vm.PopOp))
+            return Restore(_pointer_groups(_var_names(op), pointers), drop=isinstance(op, vm.PopOp), keep=keeping)
         case vm.JumpOp():
             return Jump(op.target.value.data)
         case vm.BranchOp():
             return Branch(slots.use(op.cond), op.then_target.value.data, op.else_target.value.data)
+        case vm.ExitIfOp():
+            return ExitIf(slots.use(op.cond), op.target.value.data)
         case vm.CallOp():
             return Call(op.target.value.data, op.return_target.value.data)
         case vm.ReturnOp():
@@ -373,28 +398,41 @@ def _plan_op(op: Operation, slots: _Slots, halt: int, pointers: Mapping[str, str
 
 
 STACK_OPS = (vm.PushOp, vm.PopOp, vm.PeekOp, vm.CallOp, vm.ReturnOp)
+STACK_VAR_OPS = (vm.PushOp, vm.PopOp, vm.PeekOp)
 
 
-def _stack_writes(ops: Sequence[Operation]) -> tuple[tuple[str, int], ...]:
-    """The write requests a block's kernel leaves per stack (as `state_ops` builds them)."""
-    pending: dict[str, int] = {}
+def _pending_requests(ops: Sequence[Operation]) -> tuple[set[int], tuple[tuple[str, int], ...]]:
+    """What `state_ops` does with a block's pushes, replayed on its ops: (the positions of the
+    pops that keep the request of the push they take back, the write requests the kernel leaves
+    per stack). A pop takes back the last push of the same block still pending, if any, and
+    cancels its request, unless a side exit (`vm.exit_if`) lies in between: the members that
+    left by it keep their push, so the request stays (for them only)."""
+    pending: dict[str, list[bool]] = {}  # per stack: its pending pushes, crossed by an exit?
+    requests: dict[str, int] = {}
+    keeping = set()
 
-    def pop(key: str) -> None:
-        if pending.get(key):
-            pending[key] -= 1
+    def take_back(position: int, key: str) -> None:
+        pushes = pending.get(key)
+        if not pushes:
+            return  # the pop reads the stack itself
+        if pushes.pop():
+            keeping.add(position)
+        else:
+            requests[key] -= 1
 
-    for op in ops:
-        if isinstance(op, vm.PushOp):
-            for name in _var_names(op):
-                pending[state_ops.stack_key(name)] = pending.get(state_ops.stack_key(name), 0) + 1
-        elif isinstance(op, vm.PopOp):
-            for name in _var_names(op):
-                pop(state_ops.stack_key(name))
-        elif isinstance(op, vm.CallOp):
-            pending[state_ops.PC_STACK] = pending.get(state_ops.PC_STACK, 0) + 1
-        elif isinstance(op, vm.ReturnOp):
-            pop(state_ops.PC_STACK)
-    return tuple((key, count) for key, count in pending.items() if count)
+    for position, op in enumerate(ops):
+        if isinstance(op, vm.ExitIfOp):
+            pending = {key: [True] * len(pushes) for key, pushes in pending.items()}
+        keys = [state_ops.stack_key(name) for name in _var_names(op)] if isinstance(op, STACK_VAR_OPS) else []
+        if isinstance(op, vm.CallOp | vm.ReturnOp):
+            keys = [state_ops.PC_STACK]
+        for key in keys:
+            if isinstance(op, vm.PushOp | vm.CallOp):
+                pending.setdefault(key, []).append(False)
+                requests[key] = requests.get(key, 0) + 1
+            elif isinstance(op, vm.PopOp | vm.ReturnOp):
+                take_back(position, key)
+    return keeping, tuple((key, count) for key, count in requests.items() if count)
 
 
 def _register_writes(ops: Sequence[Operation], pointers: Mapping[str, str]) -> tuple[str, ...]:
@@ -421,8 +459,9 @@ def _register_writes(ops: Sequence[Operation], pointers: Mapping[str, str]) -> t
 
 
 def _successors(blocks: Sequence[vm.BlockOp]) -> list[set[int]]:
-    """Each block's possible next blocks: jump and branch targets, a call's callee, and for a
-    return the return block of every call of its function (the halt index is not a block)."""
+    """Each block's possible next blocks: side exits, jump and branch targets, a call's callee,
+    and for a return the return block of every call of its function (the halt index is not a
+    block)."""
     functions = [_function_of(block) for block in blocks]
     return_sites: dict[str | None, set[int]] = {}
     for block in blocks:
@@ -431,17 +470,17 @@ def _successors(blocks: Sequence[vm.BlockOp]) -> list[set[int]]:
             return_sites.setdefault(functions[term.target.value.data], set()).add(term.return_target.value.data)
     successors = []
     for index, block in enumerate(blocks):
+        exits = {op.target.value.data for op in block.body.block.ops if isinstance(op, vm.ExitIfOp)}
         match block.body.block.last_op:
             case vm.JumpOp() as term:
-                successors.append({term.target.value.data})
+                exits.add(term.target.value.data)
             case vm.BranchOp() as term:
-                successors.append({term.then_target.value.data, term.else_target.value.data})
+                exits |= {term.then_target.value.data, term.else_target.value.data}
             case vm.CallOp() as term:
-                successors.append({term.target.value.data})
+                exits.add(term.target.value.data)
             case vm.ReturnOp():
-                successors.append(return_sites.get(functions[index], set()))
-            case _:
-                successors.append(set())
+                exits |= return_sites.get(functions[index], set())
+        successors.append(exits)
     return successors
 
 
@@ -464,7 +503,8 @@ def _plan_block(
 ) -> BlockPlan:
     slots = _Slots()
     ops = list(block.body.block.ops)
-    instructions = tuple(_plan_op(op, slots, halt, pointers) for op in ops)
+    keeping, stack_writes = _pending_requests(ops)
+    instructions = tuple(_plan_op(op, slots, halt, pointers, i in keeping) for i, op in enumerate(ops))
     terminator = ops[-1]
     uses_stacks = any(isinstance(op, STACK_OPS) for op in ops)
     return BlockPlan(
@@ -474,7 +514,7 @@ def _plan_block(
         code=KernelCode.generate(block.number, instructions, uses_stacks),
         uses_stacks=uses_stacks,
         callee=terminator.target.value.data if isinstance(terminator, vm.CallOp) else None,
-        stack_writes=_stack_writes(ops),
+        stack_writes=stack_writes,
         register_writes=_register_writes(ops, pointers),
         in_tail=in_tail,
         loops_to_itself=loops_to_itself,
@@ -488,6 +528,7 @@ _KERNEL_NAMES: dict[str, Any] = {
     "stack_push": state_ops.stack_push,
     "stack_top": state_ops.stack_top,
     "finish": state_ops.finish,
+    "count_step": state_ops.count_step,
     "lookup_opaque": lookup_opaque,
     "opaque_results": opaque_results,
     "bool_": np.bool_,
@@ -512,18 +553,25 @@ class KernelCode:
     code: CodeType
 
     @classmethod
-    def generate(cls, index: int, instructions: Sequence[Instruction], uses_stacks: bool) -> KernelCode:
+    def generate(
+        cls, index: int, instructions: Sequence[Instruction], uses_stacks: bool, count_steps: bool = False
+    ) -> KernelCode:
+        """The kernel of a block; with `count_steps`, for a run with a step limit
+        (`state_ops.count_step` after the block's own updates)."""
         source = _KernelSource()
         block = source.block(index)
         if uses_stacks:
             source.emit("frame = Frame(regs, stacks)")
         source.emit(f"mask = prim('equal', (regs[{state_ops.PC!r}], {block}), bool_)")
+        if count_steps:
+            source.emit("entered = mask")  # side exits narrow `mask`; every member entered counts
         for instruction in instructions:
             instruction.render(source)
         if uses_stacks:
-            source.emit(f"finish(backend, frame, {index}, halt)", "return regs, frame.writes")
-        else:
-            source.emit("return regs, {}")
+            source.emit(f"finish(backend, frame, {index}, halt)")
+        if count_steps:
+            source.emit("count_step(backend, regs, entered, halt)")
+        source.emit("return regs, frame.writes" if uses_stacks else "return regs, {}")
         name = f"block_{index}"
         text = f"def {name}(regs, stacks):\n" + "".join(f"    {line}\n" for line in source.lines)
         filename = f"<abir kernel {name} {id(source):x}>"
@@ -621,24 +669,40 @@ class Machine:
         """The stack pointer key of each stack variable (`stack_pointers`)."""
         self.has_calls = any(plan.callee is not None for plan in plans)
         self.last_stats: RunStats | None = None
-        self._kernels: dict[int, tuple[Backend, list[Kernel]]] = {}
+        self._kernels: dict[tuple[int, bool], tuple[Backend, list[Kernel]]] = {}
+        self._counting_plans: tuple[BlockPlan, ...] | None = None
 
     @property
     def num_blocks(self) -> int:
         return len(self.plans)
 
-    def kernels(self, backend: Backend) -> list[Kernel]:
-        """The block kernels for `backend` (built on first use, then reused)."""
-        entry = self._kernels.get(id(backend))
+    def kernels(self, backend: Backend, count_steps: bool = False) -> list[Kernel]:
+        """The block kernels for `backend` (built on first use, then reused); with
+        `count_steps`, the kernels of a run with a step limit (`state_ops.count_step`)."""
+        entry = self._kernels.get((id(backend), count_steps))
         if entry is None or entry[0] is not backend:
-            entry = (backend, [make_kernel(plan, backend, self.num_blocks) for plan in self.plans])
-            self._kernels[id(backend)] = entry
+            plans = self._step_counting_plans() if count_steps else self.plans
+            entry = (backend, [make_kernel(plan, backend, self.num_blocks) for plan in plans])
+            self._kernels[(id(backend), count_steps)] = entry
         return entry[1]
 
+    def _step_counting_plans(self) -> tuple[BlockPlan, ...]:
+        if self._counting_plans is None:
+            self._counting_plans = tuple(
+                dataclasses.replace(
+                    plan,
+                    code=KernelCode.generate(plan.index, plan.instructions, plan.uses_stacks, count_steps=True),
+                    register_writes=(*plan.register_writes, *state_ops.STEP_LIMIT_KEYS),
+                )
+                for plan in self.plans
+            )
+        return self._counting_plans
+
     def initial_state(
-        self, backend: Backend, leaves: Sequence[Any], batch: int, max_stack_depth: int
+        self, backend: Backend, leaves: Sequence[Any], batch: int, max_stack_depth: int, max_steps: int | None = None
     ) -> State:
-        """Zero registers and stacks, the inputs in their registers, every pc at block 0."""
+        """Zero registers and stacks, the inputs in their registers, every pc at block 0 (and
+        with `max_steps`, every member's `steps_left`)."""
         state: State = {
             state_ops.PC: backend.zeros((batch,), np.int32),
             state_ops.OVERFLOW: backend.zeros((batch,), np.int32),
@@ -654,6 +718,9 @@ class Machine:
                 state[self.pointers.get(var.name, state_ops.pointer_key(var.name))] = backend.zeros((batch,), np.int32)
         for name, leaf in zip(self.inputs, leaves, strict=True):
             state[state_ops.register_key(name)] = leaf
+        if max_steps is not None:
+            state[state_ops.STEPS_LEFT] = backend.full((batch,), max_steps, np.int32)
+            state[state_ops.STOPPED_AT] = backend.full((batch,), -1, np.int32)
         return state
 
     def run(
@@ -662,17 +729,26 @@ class Machine:
         backend: Backend,
         max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
         cache_key: Any = None,
+        max_steps: int | None = None,
     ) -> list[Any]:
-        """Run the program on the flat input leaves; return the output registers."""
+        """Run the program on the flat input leaves; return the output registers. With
+        `max_steps`, a member may run at most that many blocks: members that have not halted by
+        then stop, and the run raises `StepLimitError` naming them and where they stand."""
         if max_stack_depth < 1:
             raise ValueError(f"max_stack_depth must be at least 1, got {max_stack_depth}")
+        check_max_steps(max_steps)
         types = [self.variables[name].type for name in self.inputs]
         batch, leaves = prepare_inputs(self.inputs, types, args, backend)
-        state = self.initial_state(backend, leaves, batch, max_stack_depth)
+        state = self.initial_state(backend, leaves, batch, max_stack_depth, max_steps)
         backend.last_stats = None
-        state = backend.run(self.kernels(backend), state, self.num_blocks, cache_key)
+        counting = max_steps is not None
+        if counting and cache_key is not None:
+            cache_key = (cache_key, "max_steps")
+        state = backend.run(self.kernels(backend, counting), state, self.num_blocks, cache_key)
         self.last_stats = backend.last_stats
         self._raise_errors(backend, state, max_stack_depth)
+        if counting:
+            self._raise_step_limit(backend, state, max_steps)
         return [state[state_ops.register_key(name)] for name in self.outputs]
 
     # ----- errors ---------------------------------------------------------------------------
@@ -710,6 +786,36 @@ class Machine:
                 f"{self._members(members)} restored a value that was never saved. This is a bug in abir's "
                 "lowering (or in hand-written vm IR); please report it with the program"
             )
+
+
+    def _raise_step_limit(self, backend: Backend, state: State, max_steps: int) -> None:
+        stopped_at = backend.to_numpy(state[state_ops.STOPPED_AT])
+        stopped = np.flatnonzero(stopped_at >= 0)
+        if not len(stopped):
+            return
+        places = []
+        for block in sorted({int(stopped_at[m]) for m in stopped}):
+            members = stopped[stopped_at[stopped] == block]
+            places.append(f"{self._members(members)} at {self._describe(block)}")
+        shown = "; ".join(places[:4]) + (f"; and {len(places) - 4} more places" if len(places) > 4 else "")
+        raise StepLimitError(
+            f"max_steps={max_steps} reached: {len(stopped)} member{'s' if len(stopped) > 1 else ''} still "
+            f"running ({shown}). Each member may run at most max_steps blocks of the program; pass a "
+            "larger max_steps= if the program is just long, or check that its loops and recursion end "
+            "for these members (run them with dry_run=True)",
+            members=stopped.tolist(),
+            blocks=[int(stopped_at[m]) for m in stopped],
+        )
+
+
+def check_max_steps(max_steps: Any) -> None:
+    """`max_steps` is None or a positive int that fits an int32 counter."""
+    if max_steps is None:
+        return
+    if isinstance(max_steps, bool) or not isinstance(max_steps, int | np.integer):
+        raise TypeError(f"max_steps must be None or a positive int, got {type(max_steps).__name__}")
+    if not 1 <= max_steps <= np.iinfo(np.int32).max:
+        raise ValueError(f"max_steps must be between 1 and {np.iinfo(np.int32).max} (or None), got {max_steps}")
 
 
 def python_name(symbol: str) -> str:

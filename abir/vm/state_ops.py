@@ -30,6 +30,10 @@ PC = "pc"
 PC_STACK = "pc_stack"
 PC_SP = "pc_sp"
 FLAG_KEYS = (OVERFLOW, UNDERFLOW)
+STEPS_LEFT = "steps_left"
+STOPPED_AT = "stopped_at"
+STEP_LIMIT_KEYS = (STEPS_LEFT, STOPPED_AT)
+"""Per-member registers of a run with a step limit (`count_step`)."""
 
 __all__ = ["is_stack_key"]  # re-exported for the machine
 
@@ -59,12 +63,14 @@ def split_state(state: State) -> tuple[State, State]:
 class Frame:
     """The working state of one kernel execution (see the module docstring)."""
 
-    __slots__ = ("overflow", "regs", "stacks", "underflow", "writes")
+    __slots__ = ("overflow", "pending", "regs", "stacks", "underflow", "writes")
 
     def __init__(self, regs: State, stacks: Mapping[str, Any]):
         self.regs = regs
         self.stacks = stacks
         self.writes: Writes = {}
+        self.pending: dict[str, list[int]] = {}
+        """Per stack, the indices in `writes` of the requests a pop or peek may still read."""
         self.overflow: Any = None
         self.underflow: Any = None
 
@@ -119,30 +125,48 @@ def stack_push(
     good = prim("logical_and", (mask, prim("less", (sp, depth), BOOL)), BOOL)
     rows = prim("where", (good, sp, depth), INT32)
     for stack, value in saves:
-        frame.writes.setdefault(stack, []).append((rows, value))
+        requests = frame.writes.setdefault(stack, [])
+        frame.pending.setdefault(stack, []).append(len(requests))
+        requests.append((rows, value))
     frame.regs[pointer] = prim("add", (sp, good), INT32)
     bad = prim("not_equal", (mask, good), BOOL)  # masked, but the stack is full
     frame.overflow = _either(backend, frame.overflow, bad)
 
 
 def stack_top(
-    backend: Backend, frame: Frame, pointer: str, stacks: Sequence[str], mask: Any, drop: bool
+    backend: Backend,
+    frame: Frame,
+    pointer: str,
+    stacks: Sequence[str],
+    mask: Any,
+    drop: bool,
+    keep: bool = False,
 ) -> tuple[list[Any], Any]:
     """The last saved value of each member on each of `stacks` (which share the stack pointer
     `pointer`); `drop`: and remove them for the masked members, moving the pointer once.
 
     Returns (values, valid) where `valid` is the masked members that had a saved value; the
     others are marked for `underflow`. A value pushed earlier in the same block is still a
-    pending write request: it is read from there (and a drop cancels the request)."""
+    pending write request: it is read from there, and a drop cancels the request, or with
+    `keep` (members left the block by a side exit since the push: theirs must still be written)
+    only the dropping members' part of it."""
     prim = backend.builtin_prim
     sp = frame.regs[pointer]
     good = prim("logical_and", (mask, prim("greater", (sp, _int(backend, 0)), BOOL)), BOOL)
     top = None
     values = []
     for stack in stacks:
-        pending = frame.writes.get(stack)
+        pending = frame.pending.get(stack)
         if pending:
-            values.append(pending.pop()[1] if drop else pending[-1][1])
+            requests = frame.writes[stack]
+            index = pending.pop() if drop else pending[-1]
+            rows, value = requests[index]
+            values.append(value)
+            if drop and keep:
+                depth = _int(backend, int(frame.stacks[stack].shape[0]))
+                requests[index] = (prim("where", (good, depth, rows), INT32), value)
+            elif drop:
+                del requests[index]
             continue
         if top is None:
             top = prim("subtract", (sp, _int(backend, 1)), INT32)
@@ -192,6 +216,22 @@ def finish(backend: Backend, frame: Frame, block: int, halt_index: int) -> None:
             failed = _either(backend, failed, bad)
     if failed is not None:
         set_pc(backend, frame, halt_index, failed)
+
+
+def count_step(backend: Backend, regs: State, mask: Any, halt_index: int) -> None:
+    """The members at the block (`mask`) used one of their `steps_left`. One that has none
+    left and has not halted stops where it stands: its next block goes to `stopped_at`, its pc
+    to `halt_index`, so every execution ends the run with the same members stopped at the same
+    blocks (a member's block sequence does not depend on how the backend schedules blocks)."""
+    left = backend.where(mask, backend.builtin_prim("subtract", [regs[STEPS_LEFT], _int(backend, 1)], INT32),
+                         regs[STEPS_LEFT])  # fmt: skip
+    pc = regs[PC]
+    exhausted = backend.builtin_prim("less_equal", [left, _int(backend, 0)], BOOL)
+    running = backend.builtin_prim("less", [pc, _int(backend, halt_index)], BOOL)
+    stop = backend.builtin_prim("logical_and", [mask, backend.builtin_prim("logical_and", [exhausted, running], BOOL)], BOOL)
+    regs[STEPS_LEFT] = left
+    regs[STOPPED_AT] = backend.where(stop, pc, regs[STOPPED_AT])
+    regs[PC] = backend.where(stop, _int(backend, halt_index), pc)
 
 
 def apply_writes(backend: Backend, stacks: State, writes: Writes) -> State:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abir.backends.base import RunStats, smallest_live_block
+from abir.backends.base import RunStats, loops_to_itself, smallest_live_block, tail_start_of
 from abir.backends.numpy_backend import NumpyBackend
 from abir.types import TensorType
 from abir.vm import state_ops
@@ -277,17 +277,22 @@ def _collatz_machine():
 
 def _reference_sweeps(machine, inputs: np.ndarray) -> tuple[list[int], int, np.ndarray]:
     """The sweep by its definition: each sweep runs, in index order, every block that holds a
-    member when the sweep reaches it. Returns (runs per block, sweeps, output)."""
+    member when the sweep reaches it, a block that jumps to itself again while members stand
+    there, and the blocks of the program's tail only once every live member is in the tail.
+    Returns (runs per block, sweeps, output)."""
     be = NumpyBackend(execution="switch", min_share=0)
     state = machine.initial_state(be, [inputs], len(inputs), 20)
     kernels = machine.kernels(be)
+    tail = tail_start_of(kernels)
     runs, sweeps = [0] * machine.num_blocks, 0
     while state["pc"].min() < machine.num_blocks:
         sweeps += 1
         for block, kernel in enumerate(kernels):
-            if np.any(state["pc"] == block):
+            while np.any(state["pc"] == block) and (block < tail or state["pc"].min() >= tail):
                 runs[block] += 1
                 state = kernel(state)
+                if not loops_to_itself(kernel):
+                    break
     return runs, sweeps, state[f"r:{machine.outputs[0]}"]
 
 

@@ -278,6 +278,9 @@ def run_vm(module: ModuleOp, args: list[Any], max_steps: int = 100_000) -> tuple
                     save_restore(
                         STACK_KINDS[type(op)], [r.string_value() for r in op.vars.data], values, saved, {}
                     )
+                case vm.ExitIfOp() if env[op.cond]:
+                    pc = op.target.value.data
+                    break
                 case vm.JumpOp() | vm.BranchOp():
                     pc = jump_target(op, env)
                 case vm.CallOp():

@@ -25,7 +25,7 @@ with warnings.catch_warnings():
 
 from test_machine import COLLATZ, FIB, VECTOR, fib_reference, parse
 
-from abir.backends.base import RegisterLayout
+from abir.backends.base import MAX_LAUNCH_ITERATIONS, RegisterLayout
 from abir.backends.jax_backend import JaxBackend
 from abir.backends.numpy_backend import NumpyBackend
 from abir.backends.tf_backend import TensorFlowBackend
@@ -78,7 +78,10 @@ def test_jax_loop_copies_no_stack_per_step(fib, execution: str) -> None:
     state = fib.initial_state(backend, [backend.asarray(np.arange(batch))], batch, depth)
     state = {key: jax.numpy.asarray(value) for key, value in state.items()}
     text = (
-        jax.jit(backend._loop(tuple(fib.kernels(backend)), fib.num_blocks)).lower(state).compile().as_text()
+        jax.jit(backend._loop(tuple(fib.kernels(backend)), fib.num_blocks))
+        .lower(state, np.int32(MAX_LAUNCH_ITERATIONS))
+        .compile()
+        .as_text()
     )
     stacks = [key for key in state if key.startswith("s:") or key == "pc_stack"]
     stack_copies = re.findall(rf"= [su](?:32|64)\[{depth},{batch}\]\{{1,0\}} copy\(", text)
@@ -186,7 +189,7 @@ def _compiled_loop_text(machine, backend: JaxBackend, batch: int) -> str:
     state = machine.initial_state(backend, [backend.asarray(x) for x in _wide_inputs(batch)], batch, 4)
     state = {key: jax.numpy.asarray(value) for key, value in state.items()}
     loop = backend._loop(tuple(machine.kernels(backend)), machine.num_blocks)
-    return jax.jit(loop).lower(state).compile().as_text()
+    return jax.jit(loop).lower(state, np.int32(MAX_LAUNCH_ITERATIONS)).compile().as_text()
 
 
 def test_jax_sweep_conditionals_return_only_written_registers() -> None:

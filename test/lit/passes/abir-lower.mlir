@@ -34,72 +34,68 @@ builtin.module {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.call 5, return 7
+// CHECK-NEXT:       vm.call 5, return 6
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.call 5, return 9
+// CHECK-NEXT:       vm.call 5, return 8
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "fib"} {
 // CHECK-NEXT:       %0 = vm.constant 2 : i32
 // CHECK-NEXT:       %1 = vm.read @fib.n : i32
 // CHECK-NEXT:       %2 = vm.prim "greater"(%1, %0) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.branch %2, 5, 10
+// CHECK-NEXT:       vm.exit_if %2, 5
+// CHECK-NEXT:       %3 = vm.constant 1 : i64
+// CHECK-NEXT:       vm.write @fib.result0, %3 : i64
+// CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "fib"} {
-// CHECK-NEXT:       %3 = vm.constant 1 : i32
-// CHECK-NEXT:       %4 = vm.read @fib.n : i32
-// CHECK-NEXT:       %5 = vm.prim "subtract"(%4, %3) : (i32, i32) -> i32
+// CHECK-NEXT:       %4 = vm.constant 1 : i32
+// CHECK-NEXT:       %5 = vm.read @fib.n : i32
+// CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i32, i32) -> i32
 // CHECK-NEXT:       vm.push @fib.n
-// CHECK-NEXT:       %6 = vm.constant 2 : i32
-// CHECK-NEXT:       %7 = vm.prim "greater"(%5, %6) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.write @fib.n, %5 : i32
-// CHECK-NEXT:       vm.branch %7, 2, 6
+// CHECK-NEXT:       %7 = vm.constant 2 : i32
+// CHECK-NEXT:       %8 = vm.prim "greater"(%6, %7) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.write @fib.n, %6 : i32
+// CHECK-NEXT:       vm.exit_if %8, 2
+// CHECK-NEXT:       %9 = vm.constant 1 : i64
+// CHECK-NEXT:       vm.pop @fib.n
+// CHECK-NEXT:       %10 = vm.constant 2 : i32
+// CHECK-NEXT:       %11 = vm.read @fib.n : i32
+// CHECK-NEXT:       %12 = vm.prim "subtract"(%11, %10) : (i32, i32) -> i32
+// CHECK-NEXT:       vm.write @fib.f1, %9 : i64
+// CHECK-NEXT:       vm.push @fib.f1
+// CHECK-NEXT:       %13 = vm.constant 2 : i32
+// CHECK-NEXT:       %14 = vm.prim "greater"(%12, %13) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.write @fib.result0, %9 : i64
+// CHECK-NEXT:       vm.write @fib.n, %12 : i32
+// CHECK-NEXT:       vm.branch %14, 3, 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 6 attributes {function = "fib"} {
-// CHECK-NEXT:       %8 = vm.constant 1 : i64
 // CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %9 = vm.constant 2 : i32
-// CHECK-NEXT:       %10 = vm.read @fib.n : i32
-// CHECK-NEXT:       %11 = vm.prim "subtract"(%10, %9) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.write @fib.f1, %8 : i64
+// CHECK-NEXT:       %15 = vm.constant 2 : i32
+// CHECK-NEXT:       %16 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %17 = vm.read @fib.n : i32
+// CHECK-NEXT:       %18 = vm.prim "subtract"(%17, %15) : (i32, i32) -> i32
+// CHECK-NEXT:       vm.write @fib.f1, %16 : i64
 // CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       %12 = vm.constant 2 : i32
-// CHECK-NEXT:       %13 = vm.prim "greater"(%11, %12) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.write @fib.result0, %8 : i64
-// CHECK-NEXT:       vm.write @fib.n, %11 : i32
-// CHECK-NEXT:       vm.branch %13, 3, 8
+// CHECK-NEXT:       %19 = vm.constant 2 : i32
+// CHECK-NEXT:       %20 = vm.prim "greater"(%18, %19) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.write @fib.n, %18 : i32
+// CHECK-NEXT:       vm.branch %20, 3, 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 7 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %14 = vm.constant 2 : i32
-// CHECK-NEXT:       %15 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %16 = vm.read @fib.n : i32
-// CHECK-NEXT:       %17 = vm.prim "subtract"(%16, %14) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.write @fib.f1, %15 : i64
-// CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       %18 = vm.constant 2 : i32
-// CHECK-NEXT:       %19 = vm.prim "greater"(%17, %18) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.write @fib.n, %17 : i32
-// CHECK-NEXT:       vm.branch %19, 3, 8
+// CHECK-NEXT:       %21 = vm.constant 1 : i64
+// CHECK-NEXT:       vm.pop @fib.f1
+// CHECK-NEXT:       %22 = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %23 = vm.prim "add"(%22, %21) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.result0, %23 : i64
+// CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 8 attributes {function = "fib"} {
-// CHECK-NEXT:       %20 = vm.constant 1 : i64
 // CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %21 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %22 = vm.prim "add"(%21, %20) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.result0, %22 : i64
-// CHECK-NEXT:       vm.return
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 9 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %23 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %24 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %25 = vm.prim "add"(%23, %24) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.result0, %25 : i64
-// CHECK-NEXT:       vm.return
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 10 attributes {function = "fib"} {
-// CHECK-NEXT:       %26 = vm.constant 1 : i64
+// CHECK-NEXT:       %24 = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %25 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %26 = vm.prim "add"(%24, %25) : (i64, i64) -> i64
 // CHECK-NEXT:       vm.write @fib.result0, %26 : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
@@ -200,7 +196,7 @@ builtin.module {
 // CHECK-NEXT:   vm.var @is_even.result0 : i1 register
 // CHECK-NEXT:   vm.program @is_even(@is_even.n) -> (@is_even.result0) {
 // CHECK-NEXT:     vm.block 0 {
-// CHECK-NEXT:       vm.call 4, return 3
+// CHECK-NEXT:       vm.call 3, return 2
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 1 attributes {function = "is_odd"} {
 // CHECK-NEXT:       %0 = vm.constant 1 : i16
@@ -209,32 +205,30 @@ builtin.module {
 // CHECK-NEXT:       %3 = vm.constant 0 : i16
 // CHECK-NEXT:       %4 = vm.prim "equal"(%2, %3) : (i16, i16) -> i1
 // CHECK-NEXT:       vm.write @is_odd.n, %2 : i16
-// CHECK-NEXT:       vm.branch %4, 6, 2
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 2 attributes {function = "is_even"} {
+// CHECK-NEXT:       vm.exit_if %4, 5
 // CHECK-NEXT:       %5 = vm.constant 1 : i16
 // CHECK-NEXT:       %6 = vm.read @is_odd.n : i16
 // CHECK-NEXT:       %7 = vm.prim "subtract"(%6, %5) : (i16, i16) -> i16
 // CHECK-NEXT:       %8 = vm.constant 0 : i16
 // CHECK-NEXT:       %9 = vm.prim "equal"(%7, %8) : (i16, i16) -> i1
 // CHECK-NEXT:       vm.write @is_even.n, %7 : i16
-// CHECK-NEXT:       vm.branch %9, 5, 1
+// CHECK-NEXT:       vm.branch %9, 4, 1
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 3 {
+// CHECK-NEXT:     vm.block 2 {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 4 attributes {function = "is_even"} {
+// CHECK-NEXT:     vm.block 3 attributes {function = "is_even"} {
 // CHECK-NEXT:       %10 = vm.constant 0 : i16
 // CHECK-NEXT:       %11 = vm.read @is_even.n : i16
 // CHECK-NEXT:       %12 = vm.prim "equal"(%11, %10) : (i16, i16) -> i1
-// CHECK-NEXT:       vm.branch %12, 5, 1
+// CHECK-NEXT:       vm.branch %12, 4, 1
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 5 attributes {function = "is_even"} {
+// CHECK-NEXT:     vm.block 4 attributes {function = "is_even"} {
 // CHECK-NEXT:       %13 = vm.constant true
 // CHECK-NEXT:       vm.write @is_even.result0, %13 : i1
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 6 attributes {function = "is_odd"} {
+// CHECK-NEXT:     vm.block 5 attributes {function = "is_odd"} {
 // CHECK-NEXT:       %14 = vm.constant false
 // CHECK-NEXT:       vm.write @is_even.result0, %14 : i1
 // CHECK-NEXT:       vm.return

@@ -383,6 +383,31 @@ vm.program @main() -> () {
 
 vm.program @main() -> () {
   vm.block 0 {
+    %t = vm.constant true
+    vm.exit_if %t, 3
+    vm.halt
+  }
+}
+
+// CHECK: jump to block 3, but the program has blocks 0..0
+
+// -----
+
+vm.program @main() -> () {
+  vm.block 0 {
+    %c = vm.constant 1 : i64
+    vm.exit_if %c, 0
+    vm.halt
+  }
+}
+
+// CHECK: vm.exit_if %c, 0
+// CHECK: operand is used with type i1, but has been previously used or defined with type i64
+
+// -----
+
+vm.program @main() -> () {
+  vm.block 0 {
     vm.call 0, return 2
   }
   vm.block 1 {

@@ -4,7 +4,7 @@
 
 // Every op of the vm dialect, in custom form, with each syntax variant: both storage
 // classes, multi-variable push/pop/peek, bool/float/dense constants, builtin and opaque prims
-// (several results, none), block attributes and all five terminators.
+// (several results, none), block attributes, a side exit and all five terminators.
 
 functional.opaque @split "lambda x: (x, -x)"
 functional.opaque @log "print"
@@ -34,6 +34,7 @@ vm.program @main(@n, @v) -> (@acc, @flag) {
     vm.push @n, @v
     vm.pop @n
     vm.peek @n, @v {tag}
+    vm.exit_if %t, 4 {tag}
     vm.branch %cond, 2, 3
   }
   vm.block 2 {
@@ -80,6 +81,7 @@ vm.program @tiny() -> () attributes {note = "attrs"} {
 // CHECK-NEXT:       vm.push @n, @v
 // CHECK-NEXT:       vm.pop @n
 // CHECK-NEXT:       vm.peek @n, @v {tag}
+// CHECK-NEXT:       vm.exit_if %t, 4 {tag}
 // CHECK-NEXT:       vm.branch %cond, 2, 3
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 {
@@ -126,6 +128,7 @@ vm.program @tiny() -> () attributes {note = "attrs"} {
 // CHECK-GENERIC-NEXT:       "vm.push"() <{vars = [@n, @v]}> : () -> ()
 // CHECK-GENERIC-NEXT:       "vm.pop"() <{vars = [@n]}> : () -> ()
 // CHECK-GENERIC-NEXT:       "vm.peek"() <{vars = [@n, @v]}> {tag} : () -> ()
+// CHECK-GENERIC-NEXT:       "vm.exit_if"(%t) <{target = 4 : i64}> {tag} : (i1) -> ()
 // CHECK-GENERIC-NEXT:       "vm.branch"(%cond) <{then_target = 2 : i64, else_target = 3 : i64}> : (i1) -> ()
 // CHECK-GENERIC-NEXT:     }) {kind = "entry"} : () -> ()
 // CHECK-GENERIC-NEXT:     "vm.block"() <{index = 2 : i64}> ({

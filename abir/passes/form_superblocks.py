@@ -1,0 +1,180 @@
+"""`form-superblocks`: a vm block absorbs the branch arm only it leads to, behind a side exit.
+
+On the machine a block run costs about the same whatever it does: one conditional, one mask,
+the writes of its registers and its program counter. A member that runs a block A ending in
+`vm.branch %c, T, E` and then the arm E, which nothing but A leads to, should run both as one
+kernel. The result is a superblock (one entry, several exits; Hwu et al., "The superblock",
+1993): A's ops, `vm.exit_if %c, T` (the members for which `%c` holds leave for T; the ops after it
+are masked to the others), then E's ops and E's terminator. E disappears, and A keeps absorbing
+while it ends in such a branch.
+
+An arm can be absorbed when it is not A itself and is entered only by A's branch: no other
+jump, branch arm or side exit leads there (not even an earlier side exit of A), it is not a
+call's callee or return block, nor the program entry. When both arms can, A continues into the one members take more often, judged without a
+profile: the arm inside a deeper loop (the other leaves that loop, which happens once per
+loop), else the arm that does not return (a recursive function's calls outnumber its base
+cases), else the one with more ops. Either choice runs the same program.
+
+On NUTS (examples/nuts.py, 64 chains x 20 transitions) this turns the transition's doubling
+loop (four blocks) into one block and pairs up the blocks of `build_tree` around its calls.
+Blocks keep their relative order and are renumbered; run it after `stack-to-vm`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+
+from abir.dialects import vm
+from abir.passes.analysis import strongly_connected_components
+
+
+def the_vm_program(module: ModuleOp) -> vm.ProgramOp:
+    programs = [op for op in module.ops if isinstance(op, vm.ProgramOp)]
+    if len(programs) != 1:
+        raise ValueError(f"form-superblocks needs a module with one vm.program, found {len(programs)}")
+    return programs[0]
+
+
+def _ops(block: vm.BlockOp) -> list[Operation]:
+    return list(block.body.block.ops)
+
+
+def _exit_targets(block: vm.BlockOp) -> list[int]:
+    return [op.target.value.data for op in block.body.block.ops if isinstance(op, vm.ExitIfOp)]
+
+
+def _flow_targets(block: vm.BlockOp) -> list[int]:
+    """Where members go from `block` within its function: side exits, jumps and branches, and
+    a call's return block (the callee comes back there)."""
+    targets = _exit_targets(block)
+    match block.body.block.last_op:
+        case vm.JumpOp() as term:
+            targets.append(term.target.value.data)
+        case vm.BranchOp() as term:
+            targets += [term.then_target.value.data, term.else_target.value.data]
+        case vm.CallOp() as term:
+            targets.append(term.return_target.value.data)
+    return targets
+
+
+def _entered_otherwise(blocks: Iterable[vm.BlockOp]) -> set[int]:
+    """Blocks members reach other than by a jump, branch or side exit: the program entry,
+    callees and return blocks."""
+    entered = {0}
+    for block in blocks:
+        if isinstance(term := block.body.block.last_op, vm.CallOp):
+            entered |= {term.target.value.data, term.return_target.value.data}
+    return entered
+
+
+def loop_depths(successors: Mapping[int, list[int]]) -> dict[int, int]:
+    """How many loops contain each block: a cycle of the graph is a loop; inside it, the edges
+    into its headers (the blocks entered from outside it, else its first block) are set aside,
+    and what still cycles is a loop nested in it."""
+    depth = dict.fromkeys(successors, 0)
+
+    def visit(nodes: set[int], edges: Mapping[int, list[int]]) -> None:
+        graph = {n: [s for s in edges[n] if s in nodes] for n in sorted(nodes)}
+        for component in strongly_connected_components(graph):
+            cycle = set(component)
+            if len(cycle) == 1 and component[0] not in graph[component[0]]:
+                continue
+            for node in cycle:
+                depth[node] += 1
+            headers = {s for n in nodes - cycle for s in graph[n] if s in cycle} or {min(cycle)}
+            visit(cycle, {n: [s for s in edges[n] if s not in headers] for n in cycle})
+
+    visit(set(successors), successors)
+    return depth
+
+
+@dataclass
+class _Program:
+    """The blocks by number, and what the choice of an arm needs to know about them."""
+
+    blocks: dict[int, vm.BlockOp]
+
+    def __post_init__(self) -> None:
+        successors = {n: _flow_targets(b) for n, b in self.blocks.items()}
+        self.depth = loop_depths(successors)
+        self.entered_otherwise = _entered_otherwise(self.blocks.values())
+
+    def references(self, number: int) -> int:
+        """How many jumps, branch arms and side exits lead to block `number`."""
+        return sum(_flow_targets(block).count(number) for block in self.blocks.values())
+
+    def absorbable(self, head: int, arm: int) -> bool:
+        """Whether `arm` is entered only by the branch that ends `head`."""
+        return arm != head and arm not in self.entered_otherwise and self.references(arm) == 1
+
+    def preference(self, arm: int) -> tuple[int, bool, int]:
+        ends_returning = isinstance(self.blocks[arm].body.block.last_op, vm.ReturnOp | vm.HaltOp)
+        return self.depth[arm], not ends_returning, len(self.blocks[arm].body.block.ops)
+
+
+def _absorb(head: vm.BlockOp, branch: vm.BranchOp, arm: vm.BlockOp, continue_then: bool) -> None:
+    """`head` ends with a side exit to the other arm, then `arm`'s ops."""
+    cond = branch.cond
+    if continue_then:
+        negate = vm.PrimOp("logical_not", [cond], [IntegerType(1)])
+        head.body.block.insert_op_before(negate, branch)
+        cond, other = negate.res[0], branch.else_target.value.data
+    else:
+        other = branch.then_target.value.data
+    head.body.block.insert_op_before(vm.ExitIfOp(cond, other), branch)
+    branch.detach()
+    branch.erase()
+    for op in _ops(arm):
+        op.detach()
+        head.body.block.add_op(op)
+
+
+def _renumber(program: vm.ProgramOp, numbers: Mapping[int, int]) -> None:
+    for block in program.blocks:
+        block.properties["index"] = IntegerAttr(numbers[block.number], 64)
+        for op in block.body.block.ops:
+            for name in ("target", "then_target", "else_target", "return_target"):
+                if isinstance(attr := op.properties.get(name), IntegerAttr):
+                    op.properties[name] = IntegerAttr(numbers[attr.value.data], 64)
+
+
+def form_superblocks(module: ModuleOp) -> None:
+    """Merge every absorbable branch arm into its block (see the module docstring)."""
+    program = the_vm_program(module)
+    blocks = {block.number: block for block in program.blocks}
+    analysis = _Program(blocks)
+    absorbed: set[int] = set()
+    for number in sorted(blocks):
+        if number in absorbed:
+            continue
+        head = blocks[number]
+        while isinstance(branch := head.body.block.last_op, vm.BranchOp):
+            arms = [branch.then_target.value.data, branch.else_target.value.data]
+            candidates = [arm for arm in arms if analysis.absorbable(number, arm)]
+            if not candidates:
+                break
+            arm = max(candidates, key=analysis.preference)
+            _absorb(head, branch, blocks[arm], continue_then=arm == arms[0])
+            absorbed.add(arm)
+            blocks[arm].detach()
+            blocks[arm].erase()
+            del blocks[arm]
+            analysis = _Program(blocks)
+    _renumber(program, {old: new for new, old in enumerate(sorted(blocks))})
+
+
+@dataclass(frozen=True)
+class FormSuperblocksPass(ModulePass):
+    """Merge branch arms entered from one block only into that block, behind side exits
+    (`vm.exit_if`): fewer, larger kernels."""
+
+    name = "form-superblocks"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        form_superblocks(op)
