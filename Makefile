@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lit pytest lint bench bench-nuts clean
+.PHONY: install demo test lit pytest lint fuzz bench bench-nuts clean
 
 $(BIN)/abir-opt: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,12 @@ lit: install
 
 pytest: install
 	$(BIN)/pytest -q -n 2 test/unit
+
+# Differential fuzzing: random programs batched on every backend against plain Python, failures
+# printed as minimal reproducible programs, e.g. make fuzz FUZZ_ARGS="--count 200 --seed 3 --backends numpy"
+FUZZ_ARGS ?= --count 1000 --seed 0
+fuzz: install
+	$(BIN)/python -m abir.testing.fuzz $(FUZZ_ARGS)
 
 # The reference (TFP's auto_batching) is installed only for the comparison, beside the venv:
 # --no-deps keeps pip from pulling a second TensorFlow next to tensorflow-cpu.

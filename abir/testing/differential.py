@@ -1,0 +1,375 @@
+"""Differential check of one generated program: batched on abir's backends against plain Python.
+
+The program's source is written to a real file (abir reads functions' source with `inspect`) and
+executed as a module. The reference calls the undecorated entry once per member with that
+member's arguments as Python scalars and NumPy arrays. It runs an instrumented copy of the module
+in which every typed expression `e` reads `_fz_value(e)`, which rejects values no longer
+comparable with int64/float64 arithmetic (ints past 2**62, infinities, NaNs, subnormals, which
+TensorFlow flushes to zero), under a tracer that bounds the traced lines and the call depth:
+such a program is invalid (`InvalidProgram`), not a failure.
+The batched run decorates every batched function in one `abir.Context` and calls the entry on
+the whole batch; any exception, or a member whose result differs (ints exactly, floats within
+`RTOL`/`ATOL`), is a `Failure`.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import copy
+import hashlib
+import os
+import re
+import signal
+import sys
+import threading
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from abir.testing.generate import PAIR, FuzzProgram, ValueType, tensor_types, type_of
+
+BACKENDS = ("numpy", "jax", "tf")
+"""The backends a campaign checks by default."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How one backend name runs a batched call: the backend class, its options, call options."""
+
+    backend_class: str
+    options: tuple[tuple[str, Any], ...] = ()
+    call_options: tuple[tuple[str, Any], ...] = ()
+
+    def backend_source(self) -> str:
+        """The backend as Python source, e.g. `abir.JaxBackend(execution='switch')`."""
+        return f"abir.{self.backend_class}({', '.join(f'{k}={v!r}' for k, v in self.options)})"
+
+
+VARIANTS = {
+    "numpy": Variant("NumpyBackend"),
+    "jax": Variant("JaxBackend"),
+    "tf": Variant("TensorFlowBackend"),
+    "numpy-sweep": Variant("NumpyBackend", (("execution", "sweep"),)),
+    "jax-switch": Variant("JaxBackend", (("execution", "switch"),)),
+    "tf-xla": Variant("TensorFlowBackend", (("jit_compile", True),)),
+    "stackless": Variant("NumpyBackend", (), (("stackless", True),)),
+}
+"""Every backend name a campaign accepts: the three backends and their other executions."""
+MAX_STACK_DEPTH = 15
+MAX_REFERENCE_DEPTH = 12
+"""Deepest plain-Python call chain a valid program may reach (below `MAX_STACK_DEPTH`)."""
+MAX_REFERENCE_STEPS = 20_000
+"""Traced lines per member a valid program may run."""
+RTOL = 1e-9
+ATOL = 1e-9
+BATCHED_TIME_LIMIT = 120.0
+"""Seconds a batched run may take before it counts as hanging (interrupts Python-level loops,
+as the NumPy backend's; a compiled JAX or TF loop is not interrupted)."""
+
+
+class InvalidProgram(Exception):
+    """The plain Python run failed or left the bounds: the program tests nothing."""
+
+
+@dataclass
+class Failure:
+    """How a batched run disagreed with plain Python on one backend."""
+
+    backend: str
+    kind: str
+    """"mismatch" (a member's result differs) or "error" (the batched call raised)."""
+    message: str
+    error_type: str | None = None
+    member: int | None = None
+    expected: Any = None
+    got: Any = None
+
+    def signature(self) -> tuple[str, str | None, str]:
+        """What a smaller program must reproduce to be the same bug (an error's message up to
+        names and numbers)."""
+        return (self.kind, self.error_type, message_shape(self.message) if self.kind == "error" else "")
+
+
+def message_shape(message: str) -> str:
+    """`message` with numbers, quoted names, symbols and file positions blanked out."""
+    return re.sub(r"\d+|'[^']*'|@\S+|\S+\.py:\d+:\d+", "#", message)[:160]
+
+
+def make_backend(name: str) -> Any:
+    import abir
+
+    if name not in VARIANTS:
+        raise ValueError(f"unknown backend '{name}'; choose from {', '.join(VARIANTS)}")
+    variant = VARIANTS[name]
+    return getattr(abir, variant.backend_class)(**dict(variant.options))
+
+
+def load(program: FuzzProgram, directory: str) -> dict[str, Any]:
+    """Write the program to a file named by its content and run it as a module."""
+    return _load_source(program.source(), directory, "abir_fuzz")
+
+
+def _load_source(source: str, directory: str, prefix: str, names: dict[str, Any] | None = None) -> dict[str, Any]:
+    digest = hashlib.sha1(source.encode()).hexdigest()[:16]
+    path = os.path.join(directory, f"{prefix}_{digest}.py")
+    if not os.path.exists(path):
+        with open(path, "w") as file:
+            file.write(source)
+    namespace: dict[str, Any] = {"__name__": f"{prefix}_{digest}", "__file__": path, **(names or {})}
+    exec(compile(source, path, "exec"), namespace)
+    return namespace
+
+
+class _CheckValues(ast.NodeTransformer):
+    """Wraps every typed compound expression `e` in `_fz_value(e)`."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        super().generic_visit(node)
+        if isinstance(node, ast.expr) and type_of(node) is not None and not isinstance(node, ast.Name | ast.Constant):
+            return ast.Call(ast.Name("_fz_value", ast.Load()), [node], [])
+        return node
+
+
+def reference_module(program: FuzzProgram, directory: str) -> dict[str, Any]:
+    """The program instrumented to check every value it computes (`_fz_value`)."""
+    module = _CheckValues().visit(copy.deepcopy(program.module))
+    return _load_source(ast.unparse(module) + "\n", directory, "abir_fuzz_reference", {"_fz_value": _fz_value})
+
+
+def _fz_value(value: Any) -> Any:
+    check_value(value)
+    return value
+
+
+# ----- plain Python ---------------------------------------------------------------------------
+
+
+def member_value(value: Any, t: ValueType, i: int, namespace: dict[str, Any]) -> Any:
+    """Member `i` of a batched input as plain Python: scalars, NumPy arrays, tuples, `P`."""
+    if isinstance(t, tuple):
+        return tuple(member_value(v, part, i, namespace) for v, part in zip(value, t, strict=True))
+    if t == PAIR:
+        a, b = value
+        return namespace["P"](int(_row(a, i)), float(_row(b, i)))
+    row = _row(value, i)
+    return row.copy() if row.ndim else row.item()
+
+
+def _row(array: np.ndarray, i: int) -> np.ndarray:
+    return array[0] if array.shape[0] == 1 else array[i]
+
+
+def run_reference(program: FuzzProgram, directory: str) -> list[Any]:
+    """The entry's plain Python result for every member."""
+    namespace = reference_module(program, directory)
+    function = namespace[program.entry]
+    results = []
+    for i in range(program.batch_size()):
+        args = [member_value(v, t, i, namespace) for v, t in zip(program.inputs, program.input_types, strict=True)]
+        with Tracer(namespace["__file__"]).active():
+            try:
+                result = function(*args)
+            except InvalidProgram:
+                raise
+            except Exception as e:
+                raise InvalidProgram(f"member {i}: plain Python raised {type(e).__name__}: {e}") from e
+        check_value(result)
+        results.append(result)
+    return results
+
+
+class Tracer:
+    """A `sys.settrace` hook over one file: counts lines and call depth."""
+
+    def __init__(self, filename: str):
+        self.filename = filename
+        self.steps = 0
+        self.depth = 0
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[None]:
+        previous = sys.gettrace()
+        sys.settrace(self.call)
+        try:
+            with np.errstate(all="raise"), warnings.catch_warnings():
+                warnings.simplefilter("error")
+                yield
+        finally:
+            sys.settrace(previous)
+
+    def call(self, frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code.co_filename != self.filename:
+            return None
+        self.depth += 1
+        if self.depth > MAX_REFERENCE_DEPTH:
+            raise InvalidProgram(f"plain Python recursed deeper than {MAX_REFERENCE_DEPTH} calls")
+        return self.local
+
+    def local(self, frame: Any, event: str, arg: Any) -> Any:
+        self.steps += 1
+        if self.steps > MAX_REFERENCE_STEPS:
+            raise InvalidProgram(f"plain Python ran more than {MAX_REFERENCE_STEPS} lines")
+        if event == "return":
+            self.depth -= 1
+        return self.local
+
+
+def check_value(value: Any) -> None:
+    """Raise `InvalidProgram` for a value int64/float64 arithmetic would not reproduce."""
+    if isinstance(value, tuple):
+        for part in value:
+            check_value(part)
+    elif isinstance(value, bool | np.bool_):
+        return
+    elif isinstance(value, int | np.integer):
+        if abs(int(value)) > 2**62:
+            raise InvalidProgram(f"an integer left the int64 range: {value}")
+    elif isinstance(value, float | np.floating | np.ndarray):
+        array = np.asarray(value, dtype=float)
+        tiny = (array != 0) & (np.abs(array) < 1e-290)
+        if not np.all(np.isfinite(array)) or np.any(tiny):
+            raise InvalidProgram(f"a float value is infinite, nan or subnormal: {value}")
+
+
+# ----- batched --------------------------------------------------------------------------------
+
+
+def batched_inputs(program: FuzzProgram, namespace: dict[str, Any]) -> list[Any]:
+    def build(value: Any, t: ValueType) -> Any:
+        if isinstance(t, tuple):
+            return tuple(build(v, part) for v, part in zip(value, t, strict=True))
+        if t == PAIR:
+            return namespace["P"](*(v.copy() for v in value))
+        return value.copy()
+
+    return [build(v, t) for v, t in zip(program.inputs, program.input_types, strict=True)]
+
+
+def batched_entry(program: FuzzProgram, namespace: dict[str, Any]) -> Any:
+    """Every batched function decorated in one Context (some with a `type_inference`); the entry."""
+    import abir
+
+    ctx = abir.Context()
+    decorated = {}
+    for name in program.batched:
+        inference = None
+        if name in program.declared_results:
+            leaves = tensor_types(program.declared_results[name], program.vector_size)
+            inference = _declared(leaves)
+        decorated[name] = ctx.batch(type_inference=inference)(namespace[name])
+    return decorated[program.entry]
+
+
+def _declared(leaves: list[Any]) -> Any:
+    return lambda arg_types: leaves[0] if len(leaves) == 1 else list(leaves)
+
+
+def run_batched(program: FuzzProgram, namespace: dict[str, Any], backend: str, entry: Any = None,
+                seconds: float = BATCHED_TIME_LIMIT) -> Any:  # fmt: skip
+    entry = entry if entry is not None else batched_entry(program, namespace)
+    with time_limit(seconds):
+        options = dict(VARIANTS[backend].call_options)
+        return entry(*batched_inputs(program, namespace), backend=make_backend(backend), max_stack_depth=MAX_STACK_DEPTH,
+                     **options)  # fmt: skip
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise `TimeoutError` in the main thread after `seconds` (elsewhere: no limit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expire(signum: int, frame: Any) -> None:
+        raise TimeoutError(f"the batched run took longer than {seconds:g} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def check(
+    program: FuzzProgram,
+    backends: tuple[str, ...],
+    namespace: dict[str, Any],
+    reference: list[Any] | None = None,
+    seconds: float = BATCHED_TIME_LIMIT,
+) -> list[Failure]:
+    """The failures of the batched runs on `backends` (an empty list when all agree), each run
+    limited to `seconds`."""
+    expected = reference if reference is not None else run_reference(program, os.path.dirname(namespace["__file__"]))
+    failures = []
+    try:
+        entry = batched_entry(program, namespace)
+    except Exception as e:
+        return [_error_failure(backend, e) for backend in backends]
+    for backend in backends:
+        try:
+            result = run_batched(program, namespace, backend, entry, seconds)
+        except Exception as e:
+            failures.append(_error_failure(backend, e))
+            continue
+        mismatch = compare_members(expected, result)
+        if mismatch is not None:
+            member, got = mismatch
+            failures.append(Failure(backend, "mismatch", f"member {member} differs", None, member, expected[member], got))
+    return failures
+
+
+def _error_failure(backend: str, error: Exception) -> Failure:
+    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    return Failure(backend, "error", f"{type(error).__name__}: {message}", type(error).__name__)
+
+
+def compare_members(expected: list[Any], result: Any) -> tuple[int, Any] | None:
+    """The first member whose batched result differs from plain Python, with that result."""
+    for i, want in enumerate(expected):
+        got = batch_member(result, i)
+        if not same_value(want, got):
+            return i, got
+    return None
+
+
+def batch_member(value: Any, i: int) -> Any:
+    """Member `i` of a batched result (tuples and namedtuples rebuilt), as NumPy values."""
+    if isinstance(value, tuple):
+        parts = [batch_member(v, i) for v in value]
+        return type(value)(*parts) if hasattr(value, "_fields") else tuple(parts)
+    array = np.asarray(value)
+    row = array[0] if array.ndim and array.shape[0] == 1 else array[i] if array.ndim else array
+    return row.item() if np.ndim(row) == 0 else row
+
+
+def same_value(expected: Any, got: Any) -> bool:
+    if isinstance(expected, tuple):
+        if not isinstance(got, tuple) or len(got) != len(expected):
+            return False
+        if getattr(type(expected), "_fields", None) != getattr(type(got), "_fields", None):
+            return False
+        return all(same_value(e, g) for e, g in zip(expected, got, strict=True))
+    if isinstance(got, tuple):
+        return False
+    want, have = np.asarray(expected, dtype=float), np.asarray(got, dtype=float)
+    return want.shape == have.shape and bool(np.allclose(have, want, rtol=RTOL, atol=ATOL, equal_nan=True))
+
+
+def describe_value(value: Any) -> str:
+    """A value as Python source (arrays as `np.array([...])`)."""
+    if isinstance(value, tuple):
+        parts = ", ".join(describe_value(v) for v in value)
+        if hasattr(value, "_fields"):
+            return f"{type(value).__name__}({parts})"
+        return f"({parts}{',' if len(value) == 1 else ''})"
+    if isinstance(value, np.ndarray):
+        return f"np.array({value.tolist()!r})"
+    if isinstance(value, np.generic):
+        return repr(value.item())
+    return repr(value)

@@ -1,0 +1,285 @@
+"""Differential fuzzing of abir: random programs, batched on every backend, against plain Python.
+
+    python -m abir.testing.fuzz --count 1000 --seed 0 --backends numpy,jax,tf
+
+Program `i` of seed `s` is drawn from `random.Random(f"{s}:{i}:{attempt}")` (the first attempt
+whose plain Python run stays within the bounds, see `abir.testing.differential`), so a
+`(seed, index)` pair names a program for good. Each failure is shrunk on its cheapest failing
+backend (`abir.testing.shrink`) and printed as a standalone script: the minimal program, how to
+batch and call it, the plain Python result and each backend's. The exit status is 1 when a
+program failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from abir.testing.differential import (
+    BACKENDS,
+    MAX_STACK_DEPTH,
+    VARIANTS,
+    Failure,
+    InvalidProgram,
+    check,
+    describe_value,
+    load,
+    member_value,
+    run_reference,
+)
+from abir.testing.generate import (
+    ALL_FEATURES,
+    DEFAULT_FEATURES,
+    OFF_BY_DEFAULT,
+    FuzzProgram,
+    ProgramGenerator,
+    parse_features,
+    tensor_types,
+)
+from abir.testing.shrink import shrink
+
+MAX_ATTEMPTS = 50
+"""Draws per program index before giving up on finding a valid program."""
+SHRINK_ORDER = ("numpy", "stackless", "numpy-sweep", "tf", "jax", "jax-switch", "tf-xla")
+"""Backends from the cheapest to the dearest to compile a candidate for."""
+
+
+@dataclass
+class Generated:
+    program: FuzzProgram
+    namespace: dict[str, Any]
+    reference: list[Any]
+    attempts: int
+
+
+def generate(seed: int, index: int, features: frozenset[str], directory: str) -> Generated:
+    """Program `index` of `seed`: the first draw that is valid plain Python within the bounds."""
+    for attempt in range(MAX_ATTEMPTS):
+        rng = random.Random(f"{seed}:{index}:{attempt}")
+        program = ProgramGenerator(rng, features).generate(f"seed {seed}, program {index}")
+        try:
+            reference = run_reference(program, directory)
+        except InvalidProgram:
+            continue
+        return Generated(program, load(program, directory), reference, attempt + 1)
+    raise RuntimeError(f"no valid program for seed {seed}, index {index} in {MAX_ATTEMPTS} draws")
+
+
+@dataclass
+class Report:
+    """One failing program: its failures, and the shrunk program with its failures."""
+
+    label: str
+    original: FuzzProgram
+    failures: list[Failure]
+    minimal: FuzzProgram
+    minimal_failures: list[Failure]
+    reference: list[Any]
+    checks: int
+    duplicate_of: int | None = None
+
+    def key(self) -> tuple[Any, ...]:
+        """Failures with the same key are reported once: same backends, kind and message shape."""
+        return failure_key(self.minimal_failures)
+
+
+def failure_key(failures: list[Failure]) -> tuple[Any, ...]:
+    return tuple(sorted((f.backend, *f.signature()) for f in failures))
+
+
+@dataclass
+class CampaignResult:
+    count: int
+    seed: int
+    backends: tuple[str, ...]
+    reports: list[Report] = field(default_factory=list)
+    draws: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        distinct = len({r.key() for r in self.reports})
+        status = "no failures" if not self.reports else f"{len(self.reports)} failing programs ({distinct} distinct)"
+        return (f"{self.count} programs (seed {self.seed}, {self.draws} draws), backends {','.join(self.backends)}: "
+                f"{status} in {self.seconds:.0f} s")  # fmt: skip
+
+
+def run_campaign(
+    count: int,
+    seed: int,
+    backends: tuple[str, ...] = BACKENDS,
+    features: frozenset[str] = DEFAULT_FEATURES,
+    start: int = 0,
+    shrink_failures: bool = True,
+    shrink_seconds: float = 300.0,
+    out: Callable[[str], None] = print,
+    directory: str | None = None,
+    stop_after: int | None = None,
+) -> CampaignResult:
+    """Generate and check programs `start .. start + count - 1` of `seed` (stopping after
+    `stop_after` failing programs, if given)."""
+    result = CampaignResult(count, seed, backends)
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="abir_fuzz_") as scratch:
+        directory = directory or scratch
+        for index in range(start, start + count):
+            generated = generate(seed, index, features, directory)
+            result.draws += generated.attempts
+            failures = check(generated.program, backends, generated.namespace, generated.reference)
+            if failures:
+                report = _report(generated, failures, backends, directory, shrink_failures, shrink_seconds, result)
+                result.reports.append(report)
+                out(format_report(report, len(result.reports)))
+                if stop_after is not None and len(result.reports) >= stop_after:
+                    result.count = index - start + 1
+                    break
+            done = index - start + 1
+            if done % 25 == 0 or done == count:
+                out(f"# {done}/{count} programs, {len(result.reports)} failing, {time.monotonic() - began:.0f} s")
+    result.seconds = time.monotonic() - began
+    return result
+
+
+def _report(generated: Generated, failures: list[Failure], backends: tuple[str, ...], directory: str,
+            shrink_failures: bool, shrink_seconds: float, campaign: CampaignResult) -> Report:  # fmt: skip
+    """The report of a failing program: shrunk, unless it raises an error seen before."""
+    program = generated.program
+    report = Report(program.label, program, failures, program, failures, generated.reference, 0)
+    earlier = {}
+    for number, other in enumerate(campaign.reports, 1):
+        if other.duplicate_of is None:
+            earlier.setdefault(failure_key(other.failures), number)
+            earlier.setdefault(other.key(), number)
+    if failure_key(failures) in earlier and all(f.kind == "error" for f in failures):
+        report.duplicate_of = earlier[failure_key(failures)]
+        return report
+    if shrink_failures:
+        failure = min(failures, key=lambda f: SHRINK_ORDER.index(f.backend))
+        shrunk = shrink(program, failure, directory, time_budget=shrink_seconds)
+        namespace = load(shrunk.program, directory)
+        reference = run_reference(shrunk.program, directory)
+        report.minimal, report.reference, report.checks = shrunk.program, reference, shrunk.checks
+        report.minimal_failures = check(shrunk.program, backends, namespace, reference) or [shrunk.failure]
+    return report
+
+
+# ----- reports --------------------------------------------------------------------------------
+
+
+def format_report(report: Report, number: int) -> str:
+    failing = ", ".join(f"{f.backend}: {f.kind}" for f in report.minimal_failures)
+    header = f"=== failure {number}: {report.label} ({failing}) ==="
+    if report.duplicate_of is not None:
+        return f"{header}\n# the same error as failure {report.duplicate_of}: {report.failures[0].message}\n"
+    lines = report.original.source().count("\n")
+    shrunk = report.minimal.source().count("\n")
+    note = f"# shrunk from {lines} to {shrunk} lines ({report.checks} checks); a runnable reproduction:"
+    if report.minimal is report.original:
+        note = "# as generated (not shrunk); a runnable reproduction:"
+    return "\n".join([header, note, repro_script(report.minimal, report.minimal_failures, report.reference), ""])
+
+
+def repro_script(program: FuzzProgram, failures: list[Failure], reference: list[Any]) -> str:
+    """The program as a standalone script: it batches the functions, prints the plain Python
+    result of every member and the batched result on each failing backend (what each gave in
+    the fuzzer's run follows as a comment)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(program.source(), "<repro>", "exec"), namespace)
+    lines = [program.source().rstrip(), "", "", "import abir", "", "ctx = abir.Context()"]
+    for name in program.batched:
+        inference = ""
+        if name in program.declared_results:
+            leaves = [f"abir.TensorType(np.{t.dtype.name}, {t.shape})" for t in
+                      tensor_types(program.declared_results[name], program.vector_size)]  # fmt: skip
+            answer = leaves[0] if len(leaves) == 1 else "[" + ", ".join(leaves) + "]"
+            inference = f"type_inference=lambda types: {answer}"
+        target = f"batched_{name} = " if name == program.entry else ""
+        lines.append(f"{target}ctx.batch({inference})({name})")
+    batched_args = ", ".join(_batched_argument(v, t) for v, t in zip(program.inputs, program.input_types, strict=True))
+    lines.append(f"args = ({batched_args}{',' if len(program.inputs) == 1 else ''})")
+    for i, expected in enumerate(reference):
+        member = ", ".join(describe_value(member_value(v, t, i, namespace))
+                           for v, t in zip(program.inputs, program.input_types, strict=True))  # fmt: skip
+        lines.append(f"print({program.entry}({member}))  # plain Python, member {i}: {describe_value(expected)}")
+    for failure in failures:
+        variant = VARIANTS[failure.backend]
+        options = "".join(f", {k}={v!r}" for k, v in variant.call_options)
+        call = (f"batched_{program.entry}(*args, backend={variant.backend_source()}, "
+                f"max_stack_depth={MAX_STACK_DEPTH}{options})")  # fmt: skip
+        if failure.kind == "error":
+            lines.append(f"print({call})  # {failure.backend} raises {failure.message}")
+        else:
+            lines.append(f"print({call})  # {failure.backend}, member {failure.member}: {describe_value(failure.got)}")
+    return "\n".join(lines)
+
+
+def _batched_argument(value: Any, t: Any) -> str:
+    if isinstance(t, tuple):
+        return "(" + ", ".join(_batched_argument(v, p) for v, p in zip(value, t, strict=True)) + ")"
+    if t == "pair":
+        return "P(" + ", ".join(_batched_argument(v, "leaf") for v in value) + ")"
+    dtype = "" if value.dtype.kind == "f" else f", dtype=np.{value.dtype.name}"
+    return f"np.array({value.tolist()!r}{dtype})"
+
+
+# ----- command line ---------------------------------------------------------------------------
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m abir.testing.fuzz",
+        description="Differential fuzzing: random programs batched by abir against plain Python, member by member.",
+    )
+    parser.add_argument("--count", type=int, default=1000, help="number of programs (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed; program i of a seed is always the same")
+    parser.add_argument("--start", type=int, default=0, help="index of the first program (to rerun one: --start i --count 1)")
+    parser.add_argument("--backends", default=",".join(BACKENDS),
+                        help=f"comma-separated, from {','.join(VARIANTS)} (default {','.join(BACKENDS)})")
+    features = " ".join(f"{name}{' (off)' if name in OFF_BY_DEFAULT else ''}" for name in sorted(ALL_FEATURES))
+    parser.add_argument("--features", default="",
+                        help=f"changes to the default features, e.g. +item_assignment,-arrays; the features: {features}")
+    parser.add_argument("--no-shrink", action="store_true", help="report failures as generated, unshrunk")
+    parser.add_argument("--shrink-seconds", type=float, default=300.0, help="time limit for shrinking one failure")
+    parser.add_argument("--show", action="store_true", help="print the programs' source instead of checking them")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up notes would drown the report
+    args = parse_arguments(argv)
+    backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
+    unknown = [b for b in backends if b not in VARIANTS]
+    if unknown:
+        print(f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
+        return 2
+    try:
+        features = parse_features(args.features)
+    except ValueError as e:
+        print(e, file=sys.stderr)
+        return 2
+    if args.show:
+        with tempfile.TemporaryDirectory(prefix="abir_fuzz_") as directory:
+            for index in range(args.start, args.start + args.count):
+                program = generate(args.seed, index, features, directory).program
+                print(f"# {program.label}\n{program.source()}")
+        return 0
+    if any(VARIANTS[b].backend_class == "TensorFlowBackend" for b in backends):
+        import tensorflow as tf
+
+        tf.get_logger().setLevel("ERROR")  # retracing warnings: every program is a new tf.function
+    print(f"# abir fuzz: {args.count} programs from seed {args.seed}, backends {','.join(backends)}, "
+          f"features {','.join(sorted(features))}", flush=True)  # fmt: skip
+    result = run_campaign(args.count, args.seed, backends, features, args.start, not args.no_shrink,
+                          args.shrink_seconds, out=lambda text: print(text, flush=True))  # fmt: skip
+    print(result.summary())
+    return 1 if result.reports else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""The differential fuzzer (abir.testing): a fixed sample of random programs, batched on every
+backend, must equal plain Python member by member; the fuzzer itself must generate valid,
+deterministic programs, find an injected miscompilation and shrink it to a small program.
+
+`make fuzz` runs the large form (1,000 programs); the `slow` test here runs 200 programs on every
+backend with ABIR_FULL=1 and a reduced NumPy-only sample otherwise.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+import numpy as np
+import pytest
+
+from abir.testing import fuzz
+from abir.testing.differential import check, load, run_reference
+from abir.testing.generate import BOOL, DEFAULT_FEATURES, FLOAT, INT, parse_features, type_of
+
+SEED = 0
+SAMPLE = {"numpy": range(12), "jax": range(4), "tf": range(4)}
+"""Program indices of seed 0 each backend checks in every test run."""
+FULL = os.environ.get("ABIR_FULL") == "1"
+
+
+@pytest.fixture(scope="module")
+def directory(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("fuzz"))
+
+
+def reproduction_hint(seed: int, index: int, backend: str) -> str:
+    return (f"shrink it with: python -m abir.testing.fuzz --seed {seed} --start {index} --count 1 "
+            f"--backends {backend}")  # fmt: skip
+
+
+def check_programs(seed: int, indices: range, backend: str, directory: str) -> None:
+    for index in indices:
+        generated = fuzz.generate(seed, index, DEFAULT_FEATURES, directory)
+        failures = check(generated.program, (backend,), generated.namespace, generated.reference)
+        report = fuzz.Report(generated.program.label, generated.program, failures, generated.program, failures,
+                             generated.reference, 0)  # fmt: skip
+        assert not failures, fuzz.format_report(report, 1) + reproduction_hint(seed, index, backend)
+
+
+@pytest.mark.parametrize(
+    ("backend", "index"), [(b, i) for b, indices in SAMPLE.items() for i in indices], ids=lambda v: str(v)
+)
+def test_fixed_sample_matches_plain_python(backend, index, directory):
+    check_programs(SEED, range(index, index + 1), backend, directory)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["numpy", "jax", "tf"] if FULL else ["numpy"])
+def test_larger_sample_matches_plain_python(backend, directory):
+    check_programs(1, range(200 if FULL else 8), backend, directory)
+
+
+# ----- the fuzzer itself ------------------------------------------------------------------------
+
+
+def test_programs_are_deterministic(directory):
+    first, second = (fuzz.generate(3, 7, DEFAULT_FEATURES, directory) for _ in range(2))
+    assert first.program.source() == second.program.source()
+    for a, b in zip(first.program.inputs, second.program.inputs, strict=True):
+        np.testing.assert_array_equal(np.asarray(a, dtype=object), np.asarray(b, dtype=object))
+    other = fuzz.generate(3, 8, DEFAULT_FEATURES, directory)
+    assert other.program.source() != first.program.source()
+
+
+def test_programs_are_valid_and_cover_the_subset(directory):
+    """Nearly every draw is valid plain Python within the bounds, and the sample as a whole uses
+    every construct of the subset the generator knows."""
+    modules = []
+    draws = 0
+    for index in range(40):
+        generated = fuzz.generate(5, index, DEFAULT_FEATURES, directory)
+        draws += generated.attempts
+        modules.append(generated.program.module)
+    assert draws <= 60
+    nodes = [node for module in modules for node in ast.walk(module)]
+    kinds = {type(node).__name__ for node in nodes}
+    assert {"If", "While", "For", "Break", "Continue", "Return", "IfExp", "BoolOp", "NamedExpr", "AugAssign",
+            "Compare", "Subscript", "Tuple"} <= kinds  # fmt: skip
+    loops = [node for node in nodes if isinstance(node, ast.While | ast.For)]
+    assert any(loop.orelse for loop in loops)
+    assert {type(loop.iter).__name__ for loop in loops if isinstance(loop, ast.For)} == {"Call", "Tuple"}
+    functions = {node.name for node in nodes if isinstance(node, ast.FunctionDef)}
+    assert {"f", "r1", "r2", "h1", "h2", "o1", "o2"} <= functions
+    text = "\n".join(ast.unparse(module) for module in modules)
+    for construct in ("r1(d - 1", "r2(d - 1", "._replace(", "P(", "np.dot(", "len(", ".sum()", "C[", "elif "):
+        assert construct in text, construct
+
+
+def test_features_can_be_turned_off_and_on(directory):
+    assert parse_features("-arrays,+item_assignment") == (DEFAULT_FEATURES - {"arrays"}) | {"item_assignment"}
+    with pytest.raises(ValueError, match="unknown fuzz feature 'bogus'"):
+        parse_features("+bogus")
+    scalar_only = parse_features("-arrays,-namedtuples,-tuples,-recursion,-loops")
+    for index in range(10):
+        program = fuzz.generate(2, index, scalar_only, directory).program
+        types = {type_of(node) for node in ast.walk(program.module)} | set(program.input_types)
+        assert types <= {None, INT, FLOAT, BOOL}, types
+        assert "while" not in program.source() and "def r1" not in program.source()
+    writes = parse_features("+item_assignment")
+    sources = [fuzz.generate(2, index, writes, directory).program.source() for index in range(10)]
+    assert any(isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript)
+               for source in sources for node in ast.walk(ast.parse(source)))  # fmt: skip
+
+
+def test_finds_and_shrinks_an_injected_miscompilation(monkeypatch, directory):
+    """With the NumPy backend's `%` replaced by C's `fmod` (sign of the dividend), the fuzzer
+    reports a program, shrinks it to a few lines that still fail, and the same small program
+    passes once `%` is right again: the shrinking kept the bug, not another one."""
+    from abir.backends import numpy_backend
+
+    monkeypatch.setitem(numpy_backend._FUNCTIONS, "remainder", np.fmod)
+    result = fuzz.run_campaign(30, 3, ("numpy",), shrink_seconds=20, out=lambda text: None, directory=directory,
+                               stop_after=1)  # fmt: skip
+    assert result.reports, "no program failed with `%` computed as fmod"
+    report = result.reports[0]
+    assert report.minimal_failures[0].kind == "mismatch"
+    minimal = report.minimal
+    assert len(minimal.source().splitlines()) < min(20, len(report.original.source().splitlines()))
+    assert "%" in minimal.source()
+    text = fuzz.format_report(report, 1)
+    assert "batched_f(*args, backend=abir.NumpyBackend()" in text and "plain Python, member 0" in text
+    monkeypatch.undo()
+    namespace = load(minimal, directory)
+    assert check(minimal, ("numpy",), namespace, run_reference(minimal, directory)) == []
+
+
+def test_command_line(capsys):
+    assert fuzz.main(["--count", "2", "--seed", str(SEED), "--backends", "numpy"]) == 0
+    out = capsys.readouterr().out
+    assert "2 programs (seed 0" in out and "no failures" in out
+    assert fuzz.main(["--count", "1", "--backends", "cuda"]) == 2
+    assert fuzz.main(["--count", "1", "--show", "--seed", "4"]) == 0
+    assert "def f(" in capsys.readouterr().out
