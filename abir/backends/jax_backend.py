@@ -11,9 +11,9 @@ step. Two executions of the loop body (`execution=`):
   where members wait until all live members are there. The compiler numbers the blocks for
   this (`schedule-blocks` order `flow`: few backward transitions) and merges branch arms into
   their blocks (`form-superblocks`, `superblocks = True`). Measured on NUTS (examples/nuts.py,
-  64 chains x 20 transitions, depth 6; `bench/nuts.py`): 565 sweeps running 7,026 blocks
-  (981 sweeps and 11,337 blocks without superblocks), against 12,991 single-block steps for
-  `"switch"`.
+  64 chains x 20 transitions, depth 6; `bench/nuts.py`): 692 sweeps running 7,577 blocks
+  (995 sweeps and 11,244 blocks without superblocks), against about 13,000 single-block steps
+  for `"switch"`.
 * `"switch"`: `while min(pc) < halt: state = switch(next_block(pc), kernels)(state)`, one block
   per iteration chosen by the backend's `scheduler` (the reference's design).
 

@@ -34,10 +34,10 @@ builtin.module {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.call 5, return 6
+// CHECK-NEXT:       vm.call 5, return 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.call 5, return 8
+// CHECK-NEXT:       vm.call 5, return 9
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "fib"} {
 // CHECK-NEXT:       %0 = vm.constant 2 : i32
@@ -56,7 +56,9 @@ builtin.module {
 // CHECK-NEXT:       %7 = vm.constant 2 : i32
 // CHECK-NEXT:       %8 = vm.prim "greater"(%6, %7) : (i32, i32) -> i1
 // CHECK-NEXT:       vm.write @fib.n, %6 : i32
-// CHECK-NEXT:       vm.exit_if %8, 2
+// CHECK-NEXT:       vm.branch %8, 2, 6
+// CHECK-NEXT:     }
+// CHECK-NEXT:     vm.block 6 attributes {function = "fib"} {
 // CHECK-NEXT:       %9 = vm.constant 1 : i64
 // CHECK-NEXT:       vm.pop @fib.n
 // CHECK-NEXT:       %10 = vm.constant 2 : i32
@@ -68,9 +70,9 @@ builtin.module {
 // CHECK-NEXT:       %14 = vm.prim "greater"(%12, %13) : (i32, i32) -> i1
 // CHECK-NEXT:       vm.write @fib.result0, %9 : i64
 // CHECK-NEXT:       vm.write @fib.n, %12 : i32
-// CHECK-NEXT:       vm.branch %14, 3, 7
+// CHECK-NEXT:       vm.branch %14, 3, 8
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 6 attributes {function = "fib"} {
+// CHECK-NEXT:     vm.block 7 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.pop @fib.n
 // CHECK-NEXT:       %15 = vm.constant 2 : i32
 // CHECK-NEXT:       %16 = vm.read @fib.result0 : i64
@@ -81,9 +83,9 @@ builtin.module {
 // CHECK-NEXT:       %19 = vm.constant 2 : i32
 // CHECK-NEXT:       %20 = vm.prim "greater"(%18, %19) : (i32, i32) -> i1
 // CHECK-NEXT:       vm.write @fib.n, %18 : i32
-// CHECK-NEXT:       vm.branch %20, 3, 7
+// CHECK-NEXT:       vm.branch %20, 3, 8
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 7 attributes {function = "fib"} {
+// CHECK-NEXT:     vm.block 8 attributes {function = "fib"} {
 // CHECK-NEXT:       %21 = vm.constant 1 : i64
 // CHECK-NEXT:       vm.pop @fib.f1
 // CHECK-NEXT:       %22 = vm.read @fib.f1 : i64
@@ -91,7 +93,7 @@ builtin.module {
 // CHECK-NEXT:       vm.write @fib.result0, %23 : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 8 attributes {function = "fib"} {
+// CHECK-NEXT:     vm.block 9 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.pop @fib.f1
 // CHECK-NEXT:       %24 = vm.read @fib.f1 : i64
 // CHECK-NEXT:       %25 = vm.read @fib.result0 : i64
