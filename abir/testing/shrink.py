@@ -290,16 +290,20 @@ def typed_expressions(program: FuzzProgram) -> Iterator[tuple[Path, ast.expr]]:
             yield from _typed_below(node, (("body", index),))
 
 
-def _typed_below(node: ast.AST, path: Path) -> Iterator[tuple[Path, ast.expr]]:
+def _typed_below(node: ast.AST, path: Path, nearest: bool = False) -> Iterator[tuple[Path, ast.expr]]:
+    """The typed expressions below `node` (at `path`), with their paths: all of them, or with
+    `nearest` only those with no typed expression between them and `node`."""
     for name, value in ast.iter_fields(node):
         children = value if isinstance(value, list) else [value]
         for i, child in enumerate(children):
             if not isinstance(child, ast.AST):
                 continue
             child_path = (*path, (name, i if isinstance(value, list) else None))
-            if isinstance(child, ast.expr) and type_of(child) is not None:
+            typed = isinstance(child, ast.expr) and type_of(child) is not None
+            if typed:
                 yield child_path, child
-            yield from _typed_below(child, child_path)
+            if not (typed and nearest):
+                yield from _typed_below(child, child_path, nearest)
 
 
 def expression_replacements(program: FuzzProgram) -> Iterator[Edit]:
@@ -307,7 +311,7 @@ def expression_replacements(program: FuzzProgram) -> Iterator[Edit]:
     small literal of its type (smaller than the literal it is)."""
     for path, node in typed_expressions(program):
         t = type_of(node)
-        for child_path, child in _typed_children(node, path):
+        for child_path, child in _typed_below(node, path, nearest=True):
             if type_of(child) == t:
                 yield functools.partial(_move_expression, child_path, path)
         number = _literal_number(node)
@@ -338,18 +342,6 @@ def _literal_number(node: ast.expr) -> float | None:
     return None
 
 
-def _typed_children(node: ast.AST, path: Path) -> Iterator[tuple[Path, ast.expr]]:
-    """The nearest typed expressions below `node` (at `path`), with their paths."""
-    for name, value in ast.iter_fields(node):
-        children = value if isinstance(value, list) else [value]
-        for i, child in enumerate(children):
-            if not isinstance(child, ast.AST):
-                continue
-            child_path = (*path, (name, i if isinstance(value, list) else None))
-            if isinstance(child, ast.expr) and type_of(child) is not None:
-                yield child_path, child
-            else:
-                yield from _typed_children(child, child_path)
 
 
 def _simple_values(t: ValueType | None, vector_size: int) -> list[ast.expr]:
