@@ -116,8 +116,8 @@ class Fuser:
 
     def trampoline(self, arm: Block, ret: Block, call: Operation, near: Block, callee: Block) -> Block:
         """A block calling `arm` with return block `ret` (cached). It counts as having absorbed
-        `arm`, `callee` (whose entry test `near` absorbs) and what `near` has: when `arm` is a
-        call site that absorbed the entry test itself (`return n > 0 and f(n - 1)`), the
+        what `near` has and `callee` (whose entry test `near` absorbs), and `arm` too when `arm`
+        holds a copy of that entry test (`near` itself, in `return n > 0 and f(n - 1)`): the
         trampoline would otherwise absorb it, make the next trampoline, and so on, unrolling
         the recursion until the budget runs out (244 stack blocks from 7)."""
         key = (ret, arm)  # distinct from returning_arm keys: (arm, ret) vs (ret, arm) orders
@@ -125,7 +125,9 @@ class Fuser:
             return self.copies[key]
         block = Block()
         block.add_op(copy_attrs(call, stack.PushGotoOp(ret, arm)))
-        self.absorbed[block] = {arm, callee, *self.absorbed.get(near, set())}
+        self.absorbed[block] = {callee, *self.absorbed.get(near, set())}
+        if arm is near or callee in self.absorbed.get(arm, set()):
+            self.absorbed[block].add(arm)
         self.copies[key] = self.add_block(block, near)
         return block
 
