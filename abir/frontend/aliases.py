@@ -17,8 +17,11 @@ Roots are merged (union-find) when analysis learns two of them may be one array 
 carrying one variable's array into another's). A value that is a view records how: an index read
 by integers only (`key = x[j]`) is a copy when the member's result is a scalar, which the frontend
 checks once types are known; any other view (slices, `.T`, reshapes) or possible alias (a join of
-two values, a call's result) is definite. Values the tracker never saw are foreign: analysis
-errs on the side of an error, never of a silent difference.
+two values, a call's result) is definite, except that a call given integer-index reads
+(`r = f(x[j])`) shares `x`'s memory only through them: when they are per-member scalars (copies),
+the call cannot return a view of `x` (`through_reads`; the frontend checks the reads, not `r`).
+Values the tracker never saw are foreign: analysis errs on the side of an error, never of a
+silent difference.
 
 `x += v` updates `x` in place only when members are arrays (a per-member scalar is immutable:
 Python rebinds `x`), which the frontend learns only with types. A variable holding the same
@@ -29,7 +32,7 @@ value for scalars; it counts as holding exactly `x`'s array (`holds_exactly`).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +83,11 @@ class AliasTracker:
     """Followers (see the module docstring) and the value whose array each one is for arrays."""
     in_place_updates: int = 0
     """How many updates of values that may be arrays were lowered in place so far."""
+    through_reads: dict[SSAValue, tuple[frozenset[Root], tuple[SSAValue, ...]]] = field(default_factory=dict)
+    """Results of calls given integer-index reads: the roots each may share besides the reads'
+    (the call's own, its other arguments'), and those reads."""
+    joins: dict[SSAValue, tuple[Any, ...]] = field(default_factory=dict)
+    """The values joined into each block argument (one per incoming path)."""
 
     # -- recording ----------------------------------------------------------------------------
 
@@ -87,29 +95,59 @@ class AliasTracker:
         """`value` is a new array the function owns."""
         if self.enabled:
             self.roots[value] = frozenset({Root()})
+            self.through_reads.pop(value, None)
 
     def foreign(self, value: SSAValue, reason: str, sources: Iterable[Any] = ()) -> None:
         """`value` is an array the function does not own, which may also be one of `sources`."""
         if self.enabled:
             self.roots[value] = frozenset({Root(reason)}) | self.roots_of_all(sources)
             self.kinds[value] = VIEW
+            self.through_reads.pop(value, None)
+
+    def call_result(self, value: SSAValue, args: Iterable[SSAValue]) -> None:
+        """`value` is a result of a call taking `args`: an array the function does not own, which
+        may be one of the arguments' (through an integer-index read only if the read has axes)."""
+        if not self.enabled:
+            return
+        others, reads = frozenset({Root(CALL_RESULT)}), []
+        for arg in args:
+            if self.kinds.get(arg) == SCALAR_OR_VIEW:
+                reads.append(arg)
+            elif arg in self.through_reads:
+                arg_others, arg_reads = self.through_reads[arg]
+                others, reads = others | arg_others, [*reads, *arg_reads]
+            else:
+                others |= self.roots_of(arg)
+        self.roots[value] = others | self.roots_of_all(reads)
+        self.kinds[value] = VIEW
+        if reads:
+            self.through_reads[value] = (others, tuple(dict.fromkeys(reads)))
+
+    def joined(self, value: SSAValue, leaves: Sequence[Any], kind: str) -> None:
+        """`value` is one of `leaves`, by path (a block argument)."""
+        if self.enabled:
+            self.derived(value, leaves, kind)
+            self.joins[value] = tuple(leaves)
 
     def derived(self, value: SSAValue, sources: Iterable[Any], kind: str = VIEW) -> None:
         """`value` is (a view of) one of `sources`' arrays."""
         if self.enabled:
             self.roots[value] = self.roots_of_all(sources)
             self.kinds[value] = kind
+            self.through_reads.pop(value, None)
 
     def same(self, value: SSAValue, source: Any) -> None:
         """`value` is `source`'s array (after an in-place update)."""
         if self.enabled:
             self.roots[value] = self.roots_of(source)
+            self.through_reads.pop(value, None)
 
     def follows(self, follower: SSAValue, value: SSAValue) -> None:
         """`follower` is `value`'s array when members are arrays (else an immutable scalar)."""
         if self.enabled:
             self.roots[follower] = self.roots_of(value)
             self.followed[follower] = value
+            self.through_reads.pop(follower, None)
 
     def constant(self, value: SSAValue, static: Static) -> None:
         """`value` materializes `static`: the same array (a number is a fresh one)."""
@@ -150,6 +188,35 @@ class AliasTracker:
         if isinstance(leaf, Static):
             return None if id(leaf) in self.fresh_statics else VIEW
         return self.kinds.get(leaf)
+
+    def reads_behind(self, leaf: Any, array: Any) -> list[SSAValue] | None:
+        """The integer-index reads through which alone the call result `leaf` may share
+        `array`'s memory (it shares none if they are per-member scalars), or None when `leaf` is
+        no such call result or may share `array` otherwise."""
+        entry = self.through_reads.get(leaf) if isinstance(leaf, SSAValue) else None
+        if entry is None:
+            return None
+        others, reads = entry
+        if frozenset(self.find(r) for r in others) & self.roots_of(array):
+            return None
+        return [read for read in reads if self.shares(read, array)]
+
+    def copy_if_scalar(self, leaf: Any, array: Any) -> bool:
+        """Whether `leaf` shares no memory with `array` if some per-member values are scalars: it
+        is an integer-index read (`scalar_copy_of`), or a call result sharing `array` only
+        through such reads."""
+        return self.scalar_copy_of(leaf, array) or self.reads_behind(leaf, array) is not None
+
+    def scalar_copy_of(self, leaf: Any, array: Any, seen: frozenset[SSAValue] = frozenset()) -> bool:
+        """Whether `leaf` shares no memory with `array` if it is a per-member scalar: an
+        integer-index read, or a join of such reads and values that do not share `array` (a join
+        has one type: all are scalars, or none)."""
+        if self.kind(leaf) == SCALAR_OR_VIEW:
+            return True
+        parts = self.joins.get(leaf) if isinstance(leaf, SSAValue) and leaf not in seen else None
+        return parts is not None and all(
+            not self.shares(part, array) or self.scalar_copy_of(part, array, seen | {leaf}) for part in parts
+        )
 
     def foreign_reason(self, roots: frozenset[Root]) -> str | None:
         return next((r.foreign for r in roots if r.foreign is not None), None)

@@ -457,9 +457,16 @@ def make_setitem(components: Sequence[IndexComponent]) -> Callable[..., Any]:
         x, value = ops.asarray(x), ops.asarray(value)
         event = ops.event_shape(x)
         selected = read(ops.positions(event), *indices)  # the flat positions written, per member
-        x, selected = ops.broadcast_batch([x, selected])
         part = ops.event_shape(selected)
+        if not part and ops.ndim(value) > 1:
+            raise ValueError(
+                "NumPy raises ValueError (setting an array element with a sequence): the index reaches one "
+                f"element, and the value has shape {list(ops.event_shape(value))}. Instead: assign a scalar (`v[0]`)"
+            )
         value = _fit_member(ops, ops.cast(value, ops.dtype(x)), len(part))
+        # Any of the three may be one member for the whole batch (a constant array written with
+        # a batched value, or a constant written at per-member indices): the result is batched.
+        x, selected, value = ops.broadcast_batch([x, selected, value])
         value = ops.broadcast_member(value, x, part)
         count, size = int(np.prod(part, dtype=np.int64)), int(np.prod(event, dtype=np.int64))
         flat = ops.scatter(

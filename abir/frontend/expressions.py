@@ -34,7 +34,6 @@ from xdsl.ir import SSAValue
 
 from abir import prims
 from abir.dialects.functional import CallOp, UnknownType
-from abir.frontend.aliases import CALL_RESULT
 from abir.frontend.arrays import ArrayLowering, _LikeDtype
 from abir.frontend.state import UnknownResultStructure, _what, describe_structure
 from abir.frontend.values import MaybeUndefined, Static, flatten, unflatten
@@ -591,7 +590,7 @@ class ExpressionLowering(ArrayLowering):
         op = CallOp(SymbolRefAttr(symbol), args, [UnknownType()] * n_results)
         self.block.add_op(op)
         for result in op.res:
-            self.aliases.foreign(result, CALL_RESULT, args)
+            self.aliases.call_result(result, args)
         return list(op.res)
 
     def _static_call(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:
@@ -627,7 +626,8 @@ class ExpressionLowering(ArrayLowering):
             call_args, call_kwargs = unflatten(treedef, full)
             return fn(*call_args, **call_kwargs)
 
-        key = (self.source.function, node.lineno, node.col_offset, treedef, tuple(map(id, statics)), n_results)
+        arguments_key = tuple(_static_key(leaf.value) if isinstance(leaf, Static) else BATCHED for leaf in leaves)
+        key = (self.source.function, node.lineno, node.col_offset, treedef, arguments_key, n_results)
         hint = getattr(fn, "__name__", None) or type(fn).__name__
         helper = Helper(call_with_batched_leaves, fn, CallSite.of(self.source, node))
         symbol = self.services.opaque(key, hint, self.source.segment(node), helper)
@@ -653,6 +653,23 @@ def _draws_from_global_generator(fn: Any) -> bool:
         return True
     generators = (random.Random, np.random.RandomState, np.random.Generator, np.random.BitGenerator)
     return isinstance(getattr(fn, "__self__", None), generators)
+
+
+BATCHED = object()
+"""Stands for a batched argument in the key of a helper call site."""
+
+
+def _static_key(value: Any) -> Any:
+    """What identifies a compile-time argument of a helper call in every lowering of the call:
+    the value of numbers, strings, slices and arrays (each lowering computes them anew: `-58`,
+    `2 * k`, `np.zeros(3)`), the object itself for anything else (a function, a module, a dtype:
+    the same object every time). A key that changed from one lowering to the next would register a
+    new helper each time, which never learns the structure the first one learned."""
+    if value is None or isinstance(value, bool | int | float | complex | str | bytes | slice | range | np.generic):
+        return (type(value), repr(value))
+    if isinstance(value, np.ndarray) and value.dtype != object:
+        return (np.ndarray, value.dtype.str, value.shape, value.tobytes())
+    return id(value)
 
 
 def _unwrap(value: Any) -> Any:

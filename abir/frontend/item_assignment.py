@@ -13,7 +13,9 @@ difference (`abir.frontend.aliases` tracks which values may share an array):
   which suggests assigning into a copy;
 * every other variable holding the very same array is rebound to the update, as NumPy shows it;
 * a variable read from `x` by integer indices (`key = x[j]`) is a copy if it is a per-member
-  scalar: a check that runs once types are known raises the located error if it is not;
+  scalar: a check that runs once types are known raises the located error if it is not; so is a
+  join of such reads with values not sharing `x`, and a call's result (`r = f(x[j])`) if the reads
+  it was given are scalars (checked: then the call cannot return a view of `x`);
 * any other variable that may share `x`'s memory (a slice, `.T`, a reshape, a join of `x` and
   another array, a call's result) makes the assignment an error naming it.
 
@@ -50,7 +52,6 @@ from xdsl.ir import Block, SSAValue
 from abir.dialects.functional import PrimOp
 from abir.frontend import batch_ops
 from abir.frontend.aliases import (
-    SCALAR_OR_VIEW,
     Binding,
     Root,
     assigns_items,
@@ -197,8 +198,8 @@ class ItemAssignmentLowering(ExpressionLowering):
                 continue
             if self.aliases.holds_exactly(binding.value, current):
                 continue
-            if self.aliases.kind(binding.value) == SCALAR_OR_VIEW:
-                self._require_copy(node, name, binding, self.env)
+            if self.aliases.copy_if_scalar(binding.value, current):
+                self._require_copy(node, name, binding, self.env, current)
                 continue
             return self.source.error(
                 node, f"`{statement}` updates the array `{name}` holds in place (in NumPy), and variable "
@@ -287,11 +288,17 @@ class ItemAssignmentLowering(ExpressionLowering):
             if self.aliases.holds_exactly(binding.value, array):
                 same.append(binding)
             elif self.aliases.shares(binding.value, array):
-                self._require_copy(node, name, binding, env)
+                self._require_copy(node, name, binding, env, array)
         return same
 
-    def _require_copy(self, node: ast.AST, name: str, binding: Binding, env: Env) -> None:
-        if self.aliases.kind(binding.value) != SCALAR_OR_VIEW:
+    def _require_copy(self, node: ast.AST, name: str, binding: Binding, env: Env, array: Any) -> None:
+        """Make sure `binding`, which may share `array` (held by `name`), is a copy: an
+        integer-index read of it must be a per-member scalar (checked at type inference), and so
+        must the reads a call result shares it through; anything else is an error."""
+        if (reads := self.aliases.reads_behind(binding.value, array)) is not None:
+            self._require_scalar_arguments(node, name, binding, reads)
+            return
+        if not self.aliases.scalar_copy_of(binding.value, array):
             raise self.source.error(
                 node, f"variable '{binding.name}' may share its array with `{name}` (a view, or the same "
                 f"array on some paths): NumPy would change '{binding.name}' too when `{name}` changes in place",
@@ -312,6 +319,23 @@ class ItemAssignmentLowering(ExpressionLowering):
         check = batch_ops.make_scalar_check(view_error)
         checked = self.batch_op(site, "scalar_check", ("scalar_check", binding.name, binding.position), check, [value])
         rebind(env, binding.name, binding.position, checked)
+
+    def _require_scalar_arguments(self, node: ast.AST, name: str, binding: Binding, reads: list[SSAValue]) -> None:
+        """Check that the integer-index reads of `name`'s array given to the call whose result
+        `binding` holds are per-member scalars: then the call cannot return a view of the array."""
+
+        def view_error() -> Exception:
+            return self.source.error(
+                node, f"variable '{binding.name}' holds the result of a call given an item of `{name}` with axes of "
+                f"its own (a view of `{name}`'s array), which it may return or view: NumPy would change "
+                f"'{binding.name}' too when `{name}` changes in place",
+                f"pass a copy to the call (`{name}[j].copy()`), or call it again after the item assignment",
+            )
+
+        site = ast.Name(binding.name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset)
+        for index, read in enumerate(reads):
+            check = batch_ops.make_scalar_check(view_error)
+            self.batch_op(site, "scalar_check", ("call_argument", binding.name, binding.position, index), check, [read])
 
     # -- loops --------------------------------------------------------------------------------
 
@@ -429,8 +453,8 @@ class ItemAssignmentLowering(ExpressionLowering):
         for binding in list(bindings(env)):
             if (binding.name, binding.position) == (name, position) or not self.aliases.shares(binding.value, value):
                 continue
-            if check_copies and binding.value is not value and self.aliases.kind(binding.value) == SCALAR_OR_VIEW:
-                self._require_copy(node, name, binding, env)
+            if check_copies and binding.value is not value and self.aliases.copy_if_scalar(binding.value, value):
+                self._require_copy(node, name, binding, env, value)
             else:
                 sharers.append(binding)
         return sharers

@@ -19,7 +19,7 @@ from xdsl.ir import Block, BlockArgument, SSAValue
 
 from abir import prims
 from abir.dialects.functional import ConstantOp, PrimOp, UnknownType
-from abir.frontend.aliases import CALL_RESULT, SCALAR_OR_VIEW, VIEW, AliasTracker, updates_in_place
+from abir.frontend.aliases import SCALAR_OR_VIEW, VIEW, AliasTracker, updates_in_place
 from abir.frontend.cfg import Edge, FunctionGraph
 from abir.frontend.source import FunctionSource
 from abir.frontend.values import (
@@ -123,7 +123,7 @@ class LoweringState:
         op = PrimOp(SymbolRefAttr(symbol), list(operands), [UnknownType()] * n_results)
         self.block.add_op(op)
         for result in op.res:
-            self.aliases.foreign(result, CALL_RESULT, operands)
+            self.aliases.call_result(result, operands)
         return list(op.res)
 
     def materialize(self, value: Any, node: ast.AST, block: Block | None = None) -> SSAValue:
@@ -249,7 +249,7 @@ class LoweringState:
         arg = self.graph.add_argument(target, name)
         for leaf, edge in zip(leaves, edges, strict=True):
             edge.args.append(self.materialize(leaf, node, edge.source))
-        self.aliases.derived(arg, leaves, self._join_kind(leaves))
+        self.aliases.joined(arg, leaves, self._join_kind(leaves))
         if all(leaf in self.booleans or _is_static_bool(leaf) for leaf in leaves):
             self.booleans.add(arg)
         return arg

@@ -448,3 +448,170 @@ def test_a_call_in_a_returned_and_compiles_to_a_few_blocks(backend):
     module = context.lowered_for_args("f", (np.arange(4),), backend=backend)
     assert sum(op.name == "vm.block" for op in module.walk()) <= 8
     assert_matches_python(batched, [np.arange(6)], backend)
+
+
+# -- 5. differential fuzzing findings ------------------------------------------------------------
+# W6: a helper call with compile-time arguments computed anew in each lowering (`-58`,
+# `np.zeros(2) + 1`) was registered as a new helper in each lowering, which never knew the
+# structure the previous one had learned: lowering never settled. W4: writing a batched value into
+# an array made from a compile-time constant broadcast the value to the constant's batch of 1.
+# W5: a call given an integer-index read (`f(w[j])`) counted as a view of `w`.
+
+
+def minus_zero_times(k, a):
+    """An undecorated helper taking a compile-time number or array."""
+    return a - 0 * np.max(k)
+
+
+def returns_nothing(a):
+    pass
+
+
+def plus_one(a):
+    return a + 1
+
+
+def helper_result_into_a_call_returning_nothing(x):
+    _unused = returns_nothing(minus_zero_times(-58, x))
+
+
+def helpers_with_computed_compile_time_arguments(x):
+    returns_nothing(minus_zero_times(np.zeros(2) + 1, x))
+    return minus_zero_times(2.5 * 2, x), minus_zero_times(-58, x) * 2
+
+
+def batched_value_into_a_constant(x):
+    w = np.zeros(3)
+    w[0] = x * 0.0 + x
+    return w
+
+
+def per_member_index_into_a_constant(i):
+    w = np.zeros((2, 3))
+    w[i % 2] = 5.0
+    w[:, 1] = np.ones(2) * i
+    w[1, i % 3] += i
+    return w
+
+
+def call_on_an_element_then_write(i):
+    w = np.zeros(3)
+    v = plus_one(w[i % 3])
+    w[0] = 5.0
+    return v, w
+
+
+def calls_on_elements_in_a_loop(n):
+    w = np.zeros(3)
+    total = 0.0
+    i = 0
+    while i < n:
+        t = plus_one(w[i % 3])
+        total = plus_one(w[0]) + total
+        w[i % 3] = t + i
+        i += 1
+    return w, total
+
+
+def call_on_an_element_then_update(n):
+    w = np.zeros(3)
+    t = plus_one(w[n % 3])
+    w += t
+    return w, t
+
+
+def element_or_call_result_into_a_loop(d):
+    v1 = np.zeros(4)
+    v4 = plus_one(d * 1.0)
+    if 0 <= d < 3:
+        v4 = v1[d]
+    i = 0
+    while i < d % 4:
+        v1[i] = 1.0 + v4
+        i += 1
+    return v4, v1
+
+
+FUZZ_PROGRAMS = [
+    returns_nothing, plus_one, helper_result_into_a_call_returning_nothing,
+    helpers_with_computed_compile_time_arguments, batched_value_into_a_constant, per_member_index_into_a_constant,
+    call_on_an_element_then_write, calls_on_elements_in_a_loop, call_on_an_element_then_update,
+    element_or_call_result_into_a_loop,
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fuzz_batched() -> dict[str, object]:
+    context = abir.Context()
+    return {p.__name__: context.batch_uncurried(p) for p in FUZZ_PROGRAMS}
+
+
+@pytest.mark.parametrize("program", [helper_result_into_a_call_returning_nothing,
+                                     helpers_with_computed_compile_time_arguments])
+def test_helper_calls_with_computed_compile_time_arguments_settle(fuzz_batched, backend, program):
+    assert_matches_python(fuzz_batched[program.__name__], [np.array([0, 1, 3])], backend)
+
+
+def test_a_helper_call_is_the_same_helper_in_every_lowering():
+    """Lowering again (as a Context does once type inference learned a helper's structure) finds
+    the helper registered for the same call and compile-time argument values."""
+    context = abir.Context()
+    context.batch()(helpers_with_computed_compile_time_arguments)
+    name = helpers_with_computed_compile_time_arguments.__name__
+    first = str(context.build_program(name).module)
+    context.forget_programs()
+    assert str(context.build_program(name).module) == first
+
+
+@pytest.mark.parametrize("args", [[np.array([1.0, 2.0])], [np.array([3.0])], [3.0]])
+def test_a_batched_value_written_into_a_constant_array(fuzz_batched, backend, args):
+    assert_matches_python(fuzz_batched["batched_value_into_a_constant"], args, backend)
+
+
+@pytest.mark.parametrize("args", [[np.array([0, 1, 2, 5])], [np.array([4])], [1]])
+def test_per_member_indices_into_a_constant_array(fuzz_batched, backend, args):
+    assert_matches_python(fuzz_batched["per_member_index_into_a_constant"], args, backend)
+
+
+def test_a_sequence_into_one_element_is_numpys_error():
+    def f(x):
+        w = np.zeros(3)
+        w[0] = x  # here
+        return w
+
+    with pytest.raises(ValueError):
+        f(np.array([1.0]))  # NumPy 2 raises, so must abir
+    expect_error(f, "# here", "the index reaches one element, and the value has shape [1]", np.array([[1.0], [2.0]]))
+
+
+@pytest.mark.parametrize("program", [call_on_an_element_then_write, calls_on_elements_in_a_loop,
+                                     call_on_an_element_then_update, element_or_call_result_into_a_loop])
+def test_a_call_given_an_element_is_not_a_view(fuzz_batched, backend, program):
+    assert_matches_python(fuzz_batched[program.__name__], [np.array([0, 1, 4])], backend)
+
+
+def call_on_a_row_then_write(x):
+    m = np.ones((2, 3))
+    v = countdown(x, m[x % 2])
+    m[0, 0] = 7.0  # here
+    return v
+
+
+def test_a_call_given_a_row_may_return_it():
+    """`countdown(0, row)` returns the row itself, a view of `m`: NumPy would change `v` too."""
+    expect_error(call_on_a_row_then_write, "# here",
+                 "variable 'v' holds the result of a call given an item of `m` with axes", np.array([0, 1]))
+
+
+def row_or_new_array(d):
+    m = np.ones((2, 3))
+    v = np.zeros(3) + d
+    if d > 0:
+        v = m[d % 2]
+    m[0, 0] = 7.0  # here
+    return v
+
+
+def test_a_join_of_a_row_and_a_new_array_is_a_view():
+    """Only a join whose members are scalars is a copy of the elements it read."""
+    expect_error(row_or_new_array, "# here", "variable 'v' is an item of `m` with axes of its own", np.array([0, 1]))
