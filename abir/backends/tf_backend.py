@@ -36,9 +36,11 @@ raise). Opaque helpers get `NumpyTensor`s (NumPy operators and promotion on tens
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-from collections.abc import Callable, MutableMapping, Sequence
+import weakref
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -209,6 +211,30 @@ def _compute_dtype(name: str, dtype: tf.DType) -> tf.DType:
 
 # Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
 SHARED_CODE_CACHE: dict[Any, Any] = {}
+
+
+_INSTANTIATED: weakref.WeakSet[Any] = weakref.WeakSet()
+"""The compiled loops that ran once, under `_without_arithmetic_optimizer`."""
+
+
+@contextlib.contextmanager
+def _without_arithmetic_optimizer(loop: Any) -> Iterator[None]:
+    """Grappler's arithmetic optimizer off while `loop`, abir's own `tf.function`, runs for the
+    first time (its instantiation, when Grappler rewrites it), then the caller's setting back.
+    In graph mode it rewrites sums in conditional branches into empty float32 tensors: a helper
+    computing `p + p * 1` returned `[]` (`_same_shapes` covers the builtin adds it broke, not
+    these). Later runs reuse the instantiated function (toggling on every call cost 0.2-4 ms)."""
+    if loop in _INSTANTIATED:
+        yield
+        return
+    _INSTANTIATED.add(loop)
+    previous = tf.config.optimizer.get_experimental_options().get("arithmetic_optimization")
+    tf.config.optimizer.set_experimental_options({"arithmetic_optimization": False})
+    try:
+        yield
+    finally:
+        restored = True if previous is None else previous
+        tf.config.optimizer.set_experimental_options({"arithmetic_optimization": restored})
 
 
 def _same_shapes(operands: list[tf.Tensor]) -> list[tf.Tensor]:
@@ -551,7 +577,8 @@ class TensorFlowBackend(Backend):
 
         config = (self.jit_compile, self.execution, self.collect_stats)
         run = self.compiled_run(self.code_cache, kernels, halt_index, cache_key, compile_loop, config)
-        state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
+        with _without_arithmetic_optimizer(run):
+            state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
         self.last_stats = None if counters is None else _run_stats(counters)
         return state

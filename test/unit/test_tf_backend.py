@@ -144,3 +144,28 @@ def test_sums_sharing_a_term_inside_a_conditional(jit_compile: bool) -> None:
     fn = tf.function(lambda x, p: tf.cond(p, lambda: branch(x), lambda: x), jit_compile=jit_compile, autograph=False)
     got = fn(tf.constant([1, 2, 3], tf.int64), tf.constant(True))
     np.testing.assert_array_equal(got.numpy(), [3, 5, 7])
+
+
+def doubled(p):
+    """An undecorated helper: Grappler's arithmetic optimizer used to turn its sum, inside the
+    machine loop's conditional, into an empty float32 tensor."""
+    return p + p * 1
+
+
+@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+def test_helper_sums_survive_the_graph_optimizer(jit_compile: bool) -> None:
+    import abir
+
+    ctx = abir.Context()
+
+    @ctx.batch()
+    def twice(x):
+        y = doubled(x)
+        if y > 2:
+            return y
+        return y + 1
+
+    x = np.array([1, 2, 5])
+    got = twice(x, backend=TensorFlowBackend(jit_compile, code_cache={}))
+    np.testing.assert_array_equal(np.asarray(got), twice(x, dry_run=True))
+    assert tf.config.optimizer.get_experimental_options().get("arithmetic_optimization", True)
