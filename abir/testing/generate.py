@@ -7,8 +7,8 @@ Bodies use if/elif/else, while and for loops (over `range` or over a tuple, with
 clauses), break/continue, early returns, conditional expressions, and/or, `:=`, tuples and a
 namedtuple `P(a, b)` (fields, `_replace`, unpacking), small per-member float arrays with indexing,
 reductions and elementwise arithmetic, and module-level constants `N` and `C` (an array). The
-features (`ALL_FEATURES`) switch groups of these off; item assignment (`w[i] = x`) and calls in
-the arms of conditional expressions are off by default.
+features (`ALL_FEATURES`) switch groups of these off, item assignment (`w[i] = x`) and calls in
+the arms of conditional expressions included (all are on by default).
 
 Programs are valid plain Python by construction, so that any difference between the batched run
 and the plain one is abir's:
@@ -57,7 +57,7 @@ ALL_FEATURES = frozenset({
     "recursion", "mutual_recursion", "loops", "arrays", "namedtuples", "tuples", "helpers", "opaque_helpers",
     "type_inference", "guarded_operations", "broadcast_inputs", "constants", "item_assignment", "ternary_calls",
 })  # fmt: skip
-OFF_BY_DEFAULT = frozenset({"item_assignment", "ternary_calls"})
+OFF_BY_DEFAULT: frozenset[str] = frozenset()  # every feature on; `--features -name` turns one off
 DEFAULT_FEATURES = ALL_FEATURES - OFF_BY_DEFAULT
 
 

@@ -96,7 +96,7 @@ def test_features_can_be_turned_off_and_on(directory):
     assert parse_features("-arrays,+item_assignment") == (DEFAULT_FEATURES - {"arrays"}) | {"item_assignment"}
     with pytest.raises(ValueError, match="unknown fuzz feature 'bogus'"):
         parse_features("+bogus")
-    scalar_only = parse_features("-arrays,-namedtuples,-tuples,-recursion,-loops")
+    scalar_only = parse_features("-arrays,-item_assignment,-namedtuples,-tuples,-recursion,-loops")
     for index in range(10):
         program = fuzz.generate(2, index, scalar_only, directory).program
         types = {type_of(node) for node in ast.walk(program.module)} | set(program.input_types)
