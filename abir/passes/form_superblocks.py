@@ -118,6 +118,7 @@ class _Program:
         return arm != head and arm not in self.entered_otherwise and self.references(arm) == 1
 
     def preference(self, arm: int) -> tuple[int, bool]:
+        """Larger for the arm members take more often: deeper in loops, then not returning."""
         ends_returning = isinstance(self.blocks[arm].body.block.last_op, vm.ReturnOp | vm.HaltOp)
         return self.depth[arm], not ends_returning
 
@@ -153,9 +154,8 @@ def form_superblocks(module: ModuleOp) -> None:
     program = the_vm_program(module)
     blocks = {block.number: block for block in program.blocks}
     analysis = _Program(blocks)
-    absorbed: set[int] = set()
     for number in sorted(blocks):
-        if number in absorbed:
+        if number not in blocks:  # absorbed by an earlier block
             continue
         head = blocks[number]
         while isinstance(branch := head.body.block.last_op, vm.BranchOp):
@@ -167,7 +167,6 @@ def form_superblocks(module: ModuleOp) -> None:
                 break
             arm = max(candidates, key=analysis.preference)
             _absorb(head, branch, blocks[arm], continue_then=arm == arms[0])
-            absorbed.add(arm)
             blocks[arm].detach()
             blocks[arm].erase()
             del blocks[arm]
