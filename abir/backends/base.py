@@ -344,6 +344,8 @@ class Backend(abc.ABC):
     last_stats: RunStats | None = None
     """Set by `run` on backends that can count steps eagerly (NumPy); None otherwise."""
 
+    launch_seconds: float | None = LAUNCH_SECONDS
+    """How long one launch of a compiled loop may run (`run_in_launches`; `configure_launches`)."""
     execution: str = "switch"
 
     def configure_execution(
