@@ -9,9 +9,12 @@ state is a flat `dict[str, array]` whose arrays all carry the batch dimension B:
     "pc_sp"         int32 [B]        per-member depth of pc_stack
     "r:<var>"       [B, *shape]      a register, or the top (current value) of a stack variable
     "s:<var>"       [D, B, *shape]   the saved values of a stack variable
-    "sp:<var>"      int32 [B]        per-member number of saved values of <var>
+    "sp:<var>"      int32 [B]        saved values of <var> (variables pushed and popped together
+                                     by the same ops share one pointer, named after the first)
     "overflow"      int32 [B]        0, or 1 + the index of the block whose push overflowed
     "underflow"     int32 [B]        likewise for a pop/peek/return with nothing saved
+    "steps_left"    int32 [B]        blocks a member may still run (only with `max_steps`)
+    "stopped_at"    int32 [B]        -1, or the block a member stood at when its steps ran out
 
 A backend then runs the loop `while next_block(pc) < N: state = kernels[next_block(pc)](state)`
 its own way (a Python loop, one `jax.jit` with `lax.while_loop` + `lax.switch`, or a
