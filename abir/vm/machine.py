@@ -398,7 +398,6 @@ def _plan_op(  # noqa: C901
 
 
 STACK_OPS = (vm.PushOp, vm.PopOp, vm.PeekOp, vm.CallOp, vm.ReturnOp)
-STACK_VAR_OPS = (vm.PushOp, vm.PopOp, vm.PeekOp)
 
 
 def _pending_requests(ops: Sequence[Operation]) -> tuple[set[int], tuple[tuple[str, int], ...]]:
@@ -411,6 +410,10 @@ def _pending_requests(ops: Sequence[Operation]) -> tuple[set[int], tuple[tuple[s
     requests: dict[str, int] = {}
     keeping = set()
 
+    def push(key: str) -> None:
+        pending.setdefault(key, []).append(False)
+        requests[key] = requests.get(key, 0) + 1
+
     def take_back(position: int, key: str) -> None:
         pushes = pending.get(key)
         if not pushes:
@@ -421,17 +424,19 @@ def _pending_requests(ops: Sequence[Operation]) -> tuple[set[int], tuple[tuple[s
             requests[key] -= 1
 
     for position, op in enumerate(ops):
-        if isinstance(op, vm.ExitIfOp):
-            pending = {key: [True] * len(pushes) for key, pushes in pending.items()}
-        keys = [state_ops.stack_key(name) for name in _var_names(op)] if isinstance(op, STACK_VAR_OPS) else []
-        if isinstance(op, vm.CallOp | vm.ReturnOp):
-            keys = [state_ops.PC_STACK]
-        for key in keys:
-            if isinstance(op, vm.PushOp | vm.CallOp):
-                pending.setdefault(key, []).append(False)
-                requests[key] = requests.get(key, 0) + 1
-            elif isinstance(op, vm.PopOp | vm.ReturnOp):
-                take_back(position, key)
+        match op:
+            case vm.ExitIfOp():
+                pending = {key: [True] * len(pushes) for key, pushes in pending.items()}
+            case vm.PushOp():
+                for name in _var_names(op):
+                    push(state_ops.stack_key(name))
+            case vm.CallOp():
+                push(state_ops.PC_STACK)
+            case vm.PopOp():
+                for name in _var_names(op):
+                    take_back(position, state_ops.stack_key(name))
+            case vm.ReturnOp():
+                take_back(position, state_ops.PC_STACK)
     return keeping, tuple((key, count) for key, count in requests.items() if count)
 
 
