@@ -1,0 +1,122 @@
+"""Compacted block runs on the JAX backend (`abir.backends.jax_backend._compact_run`).
+
+A block with much work per member runs, when at most B/8 members stand there, on those
+members' rows only: registers and stack columns gathered, results and stack write requests
+gathered back. Results must equal the per-member Python run; with the work threshold at 0
+every block of every program below runs compacted whenever few members are there.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import abir
+from abir.backends import jax_backend
+
+ctx = abir.Context()
+
+
+@ctx.batch(type_inference=lambda types: types[0])
+def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+@ctx.batch(type_inference=lambda types: types[0])
+def guarded_tree(n, limit):
+    """Values live across two recursive calls (stack pushes and pops) and an early return."""
+    if n < 2:
+        return n
+    left = guarded_tree(n - 1, limit)
+    if left > limit:
+        return left
+    return left + guarded_tree(n - 2, limit) + 1
+
+
+@ctx.batch(type_inference=lambda types: types[1])
+def noisy_walk(key, x, steps):
+    """A loop whose trip count differs per member, with a heavy block (a normal draw)."""
+    for i in range(steps):
+        x = x + 0.1 * abir.random.normal(key, i, shape=(8,)).sum()
+    return x
+
+
+def per_member(fn, *args):
+    return np.asarray(fn(*args, dry_run=True))
+
+
+def cases():
+    rng = np.random.default_rng(5)
+    n = rng.integers(0, 12, size=16)
+    return {
+        "fib": (fib, (n,)),
+        "guarded_tree": (guarded_tree, (n, rng.integers(0, 30, size=16))),
+        "noisy_walk": (noisy_walk, (abir.random.key(np.arange(16)), rng.normal(size=16), rng.integers(0, 9, size=16))),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(cases()))
+def test_every_block_compacted_equals_python(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jax_backend, "COMPACT_MIN_ROW_WORK", 0)
+    compacted = []
+    sweep_step = jax_backend._sweep_step
+
+    def spy(kernel, template, scatter, compact_rows=None):
+        compacted.append(compact_rows)
+        return sweep_step(kernel, template, scatter, compact_rows)
+
+    monkeypatch.setattr(jax_backend, "_sweep_step", spy)
+    fn, args = cases()[name]
+    got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={})))
+    np.testing.assert_allclose(got, per_member(fn, *args), rtol=1e-12)
+    assert 2 in compacted  # B=16: compacted runs use 2 rows
+
+
+def test_default_threshold_compacts_only_the_heavy_block(monkeypatch: pytest.MonkeyPatch) -> None:
+    compacted = []
+    sweep_step = jax_backend._sweep_step
+
+    def spy(kernel, template, scatter, compact_rows=None):
+        compacted.append((kernel.plan.instructions, compact_rows))
+        return sweep_step(kernel, template, scatter, compact_rows)
+
+    monkeypatch.setattr(jax_backend, "_sweep_step", spy)
+    fn, args = cases()["noisy_walk"]
+    got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={})))
+    np.testing.assert_allclose(got, per_member(fn, *args), rtol=1e-12)
+    heavy = [rows for instructions, rows in compacted if "normal" in repr(instructions)]
+    light = [rows for instructions, rows in compacted if "normal" not in repr(instructions)]
+    assert heavy == [2] and set(light) == {None}
+
+
+def test_nuts_equals_per_chain_with_compacted_momentum_draws() -> None:
+    path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "nuts.py"
+    spec = importlib.util.spec_from_file_location("abir_example_nuts_compaction", path)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    nuts = ex.make_nuts(ex.PRECISION, max_depth=4)
+    keys, q0 = ex.chain_keys(seed=4, chains=16), ex.initial_positions(4, 16, ex.DIM)
+    got = ex.batch(nuts)(
+        q0, 0.3, keys, np.int64(3), backend=abir.JaxBackend(code_cache={}), max_stack_depth=ex.stack_depth(nuts)
+    )
+    ex.compare(ex.as_chain(got), ex.run_per_chain(nuts, q0, 0.3, keys, 3))
+
+
+def test_jaxpr_work_counts_elements_products_and_transcendentals() -> None:
+    def work(fn, *shapes):
+        args = [jax.ShapeDtypeStruct(shape, np.float64) for shape in shapes]
+        return jax_backend.jaxpr_work(jax.make_jaxpr(fn)(*args).jaxpr)
+
+    assert work(lambda x: x + 1.0, (4, 3)) == 12
+    assert work(lambda x: jnp.exp(x), (4, 3)) == 12 * jax_backend.TRANSCENDENTAL_COST
+    assert work(lambda x, p: x @ p, (4, 3), (3, 5)) == 4 * 5 * 3
+    assert work(lambda x: x.reshape(12), (4, 3)) == 0
+    branches = work(lambda x: jax.lax.cond(x[0] > 0, lambda y: jnp.exp(y), lambda y: y + 1.0, x), (5,))
+    assert branches >= 5 * jax_backend.TRANSCENDENTAL_COST
