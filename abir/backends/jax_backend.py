@@ -21,7 +21,7 @@ Every block computes on all B rows and masks its writes, so a costly block that 
 reach in a sweep wastes most of its work. In the sweep execution such a block (at least
 `COMPACT_MIN_ROW_WORK` element operations per member, counted on its traced kernel) runs
 compacted when at most B/8 members stand there: on their gathered rows only (`_compact_run`).
-On NUTS this is the momentum draw, reached by a few chains in most sweeps (B=1024: 882 -> 645
+On NUTS this is the momentum draw, reached by a few chains in most sweeps (B=1024: 882 -> 405
 ms on one core).
 
 The compiled loop runs in launches of about `launch_seconds` (`Backend.run_in_launches`), so
@@ -470,8 +470,15 @@ def _sweep_step(
 
     def run_compact(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         assert compact_rows is not None
-        values, writes = _compact_run(kernel, written, regs, stacks, here, compact_rows)
-        return values, apply(stacks, writes)
+        members = _compact_members(here, compact_rows)
+        values, writes = _compact_run(kernel, written, regs, stacks, members)
+        updated = []
+        for key in pushed:
+            stack = stacks[key]
+            for rows, value in writes.get(key, []):
+                stack = _scatter_columns(stack, rows, members, value)
+            updated.append(stack)
+        return values, tuple(updated)
 
     def skip(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         return tuple(regs[key] for key in written), tuple(stacks[key] for key in pushed)
@@ -493,12 +500,14 @@ def _sweep_step(
 COMPACT_MIN_ROW_WORK = 1000
 """A block whose work per member (`_row_work`) is at least this runs compacted
 (`_compact_run`) when few members stand there. Measured on NUTS (examples/nuts.py, one core):
-only its momentum draw (Threefry + Box-Muller, 2,851 per row) gains, 51.9 -> 46.7 ms at B=64 and
-882 -> 645 ms at B=1024; compacting any of its other blocks (28 to 362 per row: the leapfrog,
-the tree bookkeeping, pushes) made the run slower at both sizes (the gathers, and the write
-requests expanded back to the batch, cost more than the rows saved)."""
+only its momentum draw (Threefry + Box-Muller, 2,851 per row) gains, 46.0 -> 35.6 ms at B=64 and
+651 -> 405 ms at B=1024; also compacting the blocks of more than 200 (the leapfrog, a merge) made
+the run slower at both sizes (B=64 46 ms, B=1024 514 ms), of more than 100 or all blocks slower
+still: finding the members (a sort of B flags), the gathers and the scatters back cost more than
+the rows saved."""
 COMPACT_FRACTION = 8
-"""A compacted block runs on B // COMPACT_FRACTION rows (B/4 and B/16 measured within 2%)."""
+"""A compacted block runs on B // COMPACT_FRACTION rows (NUTS, one core: B/4, B/8, B/16, B/32
+took 442, 404, 421, 558 ms at B=1024, and B/4, B/8, B/16 37.7, 36.5, 37.3 ms at B=64)."""
 
 
 def _compact_rows(kernel: Kernel, template: State) -> int | None:
@@ -520,38 +529,42 @@ def _row_work(kernel: Kernel, template: State) -> float:
     return jaxpr_work(jaxpr) / int(template["pc"].shape[0])
 
 
-def _compact_run(
-    kernel: Any, written: Sequence[str], regs: State, stacks: State, here: Any, rows: int
-) -> tuple[tuple[Any, ...], dict[str, list[tuple[Any, Any]]]]:
-    """`kernel.split` run on the rows of the (at most `rows`) members `here` only: their
-    registers and stack columns are gathered into a batch of `rows` (padded with copies of the
-    last row, whose results are never used), and the results gathered back to the full batch,
-    so the block does `rows` rows of work instead of B. Returns the values of the `written`
-    registers and the stack write requests, both over the full batch."""
+def _compact_members(here: Any, rows: int) -> Any:
+    """The batch rows of the (at most `rows`) members `here`, in order, then B (out of range)."""
     batch = here.shape[0]
-    members = jnp.nonzero(here, size=rows, fill_value=batch - 1)[0].astype(jnp.int32)
-    slot = jnp.clip(jnp.cumsum(here, dtype=jnp.int32) - 1, 0, rows - 1)  # member b's compact row
-    compact = LazyRegisters(lambda key: regs[key][members])
-    compact_stacks = LazyRegisters(lambda key: stacks[key][:, members])
-    out, writes = kernel.split(compact, compact_stacks)
+    members = jnp.argsort(jnp.logical_not(here), stable=True)[:rows].astype(jnp.int32)
+    return jnp.where(here[members], members, batch)
 
-    def expand(value: Any, like: Any) -> Any:
-        value = jnp.broadcast_to(jnp.asarray(value, dtype=like.dtype), (rows, *like.shape[1:]))
-        return value[slot]
+
+def _compact_run(
+    kernel: Any, written: Sequence[str], regs: State, stacks: State, members: Any
+) -> tuple[tuple[Any, ...], dict[str, list[tuple[Any, Any]]]]:
+    """`kernel.split` run on the rows `members` (`_compact_members`) only: their registers and
+    stack columns are gathered into a batch of len(members) rows (padding reads the last row;
+    its results are dropped), so the block does that many rows of work instead of B. Returns the
+    `written` registers over the full batch (the members' rows scattered back) and the stack
+    write requests over the compact rows (for `_scatter_columns` with `members`)."""
+    batch = regs["pc"].shape[0]
+    rows = members.shape[0]
+    source = jnp.minimum(members, batch - 1)
+    compact = LazyRegisters(lambda key: regs[key][source])
+    compact_stacks = LazyRegisters(lambda key: stacks[key][:, source])
+    out, writes = kernel.split(compact, compact_stacks)
 
     def back(key: str) -> Any:
         full = regs[key]
-        mask = here.reshape((-1,) + (1,) * (full.ndim - 1))
-        return jnp.where(mask, expand(out[key], full), full)
+        value = jnp.broadcast_to(jnp.asarray(out[key], dtype=full.dtype), (rows, *full.shape[1:]))
+        return full.at[members].set(value, mode="drop")
 
-    full_writes = {
-        key: [
-            (jnp.where(here, expand(rows_c, slot), stacks[key].shape[0]), expand(value, stacks[key][0]))
-            for rows_c, value in requests
-        ]
-        for key, requests in writes.items()
-    }
-    return tuple(back(key) for key in written), full_writes
+    return tuple(back(key) for key in written), writes
+
+
+def _scatter_columns(stack: Any, rows: Any, columns: Any, value: Any) -> Any:
+    """`stack[rows[i], columns[i]] = value[i]`; out-of-range rows or columns are dropped."""
+    count = columns.shape[0]
+    rows = jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (count,))
+    value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), (count, *stack.shape[2:]))
+    return stack.at[rows, columns].set(value, mode="drop")
 
 
 TRANSCENDENTAL_PRIMITIVES = frozenset(
