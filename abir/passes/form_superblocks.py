@@ -140,7 +140,7 @@ def _absorb(head: vm.BlockOp, branch: vm.BranchOp, arm: vm.BlockOp, continue_the
         head.body.block.add_op(op)
 
 
-def _renumber(program: vm.ProgramOp, numbers: Mapping[int, int]) -> None:
+def renumber(program: vm.ProgramOp, numbers: Mapping[int, int]) -> None:
     for block in program.blocks:
         block.properties["index"] = IntegerAttr(numbers[block.number], 64)
         for op in block.body.block.ops:
@@ -171,7 +171,7 @@ def form_superblocks(module: ModuleOp) -> None:
             blocks[arm].erase()
             del blocks[arm]
             analysis = _Program(blocks)
-    _renumber(program, {old: new for new, old in enumerate(sorted(blocks))})
+    renumber(program, {old: new for new, old in enumerate(sorted(blocks))})
 
 
 @dataclass(frozen=True)
