@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -429,6 +429,11 @@ class Backend(abc.ABC):
 
     def full_mask(self, batch_size: int) -> Any:
         return self.full((batch_size,), True, np.bool_)
+
+    def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]]) -> State:
+        """Zero arrays by state key (`shapes` maps each key to its shape and dtype): the machine's
+        initial state, made in one call so a backend can make them all at once."""
+        return {key: self.zeros(shape, dtype) for key, (shape, dtype) in shapes.items()}
 
     def create_register(self, batch_size: int, type: TensorType) -> Any:
         """A zero `[B, *shape]` array for a register (or the top of a stack variable)."""

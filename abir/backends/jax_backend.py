@@ -36,7 +36,8 @@ Importing this module enables `jax_enable_x64`, so int64/float64 behave as in Nu
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import jax
@@ -139,6 +140,12 @@ class JaxBackend(Backend):
 
     def arange(self, n: int, dtype: Any = np.int32) -> Any:
         return jnp.arange(n, dtype=np.dtype(dtype))
+
+    def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]]) -> State:
+        """All of them made by one compiled program (compiled once per set of shapes): one
+        dispatch, where a transfer per array cost about 60 us each (3-4 ms per NUTS call)."""
+        signature = tuple((key, tuple(shape), np.dtype(dtype).str) for key, (shape, dtype) in shapes.items())
+        return _zero_maker(signature)()
 
     # ----- primitives ---------------------------------------------------------------------
     def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
@@ -379,6 +386,12 @@ class JaxBackend(Backend):
 
 
 STATS_KEY = "__stats__"
+
+
+@functools.lru_cache(maxsize=64)
+def _zero_maker(signature: tuple[tuple[str, tuple[int, ...], str], ...]) -> Callable[[], State]:
+    """A jitted function making the zero arrays of `signature` ((key, shape, dtype) each)."""
+    return jax.jit(lambda: {key: jnp.zeros(shape, np.dtype(dtype)) for key, shape, dtype in signature})
 
 
 def _while_loop_at_most(iterations: Any, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:

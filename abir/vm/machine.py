@@ -708,19 +708,24 @@ class Machine:
     ) -> State:
         """Zero registers and stacks, the inputs in their registers, every pc at block 0 (and
         with `max_steps`, every member's `steps_left`)."""
-        state: State = {
-            state_ops.PC: backend.zeros((batch,), np.int32),
-            state_ops.OVERFLOW: backend.zeros((batch,), np.int32),
-            state_ops.UNDERFLOW: backend.zeros((batch,), np.int32),
+        scalar = ((batch,), np.dtype(np.int32))
+        shapes: dict[str, tuple[tuple[int, ...], Any]] = {
+            state_ops.PC: scalar,
+            state_ops.OVERFLOW: scalar,
+            state_ops.UNDERFLOW: scalar,
         }
         if self.has_calls:
-            state[state_ops.PC_STACK] = backend.zeros((max_stack_depth, batch), np.int32)
-            state[state_ops.PC_SP] = backend.zeros((batch,), np.int32)
+            shapes[state_ops.PC_STACK] = ((max_stack_depth, batch), np.dtype(np.int32))
+            shapes[state_ops.PC_SP] = scalar
         for var in self.variables.values():
-            state[state_ops.register_key(var.name)] = backend.create_register(batch, var.type)
+            shape, dtype = tuple(var.type.shape), np.dtype(var.type.dtype)
+            shapes[state_ops.register_key(var.name)] = ((batch, *shape), dtype)
             if var.is_stack:
-                state[state_ops.stack_key(var.name)] = backend.create_stack(max_stack_depth, batch, var.type)
-                state[self.pointers.get(var.name, state_ops.pointer_key(var.name))] = backend.zeros((batch,), np.int32)
+                shapes[state_ops.stack_key(var.name)] = ((max_stack_depth, batch, *shape), dtype)
+                shapes[self.pointers.get(var.name, state_ops.pointer_key(var.name))] = scalar
+        for name in self.inputs:
+            del shapes[state_ops.register_key(name)]
+        state = backend.zero_state(shapes)
         for name, leaf in zip(self.inputs, leaves, strict=True):
             state[state_ops.register_key(name)] = leaf
         if max_steps is not None:
