@@ -235,7 +235,7 @@ class JaxBackend(Backend):
 
         Without a `cache_key` the compiled code is still reused for the same `kernels` list
         (the machine builds it once per program and backend), kept alive by the cache."""
-        state = {key: jnp.asarray(value) for key, value in state.items()}
+        state = {key: value if isinstance(value, jax.Array) else jnp.asarray(value) for key, value in state.items()}
         if self.collect_stats:
             state[STATS_KEY] = _zero_counters(len(kernels), state["pc"].shape[0])
         run = self.compiled_run(
