@@ -69,6 +69,7 @@ def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
     merge_blocks(lowered)
     optimize_stack(lowered)
     coalesce_copies(lowered)
+    optimize_stack(lowered)  # coalesced copies show saves of values no call changes
     allocate_storage(lowered)
     lowered.verify()
     return lowered

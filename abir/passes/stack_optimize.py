@@ -2,7 +2,13 @@
 
 1. Dead saves: a `stack.pop @x` at a call's return block whose restored value is dead afterwards
    is dropped together with the matching `stack.push @x` before every call returning there.
-2. Pop-push fusion: `stack.pop @x` followed in the same block by `stack.push @x`, with no write
+2. Invariant saves: a save of `@x` around a call is dropped (the push before every call
+   returning to a block, and the pop there) when no function the call may run (the callee and
+   every function it calls, transitively) writes `@x` other than by restoring its own saves, and
+   the caller does not write `@x` between the push and the call: the callee leaves `@x` as it
+   found it. NUTS's `build_tree` passes its step size, initial energy and key unchanged to its
+   recursive calls; their saves were three of the five pushes of every descent.
+3. Pop-push fusion: `stack.pop @x` followed in the same block by `stack.push @x`, with no write
    of `@x` between, becomes one `stack.peek @x` (restore the saved value and keep it saved).
 """
 
@@ -86,6 +92,79 @@ def remove_dead_saves(program: stack.ProgramOp) -> bool:
     return False
 
 
+def body_and_calls(entry: Block) -> tuple[list[Block], set[Block]]:
+    """The blocks a call entering at `entry` runs in its own frame, and the entries it calls."""
+    body, calls, todo = [entry], set(), [entry]
+    while todo:
+        term = todo.pop().last_op
+        successors = list(term.successors) if term is not None else []
+        if isinstance(term, stack.PushGotoOp):
+            calls.add(term.dest)
+            successors = [term.return_dest]
+        for successor in successors:
+            if successor not in body:
+                body.append(successor)
+                todo.append(successor)
+    return body, calls
+
+
+def written_by_call(entry: Block) -> set[str]:
+    """The variables a call entering at `entry` may write, in its frame or in the calls it
+    makes, other than by restoring saves (pop, peek)."""
+    written: set[str] = set()
+    seen, todo = {entry}, [entry]
+    while todo:
+        body, calls = body_and_calls(todo.pop())
+        for block in body:
+            for op in block.ops:
+                if not isinstance(op, stack.PopOp | stack.PeekOp):
+                    written.update(reads_writes(op)[1])
+        todo.extend(calls - seen)
+        seen |= calls
+    return written
+
+
+def written_after(push: stack.PushOp, name: str) -> bool:
+    """Whether an op after `push` in its block writes `name`."""
+    op = push.next_op
+    while op is not None:
+        if name in reads_writes(op)[1]:
+            return True
+        op = op.next_op
+    return False
+
+
+def remove_invariant_saves(program: stack.ProgramOp) -> bool:
+    """Drop one return block's saves that no call returning there can change (docstring, 2)."""
+    written_by: dict[Block, set[str]] = {}
+    for block in program.body.blocks:
+        for op in block.ops:
+            if not isinstance(op, stack.PopOp):
+                continue
+            callers = callers_returning_to(program, block)
+            if not callers:
+                continue
+            written: set[str] = set()
+            for caller in callers:
+                entry = caller.last_op.dest  # type: ignore[union-attr]
+                if entry not in written_by:
+                    written_by[entry] = written_by_call(entry)
+                written |= written_by[entry]
+            pushes = {n: [last_push_of(c, n) for c in callers] for n in var_names(op) if n not in written}
+            removable = [
+                name
+                for name, found in pushes.items()
+                if all(push is not None and not written_after(push, name) for push in found)
+            ]
+            if removable:
+                for name in removable:
+                    for push in pushes[name]:
+                        drop_vars(push, [name])  # type: ignore[arg-type]
+                drop_vars(op, removable)
+                return True
+    return False
+
+
 def fuse_pop_push(block: Block) -> bool:
     """Turn the first fusable pop ... push pair of `block` into a peek."""
     for op in block.ops:
@@ -119,7 +198,7 @@ def matching_push(pop: Operation, name: str) -> stack.PushOp | None:
 
 def optimize_stack(module: ModuleOp) -> None:
     program = the_program(module)
-    while remove_dead_saves(program):
+    while remove_dead_saves(program) or remove_invariant_saves(program):
         pass
     for block in program.body.blocks:
         while fuse_pop_push(block):
@@ -128,7 +207,8 @@ def optimize_stack(module: ModuleOp) -> None:
 
 @dataclass(frozen=True)
 class StackOptimizePass(ModulePass):
-    """Drop saves whose restored value is dead; fuse pop-then-push into peek."""
+    """Drop saves whose restored value is dead or that no call can change; fuse pop-then-push
+    into peek."""
 
     name = "stack-optimize"
 

@@ -147,6 +147,36 @@ def test_pop_push_fuses_into_peek() -> None:
         assert run_vm(v, [n])[0][0] == g(n)
 
 
+def test_saves_of_values_no_call_changes_are_dropped() -> None:
+    # eps is live across the recursive call, but every call passes it on unchanged
+    text = """
+    builtin.module {
+      functional.func @h(%n: i64, %eps: i64) -> i64 {
+        %p = functional.prim "greater"(%n, %eps) : (i64, i64) -> i1
+        cf.cond_br %p, ^rec, ^base
+      ^rec:
+        %one = functional.constant 1 : i64
+        %m = functional.prim "subtract"(%n, %one) : (i64, i64) -> i64
+        %a = functional.call @h(%m, %eps) : (i64, i64) -> i64
+        %s = functional.prim "add"(%a, %eps) : (i64, i64) -> i64
+        %t = functional.prim "add"(%s, %n) : (i64, i64) -> i64
+        functional.return %t : i64
+      ^base:
+        functional.return %eps : i64
+      }
+    }"""
+    _, st, v = compiled(text, "h", [i64, i64])
+    assert stacks(st) == {"h.n"}
+    assert stacks(v) == {"h.n"}
+
+    def h(n: int, eps: int) -> int:
+        return h(n - 1, eps) + eps + n if n > eps else eps
+
+    for n, eps in [(0, 0), (3, 0), (7, 2), (5, 9)]:
+        assert run_stack(st, [n, eps])[0][0] == h(n, eps)
+        assert run_vm(v, [n, eps])[0][0] == h(n, eps)
+
+
 # --- vm shape ------------------------------------------------------------------------------
 
 

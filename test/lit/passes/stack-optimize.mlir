@@ -237,3 +237,85 @@ builtin.module {
 // CHECK-NEXT:     stack.indirect_goto
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
+
+// -----
+
+// Hand-written: @h.eps is saved around the recursive call, but no run of @h writes it (each call
+// passes it on unchanged), so its push and pop go; @h.n is written by the callee and stays saved.
+builtin.module {
+  stack.var @h.n : i64
+  stack.var @h.eps : i64
+  stack.var @h.one : i64
+  stack.var @h.m : i64
+  stack.var @h.p : i1
+  stack.var @h.s : i64
+  stack.var @h.result0 : i64
+  stack.program @h(@h.n, @h.eps) -> (@h.result0) {
+    stack.push_goto ^exit, ^entry
+  ^exit:
+    stack.halt
+  ^entry:
+    stack.prim "greater"(@h.n, @h.eps) -> (@h.p)
+    stack.branch @h.p, ^rec, ^base
+  ^rec:
+    stack.constant @h.one = 1 : i64
+    stack.prim "subtract"(@h.n, @h.one) -> (@h.m)
+    stack.push @h.n, @h.eps
+    stack.write @h.n = @h.m
+    stack.push_goto ^cont, ^entry
+  ^cont:
+    stack.pop @h.n, @h.eps
+    stack.prim "add"(@h.result0, @h.eps) -> (@h.s)
+    stack.prim "add"(@h.s, @h.n) -> (@h.result0)
+    stack.indirect_goto
+  ^base:
+    stack.write @h.result0 = @h.eps
+    stack.indirect_goto
+  }
+}
+
+// CHECK:      stack.program @h(@h.n, @h.eps) -> (@h.result0) {
+// CHECK:        ^rec:
+// CHECK-NEXT:     stack.constant @h.one = 1 : i64
+// CHECK-NEXT:     stack.prim "subtract"(@h.n, @h.one) -> (@h.m)
+// CHECK-NEXT:     stack.push @h.n
+// CHECK-NEXT:     stack.write @h.n = @h.m
+// CHECK-NEXT:     stack.push_goto ^cont, ^entry
+// CHECK-NEXT:   ^cont:
+// CHECK-NEXT:     stack.pop @h.n
+// CHECK-NEXT:     stack.prim "add"(@h.result0, @h.eps) -> (@h.s)
+
+// -----
+
+// Hand-written: @k.eps is saved around a call of @j, which never writes it, but the caller
+// writes it between the push and the call: the save stays.
+builtin.module {
+  stack.var @k.n : i1
+  stack.var @k.eps : i1
+  stack.var @j.result0 : i1
+  stack.var @k.result0 : i1
+  stack.program @k(@k.n, @k.eps) -> (@k.result0) {
+    stack.push_goto ^exit, ^entry
+  ^exit:
+    stack.halt
+  ^entry:
+    stack.push @k.eps
+    stack.write @k.eps = @k.n
+    stack.push_goto ^cont, ^j
+  ^cont:
+    stack.pop @k.eps
+    stack.prim "logical_and"(@k.eps, @j.result0) -> (@k.result0)
+    stack.indirect_goto
+  ^j:
+    stack.write @j.result0 = @k.eps
+    stack.indirect_goto
+  }
+}
+
+// CHECK:      stack.program @k(@k.n, @k.eps) -> (@k.result0) {
+// CHECK:        ^entry:
+// CHECK-NEXT:     stack.push @k.eps
+// CHECK-NEXT:     stack.write @k.eps = @k.n
+// CHECK-NEXT:     stack.push_goto ^cont, ^j
+// CHECK-NEXT:   ^cont:
+// CHECK-NEXT:     stack.pop @k.eps
