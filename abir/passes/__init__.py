@@ -23,6 +23,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "schedule-blocks": ("abir.passes.schedule_blocks", "ScheduleBlocksPass"),
     "stack-to-vm": ("abir.passes.stack_to_vm", "StackToVmPass"),
     "form-superblocks": ("abir.passes.form_superblocks", "FormSuperblocksPass"),
+    "merge-identical-blocks": ("abir.passes.merge_identical_blocks", "MergeIdenticalBlocksPass"),
     "order-sweeps": ("abir.passes.order_sweeps", "OrderSweepsPass"),
     "abir-lower": ("abir.passes.pipeline", "AbirLowerPass"),
 }

@@ -29,6 +29,7 @@ from abir.passes.if_convert import if_convert
 from abir.passes.infer_types import default_entry, infer_types, parse_arg_types
 from abir.passes.inline_calls import inline_calls
 from abir.passes.lower_calls import lower_calls, replace_module_body
+from abir.passes.merge_identical_blocks import merge_identical_blocks
 from abir.passes.order_sweeps import order_sweeps
 from abir.passes.schedule_blocks import merge_blocks, schedule_blocks
 from abir.passes.simplify import simplify_functional
@@ -80,7 +81,8 @@ def lower_to_vm(
 ) -> ModuleOp:
     """A new verified vm module: opaque declarations, `vm.var`s and one `vm.program @<entry>`,
     its blocks ordered by `schedule-blocks` with `block_order` (`priority` or `flow`), with
-    `superblocks`, branch arms merged into their blocks (`form-superblocks`), and for the `flow`
+    `superblocks`, branch arms merged into their blocks (`form-superblocks`), identical blocks
+    merged (`merge-identical-blocks`), and for the `flow`
     order renumbered by expected transitions (`order-sweeps`)."""
     lowered = lower_to_stack(typed_module, entry)
     fuse_blocks(lowered)  # shapes the block list for the machine, like schedule-blocks
@@ -89,6 +91,7 @@ def lower_to_vm(
     result = stack_to_vm(lowered)
     if superblocks:
         form_superblocks(result)
+    merge_identical_blocks(result)
     if block_order == "flow":
         order_sweeps(result)
     result.verify()
