@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -81,15 +81,25 @@ def remove_dead_saves(program: stack.ProgramOp) -> bool:
             if not dead or not callers:
                 continue
             pushes = {name: [last_push_of(c, name) for c in callers] for name in dead}
-            removable = [name for name, found in pushes.items() if all(p is not None for p in found)]
-            if not removable:
-                continue
-            for name in removable:
-                for push in pushes[name]:
-                    drop_vars(push, [name])  # type: ignore[arg-type]
-            drop_vars(op, removable)
-            return True
+            if drop_saves(op, pushes, lambda push, name: push is not None):
+                return True
     return False
+
+
+def drop_saves(
+    pop: stack.PopOp,
+    pushes: dict[str, list[stack.PushOp | None]],
+    droppable: Callable[[stack.PushOp | None, str], bool],
+) -> bool:
+    """Drop from `pop` and from their pushes the variables whose every push is `droppable`;
+    whether any were."""
+    names = [name for name, found in pushes.items() if all(droppable(push, name) for push in found)]
+    for name in names:
+        for push in pushes[name]:
+            drop_vars(push, [name])  # type: ignore[arg-type]
+    if names:
+        drop_vars(pop, names)
+    return bool(names)
 
 
 def body_and_calls(entry: Block) -> tuple[list[Block], set[Block]]:
@@ -151,16 +161,7 @@ def remove_invariant_saves(program: stack.ProgramOp) -> bool:
                     written_by[entry] = written_by_call(entry)
                 written |= written_by[entry]
             pushes = {n: [last_push_of(c, n) for c in callers] for n in var_names(op) if n not in written}
-            removable = [
-                name
-                for name, found in pushes.items()
-                if all(push is not None and not written_after(push, name) for push in found)
-            ]
-            if removable:
-                for name in removable:
-                    for push in pushes[name]:
-                        drop_vars(push, [name])  # type: ignore[arg-type]
-                drop_vars(op, removable)
+            if drop_saves(op, pushes, lambda push, name: push is not None and not written_after(push, name)):
                 return True
     return False
 
