@@ -4,6 +4,12 @@
     PYTHONPATH=.bench-site .venv/bin/python bench/nuts.py            # B=64 and B=1024, D=10, depth 6, 20 steps
     PYTHONPATH=.bench-site .venv/bin/python bench/nuts.py --batch 64 --repeats 5
     PYTHONPATH=.bench-site .venv/bin/python bench/nuts.py --batch --figure docs/nuts_bench.png
+    taskset -c 0 env PYTHONPATH=.bench-site .venv/bin/python bench/nuts.py   # one core: steadier
+
+On a machine with few cores XLA's CPU runtime sometimes (per process) spreads a loop's small
+kernels over its threads, and the work stealing makes every call of that process slower (about
+1.8x for abir and BlackJAX alike on a 2-core machine); pinned to one core the steady times are
+stable, the first calls slower (XLA compiles on one thread).
 
 Rows, all measured in one run on the same inputs:
 * abir on JAX (first call = trace + XLA compile + run; steady = median of later calls);
