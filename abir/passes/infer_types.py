@@ -121,6 +121,22 @@ def join_facts(a: Fact, b: Fact) -> Fact | None:
     return None
 
 
+def join_values(a: Fact, b: Fact) -> Fact | None:
+    """The join of two facts meeting where control flow merges (a block argument, a function's
+    result): `join_facts`, and also a bool with a number of the same shape, which gives the
+    number. Python's `flag and f(x)`, `x if c else False` or `return n > 0` on one path and
+    `return n` on another give a bool to some members and a number to others; stacked, NumPy
+    makes them all numbers (bool is a kind of int: `True` is 1, `~True` is -2). The bool is
+    converted where it flows into the join (`cast_at_joins`)."""
+    joined = join_facts(a, b)
+    if joined is not None or a.weak or b.weak or a.tensor.shape != b.tensor.shape:
+        return joined
+    kinds = {a.tensor.dtype.kind, b.tensor.dtype.kind}
+    if len(kinds) == 2 and "b" in kinds and kinds <= set("biuf"):
+        return a if a.tensor.dtype.kind != "b" else b
+    return None
+
+
 KIND_GROUPS = {"b": "b", "i": "i", "u": "i", "f": "f", "c": "c"}
 
 
@@ -150,7 +166,7 @@ class Conflicts:
     def join(self, a: Fact | None, b: Fact | None, where: str) -> Fact | None:
         if a is None or b is None:
             return a if b is None else b
-        joined = join_facts(a, b)
+        joined = join_values(a, b)
         if joined is not None:
             return joined
         self.messages.append(
@@ -664,6 +680,8 @@ def infer_types(
         weak_values = [value_at(owner, index) for owner, index in weak[name]]
         convert_weak_values(weak_values)
         concretize_weak_constants(funcs[name], set(weak_values))
+    for name in locals_:
+        cast_at_joins(funcs[name])
     inference.specs.finalize(module)
     module.attributes[ENTRY_ATTR] = StringAttr(entry)
 
@@ -741,6 +759,30 @@ def set_function_type(func: functional.FuncOp, results: Sequence[Fact | None] | 
         )
     outputs = [f.type for f in results if f is not None]
     func.function_type = FunctionType.from_lists(func.entry_block.arg_types, outputs)
+
+
+def cast_at_joins(func: functional.FuncOp) -> None:
+    """Convert the values that flow into a join of another type (a bool into a number's block
+    argument or result, see `join_values`) with `astype` just before the jump or return."""
+    results = list(func.function_type.outputs.data)
+    for block in func.body.blocks:
+        term = block.last_op
+        if isinstance(term, cf.BranchOp):
+            targets = list(term.successor.arg_types)
+            positions = range(len(term.operands))
+        elif isinstance(term, cf.ConditionalBranchOp):
+            targets = [*term.then_block.arg_types, *term.else_block.arg_types]
+            positions = range(1, len(term.operands))
+        elif isinstance(term, functional.ReturnOp):
+            targets, positions = results, range(len(term.operands))
+        else:
+            continue
+        for position, want in zip(positions, targets, strict=True):
+            value = term.operands[position]
+            if value.type != want:
+                cast = functional.PrimOp("astype", [value], [want])
+                Rewriter.insert_op(cast, InsertPoint.before(term))
+                term.operands[position] = cast.res[0]
 
 
 def retype_call(call: functional.CallOp, callee: functional.FuncOp) -> None:

@@ -133,9 +133,39 @@ def swap_and_constants(x, i):
     return table, x
 
 
+def twice(n):
+    return n * 2
+
+
+def flag_and_call(n):
+    return n > 3 and twice(n)
+
+
+def call_or_flag(n):
+    return twice(n) - 6 or n < 0
+
+
+def call_if_else_flag(n):
+    return twice(n) if n % 2 == 0 else n > 2
+
+
+def flag_or_number_returned(n):
+    if n < 0:
+        return n < -3
+    return n
+
+
+def flag_becomes_float(n):
+    x = n > 1
+    for _ in range(n % 3):
+        x = x * 1.5 + 0.5
+    return x
+
+
 PROGRAMS = [fib_ternary, fib_joined_if, steps_or, runaway, guarded_ternary, guarded_and, guarded_or,
             eager_arms, insertion_sort, histogram, slices_and_pairs, aliases_follow, namedtuple_field,
-            swap_and_constants]  # fmt: skip
+            swap_and_constants, twice, flag_and_call, call_or_flag, call_if_else_flag,
+            flag_or_number_returned, flag_becomes_float]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -206,6 +236,18 @@ def test_runaway_really_overflows_when_called(batched, backend):
 def test_cheap_operands_are_selected_with_pythons_result(batched, backend):
     args = [np.array([7, 8, 9, -6]), np.array([2, 0, -3, 4]), np.array([0, 2, 7, -1])]
     assert_matches_python(batched, eager_arms, args, backend)
+
+
+@pytest.mark.parametrize(
+    "program", [flag_and_call, call_or_flag, call_if_else_flag, flag_or_number_returned, flag_becomes_float]
+)
+def test_a_bool_joined_with_a_number_is_that_number(batched, backend, program):
+    # Python gives some members a bool and others a number; stacked, NumPy makes them all numbers
+    n = np.array([-5, -1, 0, 1, 2, 3, 4, 5, 6, 7])
+    assert_matches_python(batched, program, [n], backend)
+    result = np.asarray(batched[program.__name__](n, backend=backend))
+    stacked = np.array([program(int(k)) for k in n])
+    assert result.dtype.kind == stacked.dtype.kind
 
 
 # -- 2. item assignment ----------------------------------------------------------------------------

@@ -156,3 +156,36 @@ builtin.module {
 // CHECK:      functional.func @tsum(%n: i64, %acc: f64) -> f64 {
 // CHECK:        %acc1 = functional.prim "add"(%acc, %n) : (f64, i64) -> f64
 // CHECK-NEXT:   %r = functional.call @tsum(%n1, %acc1) : (i64, f64) -> f64
+
+// -----
+
+// `n > 3 and f(n)`: a bool meets an i32 at the join (Python gives some members False, others a
+// number; stacked, NumPy makes them numbers): the join is i32 and the bool is converted on its
+// edge. A bool returned on one path and an i32 on another likewise.
+builtin.module {
+  functional.func @f(%n: i32) -> !functional.unknown {
+    %c3 = functional.constant weak 3 : i64
+    %p = functional.prim "greater"(%n, %c3) : (i32, i64) -> !functional.unknown
+    %b = functional.prim "astype"(%p) : (!functional.unknown) -> i1
+    cf.cond_br %b, ^call, ^join(%p : !functional.unknown)
+  ^call:
+    %twice = functional.prim "add"(%n, %n) : (i32, i32) -> !functional.unknown
+    cf.br ^join(%twice : !functional.unknown)
+  ^join(%r: !functional.unknown):
+    cf.cond_br %b, ^number, ^flag
+  ^number:
+    functional.return %r : !functional.unknown
+  ^flag:
+    functional.return %p : !functional.unknown
+  }
+}
+
+// CHECK:      functional.func @f(%n: i32) -> i32 {
+// CHECK:        %p = functional.prim "greater"(%n, %c3) : (i32, i32) -> i1
+// CHECK:        [[CAST:%.*]] = functional.prim "astype"(%p) : (i1) -> i32
+// CHECK-NEXT:   cf.cond_br %b, ^{{.*}}, ^{{.*}}([[CAST]] : i32)
+// CHECK:        cf.br ^{{.*}}(%twice : i32)
+// CHECK:      ^join(%r: i32):
+// CHECK:        functional.return %r : i32
+// CHECK:        [[RET:%.*]] = functional.prim "astype"(%p) : (i1) -> i32
+// CHECK-NEXT:   functional.return [[RET]] : i32
