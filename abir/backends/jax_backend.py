@@ -465,12 +465,13 @@ def _sweep_step(
 ) -> Callable[[State, Any], State]:
     """`(state, here) -> state`: `kernel` run when a member stands at its block (`here`, [B]).
     `step(state, here, anyone_here=True)` runs the block without the conditional, for a caller
-    that knows a member stands there. The step returns only what the block may change: the registers it writes and the stacks it
-    pushes onto (its write requests scattered with `scatter(stack, rows, value)` inside the
-    branch). Skipping passes them through unchanged, which XLA does without copies; padded
-    no-op requests applied outside the conditional would instead cost a scatter per skipped
-    block (measured on NUTS: an empty sweep of its 21 blocks 11.9 us at B=64 and 55.8 us at
-    B=1024 that way; 4.1 and 11.0 us passing the state through).
+    that knows a member stands there. The step returns only what the block may change: the
+    registers it writes and the stacks it pushes onto (its write requests scattered with
+    `scatter(stack, rows, value)` inside the branch). Skipping passes them through unchanged
+    (XLA copies what a conditional passes through, a small copy per value); padded no-op
+    requests applied outside the conditional would instead cost a scatter per skipped block
+    (measured on NUTS: an empty sweep of its 21 blocks 11.9 us at B=64 and 55.8 us at B=1024
+    that way; 4.1 and 11.0 us passing the state through).
 
     With `compact_rows` (C), a run with at most C members here runs the kernel on those
     members' rows only (`_compact_run`); more members run it on every row. `split` stands for
@@ -487,30 +488,27 @@ def _sweep_step(
     written = register_writes(kernel, regs)
     pushed = tuple(key for key, n in kernel.writes.items() if n)  # type: ignore[attr-defined]
 
-    def apply(stacks: State, writes: dict[str, list[tuple[Any, Any]]]) -> tuple[Any, ...]:
+    def apply(
+        stacks: State, writes: dict[str, list[tuple[Any, Any]]], put: Callable[[Any, Any, Any], Any]
+    ) -> tuple[Any, ...]:
+        """The pushed stacks with the write requests applied by `put(stack, rows, value)`."""
         updated = []
         for key in pushed:
             stack = stacks[key]
             for rows, value in writes.get(key, []):
-                stack = scatter(stack, rows, value)
+                stack = put(stack, rows, value)
             updated.append(stack)
         return tuple(updated)
 
     def run(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         out, writes = split(dict(regs), stacks)
-        return tuple(_like(out[key], regs[key]) for key in written), apply(stacks, writes)
+        return tuple(_like(out[key], regs[key]) for key in written), apply(stacks, writes, scatter)
 
     def run_compact(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         assert compact_rows is not None
         members = _compact_members(here, compact_rows)
         values, writes = _compact_run(kernel, written, regs, stacks, members)
-        updated = []
-        for key in pushed:
-            stack = stacks[key]
-            for rows, value in writes.get(key, []):
-                stack = _scatter_columns(stack, rows, members, value)
-            updated.append(stack)
-        return values, tuple(updated)
+        return values, apply(stacks, writes, lambda stack, rows, value: _scatter_columns(stack, rows, members, value))
 
     def skip(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         return tuple(regs[key] for key in written), tuple(stacks[key] for key in pushed)
