@@ -7,8 +7,10 @@ import pytest
 
 pytest.importorskip("jax")
 
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
 
-from abir.backends.jax_backend import JaxBackend  # noqa: E402
+from abir.backends.jax_backend import JaxBackend, batch_any, batch_min, batch_sum  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -23,3 +25,19 @@ def test_run_on_dummies_evaluates_abstractly(backend: JaxBackend) -> None:
         lambda x, y: x * y.sum(), [TensorType(np.float32, (4,)), TensorType(np.int64, (4, 3))]
     )
     assert backend.type_of(out) == (np.dtype(np.float32), (4,))
+
+
+@pytest.mark.parametrize("size", [1, 31, 32, 33, 64, 100, 192, 193, 300])
+def test_batch_reductions_equal_numpy(size: int) -> None:
+    values = np.random.default_rng(size).integers(-50, 50, size=size)
+    for probe in (values, np.full(size, 7)):
+        x = jnp.asarray(probe)
+        assert bool(batch_any(x == 7)) == bool(np.any(probe == 7))
+        assert int(batch_min(x)) == int(np.min(probe))
+        assert int(batch_sum(x)) == int(np.sum(probe))
+
+
+def test_a_batch_of_64_reduces_in_one_kernel() -> None:
+    text = jax.jit(lambda pc: batch_any(pc == 3)).lower(jnp.zeros(64, jnp.int32)).compile().as_text()
+    entry = text[text.index("ENTRY") :]
+    assert entry.count("fusion(") == 1 and "reduce-window" not in entry
