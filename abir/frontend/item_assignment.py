@@ -343,12 +343,14 @@ class ItemAssignmentLowering(ExpressionLowering):
         """For each leaf (name, position) of the variables a loop carries, what keeps it from
         holding an array of its own as the loop is entered (`_sharers`); integer-index reads of
         them are checked to be copies in the current block (the loop's entry) if the loop assigns
-        items, or updates that variable with `x op= v` and it may be an array."""
+        items, or the loop or the code after it updates that variable in place (its items, or
+        `x op= v`) and it may be an array."""
         if not self.aliases.enabled:
             return {}
         carried = {n: self.env[n] for n in names if n in self.env}
         assigns = assigns_items(node)
-        updated = names_updated_in_place([node])
+        from_here = [s for s in ast.walk(self.source.tree) if isinstance(s, ast.stmt) and s.lineno >= node.lineno]
+        updated = names_updated_in_place(from_here)  # in the loop or after it
         return {
             (b.name, b.position): self._sharers(
                 node, b.name, b.position, b.value, self.env,

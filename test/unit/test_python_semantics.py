@@ -379,6 +379,33 @@ def test_a_scalar_read_is_a_copy():
     np.testing.assert_array_equal(x, [[1.0, 0.0], [0.0, 4.0]])
 
 
+def test_a_scalar_read_before_a_loop_is_a_copy_for_assignments_after_it(backend):
+    # found by the fuzzer (seed 7, program 39): the loop carries `w`, `v` holds w[i] as it starts
+    def f(i):
+        w = np.zeros(3)
+        v = w[i]
+        while False:
+            w = np.zeros(3)
+        w[i] = 5.0
+        return v + w.sum()
+
+    got = Context().batch()(f)(np.array([0, 2]), backend=backend)
+    np.testing.assert_array_equal(got, [f(0), f(2)])
+
+
+def test_a_row_read_before_a_loop_is_a_view_for_assignments_after_it():
+    def f(m, i):
+        w = m.copy()
+        row = w[i]
+        while False:  # here
+            w = m.copy()
+        w[0, 0] = 5.0
+        return row
+
+    expect_error(f, "# here", "variable 'row' is an item of `w` with axes of its own", np.zeros((2, 3, 3)),
+                 np.array([0, 1]))
+
+
 def test_arrays_shared_across_loop_iterations():
     def f(x):
         a = x.copy()
