@@ -33,15 +33,17 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from abir.dialects import vm
 from abir.passes.analysis import strongly_connected_components
 
 
-def the_vm_program(module: ModuleOp) -> vm.ProgramOp:
+def the_vm_program(module: ModuleOp, pass_name: str) -> vm.ProgramOp:
+    """The module's one `vm.program`; `pass_name` (the pass that needs it) fails without one."""
     programs = [op for op in module.ops if isinstance(op, vm.ProgramOp)]
     if len(programs) != 1:
-        raise ValueError(f"form-superblocks needs a module with one vm.program, found {len(programs)}")
+        raise PassFailedException(f"{pass_name} needs a module with one vm.program, found {len(programs)}")
     return programs[0]
 
 
@@ -151,7 +153,7 @@ def renumber(program: vm.ProgramOp, numbers: Mapping[int, int]) -> None:
 
 def form_superblocks(module: ModuleOp) -> None:
     """Merge every absorbable branch arm into its block (see the module docstring)."""
-    program = the_vm_program(module)
+    program = the_vm_program(module, FormSuperblocksPass.name)
     blocks = {block.number: block for block in program.blocks}
     analysis = _Program(blocks)
     for number in sorted(blocks):

@@ -89,7 +89,7 @@ def merge_once(program: vm.ProgramOp) -> bool:
 
 def merge_identical_blocks(module: ModuleOp) -> None:
     """Merge identical vm blocks until none are left (see the module docstring)."""
-    program = the_vm_program(module)
+    program = the_vm_program(module, MergeIdenticalBlocksPass.name)
     changed = False
     while merge_once(program):
         changed = True

@@ -152,7 +152,7 @@ def tail_length(blocks: Mapping[int, vm.BlockOp], weights: np.ndarray) -> int:
 
 
 def order_sweeps(module: ModuleOp) -> None:
-    program = the_vm_program(module)
+    program = the_vm_program(module, OrderSweepsPass.name)
     blocks = {block.number: block for block in program.blocks}
     if len(blocks) > MAX_BLOCKS or len(blocks) < 3:
         return

@@ -33,7 +33,7 @@ def block_keys() -> list[tuple[object, ...]]:
     ctx = abir.Context()
     ctx.batch_uncurried(walk)
     module = ctx.lowered_for_args("walk", list(ARGS), abir.JaxBackend())
-    return [block_key(block) for block in the_vm_program(module).blocks]
+    return [block_key(block) for block in the_vm_program(module, "test").blocks]
 
 
 def test_the_loop_exits_share_one_continuation(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -47,7 +47,7 @@ def test_the_loop_exits_share_one_continuation(monkeypatch: pytest.MonkeyPatch) 
 def test_value_names_do_not_matter() -> None:
     ctx = abir.Context()
     ctx.batch_uncurried(walk)
-    program = the_vm_program(ctx.lowered_for_args("walk", list(ARGS), abir.JaxBackend()))
+    program = the_vm_program(ctx.lowered_for_args("walk", list(ARGS), abir.JaxBackend()), "test")
     block = program.blocks[-2]
     before = block_key(block)
     for op in block.body.block.ops:
