@@ -192,7 +192,7 @@ def compile_program(
     else:
         raise AbirError(f"lowering '{name}' did not settle the structures its helpers return")
     lowered = lower_to_vm(typed, frontend.entry, backend.block_order, backend.superblocks)
-    return CompiledProgram(frontend, typed, lowered, compile_machine(lowered))
+    return CompiledProgram(frontend, typed, lowered, compile_machine(lowered, verify=False))
 
 
 def typed_module(

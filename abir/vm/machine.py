@@ -834,9 +834,11 @@ def python_name(symbol: str) -> str:
     return symbol.split(".", 1)[0]
 
 
-def compile_machine(vm_module: ModuleOp) -> Machine:
-    """Read a vm module once and plan every block (kernels are built per backend on demand)."""
-    vm_module.verify()
+def compile_machine(vm_module: ModuleOp, verify: bool = True) -> Machine:
+    """Read a vm module once and plan every block (kernels are built per backend on demand);
+    `verify=False` for a module the caller has just verified (`lower_to_vm` does)."""
+    if verify:
+        vm_module.verify()
     program = _find_program(vm_module)
     blocks = list(program.blocks)
     successors = _successors(blocks)
