@@ -110,7 +110,7 @@ class AliasTracker:
         if not self.enabled:
             return
         others, reads = frozenset({Root(CALL_RESULT)}), []
-        for arg in args:
+        for arg in self._join_parts(args):
             if self.kinds.get(arg) == SCALAR_OR_VIEW:
                 reads.append(arg)
             elif arg in self.through_reads:
@@ -122,6 +122,22 @@ class AliasTracker:
         self.kinds[value] = VIEW
         if reads:
             self.through_reads[value] = (others, tuple(dict.fromkeys(reads)))
+
+    def _join_parts(self, values: Iterable[Any]) -> list[Any]:
+        """`values` with each join (a block argument) replaced by the values it joins, through
+        nested joins: a join has one type, so the call sees a scalar copy on every path or on
+        none, as for each integer-index read among them."""
+        parts: list[Any] = []
+        todo, seen = list(values), set()
+        while todo:
+            value = todo.pop(0)
+            if isinstance(value, SSAValue) and value in self.joins:
+                if value not in seen:
+                    seen.add(value)
+                    todo[:0] = self.joins[value]
+                continue
+            parts.append(value)
+        return parts
 
     def joined(self, value: SSAValue, leaves: Sequence[Any], kind: str) -> None:
         """`value` is one of `leaves`, by path (a block argument)."""

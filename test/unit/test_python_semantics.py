@@ -406,6 +406,53 @@ def test_a_row_read_before_a_loop_is_a_view_for_assignments_after_it():
                  np.array([0, 1]))
 
 
+Pair = collections.namedtuple("Pair", ["a", "b"])
+
+
+def pair_of(x):
+    return Pair(0, x * 2.0)
+
+
+def same_value(x):
+    return x
+
+
+def test_a_call_given_a_join_of_a_scalar_read_shares_nothing(backend):
+    # found by the fuzzer (seed 7, program 158): `v` is w[i] on one path, an argument on the other
+    def f(i, y):
+        w = np.zeros(2)
+        v = y
+        if 0 <= i < 1:
+            v = w[i]
+        r = pair_of(v)
+        w[0] = 5.0
+        return r.b + w.sum()
+
+    ctx = Context()
+    batched = ctx.batch()(f)
+    ctx.batch()(pair_of)
+    i, y = np.array([0, 3]), np.array([1.5, 2.5])
+    got = batched(i, y, backend=backend)
+    np.testing.assert_array_equal(got, [f(0, 1.5), f(3, 2.5)])
+
+
+def test_a_call_given_a_join_of_a_row_read_is_a_view_error():
+    def f(m, i):
+        w = m.copy()
+        v = m[1]
+        if i < 1:
+            v = w[i]
+        r = same_value(v)
+        w[0, 0] = 5.0  # here
+        return r
+
+    ctx = Context()
+    batched = ctx.batch()(f)
+    ctx.batch()(same_value)
+    with pytest.raises(UnsupportedSyntaxError, match="a view of `w`'s array"):
+        batched(np.zeros((2, 2, 3)), np.array([0, 3]))
+
+
 def test_arrays_shared_across_loop_iterations():
     def f(x):
         a = x.copy()
