@@ -110,12 +110,18 @@ class AliasTracker:
         if not self.enabled:
             return
         others, reads = frozenset({Root(CALL_RESULT)}), []
-        for arg in self._join_parts(args):
+        for arg in args:
             if self.kinds.get(arg) == SCALAR_OR_VIEW:
                 reads.append(arg)
             elif arg in self.through_reads:
                 arg_others, arg_reads = self.through_reads[arg]
                 others, reads = others | arg_others, [*reads, *arg_reads]
+            elif arg in self.joins and (parts := self._join_parts([arg])) and any(
+                self.kinds.get(part) == SCALAR_OR_VIEW for part in parts
+            ):
+                # the join is checked in place of its reads (it has their type on every path)
+                reads.append(arg)
+                others |= self.roots_of_all(p for p in parts if self.kinds.get(p) != SCALAR_OR_VIEW)
             else:
                 others |= self.roots_of(arg)
         self.roots[value] = others | self.roots_of_all(reads)
@@ -125,8 +131,8 @@ class AliasTracker:
 
     def _join_parts(self, values: Iterable[Any]) -> list[Any]:
         """`values` with each join (a block argument) replaced by the values it joins, through
-        nested joins: a join has one type, so the call sees a scalar copy on every path or on
-        none, as for each integer-index read among them."""
+        nested joins. A join has one type: if it is a per-member scalar, so is each
+        integer-index read among its parts, and a call given it shares none of their arrays."""
         parts: list[Any] = []
         todo, seen = list(values), set()
         while todo:
