@@ -70,7 +70,7 @@ def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
     merge_blocks(lowered)
     optimize_stack(lowered)
     coalesce_copies(lowered)
-    optimize_stack(lowered)  # coalesced copies show saves of values no call changes
+    optimize_stack(lowered, dead_saves=False)  # coalesced copies show saves no call changes
     allocate_storage(lowered)
     lowered.verify()
     return lowered

@@ -197,9 +197,13 @@ def matching_push(pop: Operation, name: str) -> stack.PushOp | None:
     return None
 
 
-def optimize_stack(module: ModuleOp) -> None:
+def optimize_stack(module: ModuleOp, dead_saves: bool = True) -> None:
+    """Apply the rewrites of the module docstring to a fixed point. `dead_saves=False` leaves
+    out dead saves (1): their liveness does not see a function's results as live at its return,
+    which holds only while results have variables of their own (before `coalesce-copies` may
+    make a saved parameter the result: `return p.a` after a call)."""
     program = the_program(module)
-    while remove_dead_saves(program) or remove_invariant_saves(program):
+    while (dead_saves and remove_dead_saves(program)) or remove_invariant_saves(program):
         pass
     for block in program.body.blocks:
         while fuse_pop_push(block):

@@ -18,6 +18,7 @@ error naming the user's line.
 
 from __future__ import annotations
 
+import collections
 import inspect
 
 import numpy as np
@@ -615,3 +616,37 @@ def row_or_new_array(d):
 def test_a_join_of_a_row_and_a_new_array_is_a_view():
     """Only a join whose members are scalars is a copy of the elements it read."""
     expect_error(row_or_new_array, "# here", "variable 'v' is an item of `m` with axes of its own", np.array([0, 1]))
+
+
+# -- a parameter saved around a call, then returned (found by the fuzzer: seed 7, program 232) --
+
+Tag = collections.namedtuple("Tag", ["a", "b"])
+
+
+def saved_then_returned(x):
+    return x[outer_of(1, Tag(1, 0.0))]
+
+
+def outer_of(d, tag):
+    """Returns its parameter's field after a call that calls it again with another tag: the
+    field must be saved around the call. Once copies are coalesced the field is also the
+    result, which dead-save removal (its liveness ends at the return) took for dead."""
+    inner_of(d - 1)
+    return tag.a
+
+
+def inner_of(d):
+    if d < 0:
+        return 0.0
+    outer_of(0, Tag(0, 0.0))
+    return 0.0
+
+
+@pytest.mark.parametrize("backend", [NumpyBackend(), JaxBackend(), TensorFlowBackend()], ids=["numpy", "jax", "tf"])
+def test_a_parameter_saved_around_a_call_and_returned(backend):
+    ctx = abir.Context()
+    batched = ctx.batch()(saved_then_returned)
+    ctx.batch()(outer_of)
+    ctx.batch()(inner_of)
+    x = np.array([[0.0, 1.0], [2.0, 3.0]])
+    np.testing.assert_array_equal(batched(x, backend=backend), [saved_then_returned(row) for row in x])
