@@ -105,6 +105,28 @@ def test_split_and_plain_kernels_agree(fib, name: str) -> None:
     np.testing.assert_array_equal(backend.to_numpy(split["r:ret"]), [fib_reference(n) for n in (0, 3, 7, 5)])
 
 
+class PlainKernel:
+    """A kernel in the plain `state -> state` form only, keeping its block plan (so a sweep
+    still repeats a block that jumps to itself, without the conditional)."""
+
+    def __init__(self, kernel) -> None:
+        self.kernel, self.plan = kernel, kernel.plan
+
+    def __call__(self, state):
+        return self.kernel(state)
+
+
+def test_plain_kernels_of_a_self_repeating_block_agree_on_jax(fib) -> None:
+    backend = JaxBackend()
+    kernels = fib.kernels(backend)
+    assert any(k.plan.loops_to_itself for k in kernels)
+    inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
+    split = backend.run(kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+    plain = backend.run([PlainKernel(k) for k in kernels], fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+    for key in split:
+        np.testing.assert_array_equal(backend.to_numpy(split[key]), backend.to_numpy(plain[key]), err_msg=key)
+
+
 def test_static_write_counts(fib) -> None:
     machine = compile_machine(parse(PENDING))
     assert machine.plans[0].stack_writes == (("s:x", 1),)
