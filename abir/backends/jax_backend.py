@@ -209,10 +209,15 @@ class JaxBackend(Backend):
 
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
         """Scatter by index; rows of D (or anything out of range) are dropped. Inside the run
-        loop the stack is a loop-carried buffer, so XLA updates it in place (O(B) per push)."""
+        loop the stack is a loop-carried buffer, so XLA updates it in place (O(B) per push).
+        A stack of at most `ONE_HOT_STACK_MAX` elements is rewritten whole instead, by a
+        select on a one-hot row mask: one fused kernel where the scatter takes three."""
         batch = stack.shape[1]
         rows = jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (batch,))
         value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), stack.shape[1:])
+        if stack.size <= ONE_HOT_STACK_MAX:
+            hit = jnp.arange(stack.shape[0], dtype=jnp.int32)[:, None] == rows[None, :]
+            return jnp.where(hit.reshape(hit.shape + (1,) * (stack.ndim - 2)), value[None], stack)
         return stack.at[rows, jnp.arange(batch)].set(value, mode="drop", unique_indices=True)
 
     def stack_read(self, stack: Any, index: Any) -> Any:
@@ -394,6 +399,15 @@ class JaxBackend(Backend):
 
 
 STATS_KEY = "__stats__"
+
+ONE_HOT_STACK_MAX = 4096
+"""`stack_scatter` writes a stack of at most this many elements with a one-hot select over the
+whole stack (no index concatenation, no broadcast of the value, no scatter: one kernel where
+the scatter takes three; the scatter costs O(B), the select O(stack)). Measured on one core,
+steady, threshold 0 -> 4096: NUTS B=64 (its int stacks are 768 elements, its vector stacks
+7,680) 21.7 -> 20.9 ms (selecting the vector stacks too: 21.5 ms); fib B=64 (1,280) 4.42 ->
+4.35 ms; collatz B=1024 (4,096) 0.640 -> 0.625 ms; fib B=1024 (20,480) 22.4 ms, selecting
+there: 24.4 ms."""
 
 REDUCTION_CHUNK = 32
 CHUNKED_REDUCTION_MAX = 192

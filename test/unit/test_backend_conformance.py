@@ -157,6 +157,25 @@ def test_stack_write_out_of_range_unmasked_index_is_harmless(backend: Backend) -
     np.testing.assert_array_equal(backend.to_numpy(got), [[0, 0, 0], [0, 0, 3]])
 
 
+@pytest.mark.parametrize("one_hot_max", [0, 10**6])
+def test_stack_scatter_writes_rows_and_drops_out_of_range(
+    backend: Backend, one_hot_max: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Row `rows[b]` of column b gets `value[b]`; a row of D writes nothing. On JAX
+    both ways of writing (a scatter, a one-hot select for small stacks) are checked."""
+    from abir.backends import jax_backend
+
+    monkeypatch.setattr(jax_backend, "ONE_HOT_STACK_MAX", one_hot_max)
+    stack = np.arange(3 * 4 * 2, dtype=np.float64).reshape(3, 4, 2)
+    rows = np.array([0, 3, 2, 3])
+    value = -np.arange(8, dtype=np.float64).reshape(4, 2) - 1
+    got = backend.to_numpy(backend.stack_scatter(backend.asarray(stack), backend.asarray(rows), backend.asarray(value)))
+    want = stack.copy()
+    want[0, 0] = value[0]
+    want[2, 2] = value[2]
+    np.testing.assert_array_equal(got, want)
+
+
 def test_stack_read_gathers_and_clips(backend: Backend) -> None:
     stack = np.arange(12, dtype=np.float64).reshape(3, 4)
     index = np.array([0, 2, -3, 9])

@@ -25,6 +25,7 @@ with warnings.catch_warnings():
 
 from test_machine import COLLATZ, FIB, VECTOR, fib_reference, parse
 
+from abir.backends import jax_backend
 from abir.backends.base import MAX_LAUNCH_ITERATIONS, RegisterLayout
 from abir.backends.jax_backend import JaxBackend
 from abir.backends.numpy_backend import NumpyBackend
@@ -71,8 +72,14 @@ def fib():
     return compile_machine(parse(FIB))
 
 
+@pytest.mark.parametrize("one_hot_max", [0, jax_backend.ONE_HOT_STACK_MAX])
 @pytest.mark.parametrize("execution", ["sweep", "switch"])
-def test_jax_loop_copies_no_stack_per_step(fib, execution: str) -> None:
+def test_jax_loop_copies_no_stack_per_step(
+    fib, execution: str, one_hot_max: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pushes update the loop-carried stacks in place (scatters by index, or one-hot selects
+    for stacks of at most `ONE_HOT_STACK_MAX` elements, as these [7, 5] ones)."""
+    monkeypatch.setattr(jax_backend, "ONE_HOT_STACK_MAX", one_hot_max)
     backend = JaxBackend(code_cache={}, execution=execution)
     depth, batch = 7, 5
     state = fib.initial_state(backend, [backend.asarray(np.arange(batch))], batch, depth)
@@ -87,7 +94,7 @@ def test_jax_loop_copies_no_stack_per_step(fib, execution: str) -> None:
     stack_copies = re.findall(rf"= [su](?:32|64)\[{depth},{batch}\]\{{1,0\}} copy\(", text)
     assert len(stacks) == 3
     assert len(stack_copies) <= len(stacks), "a [D, B] stack is copied inside the machine loop"
-    assert "scatter(" in text  # pushes are scatters by index
+    assert ("scatter(" in text) == (one_hot_max < depth * batch)
 
 
 @pytest.mark.parametrize("name", list(BACKENDS))
