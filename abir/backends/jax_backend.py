@@ -248,7 +248,7 @@ class JaxBackend(Backend):
             kernels,
             halt_index,
             cache_key,
-            lambda ks, halt: jax.jit(self._loop(ks, halt)),
+            lambda ks, halt: jax.jit(self._loop(ks, halt), compiler_options=loop_compiler_options()),
             (self.execution, self.collect_stats),
         )
         state = dict(self.run_in_launches(lambda s, n: run(s, np.int32(n)), state, halt_index))
@@ -399,6 +399,27 @@ class JaxBackend(Backend):
 
 
 STATS_KEY = "__stats__"
+
+LOOP_COMPILER_OPTIONS = {"xla_cpu_copy_insertion_use_region_analysis": True}
+"""XLA options for compiling the machine loop. Region analysis lets XLA's copy insertion see
+that a value a block's conditional passes through is not needed elsewhere, so it copies fewer
+registers per block run (fib's loop: 38 -> 30 copies). Measured on one core, steady, alternating
+runs: NUTS B=64 21.5-22.4 -> 20.5-21.2 ms, B=1024 286-290 -> 271-273 ms; fib and collatz at
+B=64 and B=1024 unchanged. Options only for this compilation: the user's own JAX code keeps
+its settings."""
+
+
+@functools.cache
+def loop_compiler_options() -> dict[str, Any]:
+    """`LOOP_COMPILER_OPTIONS` when this jaxlib's compiler for the default device accepts
+    them (they are XLA CPU debug options, which another jaxlib may not have), else none."""
+    if jax.default_backend() != "cpu":
+        return {}
+    try:
+        jax.jit(lambda x: x + 1, compiler_options=LOOP_COMPILER_OPTIONS).lower(np.int32(0)).compile()
+    except RuntimeError:  # jax.errors.JaxRuntimeError: "No such compile option"
+        return {}
+    return dict(LOOP_COMPILER_OPTIONS)
 
 ONE_HOT_STACK_MAX = 4096
 """`stack_scatter` writes a stack of at most this many elements with a one-hot select over the

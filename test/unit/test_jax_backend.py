@@ -10,6 +10,7 @@ pytest.importorskip("jax")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
+from abir.backends import jax_backend  # noqa: E402
 from abir.backends.jax_backend import JaxBackend, batch_any, batch_min, batch_sum  # noqa: E402
 
 
@@ -41,3 +42,16 @@ def test_a_batch_of_64_reduces_in_one_kernel() -> None:
     text = jax.jit(lambda pc: batch_any(pc == 3)).lower(jnp.zeros(64, jnp.int32)).compile().as_text()
     entry = text[text.index("ENTRY") :]
     assert entry.count("fusion(") == 1 and "reduce-window" not in entry
+
+
+def test_loop_compiler_options_are_this_jaxlibs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop's XLA options are used where the compiler knows them and dropped where it does
+    not (another jaxlib), instead of failing every run."""
+    jax_backend.loop_compiler_options.cache_clear()
+    assert jax_backend.loop_compiler_options() == jax_backend.LOOP_COMPILER_OPTIONS
+    monkeypatch.setattr(jax_backend, "LOOP_COMPILER_OPTIONS", {"xla_no_such_option_in_any_jaxlib": True})
+    jax_backend.loop_compiler_options.cache_clear()
+    try:
+        assert jax_backend.loop_compiler_options() == {}
+    finally:
+        jax_backend.loop_compiler_options.cache_clear()
