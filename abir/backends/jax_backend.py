@@ -355,12 +355,12 @@ class JaxBackend(Backend):
                 return (used < iterations) & (batch_min(state["pc"]) < halt_index)
 
             def run_block(
-                block: int, carry: tuple[State, Any, Any], anyone_here: bool = False
+                block: int, carry: tuple[State, Any, Any], anyone_here: bool = False, all_in_tail: Any = None
             ) -> tuple[State, Any, Any]:
                 state, counters, used = carry
                 here = state["pc"] == block
                 if block >= tail:  # held until every live member is in the tail
-                    here = here & (batch_min(state["pc"]) >= tail)
+                    here = here & all_in_tail
                 if counters is not None:
                     counters = _count(counters, block, here)
                 return steps[block](state, here, anyone_here), counters, used
@@ -381,8 +381,15 @@ class JaxBackend(Backend):
                 )
 
             def body(carry: tuple[State, Any, Any]) -> tuple[State, Any, Any]:
+                all_in_tail = None
                 for block, kernel in enumerate(kernels):
-                    carry = (repeat_block if loops_to_itself(kernel) else run_block)(block, carry)
+                    if block == tail:
+                        # tail blocks move members only forward: this stays true through the tail
+                        all_in_tail = batch_min(carry[0]["pc"]) >= tail
+                    if loops_to_itself(kernel):
+                        carry = repeat_block(block, carry)
+                    else:
+                        carry = run_block(block, carry, all_in_tail=all_in_tail)
                 state, counters, used = carry
                 return state, None if counters is None else _end_sweep(counters), used + 1
 
