@@ -670,10 +670,9 @@ def _materialized(value: Any) -> Any:
 
 
 def _compact_members(here: Any, rows: int) -> Any:
-    """The batch rows of the (at most `rows`) members `here`, in order, then B (out of range)."""
-    batch = here.shape[0]
-    members = jnp.argsort(jnp.logical_not(here), stable=True)[:rows].astype(jnp.int32)
-    return jnp.where(here[members], members, batch)
+    """The batch rows of the (at most `rows`) members `here`, in order, then B (out of range).
+    (`nonzero` is a prefix sum and a scatter: 0.6 us at B=64 where a stable argsort took 4.)"""
+    return jnp.nonzero(here, size=rows, fill_value=here.shape[0])[0].astype(jnp.int32)
 
 
 def _compact_run(
