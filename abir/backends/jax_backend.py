@@ -610,14 +610,15 @@ def _sweep_step(
     return step
 
 
-COMPACT_MIN_ROW_WORK = 1000
+COMPACT_MIN_ROW_WORK = 250
 """A block whose work per member (`_row_work`) is at least this runs compacted
-(`_compact_run`) when few members stand there. Measured on NUTS (examples/nuts.py, one core):
-only its momentum draw (Threefry + Box-Muller, 2,851 per row) gains, 46.0 -> 35.6 ms at B=64 and
-651 -> 405 ms at B=1024; also compacting the blocks of more than 200 (the leapfrog, a merge) made
-the run slower at both sizes (B=64 46 ms, B=1024 514 ms), of more than 100 or all blocks slower
-still: finding the members (a sort of B flags), the gathers and the scatters back cost more than
-the rows saved."""
+(`_compact_run`) when few members stand there. Measured on NUTS (examples/nuts.py, one core,
+steady), first when the members were found by sorting B flags: only its momentum draw
+(Threefry + Box-Muller, 2,851 per row) gained, 46.0 -> 35.6 ms at B=64 and 651 -> 405 ms at
+B=1024, and compacting the blocks of more than 200 made both sizes slower. Since the members
+are found by a prefix sum (`_compact_members`), compacting also the blocks of more than 250
+(the leapfrog, two tree merges) takes B=1024 from 199-202 to 185-188 ms and leaves B=64 as it
+was (16.4-17.3 ms); more than 200 gives the same, more than 150 is slower at B=64."""
 COMPACT_FRACTION = 8
 """A compacted block runs on B // COMPACT_FRACTION rows (NUTS, one core: B/4, B/8, B/16, B/32
 took 442, 404, 421, 558 ms at B=1024, and B/4, B/8, B/16 37.7, 36.5, 37.3 ms at B=64)."""
