@@ -610,7 +610,7 @@ def _sweep_step(
     return step
 
 
-COMPACT_MIN_ROW_WORK = 250
+COMPACT_MIN_ROW_WORK = 1000
 """A block whose work per member (`_row_work`) is at least this runs compacted
 (`_compact_run`) when few members stand there. Measured on NUTS (examples/nuts.py, one core,
 steady), first when the members were found by sorting B flags: only its momentum draw
@@ -618,7 +618,10 @@ steady), first when the members were found by sorting B flags: only its momentum
 B=1024, and compacting the blocks of more than 200 made both sizes slower. Since the members
 are found by a prefix sum (`_compact_members`), compacting also the blocks of more than 250
 (the leapfrog, two tree merges) takes B=1024 from 199-202 to 185-188 ms and leaves B=64 as it
-was (16.4-17.3 ms); more than 200 gives the same, more than 150 is slower at B=64."""
+was, but each compacted block adds about 0.4 s to the first call's XLA compilation (3.0 s with
+no block compacted, 3.5 s with the momentum draw, 4.9 s with four blocks): not worth it.
+Running a compacted block in chunks of C members instead of keeping the full-batch path
+compiles no faster and is slower where many members stand (the leapfrog: B=64 17 -> 30 ms)."""
 COMPACT_FRACTION = 8
 """A compacted block runs on B // COMPACT_FRACTION rows (NUTS, one core: B/4, B/8, B/16, B/32
 took 442, 404, 421, 558 ms at B=1024, and B/4, B/8, B/16 37.7, 36.5, 37.3 ms at B=64)."""
