@@ -1,7 +1,8 @@
 // RUN: abir-opt %s -p 'abir-lower' --split-input-file | filecheck %s
 // The whole pipeline from functional IR whose entry parameters are typed to vm kernels.
 
-// Recursive fibonacci on i32: stacks for n and the first call's result only.
+// Recursive fibonacci on i32: stacks for n and the first call's result only; the two blocks
+// that are only a call (one per recursive call) are copied into the blocks that branch to them.
 builtin.module {
   functional.func @fib(%n: i32) -> !functional.unknown {
     %c2 = functional.constant weak 2 : i64
@@ -28,27 +29,21 @@ builtin.module {
 // CHECK-NEXT:   vm.var @fib.result0 : i64 register
 // CHECK-NEXT:   vm.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:     vm.block 0 {
-// CHECK-NEXT:       vm.call 4, return 1
+// CHECK-NEXT:       vm.call 2, return 1
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 1 {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.call 5, return 7
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 3 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.call 5, return 9
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 4 attributes {function = "fib"} {
 // CHECK-NEXT:       %0 = vm.constant 2 : i32
 // CHECK-NEXT:       %1 = vm.read @fib.n : i32
 // CHECK-NEXT:       %2 = vm.prim "greater"(%1, %0) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.exit_if %2, 5
+// CHECK-NEXT:       vm.exit_if %2, 3
 // CHECK-NEXT:       %3 = vm.constant 1 : i64
 // CHECK-NEXT:       vm.write @fib.result0, %3 : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 5 attributes {function = "fib"} {
+// CHECK-NEXT:     vm.block 3 attributes {function = "fib"} {
 // CHECK-NEXT:       %4 = vm.constant 1 : i32
 // CHECK-NEXT:       %5 = vm.read @fib.n : i32
 // CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i32, i32) -> i32
@@ -56,49 +51,55 @@ builtin.module {
 // CHECK-NEXT:       %7 = vm.constant 2 : i32
 // CHECK-NEXT:       %8 = vm.prim "greater"(%6, %7) : (i32, i32) -> i1
 // CHECK-NEXT:       vm.write @fib.n, %6 : i32
-// CHECK-NEXT:       vm.branch %8, 2, 6
+// CHECK-NEXT:       %9 = vm.prim "logical_not"(%8) : (i1) -> i1
+// CHECK-NEXT:       vm.exit_if %9, 4
+// CHECK-NEXT:       vm.call 3, return 5
+// CHECK-NEXT:     }
+// CHECK-NEXT:     vm.block 4 attributes {function = "fib"} {
+// CHECK-NEXT:       %10 = vm.constant 1 : i64
+// CHECK-NEXT:       vm.pop @fib.n
+// CHECK-NEXT:       %11 = vm.constant 2 : i32
+// CHECK-NEXT:       %12 = vm.read @fib.n : i32
+// CHECK-NEXT:       %13 = vm.prim "subtract"(%12, %11) : (i32, i32) -> i32
+// CHECK-NEXT:       vm.write @fib.f1, %10 : i64
+// CHECK-NEXT:       vm.push @fib.f1
+// CHECK-NEXT:       %14 = vm.constant 2 : i32
+// CHECK-NEXT:       %15 = vm.prim "greater"(%13, %14) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.write @fib.result0, %10 : i64
+// CHECK-NEXT:       vm.write @fib.n, %13 : i32
+// CHECK-NEXT:       %16 = vm.prim "logical_not"(%15) : (i1) -> i1
+// CHECK-NEXT:       vm.exit_if %16, 6
+// CHECK-NEXT:       vm.call 3, return 7
+// CHECK-NEXT:     }
+// CHECK-NEXT:     vm.block 5 attributes {function = "fib"} {
+// CHECK-NEXT:       vm.pop @fib.n
+// CHECK-NEXT:       %17 = vm.constant 2 : i32
+// CHECK-NEXT:       %18 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %19 = vm.read @fib.n : i32
+// CHECK-NEXT:       %20 = vm.prim "subtract"(%19, %17) : (i32, i32) -> i32
+// CHECK-NEXT:       vm.write @fib.f1, %18 : i64
+// CHECK-NEXT:       vm.push @fib.f1
+// CHECK-NEXT:       %21 = vm.constant 2 : i32
+// CHECK-NEXT:       %22 = vm.prim "greater"(%20, %21) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.write @fib.n, %20 : i32
+// CHECK-NEXT:       %23 = vm.prim "logical_not"(%22) : (i1) -> i1
+// CHECK-NEXT:       vm.exit_if %23, 6
+// CHECK-NEXT:       vm.call 3, return 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 6 attributes {function = "fib"} {
-// CHECK-NEXT:       %9 = vm.constant 1 : i64
-// CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %10 = vm.constant 2 : i32
-// CHECK-NEXT:       %11 = vm.read @fib.n : i32
-// CHECK-NEXT:       %12 = vm.prim "subtract"(%11, %10) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.write @fib.f1, %9 : i64
-// CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       %13 = vm.constant 2 : i32
-// CHECK-NEXT:       %14 = vm.prim "greater"(%12, %13) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.write @fib.result0, %9 : i64
-// CHECK-NEXT:       vm.write @fib.n, %12 : i32
-// CHECK-NEXT:       vm.branch %14, 3, 8
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 7 attributes {function = "fib"} {
-// CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %15 = vm.constant 2 : i32
-// CHECK-NEXT:       %16 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %17 = vm.read @fib.n : i32
-// CHECK-NEXT:       %18 = vm.prim "subtract"(%17, %15) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.write @fib.f1, %16 : i64
-// CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       %19 = vm.constant 2 : i32
-// CHECK-NEXT:       %20 = vm.prim "greater"(%18, %19) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.write @fib.n, %18 : i32
-// CHECK-NEXT:       vm.branch %20, 3, 8
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 8 attributes {function = "fib"} {
-// CHECK-NEXT:       %21 = vm.constant 1 : i64
+// CHECK-NEXT:       %24 = vm.constant 1 : i64
 // CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %22 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %23 = vm.prim "add"(%22, %21) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.result0, %23 : i64
+// CHECK-NEXT:       %25 = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %26 = vm.prim "add"(%25, %24) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.result0, %26 : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 9 attributes {function = "fib"} {
+// CHECK-NEXT:     vm.block 7 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %24 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %25 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %26 = vm.prim "add"(%24, %25) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.result0, %26 : i64
+// CHECK-NEXT:       %27 = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %28 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %29 = vm.prim "add"(%27, %28) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.result0, %29 : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
