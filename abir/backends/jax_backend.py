@@ -434,6 +434,7 @@ def loop_compiler_options() -> dict[str, Any]:
         return {}
     return dict(LOOP_COMPILER_OPTIONS)
 
+
 ONE_HOT_STACK_MAX = 4096
 """`stack_scatter` writes a stack of at most this many elements with a one-hot select over the
 whole stack (no index concatenation, no broadcast of the value, no scatter: one kernel where
