@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from abir import prims
 from abir.dialects import stack
 from abir.passes.allocate_storage import the_program
 
@@ -59,7 +60,7 @@ def body_ops(block: Block) -> list[Operation]:
 def small(block: Block) -> bool:
     body = body_ops(block)
     return len(body) <= MAX_DUP_OPS and not any(
-        isinstance(op, stack.PrimOp) and op.callee is not None for op in body
+        isinstance(op, stack.PrimOp) and not prims.is_builtin(op.prim_name) for op in body
     )
 
 

@@ -29,6 +29,7 @@ duplicated when uses disagree, and loses its `weak` mark.
 
 from __future__ import annotations
 
+import linecache
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -45,9 +46,9 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
-from abir import prims
+from abir import array_prims, prims
 from abir.dialects import functional
-from abir.errors import AbirError, TypeInferenceError
+from abir.errors import AbirError, LocatedSyntaxError, TypeInferenceError
 from abir.opaque import Helper, HelperStructureLearned, helper_error, lookup_opaque, site_of
 from abir.passes.analysis import call_graph, functions_of, reachable
 from abir.passes.specialize_types import Specializations, base_names
@@ -239,6 +240,24 @@ class PrimEvaluator:
         shape = out.shape if all_weak else out.shape[1:]
         return Fact(ir_type(out.dtype, shape), weak=all_weak)
 
+    def array(self, op: functional.PrimOp, facts: Sequence[Fact]) -> Fact:
+        """The result of builtin array prim `op` (`abir.array_prims`), run on zero dummies."""
+        name, params = op.prim_name, op.param_values
+        args = [f.tensor for f in facts]
+        if name == "check_scalar" and args[0].shape:
+            raise LocatedSyntaxError(params["message"])
+        key = (name, repr(sorted(params.items())), tuple(f.type for f in facts))
+        if key not in self.cache:
+            batch = max([2, *(1 + d for a in args for d in a.shape)])
+            try:
+                out = self._evaluate(array_prims.implementation(name, params), args, batch)
+            except AbirError:
+                raise
+            except Exception as exc:
+                raise array_prim_error(op, args, exc) from exc
+            self.cache[key] = [self._strip_batch(out, batch, f'array prim "{name}"')]
+        return self.cache[key][0]
+
     def opaque(self, op: functional.PrimOp, facts: Sequence[Fact]) -> list[Fact]:
         name = op.prim_name
         key = (name, tuple(f.type for f in facts), len(op.res))
@@ -297,6 +316,33 @@ class PrimEvaluator:
 
 class LocatedTypeInferenceError(TypeInferenceError):
     """A type inference error that already names the user's file and line."""
+
+
+LOCATION_ATTR = "abir.loc"
+"""On a prim the frontend emits: `"file:line"` of the Python construct it comes from."""
+SOURCE_ATTR = "abir.source"
+"""On a prim the frontend emits: the Python construct's text (`"v[i]"`)."""
+
+
+def array_prim_error(op: functional.PrimOp, args: Sequence[TensorType], exc: Exception) -> TypeInferenceError:
+    """The error for array prim `op` failing on per-member operands of types `args`: located at
+    the Python construct (`abir.loc`) when the frontend recorded it."""
+    params = op.params
+    what = f'array prim "{op.prim_name}"' + (f" {params}" if params is not None else "")
+    if isinstance(source := op.attributes.get(SOURCE_ATTR), StringAttr):
+        what = f"`{source.data}` ({what})"
+    message = f"{what} cannot be computed for per-member values of types {_describe_types(args)}: {exc}"
+    location = op.attributes.get(LOCATION_ATTR)
+    if not isinstance(location, StringAttr):
+        return TypeInferenceError(message)
+    filename, _, line = location.data.rpartition(":")
+    func = op.parent_op()
+    while func is not None and not isinstance(func, functional.FuncOp):
+        func = func.parent_op()
+    name = func.sym_name.data.split(".", 1)[0] if func is not None else "?"
+    source = linecache.getline(filename, int(line)).strip() if line.isdigit() else ""
+    shown = f"\n    {source}\n" if source else "\n"
+    return LocatedTypeInferenceError(f"{location.data}: in batched function '{name}'{shown}{message}")
 
 
 INTEGER_OPERANDS_ATTR = "abir.integer_operands"
@@ -434,7 +480,9 @@ class FunctionInference:
             check_integer_operands(requirement, operands)
         check_in_place(op, operands)
         try:
-            if not op.is_builtin:
+            if op.is_array_prim:
+                results = [self.evaluator.array(op, [f.strong() for f in operands])]
+            elif not op.is_builtin:
                 results = list(self.evaluator.opaque(op, [f.strong() for f in operands]))
             else:
                 constants = [constant_value(v) for v in op.arguments]

@@ -86,7 +86,7 @@ class KernelBuilder:
                 args = [self.read(v.string_value()) for v in op.inputs.data]
                 outs = [v.string_value() for v in op.outputs.data]
                 fn = op.callee if op.callee is not None else op.prim_name
-                prim = self.add(vm.PrimOp(fn, args, [self.decls.types[n] for n in outs]))
+                prim = self.add(vm.PrimOp(fn, args, [self.decls.types[n] for n in outs], op.params))
                 for name, value in zip(outs, prim.results, strict=True):
                     self.assign(name, value)
             case stack.WriteOp():
