@@ -919,8 +919,8 @@ def convert_constant(value: Attribute, want: Attribute, where: str) -> Attribute
 
 @dataclass(frozen=True)
 class InferTypesPass(ModulePass):
-    """Infer per-member types from `entry` (default: the module's `abir.entry` attribute, or the
-    one function whose parameters are all typed); records the entry as `abir.entry`. Options:
+    """Infer per-member types from `entry` (default: the module's `abir.entry` attribute, its only
+    function, or the one whose parameters are all typed); records the entry as `abir.entry`. Options:
     entry; arg-types, the entry's parameter types when the IR leaves them unknown (quote types
     with punctuation: `infer-types{entry=f arg-types=i64,"tensor<3xf64>"}`)."""
 
@@ -951,10 +951,12 @@ def parse_arg_types(ctx: Context, texts: tuple[str, ...] | str) -> list[Attribut
 
 
 def default_entry(module: ModuleOp) -> str:
-    """The module's `abir.entry` attribute, else the only function whose parameters are all typed, else
-    the only typed function no other function calls."""
+    """The module's `abir.entry` attribute, else the module's only function, else the only function
+    whose parameters are all typed, else the only typed function no other function calls."""
     if isinstance(attr := module.attributes.get(ENTRY_ATTR), StringAttr):
         return attr.data
+    if len(functions := functions_of(module)) == 1:
+        return next(iter(functions))
     typed = [
         name
         for name, func in functions_of(module).items()
