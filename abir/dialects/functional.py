@@ -70,9 +70,13 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     CallableOpInterface,
+    ConditionallySpeculatable,
+    ConstantLike,
+    EffectInstance,
     HasParent,
     IsolatedFromAbove,
     IsTerminator,
+    MemoryEffect,
     Pure,
     ReturnLike,
     SymbolOpInterface,
@@ -501,13 +505,33 @@ class SSAPrimOpBase(IRDLOperation):
         printer.print_function_type(self.arguments.types, self.res.types)
 
 
+class PrimEffects(MemoryEffect):
+    """Builtin elementwise and array prims have no side effects; an opaque prim's are unknown
+    (a user's callable), so xDSL's CSE and DCE leave it alone."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> set[EffectInstance] | None:
+        assert isinstance(op, SSAPrimOpBase)
+        return set() if op.fn is not None else None
+
+
+class PrimSpeculatable(ConditionallySpeculatable):
+    """Builtin elementwise and array prims may run for members that would not reach them: they
+    never trap (rows of inactive members hold junk anyway; per-member indices are clipped)."""
+
+    @classmethod
+    def is_speculatable(cls, op: Operation) -> bool:
+        assert isinstance(op, SSAPrimOpBase)
+        return op.fn is not None
+
+
 @irdl_op_definition
 class PrimOp(SSAPrimOpBase):
     """A batched primitive: a builtin Array-API operation or an opaque callable."""
 
     name = "functional.prim"
 
-    traits = traits_def(PrimSymbolUser())
+    traits = traits_def(PrimSymbolUser(), PrimEffects(), PrimSpeculatable())
 
 
 ConstantValue = IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr
@@ -554,7 +578,7 @@ class ConstantOp(IRDLOperation):
     weak = opt_prop_def(UnitAttr)
     res = result_def()
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ConstantLike())
 
     def __init__(self, value: Attribute, weak: bool = False):
         props: dict[str, Attribute] = {"value": value}

@@ -731,7 +731,17 @@ def infer_types(
     for name in locals_:
         cast_at_joins(funcs[name])
     inference.specs.finalize(module)
+    drop_locations(module)
     module.attributes[ENTRY_ATTR] = StringAttr(entry)
+
+
+def drop_locations(module: ModuleOp) -> None:
+    """Remove the frontend's `abir.loc`/`abir.source` once types are known (they only located
+    type errors), so that equal array prims from different lines are equal ops for CSE."""
+    for op in module.walk():
+        if isinstance(op, functional.PrimOp):
+            op.attributes.pop(LOCATION_ATTR, None)
+            op.attributes.pop(SOURCE_ATTR, None)
 
 
 def weak_positions(local: LocalResult) -> list[tuple[Operation | Block, int]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import ModuleOp, f64, i64
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, SymbolRefAttr, f64, i64
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
@@ -158,3 +158,29 @@ def test_parameters_are_checked_by_the_verifier():
         op.verify_()
     with pytest.raises(VerifyException, match='"dim" needs the parameter "axis"'):
         functional.PrimOp("dim", [], [i64]).verify_()
+
+
+def test_prims_declare_effects_and_speculatability_for_xdsl():
+    from xdsl.traits import is_side_effect_free, is_speculatable
+
+    x = functional.ConstantOp(FloatAttr(1.0, f64))
+    builtin = functional.PrimOp("exp", [x.res], [f64])
+    array = functional.PrimOp("sum", [x.res], [f64], {"keepdims": True})
+    opaque = functional.PrimOp(SymbolRefAttr("helper"), [x.res], [f64])
+    assert all(is_side_effect_free(op) and is_speculatable(op) for op in (x, builtin, array))
+    assert not is_side_effect_free(opaque) and not is_speculatable(opaque)
+
+
+def test_equal_array_prims_from_different_lines_are_merged_once_typed():
+    ctx = abir.Context()
+
+    @ctx.batch()
+    def twice(x, i):
+        a = x[i] + x.sum()
+        b = x[i] * x.sum()
+        return a, b
+
+    typed = ctx.program_compiled("twice", [abir.TensorType(np.float64, (3,)), abir.TensorType(np.int64, ())])
+    names = [op.prim_name for op in typed.walk() if isinstance(op, functional.PrimOp)]
+    assert names.count("getitem") == 1 and names.count("sum") == 1, names
+    assert "abir.loc" not in str(typed)
