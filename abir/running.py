@@ -28,8 +28,7 @@ from abir.calling import resolve_backend
 from abir.dialects import functional, make_context, vm
 from abir.errors import AbirError
 from abir.opaque import register_opaque
-from abir.passes.analysis import call_graph, functions_of
-from abir.passes.infer_types import ENTRY_ATTR
+from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of
 from abir.passes.pipeline import compile_functional, lower_to_vm
 from abir.types import ir_type, is_value_type
 from abir.vm.machine import DEFAULT_MAX_STACK_DEPTH, Machine, compile_machine

@@ -44,7 +44,7 @@ from xdsl.passes import ModulePass
 
 from abir import prims
 from abir.dialects import stack
-from abir.passes.allocate_storage import the_program
+from abir.passes.analysis import the_program
 
 MAX_DUP_OPS = 8
 """The most ops (terminator excluded) a block may have to be duplicated into a predecessor."""

@@ -50,12 +50,11 @@ from abir import array_prims, prims
 from abir.dialects import functional
 from abir.errors import AbirError, LocatedSyntaxError, TypeInferenceError
 from abir.opaque import Helper, HelperStructureLearned, helper_error, lookup_opaque, site_of
-from abir.passes.analysis import call_graph, functions_of, reachable
+from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of, reachable
 from abir.passes.specialize_types import Specializations, base_names
 from abir.types import TensorType, ir_type, is_value_type, tensor_type_of
 
 MAX_ROUNDS = 200
-ENTRY_ATTR = "abir.entry"  # set on typed modules: the function the program starts in
 LEAF = optree.tree_structure(0)  # the structure of one array
 
 

@@ -23,8 +23,7 @@ from xdsl.passes import ModulePass
 
 from abir.dialects import functional, stack, vm
 from abir.dialects.stack import StorageClass
-from abir.passes.allocate_storage import the_program
-from abir.passes.analysis import FUNCTION_ATTR
+from abir.passes.analysis import FUNCTION_ATTR, the_program
 from abir.passes.lower_calls import replace_module_body
 
 
