@@ -42,7 +42,7 @@ from abir.frontend.aliases import SCALAR_OR_VIEW, VIEW
 from abir.frontend.state import LoweringState
 from abir.frontend.values import Static, flatten, unflatten
 from abir.opaque import awaits_result_structure, stand_in
-from abir.passes.infer_types import LOCATION_ATTR, SOURCE_ATTR
+from abir.passes.prim_evaluation import LOCATION_ATTR, SOURCE_ATTR
 from abir.types import element_type_of
 
 REDUCTION_FUNCTIONS: dict[Any, str] = {

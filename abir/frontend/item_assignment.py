@@ -23,7 +23,7 @@ difference (`abir.frontend.aliases` tracks which values may share an array):
 dtype and shape, but rebinds a per-member scalar `x` (immutable in Python), and the frontend learns
 which one `x` is only with types. Unless `x` is a scalar by construction (`known_scalar`), the
 prim computing the update carries requirements type inference checks when `x` has axes
-(`abir.passes.infer_types.check_in_place`): the located error to raise (`x` holds an argument, or
+(`abir.passes.prim_evaluation.check_in_place`): the located error to raise (`x` holds an argument, or
 another variable may share its array) or the result must keep `x`'s type. Variables holding the
 very same value follow the update as arrays do (the array prim `after_in_place`).
 
@@ -63,7 +63,7 @@ from abir.frontend.aliases import (
 from abir.frontend.expressions import ExpressionLowering, _unwrap
 from abir.frontend.state import Env, _what
 from abir.frontend.values import MaybeUndefined, Static, flatten
-from abir.passes.infer_types import ARRAY_OPERAND_ERROR_ATTR, IN_PLACE_RESULT_ATTR
+from abir.passes.prim_evaluation import ARRAY_OPERAND_ERROR_ATTR, IN_PLACE_RESULT_ATTR
 
 IN_PLACE_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.iadd,

@@ -40,7 +40,7 @@ from xdsl.transforms.dead_code_elimination import dce
 
 from abir import prims
 from abir.dialects import functional
-from abir.passes.infer_types import scalar_of
+from abir.passes.type_lattice import scalar_of
 from abir.types import is_value_type, tensor_type_of
 
 
