@@ -27,6 +27,7 @@ _LAZY = {
     "JaxBackend": ("abir.backends.jax_backend", "JaxBackend"),
     "TensorFlowBackend": ("abir.backends.tf_backend", "TensorFlowBackend"),
     "RunStats": ("abir.backends.base", "RunStats"),
+    "run_module": ("abir.running", "run_module"),
 }
 
 
@@ -57,5 +58,6 @@ __all__ = [
     "TypeInferenceError",
     "UnsupportedSyntaxError",
     "random",
+    "run_module",
     "truthy",
 ]

@@ -32,6 +32,18 @@ class UnsupportedSyntaxError(SyntaxError, AbirError):
         return text
 
 
+class LocatedSyntaxError(UnsupportedSyntaxError):
+    """An `UnsupportedSyntaxError` the frontend could only decide once types were known: its
+    text (recorded in the IR) already names the file, line and construct."""
+
+    def __init__(self, text: str):
+        super().__init__(text)
+        self.text_with_location = text
+
+    def __str__(self) -> str:
+        return self.text_with_location
+
+
 class TypeInferenceError(TypeError, AbirError):
     """Types that cannot be determined, or that disagree with a user's `type_inference`."""
 

@@ -9,7 +9,8 @@ the reference's contract makes such a helper a primitive, called once on whole-b
 `Helper` remembers where it is called, so that a failure (at type inference on dummies, or at run
 time on any backend) becomes a `HelperError` naming the helper, its line and the ways out, and it
 learns the structure the helper returns (tuples, lists, namedtuples) so that the frontend can keep
-that structure. Other opaque prims of a Context (array operations) record their `CallSite` too.
+that structure. Array operations are not opaque: they are builtin array prims
+(`abir.array_prims`) whose parameters are in the IR.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import optree
 from abir.errors import AbirError, HelperError
 
 _REGISTRY: dict[str, Callable[..., Any]] = {}
-_SITES: dict[str, CallSite] = {}
 _COUNTER = itertools.count()
 _FAILED_HELPER = "__abir_failed_helper__"
 _failures: list[tuple[Helper, list[tuple[int, ...] | None], BaseException]] = []
@@ -89,17 +89,10 @@ class CallSite:
         return text if self.source_line is None else f"{text}\n    {self.source_line.strip()}\n"
 
 
-def record_site(name: str, site: CallSite) -> None:
-    """Remember where the opaque prim registered as `name` is used (for located errors)."""
-    _SITES[name] = site
-
-
 def site_of(name: str) -> CallSite | None:
-    """Where the opaque prim `name` comes from, if a Context lowered it."""
+    """Where the opaque prim `name` comes from, if a Context lowered it (an undecorated helper)."""
     fn = _REGISTRY.get(name)
-    if isinstance(fn, Helper):
-        return fn.site
-    return _SITES.get(name)
+    return fn.site if isinstance(fn, Helper) else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,7 +197,7 @@ def _pending_helper(value: Any) -> Helper | None:
     from abir.dialects.functional import PrimOp
 
     owner = getattr(value, "owner", None)
-    if not isinstance(owner, PrimOp) or owner.is_builtin:
+    if not isinstance(owner, PrimOp) or owner.callee is None:
         return None
     fn = _REGISTRY.get(owner.prim_name)
     return fn if isinstance(fn, Helper) and fn.result_structure is None else None

@@ -264,7 +264,7 @@ def _numpy_result_dtype(name: str, args: Sequence[Any]) -> np.dtype:
 
 
 # Modules whose opaque callables get plain tensors: they choose their ops by the array type.
-_NATIVE_TENSOR_MODULES = frozenset({"abir.frontend.batch_ops"})
+_NATIVE_TENSOR_MODULES = frozenset({"abir.array_ops"})
 
 # NumPy ufuncs that are builtin prims (aliases such as np.pow / np.power are one ufunc).
 _UFUNC_PRIMS: dict[Any, str] = {
@@ -497,7 +497,7 @@ class TensorFlowBackend(Backend):
         ...) and promotion, so a helper written for NumPy arrays (`x >> 16`, `.astype`,
         `np.log(x)`, `.sum(axis=-1)`) runs on the batch as TF ops, also under XLA; TF functions
         take them as tensors. Results are unwrapped to tensors. abir's own array callables
-        (`abir.frontend.batch_ops`, which pick TF ops by the array type) get the tensors.
+        (`abir.array_ops`, which pick TF ops by the array type) get the tensors.
 
         Inside a graph, a helper calling NumPy code that needs concrete values (raising NumPy's
         conversion error on a symbolic tensor) runs through `tf.numpy_function` instead, its

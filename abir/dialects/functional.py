@@ -15,18 +15,23 @@ are back edges). The batch dimension is implicit: the IR says what happens to ON
     }
 
 `functional.prim` is the unit of batched work: a builtin elementwise operation named as in the
-Array API (`"add"`, `"where"`, ...; see `abir.prims`) or an opaque Python callable referenced by
-symbol (`@helper`), declared once per module by `functional.opaque @helper "source text"`.
+Array API (`"add"`, `"where"`, ...; see `abir.prims`), a builtin array operation with its static
+parameters (`"sum" <{axis = 0 : i64}>`, `"getitem" <{index = ["?", "1:"]}>`, `"matmul"`; see
+`abir.array_prims`), or an opaque Python callable the user marked as batch-aware, referenced by
+symbol (`@helper`) and declared once per module by `functional.opaque @helper "source text"`.
 Values whose type is not known yet have type `!functional.unknown`; type inference replaces it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing import Any, Self
 
 from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
+    DictionaryAttr,
     FloatAttr,
     FunctionType,
     IntegerAttr,
@@ -35,6 +40,7 @@ from xdsl.dialects.builtin import (
     SymbolNameConstraint,
     SymbolRefAttr,
     UnitAttr,
+    i64,
 )
 from xdsl.dialects.utils import parse_func_op_like, print_func_op_like
 from xdsl.ir import (
@@ -64,9 +70,13 @@ from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import (
     CallableOpInterface,
+    ConditionallySpeculatable,
+    ConstantLike,
+    EffectInstance,
     HasParent,
     IsolatedFromAbove,
     IsTerminator,
+    MemoryEffect,
     Pure,
     ReturnLike,
     SymbolOpInterface,
@@ -75,7 +85,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from abir import prims
+from abir import array_prims, prims
 from abir.types import is_value_type
 
 
@@ -305,15 +315,31 @@ class PrimSymbolUser(SymbolUserOpInterface):
         verify_opaque_callee(op, op.callee)
 
 
-def verify_prim_signature(fn: str | None, callee: SymbolRefAttr | None, n_operands: int, n_results: int) -> None:
+def verify_prim_signature(
+    fn: str | None, callee: SymbolRefAttr | None, n_operands: int, n_results: int, params: DictionaryAttr | None = None
+) -> None:
     """Shared by `functional.prim`, `stack.prim` and `vm.prim`: exactly one of a builtin name or
-    a callee symbol; builtins have their Array-API arity and a single result."""
+    a callee symbol; elementwise builtins have their Array-API arity, no parameters and a single
+    result; array prims the operands, parameters and result `abir.array_prims` gives them."""
     if (fn is None) == (callee is None):
         raise VerifyException("a prim names exactly one of a builtin operation or an opaque callable")
     if fn is None:
+        if params is not None:
+            raise VerifyException("an opaque prim takes no parameters")
+        return
+    if array_prims.is_array_prim(fn):
+        try:
+            array_prims.check(fn, decode_params(params), n_operands, n_results)
+        except ValueError as e:
+            raise VerifyException(str(e)) from None
         return
     if not prims.is_builtin(fn):
-        raise VerifyException(f'unknown builtin prim "{fn}"; use an Array-API name such as "add" or "less"')
+        raise VerifyException(
+            f'unknown builtin prim "{fn}"; use an Array-API name such as "add" or "less", or an array prim '
+            f"({', '.join(array_prims.SIGNATURES)})"
+        )
+    if params is not None:
+        raise VerifyException(f'builtin prim "{fn}" takes no parameters')
     arity = prims.ARITY[fn]
     if n_operands != arity:
         raise VerifyException(f'builtin prim "{fn}" takes {arity} operand(s), got {n_operands}')
@@ -321,19 +347,93 @@ def verify_prim_signature(fn: str | None, callee: SymbolRefAttr | None, n_operan
         raise VerifyException(f'builtin prim "{fn}" has exactly one result, got {n_results}')
 
 
-def parse_prim_head(parser: Parser) -> tuple[StringAttr | None, SymbolRefAttr | None]:
-    """Parse `"add"` or `@helper` at the start of a prim op."""
+PrimParams = dict[str, Any]
+"""The static parameters of an array prim as Python values (see `abir.array_prims`)."""
+
+
+def encode_params(params: PrimParams | None) -> DictionaryAttr | None:
+    """The `params` attribute of an array prim: ints as i64, tuples of ints as `array<i64: ...>`,
+    True flags as unit attributes (False and None are left out), strings, lists of strings."""
+    if not params:
+        return None
+    entries: dict[str, Attribute] = {}
+    for key, value in params.items():
+        if value is None or value is False:
+            continue
+        entries[key] = _encode_param(key, value)
+    return DictionaryAttr(entries) if entries else None
+
+
+def _encode_param(key: str, value: Any) -> Attribute:
+    if value is True:
+        return UnitAttr()
+    if isinstance(value, int):
+        return IntegerAttr(int(value), 64)
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, tuple):
+        return DenseArrayBase.from_list(i64, [int(v) for v in value])
+    if isinstance(value, list):
+        return ArrayAttr([StringAttr(v) for v in value])
+    raise TypeError(f"prim parameter {key}={value!r} has no attribute encoding")
+
+
+def decode_params(params: DictionaryAttr | None) -> PrimParams:
+    """The Python values of a prim's `params` attribute; a VerifyException for an attribute
+    that is not a parameter value."""
+    if params is None:
+        return {}
+    return {key: _decode_param(key, attr) for key, attr in params.data.items()}
+
+
+def _decode_param(key: str, attr: Attribute) -> Any:
+    if isinstance(attr, UnitAttr):
+        return True
+    if isinstance(attr, IntegerAttr):
+        return int(attr.value.data)
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, DenseArrayBase):
+        return tuple(int(v) for v in attr.get_values())
+    if isinstance(attr, ArrayAttr) and all(isinstance(a, StringAttr) for a in attr.data):
+        return [a.data for a in attr.data]  # type: ignore[attr-defined]
+    raise VerifyException(
+        f"prim parameter {key} = {attr} is not an integer, array<i64: ...>, unit flag, string or array of strings"
+    )
+
+
+def parse_prim_head(parser: Parser) -> tuple[StringAttr | None, SymbolRefAttr | None, DictionaryAttr | None]:
+    """Parse `"add"`, `"sum" <{axis = 0 : i64}>` or `@helper` at the start of a prim op."""
     if (sym := parser.parse_optional_symbol_name()) is not None:
-        return None, SymbolRefAttr(sym)
-    return StringAttr(parser.parse_str_literal(' for the prim: a builtin name such as "add", or @callee')), None
+        return None, SymbolRefAttr(sym), None
+    fn = StringAttr(parser.parse_str_literal(' for the prim: a builtin name such as "add", or @callee'))
+    params = parser.parse_optional_properties_dict()
+    return fn, None, DictionaryAttr(params) if params else None
 
 
-def print_prim_head(printer: Printer, fn: StringAttr | None, callee: SymbolRefAttr | None) -> None:
+def print_prim_head(
+    printer: Printer, fn: StringAttr | None, callee: SymbolRefAttr | None, params: DictionaryAttr | None = None
+) -> None:
     if callee is not None:
         printer.print_symbol_name(callee.string_value())
-    else:
-        assert fn is not None
-        printer.print_string_literal(fn.data)
+        return
+    assert fn is not None
+    printer.print_string_literal(fn.data)
+    if params is not None:
+        printer.print_string(" <")
+        printer.print_attr_dict(params.data)
+        printer.print_string(">")
+
+
+def prim_properties(fn: str | SymbolRefAttr, params: PrimParams | DictionaryAttr | None) -> dict[str, Attribute]:
+    """The properties of a prim op naming `fn` (a builtin name or an opaque symbol) with `params`."""
+    if isinstance(fn, SymbolRefAttr):
+        return {"callee": fn}
+    props: dict[str, Attribute] = {"fn": StringAttr(fn)}
+    encoded = params if isinstance(params, DictionaryAttr) else encode_params(params)
+    if encoded is not None:
+        props["params"] = encoded
+    return props
 
 
 class SSAPrimOpBase(IRDLOperation):
@@ -344,6 +444,7 @@ class SSAPrimOpBase(IRDLOperation):
     arguments = var_operand_def()
     fn = opt_prop_def(StringAttr)
     callee = opt_prop_def(SymbolRefAttr)
+    params = opt_prop_def(DictionaryAttr)
     res = var_result_def()
 
     def __init__(
@@ -351,15 +452,25 @@ class SSAPrimOpBase(IRDLOperation):
         fn: str | SymbolRefAttr,
         arguments: Sequence[SSAValue | Operation],
         result_types: Sequence[Attribute],
+        params: PrimParams | DictionaryAttr | None = None,
     ):
-        props: dict[str, Attribute] = (
-            {"callee": fn} if isinstance(fn, SymbolRefAttr) else {"fn": StringAttr(fn)}
-        )
+        props = prim_properties(fn, params)
         super().__init__(operands=[list(arguments)], result_types=[list(result_types)], properties=props)
 
     @property
     def is_builtin(self) -> bool:
-        return self.fn is not None
+        """Whether the prim is a builtin elementwise operation (`abir.prims`)."""
+        return self.fn is not None and not array_prims.is_array_prim(self.fn.data)
+
+    @property
+    def is_array_prim(self) -> bool:
+        """Whether the prim is a builtin array operation (`abir.array_prims`)."""
+        return self.fn is not None and array_prims.is_array_prim(self.fn.data)
+
+    @property
+    def param_values(self) -> PrimParams:
+        """The static parameters as Python values."""
+        return decode_params(self.params)
 
     @property
     def prim_name(self) -> str:
@@ -368,30 +479,50 @@ class SSAPrimOpBase(IRDLOperation):
 
     def verify_(self) -> None:
         verify_prim_signature(
-            self.fn.data if self.fn is not None else None, self.callee, len(self.arguments), len(self.res)
+            self.fn.data if self.fn is not None else None, self.callee, len(self.arguments), len(self.res), self.params
         )
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
-        fn, callee = parse_prim_head(parser)
+        fn, callee, params = parse_prim_head(parser)
         pos = parser.pos
         args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         ftype = parser.parse_function_type()
         operands = parser.resolve_operands(args, ftype.inputs.data, pos)
-        op = cls(callee if callee is not None else fn.data, operands, ftype.outputs.data)  # type: ignore[union-attr]
+        op = cls(callee if callee is not None else fn.data, operands, ftype.outputs.data, params)  # type: ignore[union-attr]
         op.attributes |= attrs
         return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        print_prim_head(printer, self.fn, self.callee)
+        print_prim_head(printer, self.fn, self.callee, self.params)
         with printer.in_parens():
             printer.print_list(self.arguments, printer.print_operand)
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_function_type(self.arguments.types, self.res.types)
+
+
+class PrimEffects(MemoryEffect):
+    """Builtin elementwise and array prims have no side effects; an opaque prim's are unknown
+    (a user's callable), so xDSL's CSE and DCE leave it alone."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> set[EffectInstance] | None:
+        assert isinstance(op, SSAPrimOpBase)
+        return set() if op.fn is not None else None
+
+
+class PrimSpeculatable(ConditionallySpeculatable):
+    """Builtin elementwise and array prims may run for members that would not reach them: they
+    never trap (rows of inactive members hold junk anyway; per-member indices are clipped)."""
+
+    @classmethod
+    def is_speculatable(cls, op: Operation) -> bool:
+        assert isinstance(op, SSAPrimOpBase)
+        return op.fn is not None
 
 
 @irdl_op_definition
@@ -400,7 +531,7 @@ class PrimOp(SSAPrimOpBase):
 
     name = "functional.prim"
 
-    traits = traits_def(PrimSymbolUser())
+    traits = traits_def(PrimSymbolUser(), PrimEffects(), PrimSpeculatable())
 
 
 ConstantValue = IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr
@@ -447,7 +578,7 @@ class ConstantOp(IRDLOperation):
     weak = opt_prop_def(UnitAttr)
     res = result_def()
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ConstantLike())
 
     def __init__(self, value: Attribute, weak: bool = False):
         props: dict[str, Attribute] = {"value": value}

@@ -35,6 +35,7 @@ from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    DictionaryAttr,
     IntegerType,
     ModuleOp,
     StringAttr,
@@ -62,6 +63,7 @@ from abir.dialects.functional import (
     ConstantValue,
     parse_constant_body,
     parse_prim_head,
+    prim_properties,
     print_constant_body,
     print_prim_head,
     verify_opaque_callee,
@@ -319,16 +321,21 @@ class PrimOp(IRDLOperation):
 
     fn = opt_prop_def(StringAttr)
     callee = opt_prop_def(SymbolRefAttr)
+    params = opt_prop_def(DictionaryAttr)
     inputs = prop_def(ArrayAttr[SymbolRefAttr])
     outputs = prop_def(ArrayAttr[SymbolRefAttr])
 
     traits = traits_def(_InProgram())
 
     def __init__(
-        self, fn: str | SymbolRefAttr, inputs: Sequence[str | SymbolRefAttr], outputs: Sequence[str | SymbolRefAttr]
+        self,
+        fn: str | SymbolRefAttr,
+        inputs: Sequence[str | SymbolRefAttr],
+        outputs: Sequence[str | SymbolRefAttr],
+        params: DictionaryAttr | None = None,
     ):
         props: dict[str, Attribute] = {"inputs": refs(inputs), "outputs": refs(outputs)}
-        props |= {"callee": fn} if isinstance(fn, SymbolRefAttr) else {"fn": StringAttr(fn)}
+        props |= prim_properties(fn, params)
         super().__init__(properties=props)
 
     @property
@@ -337,7 +344,7 @@ class PrimOp(IRDLOperation):
 
     def verify_(self) -> None:
         verify_prim_signature(
-            self.fn.data if self.fn is not None else None, self.callee, len(self.inputs), len(self.outputs)
+            self.fn.data if self.fn is not None else None, self.callee, len(self.inputs), len(self.outputs), self.params
         )
         verify_opaque_callee(self, self.callee)
         check_readable(self, self.inputs.data)
@@ -346,17 +353,17 @@ class PrimOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> PrimOp:
-        fn, callee = parse_prim_head(parser)
+        fn, callee, params = parse_prim_head(parser)
         inputs = parse_var_list(parser, parser.Delimiter.PAREN)
         parser.parse_punctuation("->")
         outputs = parse_var_list(parser, parser.Delimiter.PAREN)
-        op = cls(callee if callee is not None else fn.data, inputs, outputs)  # type: ignore[union-attr]
+        op = cls(callee if callee is not None else fn.data, inputs, outputs, params)  # type: ignore[union-attr]
         op.attributes |= parser.parse_optional_attr_dict()
         return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        print_prim_head(printer, self.fn, self.callee)
+        print_prim_head(printer, self.fn, self.callee, self.params)
         with printer.in_parens():
             print_var_list(printer, self.inputs.data)
         printer.print_string(" -> ")

@@ -56,11 +56,21 @@ from xdsl.irdl import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator, NoTerminator, Pure, SymbolOpInterface, SymbolTable
+from xdsl.traits import (
+    ConstantLike,
+    HasParent,
+    IsTerminator,
+    NoTerminator,
+    Pure,
+    SymbolOpInterface,
+    SymbolTable,
+)
 from xdsl.utils.exceptions import VerifyException
 
 from abir.dialects.functional import (
     ConstantValue,
+    PrimEffects,
+    PrimSpeculatable,
     SSAPrimOpBase,
     parse_constant_body,
     print_constant_body,
@@ -367,7 +377,7 @@ class ConstantOp(IRDLOperation):
     value = prop_def(ConstantValue)
     res = result_def()
 
-    traits = traits_def(Pure(), _InBlock())
+    traits = traits_def(Pure(), ConstantLike(), _InBlock())
 
     def __init__(self, value: Attribute):
         super().__init__(properties={"value": value}, result_types=[value.get_type()])  # type: ignore[attr-defined]
@@ -398,7 +408,7 @@ class PrimOp(SSAPrimOpBase):
 
     name = "vm.prim"
 
-    traits = traits_def(_InBlock())
+    traits = traits_def(_InBlock(), PrimEffects(), PrimSpeculatable())
 
     def verify_(self) -> None:
         super().verify_()

@@ -1,8 +1,8 @@
 """Lowering of array syntax on batched values: indexing, methods, attributes, axis-aware NumPy.
 
-Per-example code treats a batched value as ONE member's array; the prims emitted here are
-opaque prims whose callables (`abir.frontend.batch_ops`) apply the member's operation to the
-event dimensions of the whole-batch array, on NumPy, JAX and TensorFlow alike.
+Per-example code treats a batched value as ONE member's array; the prims emitted here are the
+builtin array prims of `abir.array_prims`, their static parameters (index spec, axis, shape) in
+the op, which every backend runs on the event dimensions of the whole-batch array.
 
 * `x[k]`, `x[1:]`, `x[..., 0]`, `x[None]`, `x[::-1, 2]`, `x[[0, 2]]`: compile-time indices
   (ints, slices, Ellipsis, None, one integer array/list) index the event dimensions.
@@ -18,25 +18,31 @@ event dimensions of the whole-batch array, on NumPy, JAX and TensorFlow alike.
   values (the frontend does not know per-member types; the value is computed at run time, the
   same in every row, usable in arithmetic and as a loop bound, not as a compile-time shape);
 * `x.astype(np.float32)`, `np.float32(x)`, `float(x)`, `int(x)`: the builtin `astype` prim with
-  the dtype's IR type as result type; `x.astype(y.dtype)` an opaque prim taking both.
+  the dtype's IR type as result type; `x.astype(y.dtype)` the array prim `astype_like`.
+
+Each array prim carries `abir.loc = "file:line"` and `abir.source` (the construct's text), which
+type inference names when the prim cannot be computed.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import i1
+from xdsl.dialects.builtin import StringAttr, i1
 from xdsl.ir import SSAValue
 
-from abir.dialects.functional import PrimOp
-from abir.frontend import batch_ops
+from abir import array_prims
+from abir.array_ops import ARRAY, BASIC, BATCHED, IndexComponent
+from abir.dialects.functional import PrimOp, UnknownType
+from abir.frontend.aliases import SCALAR_OR_VIEW, VIEW
 from abir.frontend.state import LoweringState
 from abir.frontend.values import Static, flatten, unflatten
-from abir.opaque import CallSite, awaits_result_structure, record_site, stand_in
+from abir.opaque import awaits_result_structure, stand_in
+from abir.passes.prim_evaluation import LOCATION_ATTR, SOURCE_ATTR
 from abir.types import element_type_of
 
 REDUCTION_FUNCTIONS: dict[Any, str] = {
@@ -45,10 +51,12 @@ REDUCTION_FUNCTIONS: dict[Any, str] = {
     np.argmin: "argmin",
 }  # fmt: skip
 SCAN_FUNCTIONS: dict[Any, str] = {np.cumsum: "cumsum", np.cumprod: "cumprod"}
+SCANS = {"cumsum": "cumulative_sum", "cumprod": "cumulative_prod"}
+"""NumPy's scan names and the array prims they become."""
 PRODUCT_FUNCTIONS: dict[Any, str] = {np.dot: "dot", np.matmul: "matmul", np.inner: "inner", np.outer: "outer"}
 SHAPE_ATTRIBUTES = ("ndim", "size")
 ARRAY_METHODS = (
-    *batch_ops.REDUCTIONS, *batch_ops.SCANS, "astype", "reshape", "transpose", "flatten", "ravel", "squeeze",
+    *array_prims.REDUCTIONS, *SCANS, "astype", "reshape", "transpose", "flatten", "ravel", "squeeze",
     "copy", "clip", "dot", "item",
 )  # fmt: skip
 SHAPE_SUGGESTION = (
@@ -62,19 +70,20 @@ DTYPE_SUGGESTION = (
 )
 
 
-def canonical(value: Any) -> Any:
-    """A hashable description of compile-time parameters (slices and arrays included)."""
-    if isinstance(value, slice):
-        return ("slice", canonical(value.start), canonical(value.stop), canonical(value.step))
-    if isinstance(value, np.ndarray):
-        return ("array", value.dtype.str, value.shape, value.tobytes())
-    if isinstance(value, tuple | list):
-        return (type(value).__name__, *(canonical(v) for v in value))
-    if value is Ellipsis:
-        return ("...",)
-    if isinstance(value, np.dtype | type):
-        return ("dtype", str(value))
-    return value
+def aliasing(name: str, params: dict[str, Any]) -> str | None:
+    """How the result of array prim `name` (with `params`) relates to its first operand in NumPy:
+    None for a new array, `aliases.VIEW` or `aliases.SCALAR_OR_VIEW` (integer indices only: a
+    scalar copy when they reach a scalar, else a view)."""
+    if name in array_prims.VIEWS:
+        return VIEW
+    if name != "getitem":
+        return None
+    components = array_prims.parse_index(params["index"])
+    if any(kind == ARRAY for kind, _ in components):
+        return None  # advanced indexing copies
+    if all(kind == BATCHED or isinstance(value, int) for kind, value in components):
+        return SCALAR_OR_VIEW
+    return VIEW
 
 
 class ArrayLowering(LoweringState):
@@ -82,15 +91,15 @@ class ArrayLowering(LoweringState):
 
     # -- emission ---------------------------------------------------------------------------------
 
-    def batch_op(
-        self, node: ast.AST, hint: str, params: Any, fn: Callable[..., Any], operands: Sequence[SSAValue]
-    ) -> SSAValue:
-        """An opaque prim running `fn` (one of `batch_ops`' callables) on `operands`."""
-        key = ("abir.batch_op", self.source.function, node.lineno, node.col_offset, hint, canonical(params))
-        symbol = self.services.opaque(key, hint, self.source.segment(node), fn)
-        record_site(symbol, CallSite.of(self.source, node))
-        result = self.opaque_prim(symbol, list(operands), 1)[0]
-        kind = batch_ops.aliasing(hint, params)
+    def batch_op(self, node: ast.AST, name: str, params: dict[str, Any], operands: Sequence[SSAValue]) -> SSAValue:
+        """The array prim `name` (`abir.array_prims`) with `params` on `operands`, located at
+        `node`."""
+        op = PrimOp(name, list(operands), [UnknownType()], params)
+        op.attributes[LOCATION_ATTR] = StringAttr(f"{self.source.filename}:{self.source.lineno(node)}")
+        op.attributes[SOURCE_ATTR] = StringAttr(self.source.segment(node))
+        self.block.add_op(op)
+        result = op.res[0]
+        kind = aliasing(name, params)
         if kind is None:
             self.aliases.fresh(result)
         else:
@@ -119,7 +128,7 @@ class ArrayLowering(LoweringState):
             if all(isinstance(v, Static) for v in value):
                 return self.materialize(Static(np.asarray([v.value for v in value])), node)
             leaves = [self.materialize(v, node) for v in value]
-            return self.batch_op(node, "stack", ("stack", 0, len(leaves)), batch_ops.make_stack(0), leaves)
+            return self.batch_op(node, "stack", {"axis": 0}, leaves)
         return self.materialize(value, node)
 
     def compile_time(self, node: ast.AST, value: Any, what: str) -> Any:
@@ -143,14 +152,13 @@ class ArrayLowering(LoweringState):
             base = Static(np.asarray([v.value for v in base]))
         array = self.materialize(base, node.value)
         components, operands = self.index_components(node, index)
-        fn = batch_ops.make_index(components)
-        return self.batch_op(node, "getitem", ("getitem", components), fn, [array, *operands])
+        return self.batch_op(node, "getitem", {"index": array_prims.format_index(components)}, [array, *operands])
 
     def index_components(
         self, node: ast.Subscript, index: Any
-    ) -> tuple[list[batch_ops.IndexComponent], list[SSAValue]]:
+    ) -> tuple[list[IndexComponent], list[SSAValue]]:
         """The components of `x[index]` on a batched `x`, and its per-member index operands."""
-        components: list[batch_ops.IndexComponent] = []
+        components: list[IndexComponent] = []
         operands: list[SSAValue] = []
         parts = index if type(index) is tuple else (index,)
         if isinstance(index, Static) and type(index.value) is tuple:
@@ -160,10 +168,10 @@ class ArrayLowering(LoweringState):
         self._check_index(node, components)
         return components, operands
 
-    def _index_component(self, node: ast.Subscript, part: Any, operands: list[SSAValue]) -> batch_ops.IndexComponent:
+    def _index_component(self, node: ast.Subscript, part: Any, operands: list[SSAValue]) -> IndexComponent:
         if isinstance(part, SSAValue):
             operands.append(part)
-            return (batch_ops.BATCHED, None)
+            return (BATCHED, None)
         if isinstance(part, list):
             if not all(isinstance(v, Static) for v in part):
                 raise self.source.error(node, "a list of per-member indices is not supported as an index",
@@ -173,12 +181,12 @@ class ArrayLowering(LoweringState):
             raise self.source.error(node, "a tuple nested inside an index is not supported", "flatten the index")
         value = part.value
         if value is None or value is Ellipsis or isinstance(value, slice):
-            return (batch_ops.BASIC, value)
+            return (BASIC, value)
         if isinstance(value, bool | np.bool_):
             raise self.source.error(node, "boolean indices are not supported on batched values",
                                     "select with np.where(mask, a, b), or use integer indices")
         if isinstance(value, int | np.integer):
-            return (batch_ops.BASIC, int(value))
+            return (BASIC, int(value))
         if isinstance(value, list | tuple | np.ndarray):
             array = np.asarray(value)
             if array.dtype.kind == "b":
@@ -186,15 +194,15 @@ class ArrayLowering(LoweringState):
                                         f"index with the positions instead (np.nonzero(mask)[0] = {np.nonzero(array)[0].tolist()})")
             if array.dtype.kind not in "iu":
                 raise self.source.error(node, f"an index array must hold integers, not {array.dtype}")
-            return (batch_ops.ARRAY, array.astype(np.int64))
+            return (ARRAY, array.astype(np.int64))
         raise self.source.error(node, f"cannot index a batched value with the {type(value).__name__} {value!r}",
                                 "index with ints, slices, ..., None or per-member integers")
 
-    def _check_index(self, node: ast.Subscript, components: list[batch_ops.IndexComponent]) -> None:
-        if sum(1 for c in components if c == (batch_ops.BASIC, Ellipsis)) > 1:
+    def _check_index(self, node: ast.Subscript, components: list[IndexComponent]) -> None:
+        if sum(1 for c in components if c == (BASIC, Ellipsis)) > 1:
             raise self.source.error(node, "an index can only have a single ellipsis ('...')")
-        arrays = [c for c in components if c[0] == batch_ops.ARRAY]
-        others = [c for c in components if c[0] == batch_ops.BATCHED or (c[0] == batch_ops.BASIC and isinstance(c[1], int))]
+        arrays = [c for c in components if c[0] == ARRAY]
+        others = [c for c in components if c[0] == BATCHED or (c[0] == BASIC and isinstance(c[1], int))]
         if arrays and (len(arrays) > 1 or others):
             raise self.source.error(
                 node, "an index array can only stand beside slices, ..., and None on a batched value",
@@ -202,8 +210,11 @@ class ArrayLowering(LoweringState):
             )
 
     def shape_fact(self, node: ast.AST, value: SSAValue, what: str, dim: int | None = None) -> SSAValue:
-        fn = batch_ops.make_shape_fact(what, dim)
-        fact = self.batch_op(node, what, (what, dim), fn, [value])
+        """`len(x)`, `x.shape[dim]` (the array prim `dim`), `x.ndim` or `x.size` of a member."""
+        if what in ("len", "shape"):
+            fact = self.batch_op(node, "dim", {"axis": dim or 0}, [value])
+        else:
+            fact = self.batch_op(node, what, {}, [value])
         self.integer_values.add(fact)
         return fact
 
@@ -212,7 +223,7 @@ class ArrayLowering(LoweringState):
     def array_attribute(self, node: ast.Attribute, base: SSAValue) -> Any:
         attr = node.attr
         if attr == "T":
-            return self.batch_op(node, "transpose", ("T",), batch_ops.make_transpose(None), [base])
+            return self.batch_op(node, "permute_dims", {}, [base])
         if attr in SHAPE_ATTRIBUTES:
             return self.shape_fact(node, base, attr)
         if attr == "shape":
@@ -235,9 +246,9 @@ class ArrayLowering(LoweringState):
     # -- methods ------------------------------------------------------------------------------------
 
     def array_method(self, node: ast.Call, base: SSAValue, method: str, args: list, kwargs: dict) -> Any:
-        if method in batch_ops.REDUCTIONS:
+        if method in array_prims.REDUCTIONS:
             return self._reduction(node, method, base, args, kwargs, first=0)
-        if method in batch_ops.SCANS:
+        if method in SCANS:
             return self._scan(node, method, base, args, kwargs, first=0)
         if method == "astype":
             params = self._bind(node, method, args, kwargs, ["dtype"], required=1)
@@ -309,8 +320,8 @@ class ArrayLowering(LoweringState):
         axis = self._axis_value(node, axis, allow_tuple=name not in ("argmax", "argmin"))
         if len(args) > first + 1:
             raise self.source.error(node, f"{name}(): pass axis, keepdims{', ddof' if 'ddof' in params else ''} by keyword")
-        fn = batch_ops.make_reduction(name, axis, keepdims, ddof)
-        return self.batch_op(node, name, (name, axis, keepdims, ddof), fn, [self.array_operand(node, x)])
+        params = {"axis": axis, "keepdims": keepdims, "ddof": ddof if name in ("std", "var") and ddof else None}
+        return self.batch_op(node, name, params, [self.array_operand(node, x)])
 
     def _axis_value(self, node: ast.AST, axis: Any, allow_tuple: bool = True) -> Any:
         if axis is None:
@@ -325,13 +336,11 @@ class ArrayLowering(LoweringState):
     def _scan(self, node: ast.Call, name: str, x: Any, args: list, kwargs: dict, first: int) -> SSAValue:
         bound = self._bind(node, name, args[first:], kwargs, ["axis"])
         axis = self._axis_value(node, self.compile_time(node, bound.get("axis", Static(None)), "axis"), False)
-        fn = batch_ops.make_scan(name, axis)
-        return self.batch_op(node, name, (name, axis), fn, [self.array_operand(node, x)])
+        return self.batch_op(node, SCANS[name], {"axis": axis}, [self.array_operand(node, x)])
 
     def _astype(self, node: ast.Call, x: Any, dtype: Any) -> SSAValue:
         if isinstance(dtype, _LikeDtype):
-            return self.batch_op(node, "astype_like", ("astype_like",), batch_ops.astype_like,
-                                 [self.materialize(x, node), dtype.array])
+            return self.batch_op(node, "astype_like", {}, [self.materialize(x, node), dtype.array])
         dtype = self.compile_time(node, dtype, "the dtype")
         return self.astype_op(node, self.materialize(x, node), dtype)
 
@@ -341,19 +350,16 @@ class ArrayLowering(LoweringState):
         if not all(isinstance(d, int | np.integer) for d in shape) or sum(1 for d in shape if d == -1) > 1:
             raise self.source.error(node, f"a per-member shape must be ints (at most one -1), got {shape!r}")
         shape = tuple(int(d) for d in shape)
-        return self.batch_op(node, "reshape", ("reshape", shape), batch_ops.make_reshape(shape),
-                             [self.materialize(x, node)])
+        return self.batch_op(node, "reshape", {"shape": shape}, [self.materialize(x, node)])
 
     def _transpose(self, node: ast.AST, x: Any, axes: Any) -> SSAValue:
         axes = self.compile_time(node, axes, "the axes")
         axes = None if axes is None else tuple(int(a) for a in axes)
-        return self.batch_op(node, "transpose", ("transpose", axes), batch_ops.make_transpose(axes),
-                             [self.materialize(x, node)])
+        return self.batch_op(node, "permute_dims", {"axes": axes}, [self.materialize(x, node)])
 
     def _squeeze(self, node: ast.AST, x: Any, axis: Any) -> SSAValue:
         axis = self._axis_value(node, self.compile_time(node, axis, "axis"))
-        return self.batch_op(node, "squeeze", ("squeeze", axis), batch_ops.make_squeeze(axis),
-                             [self.materialize(x, node)])
+        return self.batch_op(node, "squeeze", {"axis": axis}, [self.materialize(x, node)])
 
     def _clip(self, node: ast.AST, x: Any, low: Any, high: Any) -> Any:
         value = self.materialize(x, node)
@@ -365,7 +371,7 @@ class ArrayLowering(LoweringState):
 
     def _product(self, node: ast.AST, name: str, a: Any, b: Any) -> SSAValue:
         operands = [self.array_operand(node, a), self.array_operand(node, b)]
-        return self.batch_op(node, name, (name,), batch_ops.make_product(name), operands)
+        return self.batch_op(node, name, {}, operands)
 
     # -- NumPy functions ------------------------------------------------------------------------------
 
@@ -395,7 +401,7 @@ class ArrayLowering(LoweringState):
                                         "write the norm out, e.g. np.sum(np.abs(x)) for ord=1")
             axis = self._axis_value(node, self.compile_time(node, bound.get("axis", Static(None)), "axis"))
             keepdims = bool(self.compile_time(node, bound.get("keepdims", Static(False)), "keepdims"))
-            return self.batch_op(node, "norm", ("norm", axis, keepdims), batch_ops.make_norm(axis, keepdims),
+            return self.batch_op(node, "vector_norm", {"axis": axis, "keepdims": keepdims},
                                  [self.array_operand(node, bound["x"])])
         if fn in (np.concatenate, np.stack):
             name = _name(fn)
@@ -408,8 +414,7 @@ class ArrayLowering(LoweringState):
             if fn is np.stack or axis is not None:
                 axis = self._axis_value(node, axis, allow_tuple=False)
             leaves = [self.materialize(a, node) for a in arrays]
-            maker = batch_ops.make_concatenate if fn is np.concatenate else batch_ops.make_stack
-            return self.batch_op(node, name, (name, axis, len(leaves)), maker(axis), leaves)
+            return self.batch_op(node, "concat" if fn is np.concatenate else "stack", {"axis": axis}, leaves)
         return self._shape_changing_function(node, fn, args, kwargs)
 
     def _shape_changing_function(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:

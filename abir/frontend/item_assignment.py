@@ -2,7 +2,7 @@
 
 The index is anything a read accepts (`ArrayLowering.index_components`): compile-time ints,
 slices, `...`, `None`, one integer array, and per-member integers, clipped into range as reads
-are. The write is the batch operation `setitem` (`batch_ops.make_setitem`): a new SSA value for
+are. The write is the array prim `setitem` (`abir.array_prims`): a new SSA value for
 `x` (a functional update), typed like reads by type inference.
 
 NumPy changes the array in place, so first the frontend makes sure nothing can observe the
@@ -23,9 +23,9 @@ difference (`abir.frontend.aliases` tracks which values may share an array):
 dtype and shape, but rebinds a per-member scalar `x` (immutable in Python), and the frontend learns
 which one `x` is only with types. Unless `x` is a scalar by construction (`known_scalar`), the
 prim computing the update carries requirements type inference checks when `x` has axes
-(`abir.passes.infer_types.check_in_place`): the located error to raise (`x` holds an argument, or
+(`abir.passes.prim_evaluation.check_in_place`): the located error to raise (`x` holds an argument, or
 another variable may share its array) or the result must keep `x`'s type. Variables holding the
-very same value follow the update as arrays do (`batch_ops.after_in_place`).
+very same value follow the update as arrays do (the array prim `after_in_place`).
 
 Loops: a carried variable gets an array of its own at the header when it enters with one that
 only names the loop does not assign share (`sharers_at_entry`, `header_argument_roots`), and
@@ -49,8 +49,9 @@ import numpy as np
 from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block, SSAValue
 
+from abir.array_ops import IndexComponent
+from abir.array_prims import format_index
 from abir.dialects.functional import PrimOp
-from abir.frontend import batch_ops
 from abir.frontend.aliases import (
     Binding,
     Root,
@@ -62,7 +63,7 @@ from abir.frontend.aliases import (
 from abir.frontend.expressions import ExpressionLowering, _unwrap
 from abir.frontend.state import Env, _what
 from abir.frontend.values import MaybeUndefined, Static, flatten
-from abir.passes.infer_types import ARRAY_OPERAND_ERROR_ATTR, IN_PLACE_RESULT_ATTR
+from abir.passes.prim_evaluation import ARRAY_OPERAND_ERROR_ATTR, IN_PLACE_RESULT_ATTR
 
 IN_PLACE_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.iadd,
@@ -112,7 +113,7 @@ class ItemAssignmentLowering(ExpressionLowering):
         repeated index in an index array is written once, as here)."""
         array = self._target_array(target)
         components, operands = self._target_index(target)
-        current = self.batch_op(target, "getitem", ("getitem", components), batch_ops.make_index(components),
+        current = self.batch_op(target, "getitem", {"index": format_index(components)},
                                 [self.materialize(array, target), *operands])
         combined = self.binary(node, type(node.op), current, self.expr(node.value))
         self._update(target, array, self.materialize(combined, node), components, operands)
@@ -145,8 +146,7 @@ class ItemAssignmentLowering(ExpressionLowering):
         self.aliases.in_place_updates += 1
         for binding in self._exact_holders(name, current):
             old = self.materialize(binding.value, node)
-            follower = self.batch_op(node, "after_in_place", ("after_in_place",), batch_ops.after_in_place,
-                                     [old, updated])
+            follower = self.batch_op(node, "after_in_place", {}, [old, updated])
             self.aliases.follows(follower, updated)
             rebind(self.env, binding.name, binding.position, follower)
         self.assign_name(name, updated, node)
@@ -249,7 +249,7 @@ class ItemAssignmentLowering(ExpressionLowering):
                                     "assign the array to a variable first, then into its items")
         return array
 
-    def _target_index(self, target: ast.Subscript) -> tuple[list[batch_ops.IndexComponent], list[SSAValue]]:
+    def _target_index(self, target: ast.Subscript) -> tuple[list[IndexComponent], list[SSAValue]]:
         index = self.expr(target.slice)
         if isinstance(index, tuple | list) and all(isinstance(leaf, Static) for leaf in flatten(index)[0]):
             index = Static(_unwrap(index))
@@ -257,7 +257,7 @@ class ItemAssignmentLowering(ExpressionLowering):
 
     def _update(
         self, target: ast.Subscript, array: SSAValue | Static, value: SSAValue,
-        components: list[batch_ops.IndexComponent], operands: list[SSAValue],
+        components: list[IndexComponent], operands: list[SSAValue],
     ) -> None:  # fmt: skip
         name = self.source.segment(target.value)
         roots = self.aliases.roots_of(array)
@@ -270,8 +270,7 @@ class ItemAssignmentLowering(ExpressionLowering):
                 f"assign into a copy: {copy}",
             )
         same = self._other_holders(target, name, array, self.env)
-        fn = batch_ops.make_setitem(components)
-        updated = self.batch_op(target, "setitem", ("setitem", components), fn,
+        updated = self.batch_op(target, "setitem", {"index": format_index(components)},
                                 [self.materialize(array, target.value), value, *operands])
         self.aliases.same(updated, array)
         self.aliases.in_place_updates += 1
@@ -316,8 +315,7 @@ class ItemAssignmentLowering(ExpressionLowering):
             )
 
         site = ast.Name(binding.name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset)
-        check = batch_ops.make_scalar_check(view_error)
-        checked = self.batch_op(site, "scalar_check", ("scalar_check", binding.name, binding.position), check, [value])
+        checked = self.batch_op(site, "check_scalar", {"message": str(view_error())}, [value])
         rebind(env, binding.name, binding.position, checked)
 
     def _require_scalar_arguments(self, node: ast.AST, name: str, binding: Binding, reads: list[SSAValue]) -> None:
@@ -333,9 +331,8 @@ class ItemAssignmentLowering(ExpressionLowering):
             )
 
         site = ast.Name(binding.name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset)
-        for index, read in enumerate(reads):
-            check = batch_ops.make_scalar_check(view_error)
-            self.batch_op(site, "scalar_check", ("call_argument", binding.name, binding.position, index), check, [read])
+        for read in reads:
+            self.batch_op(site, "check_scalar", {"message": str(view_error())}, [read])
 
     # -- loops --------------------------------------------------------------------------------
 
@@ -399,8 +396,7 @@ class ItemAssignmentLowering(ExpressionLowering):
                 if isinstance(entry, Static):
                     rebind(self.env, member, position, arg)
                     continue
-                follower = self.batch_op(node, "after_in_place", ("after_in_place", member, position),
-                                         batch_ops.after_in_place, [entry, arg])
+                follower = self.batch_op(node, "after_in_place", {}, [entry, arg])
                 self.aliases.follows(follower, arg)
                 rebind(self.env, member, position, follower)
 
@@ -437,9 +433,7 @@ class ItemAssignmentLowering(ExpressionLowering):
         self, node: ast.stmt, leaf: OwnedHeaderLeaf, value: Any, env: Env, error: Exception
     ) -> None:
         """Pass `value` on through a check raising `error` at type inference if it has axes."""
-        check = batch_ops.make_scalar_check(lambda: error)
-        checked = self.batch_op(node, "scalar_check", ("loop_sharing", leaf.name, leaf.position), check,
-                                [self.materialize(value, node)])
+        checked = self.batch_op(node, "check_scalar", {"message": str(error)}, [self.materialize(value, node)])
         rebind(env, leaf.name, leaf.position, checked)
 
     def _sharers(

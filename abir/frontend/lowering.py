@@ -35,7 +35,7 @@ from abir.frontend.state import (
 )
 from abir.frontend.values import MaybeUndefined, Static, flatten, is_materializable, unflatten
 from abir.opaque import awaits_result_structure, stand_in
-from abir.passes.infer_types import INTEGER_OPERANDS_ATTR
+from abir.passes.prim_evaluation import INTEGER_OPERANDS_ATTR
 
 UNSUPPORTED_STATEMENTS: dict[str, tuple[str, str]] = {
     "With": ("`with` statements are not supported", "move the `with` block into a helper function"),

@@ -16,30 +16,11 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
 from abir.dialects import stack
 from abir.dialects.stack import StorageAttr, StorageClass
-from abir.passes.analysis import reads_writes
-
-
-def the_program(module: ModuleOp) -> stack.ProgramOp:
-    programs = [op for op in module.ops if isinstance(op, stack.ProgramOp)]
-    if len(programs) != 1:
-        raise ValueError(f"expected one stack.program in the module, found {len(programs)}")
-    return programs[0]
-
-
-def reads_before_write(block: Block) -> set[str]:
-    """Variables read in `block` before any write to them in that block."""
-    exposed: set[str] = set()
-    written: set[str] = set()
-    for op in block.ops:
-        reads, writes = reads_writes(op)
-        exposed |= {r for r in reads if r not in written}
-        written |= set(writes)
-    return exposed
+from abir.passes.analysis import reads_before_write, reads_writes, the_program
 
 
 def choose_storage(program: stack.ProgramOp) -> dict[str, StorageClass]:

@@ -3,7 +3,11 @@
 * call graph of a functional module, its strongly connected components and reachability;
 * generic fixed-point dataflow on control-flow graphs with loops: backward liveness and forward
   definedness (variables written on every path);
-* instantiations of both for functional SSA functions and for the stack dialect's named variables.
+* instantiations of both for functional SSA functions and for the stack dialect's named variables;
+* the helpers every pass shares, each defined once: the module attribute naming the entry
+  (`ENTRY_ATTR`) and the block attribute naming a function (`FUNCTION_ATTR`), the program of a
+  stack or vm module (`the_program`, `the_vm_program`), a block's function (`function_of`,
+  `vm_function_of`) and the variables a stack block reads before writing them.
 
 The stack-dialect liveness is intraprocedural in spirit: a `stack.push_goto` block flows into both
 the callee entry and the return block, `stack.indirect_goto` has no successors and `stack.halt`
@@ -19,11 +23,37 @@ from typing import TypeVar
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.utils.exceptions import PassFailedException
 
-from abir.dialects import functional, stack
+from abir.dialects import functional, stack, vm
 
 FUNCTION_ATTR = "function"
-"""The attribute naming the function a stack block's terminator belongs to (set by lower-calls)."""
+"""The attribute naming the function a stack block's terminator (or a vm block) belongs to (set by
+lower-calls, carried by stack-to-vm)."""
+ENTRY_ATTR = "abir.entry"
+"""The module attribute naming the function a typed program starts in (set by infer-types)."""
+
+
+def the_program(module: ModuleOp) -> stack.ProgramOp:
+    """The module's one `stack.program`."""
+    programs = [op for op in module.ops if isinstance(op, stack.ProgramOp)]
+    if len(programs) != 1:
+        raise ValueError(f"expected one stack.program in the module, found {len(programs)}")
+    return programs[0]
+
+
+def the_vm_program(module: ModuleOp, pass_name: str) -> vm.ProgramOp:
+    """The module's one `vm.program`; `pass_name` (the pass that needs it) fails without one."""
+    programs = [op for op in module.ops if isinstance(op, vm.ProgramOp)]
+    if len(programs) != 1:
+        raise PassFailedException(f"{pass_name} needs a module with one vm.program, found {len(programs)}")
+    return programs[0]
+
+
+def vm_function_of(block: vm.BlockOp) -> str | None:
+    """The function a vm block belongs to (its `function` attribute)."""
+    attr = block.attributes.get(FUNCTION_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None
 
 N = TypeVar("N", bound=Hashable)
 V = TypeVar("V", bound=Hashable)
@@ -294,6 +324,17 @@ def variable_liveness(program: stack.ProgramOp) -> VariableLiveness:
     exit_live = {b: outputs for b in blocks if isinstance(b.last_op, stack.HaltOp)}
     live_in, live_out = backward_liveness(blocks, stack_block_successors, uses, defs, exit_live)
     return VariableLiveness(live_in, live_out)
+
+
+def reads_before_write(block: Block) -> set[str]:
+    """Variables read in `block` before any write to them in that block."""
+    exposed: set[str] = set()
+    written: set[str] = set()
+    for op in block.ops:
+        reads, writes = reads_writes(op)
+        exposed |= {r for r in reads if r not in written}
+        written |= set(writes)
+    return exposed
 
 
 def function_of(block: Block) -> str | None:

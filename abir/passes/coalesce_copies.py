@@ -29,8 +29,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from abir.dialects import stack
-from abir.passes.allocate_storage import the_program
-from abir.passes.analysis import backward_liveness, block_uses_defs, machine_successors, reads_writes
+from abir.passes.analysis import (
+    backward_liveness,
+    block_uses_defs,
+    machine_successors,
+    reads_writes,
+    the_program,
+)
 
 
 class _Classes:

@@ -41,18 +41,9 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import PassFailedException
 
 from abir.dialects import vm
-from abir.passes.analysis import strongly_connected_components
-
-
-def the_vm_program(module: ModuleOp, pass_name: str) -> vm.ProgramOp:
-    """The module's one `vm.program`; `pass_name` (the pass that needs it) fails without one."""
-    programs = [op for op in module.ops if isinstance(op, vm.ProgramOp)]
-    if len(programs) != 1:
-        raise PassFailedException(f"{pass_name} needs a module with one vm.program, found {len(programs)}")
-    return programs[0]
+from abir.passes.analysis import strongly_connected_components, the_vm_program
 
 
 def _ops(block: vm.BlockOp) -> list[Operation]:

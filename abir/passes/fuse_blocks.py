@@ -42,8 +42,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
+from abir import prims
 from abir.dialects import stack
-from abir.passes.allocate_storage import the_program
+from abir.passes.analysis import the_program
 
 MAX_DUP_OPS = 8
 """The most ops (terminator excluded) a block may have to be duplicated into a predecessor."""
@@ -59,7 +60,7 @@ def body_ops(block: Block) -> list[Operation]:
 def small(block: Block) -> bool:
     body = body_ops(block)
     return len(body) <= MAX_DUP_OPS and not any(
-        isinstance(op, stack.PrimOp) and op.callee is not None for op in body
+        isinstance(op, stack.PrimOp) and not prims.is_builtin(op.prim_name) for op in body
     )
 
 

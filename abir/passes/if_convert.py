@@ -6,12 +6,14 @@ with `functional.prim "where"(%c, from_then, from_else)` (no `where` when both p
 same value). An arm qualifies when
 
 * it is a block whose only predecessor is the branch (then/else distinct), ending in `cf.br ^j`,
-  holding only constants and BUILTIN prims (no calls, no opaque prims: those may be costly or
-  impure), at most `MAX_ARM_OPS` builtin prims (constants are free), or
+  holding only speculatable ops (xDSL's `is_speculatable`: constants, builtin elementwise and
+  array prims; no calls, no opaque prims: those may be costly or impure), at most
+  `MAX_ARM_OPS` prims (constants are free), or
 * it is `^j` itself (a triangle: `if` without `else`, the edge's arguments are the values).
 
-Both arms then run for every member (speculation). That is safe for builtin prims: the machine
-already evaluates every prim on junk in inactive rows, and backends suppress floating-point
+Both arms then run for every member (speculation). That is safe for builtin and array prims
+(`functional.PrimSpeculatable`): the machine already evaluates every prim on junk in inactive
+rows, per-member indices are clipped, and backends suppress floating-point
 warnings and give NumPy's result for integer division by zero. The size limit bounds the wasted
 work: the machine pays a fixed overhead per step (tens of microseconds), far more than a few
 elementwise prims, so trading a step (a then/else arm plus the join) for up to `MAX_ARM_OPS`
@@ -42,15 +44,12 @@ from xdsl.dialects import cf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.traits import is_speculatable
 
 from abir.dialects import functional
 
 MAX_ARM_OPS = 16
-"""The most builtin prims (constants not counted) one speculated arm may hold."""
-
-
-def is_speculatable(op: object) -> bool:
-    return isinstance(op, functional.ConstantOp) or isinstance(op, functional.PrimOp) and op.is_builtin
+"""The most prims (constants not counted) one speculated arm may hold."""
 
 
 def predecessors(block: Block) -> list[Block]:

@@ -1,7 +1,9 @@
 """`infer-types`: per-member dtype and shape of every functional value, as a fixed point over the
 call graph.
 
-Facts are types plus a `weak` flag that only constants marked `weak` (Python literals) carry.
+Facts are types plus a `weak` flag that only constants marked `weak` (Python literals) carry
+(`abir.passes.type_lattice`); prims are evaluated by `abir.passes.prim_evaluation`; this module
+is the driver.
 Each round re-infers every reachable function from the current parameter and result tables:
 block arguments join their incoming values, builtin prims are evaluated by NumPy on zero-size
 dummies (NEP 50: weak literals are passed as Python scalars), opaque prims by abstract evaluation
@@ -30,13 +32,11 @@ duplicated when uses disagree, and loses its `weak` mark.
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import optree
 from xdsl.context import Context
 from xdsl.dialects import cf
 from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp, StringAttr
@@ -45,140 +45,35 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
-from abir import prims
 from abir.dialects import functional
-from abir.errors import AbirError, TypeInferenceError
-from abir.opaque import Helper, HelperStructureLearned, helper_error, lookup_opaque, site_of
-from abir.passes.analysis import call_graph, functions_of, reachable
+from abir.errors import TypeInferenceError
+from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of, reachable
+from abir.passes.prim_evaluation import (
+    INTEGER_OPERANDS_ATTR,
+    LOCATION_ATTR,
+    SOURCE_ATTR,
+    LocatedTypeInferenceError,
+    PrimEvaluator,
+    check_in_place,
+    check_integer_operands,
+    constant_value,
+    user_result_facts,
+)
 from abir.passes.specialize_types import Specializations, base_names
-from abir.types import TensorType, ir_type, is_value_type, tensor_type_of
+from abir.passes.type_lattice import (
+    Conflicts,
+    Fact,
+    absorbs,
+    fmt,
+    fmt_signature,
+    join_facts,
+    scalar_of,
+    weak_probe,
+    widen_param,
+)
+from abir.types import ir_type, is_value_type, tensor_type_of
 
 MAX_ROUNDS = 200
-ENTRY_ATTR = "abir.entry"  # set on typed modules: the function the program starts in
-LEAF = optree.tree_structure(0)  # the structure of one array
-
-
-@dataclass(frozen=True)
-class Fact:
-    """What inference knows about a value: its per-member type, and whether it is a weak literal."""
-
-    type: Attribute
-    weak: bool = False
-
-    @property
-    def tensor(self) -> TensorType:
-        return tensor_type_of(self.type)
-
-    def strong(self) -> Fact:
-        return Fact(self.type) if self.weak else self
-
-
-def fmt(t: Attribute | Fact | None) -> str:
-    if t is None:
-        return "<unknown>"
-    if isinstance(t, Fact):
-        return ("weak " if t.weak else "") + str(t.type)
-    return str(t)
-
-
-def scalar_of(attr: Attribute) -> bool | int | float | None:
-    """The Python value of a scalar constant attribute (None for dense tensors)."""
-    if isinstance(attr, IntegerAttr):
-        value = attr.value.data
-        return bool(value) if attr.type == ir_type(np.bool_) else value
-    if isinstance(attr, FloatAttr):
-        return attr.value.data
-    return None
-
-
-def weak_probe(fact: Fact) -> bool | int | float:
-    """A Python scalar of the same kind as a weak fact (for NEP 50 promotion queries)."""
-    kind = fact.tensor.dtype.kind
-    return True if kind == "b" else 1 if kind in "iu" else 1.0
-
-
-def absorbs(strong: Fact, weak: Fact) -> bool:
-    """Whether a weak literal can take the strong type without changing kind or shape."""
-    if strong.tensor.shape != weak.tensor.shape and weak.tensor.shape != ():
-        return False
-    try:
-        return np.result_type(strong.tensor.dtype, weak_probe(weak)) == strong.tensor.dtype
-    except (TypeError, OverflowError):
-        return False
-
-
-def join_facts(a: Fact, b: Fact) -> Fact | None:
-    """The join of two facts meeting at one value, or None when they conflict: equal types, a weak
-    literal absorbed by a typed value of its kind, or two weak scalars promoted (NEP 50)."""
-    if a.type == b.type:
-        return Fact(a.type, a.weak and b.weak)
-    if a.weak and not b.weak and absorbs(b, a):
-        return b
-    if b.weak and not a.weak and absorbs(a, b):
-        return a
-    if a.weak and b.weak and a.tensor.shape == b.tensor.shape == ():
-        return Fact(ir_type(np.result_type(a.tensor.dtype, b.tensor.dtype)), True)
-    return None
-
-
-def join_values(a: Fact, b: Fact) -> Fact | None:
-    """The join of two facts meeting where control flow merges (a block argument, a function's
-    result): `join_facts`, and also a bool with a number of the same shape, which gives the
-    number. Python's `flag and f(x)`, `x if c else False` or `return n > 0` on one path and
-    `return n` on another give a bool to some members and a number to others; stacked, NumPy
-    makes them all numbers (bool is a kind of int: `True` is 1, `~True` is -2). The bool is
-    converted where it flows into the join (`cast_at_joins`)."""
-    joined = join_facts(a, b)
-    if joined is not None or a.weak or b.weak or a.tensor.shape != b.tensor.shape:
-        return joined
-    kinds = {a.tensor.dtype.kind, b.tensor.dtype.kind}
-    if len(kinds) == 2 and "b" in kinds and kinds <= set("biuf"):
-        return a if a.tensor.dtype.kind != "b" else b
-    return None
-
-
-KIND_GROUPS = {"b": "b", "i": "i", "u": "i", "f": "f", "c": "c"}
-
-
-def widen_param(param: Fact, arg: Fact) -> Fact | None:
-    """The parameter fact a specialization takes to also serve an argument: equal types (strong
-    if either is), or a weak fact meeting a strong one of the same kind that absorbs it (a literal
-    `0` passed where an i32 is expected); None otherwise (a new specialization is needed)."""
-    if param.type == arg.type:
-        return Fact(param.type, param.weak and arg.weak)
-    if param.weak == arg.weak:
-        return None
-    strong, weak = (arg, param) if param.weak else (param, arg)
-    same_kind = KIND_GROUPS.get(strong.tensor.dtype.kind) == KIND_GROUPS.get(weak.tensor.dtype.kind)
-    return strong if same_kind and absorbs(strong, weak) else None
-
-
-def fmt_signature(facts: Sequence[Fact]) -> str:
-    return "(" + ", ".join(fmt(f) for f in facts) + ")"
-
-
-class Conflicts:
-    """Collects join conflicts; only those of the final (stable) round are reported."""
-
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-
-    def join(self, a: Fact | None, b: Fact | None, where: str) -> Fact | None:
-        if a is None or b is None:
-            return a if b is None else b
-        joined = join_values(a, b)
-        if joined is not None:
-            return joined
-        self.messages.append(
-            f"{where}: values of types {fmt(a.type)} and {fmt(b.type)} meet; they must agree"
-        )
-        return a
-
-    def join_all(self, facts: Sequence[Fact | None], where: str) -> Fact | None:
-        result: Fact | None = None
-        for fact in facts:
-            result = self.join(result, fact, where)
-        return result
 
 
 def incoming_edges(func: functional.FuncOp) -> dict[Block, list[Sequence[SSAValue]]]:
@@ -192,172 +87,6 @@ def incoming_edges(func: functional.FuncOp) -> dict[Block, list[Sequence[SSAValu
             edges[term.then_block].append(term.then_arguments)
             edges[term.else_block].append(term.else_arguments)
     return edges
-
-
-def member_dummy(tensor: TensorType, rank: int) -> np.ndarray:
-    """A zero-size batch of `tensor`, its event shape padded on the left to `rank` axes after the
-    batch axis: per-member shapes broadcast right-aligned, the batch axis stays in front (as the
-    machine aligns operands)."""
-    padded = (1,) * (rank - len(tensor.shape)) + tuple(tensor.shape)
-    return np.zeros((0, *padded), tensor.dtype)
-
-
-@dataclass
-class PrimEvaluator:
-    """Abstract evaluation of prims on dummies, cached by operand types."""
-
-    sources: Mapping[str, str]
-    cache: dict[tuple[Any, ...], list[Fact]] = field(default_factory=dict)
-
-    def builtin(self, op: functional.PrimOp, facts: Sequence[Fact], constants: Sequence[Any]) -> Fact:
-        name = op.prim_name
-        if name == "astype":
-            declared = op.res[0].type
-            if isinstance(declared, functional.UnknownType):
-                raise TypeInferenceError('prim "astype" needs a declared result type (e.g. `-> i1`)')
-            dtype = (
-                tensor_type_of(declared).dtype
-                if is_value_type(declared)
-                else tensor_type_of(
-                    declared.get_element_type()  # type: ignore[attr-defined]
-                ).dtype
-            )
-            return Fact(ir_type(dtype, facts[0].tensor.shape))
-        rank = max(len(f.tensor.shape) for f in facts)
-        args = [
-            (const if const is not None else weak_probe(fact)) if fact.weak else member_dummy(fact.tensor, rank)
-            for fact, const in zip(facts, constants, strict=True)
-        ]
-        try:
-            with np.errstate(all="ignore"), warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out = np.asarray(prims.apply_numpy(name, args))
-        except Exception as exc:
-            kinds = ", ".join(fmt(f) for f in facts)
-            raise TypeInferenceError(f'builtin prim "{name}" cannot be applied to ({kinds}): {exc}') from exc
-        all_weak = all(f.weak for f in facts)
-        shape = out.shape if all_weak else out.shape[1:]
-        return Fact(ir_type(out.dtype, shape), weak=all_weak)
-
-    def opaque(self, op: functional.PrimOp, facts: Sequence[Fact]) -> list[Fact]:
-        name = op.prim_name
-        key = (name, tuple(f.type for f in facts), len(op.res))
-        if key not in self.cache:
-            self.cache[key] = self._run_opaque(name, [f.tensor for f in facts], len(op.res))
-        return self.cache[key]
-
-    def _run_opaque(self, name: str, args: Sequence[TensorType], n_results: int) -> list[Fact]:
-        fn = lookup_opaque(name)
-        source = self.sources.get(name, "?")
-        site = site_of(name)
-        where = f"opaque callable @{name} (source: {source!r})"
-        batch = max([2, *(1 + d for a in args for d in a.shape)])
-        try:
-            out = self._evaluate(fn, args, batch)
-        except AbirError:
-            raise
-        except Exception as exc:
-            if (helper_failure := helper_error(exc, when="at type inference, on zero-filled arrays")) is not None:
-                raise helper_failure from exc
-            if site is not None:
-                raise LocatedTypeInferenceError(
-                    f"{site.describe()}`{source}` cannot be computed for per-member values of types "
-                    f"{_describe_types(args)}: {exc}"
-                ) from exc
-            raise TypeInferenceError(f"{where} failed on dummy inputs {list(args)}: {exc}") from exc
-        if isinstance(fn, Helper):
-            return [self._strip_batch(v, batch, where) for v in helper_result_leaves(fn, out, n_results)]
-        values = list(out) if isinstance(out, tuple | list) else [out]
-        if isinstance(out, tuple | list) and n_results == 1:
-            raise TypeInferenceError(f"{where} returned a {type(out).__name__} where one array was expected")
-        if len(values) != n_results:
-            raise TypeInferenceError(f"{where} returned {len(values)} value(s), but {n_results} are used")
-        return [self._strip_batch(v, batch, where) for v in values]
-
-    def _evaluate(self, fn: Callable[..., Any], args: Sequence[TensorType], batch: int) -> Any:
-        dummies = [np.zeros((batch, *a.shape), a.dtype) for a in args]
-        call = fn.call_structured if isinstance(fn, Helper) else fn
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return call(*dummies)
-
-    @staticmethod
-    def _strip_batch(value: Any, batch: int, where: str) -> Fact:
-        shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
-        if shape is None or dtype is None:
-            raise TypeInferenceError(f"{where} returned a {type(value).__name__}, not an array")
-        shape = tuple(shape)
-        if not shape or shape[0] != batch:
-            raise TypeInferenceError(
-                f"{where} returned shape {shape} for a batch of {batch}; results must keep the leading "
-                "batch dimension"
-            )
-        return Fact(ir_type(np.dtype(getattr(dtype, "as_numpy_dtype", dtype)), shape[1:]))
-
-
-class LocatedTypeInferenceError(TypeInferenceError):
-    """A type inference error that already names the user's file and line."""
-
-
-INTEGER_OPERANDS_ATTR = "abir.integer_operands"
-"""On a prim: its operands must be integers or booleans, else type inference fails with the
-attribute's text (the frontend's located error for a float `range()` bound)."""
-
-
-ARRAY_OPERAND_ERROR_ATTR = "abir.array_operand_error"
-"""On the prim of `x op= v`: type inference fails with the attribute's text when `x` (the first
-operand) is a per-member array, which NumPy would update in place where abir cannot follow it."""
-IN_PLACE_RESULT_ATTR = "abir.in_place_result"
-"""On the prim of `x op= v`: when `x` (the first operand) is a per-member array, NumPy updates it
-in place, so the result keeps its dtype and shape; else type inference fails with the text."""
-
-
-def check_integer_operands(requirement: Attribute, operands: Sequence[Fact]) -> None:
-    if any(np.dtype(f.tensor.dtype).kind not in "biu" for f in operands):
-        raise LocatedTypeInferenceError(requirement.data if isinstance(requirement, StringAttr) else str(requirement))
-
-
-def check_in_place(op: functional.PrimOp, operands: Sequence[Fact], results: Sequence[Fact | None] = ()) -> None:
-    """The requirements the frontend put on the prim of an augmented assignment `x op= v` (its
-    `results` once known), which hold trivially when `x` is a per-member scalar (Python rebinds)."""
-    if not operands or not operands[0].tensor.shape:
-        return
-    failed = op.attributes.get(ARRAY_OPERAND_ERROR_ATTR)
-    if failed is None and results and results[0] is not None and results[0].type != operands[0].type:
-        failed = op.attributes.get(IN_PLACE_RESULT_ATTR)
-    if failed is not None:
-        raise LocatedTypeInferenceError(failed.data if isinstance(failed, StringAttr) else str(failed))
-
-
-def _describe_types(args: Sequence[TensorType]) -> str:
-    return "(" + ", ".join(f"{np.dtype(a.dtype)}{list(a.shape) if a.shape else ''}" for a in args) + ")"
-
-
-def helper_result_leaves(helper: Helper, out: Any, n_results: int) -> list[Any]:
-    """The result leaves of an undecorated helper, learning the structure it returns. A structure
-    its call was not lowered for (the frontend emitted `n_results` flat results), or one whose
-    result the frontend lowered as a placeholder (`abir.opaque.stand_in`), raises
-    `HelperStructureLearned`: lowering the program again keeps the structure."""
-    leaves, structure = optree.tree_flatten(out)
-    where = f"{helper.site.describe()}the helper '{helper.name}'"
-    if not leaves:
-        raise LocatedTypeInferenceError(
-            f"{where} returned {out!r}; a helper called from a batched function returns arrays "
-            "(or tuples, lists or namedtuples of them)"
-        )
-    known = helper.result_structure
-    if known is not None and known != structure:
-        raise LocatedTypeInferenceError(
-            f"{where} returns {known} for some argument types and {structure} for others; return "
-            "one structure"
-        )
-    helper.result_structure = structure
-    flat = structure.num_leaves == n_results and (
-        structure == LEAF or (n_results > 1 and isinstance(out, tuple | list) and len(out) == n_results)
-    )
-    if known is None and (not flat or helper.stood_in) or known is not None and known.num_leaves != n_results:
-        raise HelperStructureLearned(helper)
-    return leaves
 
 
 @dataclass
@@ -434,7 +163,9 @@ class FunctionInference:
             check_integer_operands(requirement, operands)
         check_in_place(op, operands)
         try:
-            if not op.is_builtin:
+            if op.is_array_prim:
+                results = [self.evaluator.array(op, [f.strong() for f in operands])]
+            elif not op.is_builtin:
                 results = list(self.evaluator.opaque(op, [f.strong() for f in operands]))
             else:
                 constants = [constant_value(v) for v in op.arguments]
@@ -455,38 +186,6 @@ class FunctionInference:
             elif isinstance(op, functional.ReturnOp):
                 returns.append([facts.get(v) for v in op.arguments])
         return LocalResult(facts, calls, returns)
-
-
-def constant_value(value: SSAValue) -> Any:
-    owner = value.owner
-    if isinstance(owner, functional.ConstantOp) and owner.weak is not None:
-        return scalar_of(owner.value)
-    return None
-
-
-def user_result_facts(name: str, fn: Callable[..., Any], params: Sequence[Fact]) -> list[Fact]:
-    """Call a user's `type_inference` with the parameter TensorTypes; flatten its answer: a
-    `TensorType`, a `Type`, or any nesting of tuples, lists and namedtuples of them, one leaf per
-    result value (a `Context` passes each argument's types in that argument's structure)."""
-    try:
-        answer = fn([f.tensor for f in params])
-    except Exception as exc:
-        raise TypeInferenceError(
-            f"the type_inference of @{name} failed on {[f.tensor for f in params]}: {exc}"
-        ) from exc
-    leaves = optree.tree_leaves(answer, is_leaf=lambda x: isinstance(x, TensorType), none_is_leaf=True)
-    try:
-        return [Fact(ir_type(_numpy_dtype(t.dtype), tuple(t.shape))) for t in leaves]
-    except Exception as exc:
-        raise TypeInferenceError(
-            f"the type_inference of @{name} returned {answer!r}; return an abir.TensorType(dtype, shape) "
-            "per result (a tuple or list of them, nested like the results, for several)"
-        ) from exc
-
-
-def _numpy_dtype(dtype: Any) -> np.dtype:
-    """A NumPy dtype from a NumPy, TF (`tf.int32`) or JAX dtype or a dtype name."""
-    return np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
 
 
 @dataclass
@@ -683,7 +382,17 @@ def infer_types(
     for name in locals_:
         cast_at_joins(funcs[name])
     inference.specs.finalize(module)
+    drop_locations(module)
     module.attributes[ENTRY_ATTR] = StringAttr(entry)
+
+
+def drop_locations(module: ModuleOp) -> None:
+    """Remove the frontend's `abir.loc`/`abir.source` once types are known (they only located
+    type errors), so that equal array prims from different lines are equal ops for CSE."""
+    for op in module.walk():
+        if isinstance(op, functional.PrimOp):
+            op.attributes.pop(LOCATION_ATTR, None)
+            op.attributes.pop(SOURCE_ATTR, None)
 
 
 def weak_positions(local: LocalResult) -> list[tuple[Operation | Block, int]]:
@@ -871,8 +580,8 @@ def convert_constant(value: Attribute, want: Attribute, where: str) -> Attribute
 
 @dataclass(frozen=True)
 class InferTypesPass(ModulePass):
-    """Infer per-member types from `entry` (default: the module's `abir.entry` attribute, or the
-    one function whose parameters are all typed); records the entry as `abir.entry`. Options:
+    """Infer per-member types from `entry` (default: the module's `abir.entry` attribute, its only
+    function, or the one whose parameters are all typed); records the entry as `abir.entry`. Options:
     entry; arg-types, the entry's parameter types when the IR leaves them unknown (quote types
     with punctuation: `infer-types{entry=f arg-types=i64,"tensor<3xf64>"}`)."""
 
@@ -903,10 +612,12 @@ def parse_arg_types(ctx: Context, texts: tuple[str, ...] | str) -> list[Attribut
 
 
 def default_entry(module: ModuleOp) -> str:
-    """The module's `abir.entry` attribute, else the only function whose parameters are all typed, else
-    the only typed function no other function calls."""
+    """The module's `abir.entry` attribute, else the module's only function, else the only function
+    whose parameters are all typed, else the only typed function no other function calls."""
     if isinstance(attr := module.attributes.get(ENTRY_ATTR), StringAttr):
         return attr.data
+    if len(functions := functions_of(module)) == 1:
+        return next(iter(functions))
     typed = [
         name
         for name, func in functions_of(module).items()

@@ -53,9 +53,13 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
 from abir.dialects import functional
-from abir.passes.analysis import call_graph, functions_of, reachable, strongly_connected_components
-
-ENTRY_ATTR = "abir.entry"
+from abir.passes.analysis import (
+    ENTRY_ATTR,
+    call_graph,
+    functions_of,
+    reachable,
+    strongly_connected_components,
+)
 
 MAX_INLINE_OPS = 200
 """The largest callee (operations in its body, terminators and constants included) copied into

@@ -183,7 +183,7 @@ class FunctionLowering:
             case functional.PrimOp():
                 fn = op.callee if op.callee is not None else op.prim_name
                 self.emit(
-                    stack.PrimOp(fn, [self.var(v) for v in op.arguments], [self.var(v) for v in op.res])
+                    stack.PrimOp(fn, [self.var(v) for v in op.arguments], [self.var(v) for v in op.res], op.params)
                 )
             case functional.CallOp():
                 self.call(op)

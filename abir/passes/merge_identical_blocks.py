@@ -32,7 +32,8 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 
 from abir.dialects import vm
-from abir.passes.form_superblocks import renumber, the_vm_program
+from abir.passes.analysis import the_vm_program
+from abir.passes.form_superblocks import renumber
 
 TARGET_PROPERTIES = ("target", "then_target", "else_target", "return_target")
 

@@ -37,11 +37,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from abir.dialects import vm
-from abir.passes.form_superblocks import renumber, the_vm_program
+from abir.passes.analysis import the_vm_program, vm_function_of
+from abir.passes.form_superblocks import renumber
 
 EXIT_PROBABILITY = 0.5
 """The model's probability that a member leaves a block by a side exit (a branch arm that
@@ -56,11 +57,6 @@ MAX_BLOCKS = 200
 the whole order)."""
 
 
-def _function(block: vm.BlockOp) -> str | None:
-    attr = block.attributes.get("function")
-    return attr.data if isinstance(attr, StringAttr) else None
-
-
 def transition_matrix(blocks: Mapping[int, vm.BlockOp], visits: np.ndarray) -> np.ndarray:
     """P[a, b]: the probability that a member at block a goes to block b next (the halt, block
     len(blocks), absorbs), returns split by the given visits of the calling blocks."""
@@ -68,7 +64,7 @@ def transition_matrix(blocks: Mapping[int, vm.BlockOp], visits: np.ndarray) -> n
     calls: dict[str | None, list[tuple[int, int]]] = {}
     for number, block in blocks.items():
         if isinstance(term := block.body.block.last_op, vm.CallOp):
-            calls.setdefault(_function(blocks[term.target.value.data]), []).append(
+            calls.setdefault(vm_function_of(blocks[term.target.value.data]), []).append(
                 (number, term.return_target.value.data)
             )
     matrix = np.zeros((n, n + 1))
@@ -87,7 +83,7 @@ def transition_matrix(blocks: Mapping[int, vm.BlockOp], visits: np.ndarray) -> n
             case vm.CallOp() as term:
                 matrix[number, term.target.value.data] += stay
             case vm.ReturnOp():
-                sites = calls.get(_function(block), [])
+                sites = calls.get(vm_function_of(block), [])
                 total = sum(visits[caller] for caller, _ in sites)
                 for caller, back in sites:
                     matrix[number, back] += stay * (visits[caller] / total if total > 0 else 1 / len(sites))

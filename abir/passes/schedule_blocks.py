@@ -39,8 +39,7 @@ from xdsl.ir import Block
 from xdsl.passes import ModulePass
 
 from abir.dialects import stack
-from abir.passes.allocate_storage import the_program
-from abir.passes.analysis import machine_successors, strongly_connected_components
+from abir.passes.analysis import machine_successors, strongly_connected_components, the_program
 
 
 def references(program: stack.ProgramOp) -> dict[Block, int]:

@@ -1,13 +1,15 @@
 """`simplify-functional`: canonicalization, constant folding, CSE and DCE for typed functional IR.
 
-xDSL's own `cse`/`dce` only touch ops with the `Pure` trait, which `functional.prim` lacks (an
-opaque callable need not be pure), so this pass treats builtin prims and constants as pure itself:
+The ops say what may be merged or dropped: constants are `Pure` and `ConstantLike`, builtin and
+array prims have no memory effects (`functional.PrimEffects`), opaque prims and calls have
+unknown ones. So xDSL's own passes do the work:
 
 * `astype` to the operand's own type is dropped;
 * a builtin prim whose operands are all scalar constants is folded by NumPy into a constant;
-* within a block, a constant or builtin prim equal to an earlier one (same name, operands,
-  value and types) reuses the earlier result (CSE);
-* unused constants and builtin prims are erased (DCE). Opaque prims and calls are kept;
+* xDSL's `cse`, block by block (it skips regions of several blocks): a constant or prim without
+  effects equal to an earlier one of the block (same name, properties, attributes, operands and
+  types) reuses the earlier result;
+* xDSL's `dce`: unused ops without effects are erased; opaque prims and calls are kept;
 * xDSL's `canonicalize` runs too (its `cf` patterns forward pass-through blocks, merge identical
   successors, turns value-only diamonds into `arith.select`, which becomes `where`; its region
   DCE drops unreachable blocks and unused constants).
@@ -23,7 +25,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
-from xdsl.ir import Attribute, Block, Operation
+from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -33,15 +35,13 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 from xdsl.transforms.canonicalize import CanonicalizePass
+from xdsl.transforms.common_subexpression_elimination import cse
+from xdsl.transforms.dead_code_elimination import dce
 
 from abir import prims
 from abir.dialects import functional
-from abir.passes.infer_types import scalar_of
+from abir.passes.type_lattice import scalar_of
 from abir.types import is_value_type, tensor_type_of
-
-
-def is_pure(op: Operation) -> bool:
-    return isinstance(op, functional.ConstantOp) or isinstance(op, functional.PrimOp) and op.is_builtin
 
 
 @dataclass
@@ -106,39 +106,6 @@ class ArithConstantToFunctional(RewritePattern):
             rewriter.replace(op, functional.ConstantOp(op.value))
 
 
-def cse_key(op: Operation) -> tuple[Any, ...] | None:
-    if isinstance(op, functional.ConstantOp):
-        return ("constant", op.value, op.weak is not None)
-    if isinstance(op, functional.PrimOp) and op.is_builtin:
-        return ("prim", op.prim_name, tuple(op.arguments), tuple(op.res.types))
-    return None
-
-
-def cse_block(block: Block) -> None:
-    seen: dict[tuple[Any, ...], Operation] = {}
-    for op in list(block.ops):
-        if (key := cse_key(op)) is None:
-            continue
-        if (earlier := seen.get(key)) is None:
-            seen[key] = op
-            continue
-        for old, new in zip(op.results, earlier.results, strict=True):
-            old.replace_all_uses_with(new)
-        op.detach()
-        op.erase()
-
-
-def dce(module: ModuleOp) -> None:
-    changed = True
-    while changed:
-        changed = False
-        for op in list(module.walk()):
-            if is_pure(op) and all(not r.uses for r in op.results):
-                op.detach()
-                op.erase()
-                changed = True
-
-
 def simplify_functional(module: ModuleOp) -> None:
     """Canonicalize, fold, CSE and DCE a functional module in place."""
     CanonicalizePass().apply(Context(), module)  # xDSL's cf patterns: pass-through blocks, ...
@@ -146,14 +113,14 @@ def simplify_functional(module: ModuleOp) -> None:
     PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=True).rewrite_module(module)
     for func in module.ops:
         if isinstance(func, functional.FuncOp):
-            for block in func.body.blocks:
-                cse_block(block)
+            for block in func.body.blocks:  # xDSL's CSE leaves multi-block regions alone
+                cse(block)
     dce(module)
 
 
 @dataclass(frozen=True)
 class SimplifyFunctionalPass(ModulePass):
-    """Drop identity astype, fold constant prims, CSE within blocks and DCE pure ops."""
+    """Drop identity astype, fold constant prims, CSE and DCE ops without effects."""
 
     name = "simplify-functional"
 

@@ -24,8 +24,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from abir.dialects import stack
-from abir.passes.allocate_storage import the_program
-from abir.passes.analysis import reads_writes, variable_liveness
+from abir.passes.analysis import reads_writes, the_program, variable_liveness
 
 
 def var_names(op: stack.PushOp | stack.PopOp | stack.PeekOp) -> list[str]:

@@ -23,8 +23,7 @@ from xdsl.passes import ModulePass
 
 from abir.dialects import functional, stack, vm
 from abir.dialects.stack import StorageClass
-from abir.passes.allocate_storage import the_program
-from abir.passes.analysis import FUNCTION_ATTR
+from abir.passes.analysis import FUNCTION_ATTR, the_program
 from abir.passes.lower_calls import replace_module_body
 
 
@@ -86,7 +85,7 @@ class KernelBuilder:
                 args = [self.read(v.string_value()) for v in op.inputs.data]
                 outs = [v.string_value() for v in op.outputs.data]
                 fn = op.callee if op.callee is not None else op.prim_name
-                prim = self.add(vm.PrimOp(fn, args, [self.decls.types[n] for n in outs]))
+                prim = self.add(vm.PrimOp(fn, args, [self.decls.types[n] for n in outs], op.params))
                 for name, value in zip(outs, prim.results, strict=True):
                     self.assign(name, value)
             case stack.WriteOp():

@@ -2,14 +2,23 @@
 
     abir-opt prog.mlir -p infer-types,abir-lower
     abir-opt prog.mlir --print-op-generic | abir-opt
+    abir-opt --list-abir-passes
+
+A failing pass or malformed input is printed as a diagnostic (`abir-opt: error: ...`, exit
+status 1), not as a Python traceback; `--verify-diagnostics` and `--parsing-diagnostics` keep
+xdsl-opt's meaning (print the diagnostic, exit 0).
 """
 
+import argparse
+import sys
 from collections.abc import Sequence
 
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from abir.dialects import get_all_dialects
-from abir.passes import get_all_passes
+from abir.errors import AbirError
+from abir.passes import PASSES, get_all_passes
 
 
 class AbirOptMain(xDSLOptMain):
@@ -26,9 +35,45 @@ class AbirOptMain(xDSLOptMain):
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
 
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument("--list-abir-passes", action="store_true",
+                                help="list abir's passes with one line each, and exit")  # fmt: skip
+        for action in arg_parser._actions:  # noqa: SLF001 (argparse has no public lookup)
+            if action.dest == "passes":
+                others = ", ".join(name for name in self.available_passes if name not in PASSES)
+                action.help = (
+                    f"comma-separated passes. abir's: {', '.join(PASSES)} (--list-abir-passes says what each "
+                    f"does); xDSL's: {others}"
+                )
+
+    def run(self) -> None:
+        if self.args.list_abir_passes:
+            print(list_passes())
+            return
+        super().run()
+
+
+def list_passes() -> str:
+    """One line per abir pass: its name and the first sentence of its docstring."""
+    passes = get_all_passes()
+    width = max(map(len, passes))
+    return "\n".join(f"{name:<{width}}  {summary(factory().__doc__ or '')}" for name, factory in passes.items())
+
+
+def summary(doc: str) -> str:
+    """The first sentence of a docstring, on one line."""
+    text = " ".join(doc.split())
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
 
 def main(args: Sequence[str] | None = None) -> None:
-    AbirOptMain(description="abir modular optimizer driver", args=args).run()
+    try:
+        AbirOptMain(description="abir modular optimizer driver", args=args).run()
+    except (AbirError, DiagnosticException, ParseError, ArgSpecParseError) as e:
+        print(f"abir-opt: error: {e}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -28,8 +28,10 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 
+from abir import array_prims
 from abir.backends.base import Backend, Kernel, RunStats, State
 from abir.dialects import vm
+from abir.dialects.functional import decode_params
 from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
 from abir.opaque import lookup_opaque
 from abir.types import TensorType, tensor_type_of
@@ -96,6 +98,7 @@ class _KernelSource:
         self.lines: list[str] = []
         self.namespace: dict[str, Any] = {}
         self.constants = 0
+        self.functions = 0
 
     def constant(self, value: np.ndarray) -> str:
         """A name the kernel's code reads the constant array `value` by (`c0`, `c1`, ...)."""
@@ -108,6 +111,13 @@ class _KernelSource:
         """The name of `dtype` (`dt_float64`)."""
         name = f"dt_{dtype.name}"
         self.namespace[name] = dtype
+        return name
+
+    def function(self, fn: Callable[..., Any]) -> str:
+        """A name the kernel's code calls `fn` by (`f0`, `f1`, ...)."""
+        name = f"f{self.functions}"
+        self.functions += 1
+        self.namespace[name] = fn
         return name
 
     def block(self, index: int) -> str:
@@ -173,6 +183,21 @@ class Builtin:
         )
         dtype = source.dtype(self.dtype)
         source.emit(f"{_value(self.slot)} = prim({self.name!r}, [{operands}], {dtype})")
+
+
+@dataclass(frozen=True, eq=False)
+class ArrayPrim:
+    """A builtin array `vm.prim` (`abir.array_prims`): its implementation, built from the name
+    and parameters when the kernel is planned, called on the whole-batch operands."""
+
+    slot: int
+    name: str
+    params: dict[str, Any]
+    args: tuple[int, ...]
+
+    def render(self, source: _KernelSource) -> None:
+        fn = source.function(array_prims.implementation(self.name, self.params))
+        source.emit(f"{_value(self.slot)} = opaque({fn}, [{_values(self.args)}])")
 
 
 @dataclass(frozen=True)
@@ -311,7 +336,7 @@ class Return:
         )
 
 
-Instruction = Read | Constant | Builtin | Opaque | Write | Push | Restore | Jump | Branch | ExitIf | Call | Return
+Instruction = Read | Constant | Builtin | ArrayPrim | Opaque | Write | Push | Restore | Jump | Branch | ExitIf | Call | Return
 
 
 # ----- planning --------------------------------------------------------------------------
@@ -369,6 +394,9 @@ def _plan_op(  # noqa: C901
             return Read(slots.define(op.res), state_ops.register_key(op.var.string_value()))
         case vm.ConstantOp():
             return Constant(slots.define(op.res), constant_array(op.value))
+        case vm.PrimOp() if op.fn is not None and array_prims.is_array_prim(op.fn.data):
+            args = tuple(slots.use(a) for a in op.arguments)
+            return ArrayPrim(slots.define(op.res[0]), op.fn.data, decode_params(op.params), args)
         case vm.PrimOp() if op.fn is not None:
             args = tuple(slots.use(a) for a in op.arguments)
             padding = rank_padding(op.arguments.types, op.res.types)

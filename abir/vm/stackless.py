@@ -23,6 +23,7 @@ from xdsl.dialects import cf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
+from abir import array_prims
 from abir.backends.base import Backend
 from abir.dialects import functional
 from abir.opaque import lookup_opaque
@@ -143,6 +144,9 @@ class StacklessExecutor:
                     self._constants[op] = constant_array(op.value)
                 value = self._constants[op]
                 self._assign(env, op.res, backend.asarray(value, value.dtype), mask)
+            case functional.PrimOp() if op.is_array_prim:
+                fn = array_prims.implementation(op.prim_name, op.param_values)
+                self._assign(env, op.res[0], backend.call_opaque(fn, [env[a] for a in op.arguments]), mask)
             case functional.PrimOp() if op.fn is not None:
                 padding = rank_padding(op.arguments.types, op.res.types)
                 operands = align_operands(backend, [env[a] for a in op.arguments], padding)

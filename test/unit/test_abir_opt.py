@@ -122,3 +122,41 @@ def test_invalid_input_fails() -> None:
     )
     assert result.returncode != 0
     assert "no function @g is defined" in result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and result.stderr.startswith("abir-opt: error:")
+
+
+FIB_UNTYPED = """functional.func @fib(%n: !functional.unknown) -> !functional.unknown {
+  %c2 = functional.constant weak 2 : i64
+  %c = functional.prim "less"(%n, %c2) : (!functional.unknown, i64) -> i1
+  cf.cond_br %c, ^base, ^rec
+^base:
+  %one = functional.constant weak 1 : i64
+  functional.return %one : i64
+^rec:
+  %a = functional.prim "subtract"(%n, %c2) : (!functional.unknown, i64) -> !functional.unknown
+  %r = functional.call @fib(%a) : (!functional.unknown) -> !functional.unknown
+  functional.return %r : !functional.unknown
+}
+"""
+
+
+def test_list_abir_passes_says_what_each_does() -> None:
+    from abir.passes import PASSES
+
+    result = _run("--list-abir-passes")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == list(PASSES)
+    assert all(len(line.split(maxsplit=1)) == 2 for line in lines)
+    assert "abir's: infer-types" in " ".join(_run("--help").stdout.split())
+
+
+def test_abir_lower_takes_the_only_function_and_a_failing_pass_is_a_diagnostic() -> None:
+    lowered = _run("-p", 'abir-lower{arg-types="i64"}', stdin=FIB_UNTYPED)
+    assert lowered.returncode == 0, lowered.stderr
+    assert "vm.program @fib" in lowered.stdout
+    failed = _run("-p", "abir-lower", stdin=FIB_UNTYPED)
+    assert failed.returncode == 1
+    assert failed.stderr.startswith("abir-opt: error: @fib has untyped parameters") and "Traceback" not in failed.stderr
+    bad_spec = _run("-p", 'abir-lower{arg-types="f64x"}', stdin=FIB_UNTYPED)
+    assert bad_spec.returncode == 1 and "type expected" in bad_spec.stderr and "Traceback" not in bad_spec.stderr

@@ -3,7 +3,7 @@
 A kernel is one straight-line Python function per block (`abir.vm.machine.KernelCode`); it
 must make exactly the backend calls the vm ops stand for, in op order, so that JAX and TF trace
 the same computations NumPy runs. The NumPy backend's shortcuts (flat-index stack reads and
-scatters, the direct products of `batch_ops`, the `min_share` block choice) must give the same
+scatters, the direct products of `array_ops`, the `min_share` block choice) must give the same
 arrays as the plain formulations.
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from test_machine import FIB, parse
 
+from abir import array_ops
 from abir.backends.numpy_backend import NumpyBackend
-from abir.frontend import batch_ops
 from abir.opaque import register_opaque
 from abir.vm import compile_machine, state_ops
 
@@ -196,14 +196,14 @@ def test_numpy_products_equal_the_generic_path(name: str, shape_a: tuple, shape_
     rng = np.random.default_rng(2)
     a = (rng.normal(size=shape_a) * 10).astype(dtypes[0])
     b = (rng.normal(size=shape_b) * 10).astype(dtypes[1])
-    got = batch_ops.make_product(name)(a, b)
-    want = batch_ops._product(name, batch_ops.ArrayOps(np), a, b)
+    got = array_ops.make_product(name)(a, b)
+    want = array_ops._product(name, array_ops.ArrayOps(np), a, b)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)
 
 
 def test_product_errors_are_raised_on_every_call() -> None:
-    product = batch_ops.make_product("matmul")
+    product = array_ops.make_product("matmul")
     for _ in range(2):
         with pytest.raises(TypeError, match="matmul: a per-member operand is a scalar"):
             product(np.ones((4,)), np.ones((4, 3)))

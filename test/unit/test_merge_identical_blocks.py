@@ -8,7 +8,7 @@ import pytest
 
 import abir
 from abir.passes import pipeline
-from abir.passes.form_superblocks import the_vm_program
+from abir.passes.analysis import the_vm_program
 from abir.passes.merge_identical_blocks import block_key
 
 BACKENDS = {"numpy": abir.NumpyBackend, "jax": abir.JaxBackend, "tf": abir.TensorFlowBackend}

@@ -359,7 +359,7 @@ def test_shared_stack_pointer_on_every_backend(name: str) -> None:
 def test_vector_times_closure_matrix_is_one_matmul() -> None:
     """`x @ P` with P a closure constant multiplies the batch of vectors by the one matrix
     ([B, n] @ [n, k]) instead of broadcasting P to [B, n, k] per call."""
-    from abir.frontend.batch_ops import make_product
+    from abir.array_ops import make_product
 
     matrix = np.arange(12.0).reshape(1, 3, 4)
     vectors = np.arange(15.0).reshape(5, 3)

@@ -1,5 +1,5 @@
 // RUN: abir-opt %s -p 'simplify-functional' --split-input-file | filecheck %s
-// Constant folding (2 * 3 = 6), CSE of equal constants and prims within a block, DCE of unused pure ops, identity astype dropped; xDSL's canonicalize forwards pass-through blocks, turns value-only diamonds into arith.select (then functional where), propagates a branch condition's truth, and drops unreachable blocks.
+// Constant folding (2 * 3 = 6), CSE of equal constants and prims within a block, DCE of unused ops without effects, identity astype dropped; xDSL's canonicalize forwards pass-through blocks, turns value-only diamonds into arith.select (then functional where), propagates a branch condition's truth, and drops unreachable blocks.
 
 // Folding, CSE, DCE.
 builtin.module {
@@ -22,20 +22,46 @@ builtin.module {
   }
 }
 
-// CHECK:      builtin.module {
-// CHECK-NEXT:   functional.func @s(%x: i64) -> i64 {
-// CHECK-NEXT:     %c2 = functional.constant 2 : i64
-// CHECK-NEXT:     %six = functional.constant 6 : i64
-// CHECK-NEXT:     %y = functional.prim "add"(%x, %six) : (i64, i64) -> i64
-// CHECK-NEXT:     %p = functional.prim "greater"(%y, %c2) : (i64, i64) -> i1
-// CHECK-NEXT:     cf.cond_br %p, ^t, ^f
-// CHECK-NEXT:   ^t:
-// CHECK-NEXT:     %w = functional.prim "multiply"(%y, %y) : (i64, i64) -> i64
-// CHECK-NEXT:     functional.return %w : i64
-// CHECK-NEXT:   ^f:
-// CHECK-NEXT:     functional.return %c2 : i64
-// CHECK-NEXT:   }
-// CHECK-NEXT: }
+// CHECK-LABEL: functional.func @s(%x: i64) -> i64 {
+// CHECK-NEXT:    %[[C2:.*]] = functional.constant 2 : i64
+// CHECK-NEXT:    %[[SIX:.*]] = functional.constant 6 : i64
+// CHECK-NEXT:    %[[Y:.*]] = functional.prim "add"(%x, %[[SIX]]) : (i64, i64) -> i64
+// CHECK-NOT:     "negative"
+// CHECK-NOT:     "astype"
+// CHECK-NEXT:    %[[P:.*]] = functional.prim "greater"(%[[Y]], %[[C2]]) : (i64, i64) -> i1
+// CHECK-NEXT:    cf.cond_br %[[P]], ^[[T:.*]], ^[[F:.*]]
+// CHECK-NEXT:  ^[[T]]:
+// CHECK-NEXT:    %[[W:.*]] = functional.prim "multiply"(%[[Y]], %[[Y]]) : (i64, i64) -> i64
+// CHECK-NEXT:    functional.return %[[W]] : i64
+// CHECK-NEXT:  ^[[F]]:
+// CHECK-NEXT:    functional.return %[[C2]] : i64
+
+// -----
+
+// Array prims have no effects either: equal ones are merged, unused ones dropped. An opaque
+// prim's effects are unknown: it stays, used or not, and equal ones are not merged.
+builtin.module {
+  functional.opaque @helper "helper(x)"
+  functional.func @a(%x: tensor<3xf64>, %i: i64) -> f64 {
+    %r1 = functional.prim "getitem" <{index = ["?"]}>(%x, %i) : (tensor<3xf64>, i64) -> f64
+    %r2 = functional.prim "getitem" <{index = ["?"]}>(%x, %i) : (tensor<3xf64>, i64) -> f64
+    %unused = functional.prim "sum"(%x) : (tensor<3xf64>) -> f64
+    %h1 = functional.prim @helper(%x) : (tensor<3xf64>) -> f64
+    %h2 = functional.prim @helper(%x) : (tensor<3xf64>) -> f64
+    %s = functional.prim "add"(%r1, %r2) : (f64, f64) -> f64
+    %t = functional.prim "add"(%s, %h1) : (f64, f64) -> f64
+    functional.return %t : f64
+  }
+}
+
+// CHECK-LABEL: functional.func @a(%x: tensor<3xf64>, %i: i64) -> f64 {
+// CHECK-NEXT:    %[[R:.*]] = functional.prim "getitem" <{index = ["?"]}>(%x, %i)
+// CHECK-NOT:     "getitem"
+// CHECK-NOT:     "sum"
+// CHECK-NEXT:    %[[H1:.*]] = functional.prim @helper(%x)
+// CHECK-NEXT:    functional.prim @helper(%x)
+// CHECK-NEXT:    %[[S:.*]] = functional.prim "add"(%[[R]], %[[R]])
+// CHECK-NEXT:    functional.prim "add"(%[[S]], %[[H1]])
 
 // -----
 
@@ -53,12 +79,10 @@ builtin.module {
   }
 }
 
-// CHECK:      builtin.module {
-// CHECK-NEXT:   functional.func @pt(%c: i1, %x: i64, %y: i64) -> i64 {
-// CHECK-NEXT:     %v = functional.prim "where"(%c, %x, %y) : (i1, i64, i64) -> i64
-// CHECK-NEXT:     functional.return %v : i64
-// CHECK-NEXT:   }
-// CHECK-NEXT: }
+// CHECK-LABEL: functional.func @pt(%c: i1, %x: i64, %y: i64) -> i64 {
+// CHECK-NEXT:    %[[V:.*]] = functional.prim "where"(%c, %x, %y) : (i1, i64, i64) -> i64
+// CHECK-NEXT:    functional.return %[[V]] : i64
+// CHECK-NEXT:  }
 
 // -----
 
@@ -75,14 +99,11 @@ builtin.module {
   }
 }
 
-// CHECK:      builtin.module {
-// CHECK-NEXT:   functional.func @tp(%c: i1, %x: i64) -> i64 {
-// CHECK-NEXT:     cf.cond_br %c, ^t, ^f
-// CHECK-NEXT:   ^t:
-// CHECK-NEXT:     %y = functional.constant 1 : i64
-// CHECK-NEXT:     %z = functional.prim "add"(%x, %y) : (i64, i64) -> i64
-// CHECK-NEXT:     functional.return %z : i64
-// CHECK-NEXT:   ^f:
-// CHECK-NEXT:     functional.return %x : i64
-// CHECK-NEXT:   }
-// CHECK-NEXT: }
+// CHECK-LABEL: functional.func @tp(%c: i1, %x: i64) -> i64 {
+// CHECK-NEXT:    cf.cond_br %c, ^[[T:.*]], ^[[F:.*]]
+// CHECK-NEXT:  ^[[T]]:
+// CHECK-NEXT:    %[[ONE:.*]] = functional.constant 1 : i64
+// CHECK-NEXT:    %[[Z:.*]] = functional.prim "add"(%x, %[[ONE]]) : (i64, i64) -> i64
+// CHECK-NEXT:    functional.return %[[Z]] : i64
+// CHECK-NEXT:  ^[[F]]:
+// CHECK-NEXT:    functional.return %x : i64

@@ -1,6 +1,6 @@
-"""Run-time callables of the array operations the frontend lowers to opaque prims.
+"""Run-time callables of the builtin array prims (`abir.array_prims`).
 
-Per-example code says `x[i]`, `x.sum()`, `np.dot(a, b)` about ONE member; an opaque prim
+Per-example code says `x[i]`, `x.sum()`, `np.dot(a, b)` about ONE member; an array prim
 receives whole-batch arrays `[B, *event_shape]`. The callables here apply the member's operation
 to the event dimensions: axes are shifted past the batch axis (`axis=k >= 0` becomes `k + 1`;
 negative axes already count from the end), `axis=None` means every event axis (never the batch
@@ -22,8 +22,7 @@ several arrays broadcast their batch dimensions first.
 
 Item assignment (`make_setitem`) writes exactly the elements the same index reads (clipped the
 same way), into a new array: `np.put_along_axis` on a copy, `.at[...].set` on JAX,
-`tensor_scatter_nd_update` on TensorFlow. `aliasing` tells the frontend which operations give
-NumPy views of their operand (what in-place assignment would change through them).
+`tensor_scatter_nd_update` on TensorFlow.
 """
 
 from __future__ import annotations
@@ -33,8 +32,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-
-from abir.frontend.aliases import SCALAR_OR_VIEW, VIEW
 
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin")
 """Reductions over event axes: `axis` (None, int or tuple; argmax/argmin: None or int), `keepdims`."""
@@ -423,26 +420,6 @@ def make_index(components: Sequence[IndexComponent]) -> Callable[..., Any]:
         return x
 
     return index
-
-
-VIEW_OPERATIONS = ("transpose", "reshape", "squeeze")
-"""Operations whose result NumPy makes a view of the operand (reshape: when it can)."""
-
-
-def aliasing(hint: str, params: Any) -> str | None:
-    """How the result of batch operation `hint` (with `params`) relates to its first operand in
-    NumPy: None for a new array, `aliases.VIEW` or `aliases.SCALAR_OR_VIEW` (integer indices only:
-    a scalar copy when they reach a scalar, else a view)."""
-    if hint in VIEW_OPERATIONS:
-        return VIEW
-    if hint != "getitem":
-        return None
-    components = params[1]
-    if any(kind == ARRAY for kind, _ in components):
-        return None  # advanced indexing copies
-    if all(kind == BATCHED or isinstance(value, int) for kind, value in components):
-        return SCALAR_OR_VIEW
-    return VIEW
 
 
 def make_setitem(components: Sequence[IndexComponent]) -> Callable[..., Any]:
