@@ -298,15 +298,16 @@ def call_batched(context: Context, name: str, args: Sequence[Any], kwargs: Mappi
     batch_size = batch_size_of(name, leaves)
     signature = signature_of(leaves)
     cache = options.block_code_cache if options.block_code_cache is not None else context.compile_cache
-    program = compiled_for(context, cache, name, treedefs, signature, options.backend, weak_leaves(leaves))
-    mark = failure_mark()
-    try:
-        outputs = run_program(program, leaves, batch_size, options)
-    except Exception as err:
-        explained = helper_error(err, since=mark)
-        if explained is None:
-            raise
-        raise explained from err
+    with options.backend.scope(leaves):
+        program = compiled_for(context, cache, name, treedefs, signature, options.backend, weak_leaves(leaves))
+        mark = failure_mark()
+        try:
+            outputs = run_program(program, leaves, batch_size, options)
+        except Exception as err:
+            explained = helper_error(err, since=mark)
+            if explained is None:
+                raise
+            raise explained from err
     return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
 

@@ -49,6 +49,7 @@ scratch row). A step thus moves the block's writes, not the whole state.
 from __future__ import annotations
 
 import abc
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -394,6 +395,11 @@ class Backend(abc.ABC):
                 return state
             pace = iterations / max(time.perf_counter() - start, 1e-4)
             iterations = int(min(max(pace * self.launch_seconds, 64), MAX_LAUNCH_ITERATIONS))
+
+    def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
+        """The library settings a run on the argument `leaves` happens under (entered around a
+        call's compilation and run); none by default."""
+        return contextlib.nullcontext()
 
     # ----- arrays -------------------------------------------------------------------------
     @abc.abstractmethod

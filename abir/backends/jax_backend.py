@@ -31,25 +31,25 @@ reused across calls. With `collect_stats=True` the loop also counts, inside the 
 program, the blocks run, the members active in each and each member's own block count
 (`last_stats`); without it the loop carries no counters.
 
-Importing this module enables `jax_enable_x64`, so int64/float64 behave as in NumPy.
+A standalone run (called outside any JAX trace) happens under `jax.enable_x64(True)`, so int64 and
+float64 behave as in NumPy; the setting is scoped to abir's own run (`JaxBackend.scope`), never
+changed for the rest of the process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402  (after enabling x64)
-from jax import lax  # noqa: E402
-
-from abir import prims  # noqa: E402
-from abir.backends.base import (  # noqa: E402
+from abir import prims
+from abir.backends.base import (
     LAUNCH_SECONDS,
     Backend,
     Kernel,
@@ -64,7 +64,7 @@ from abir.backends.base import (  # noqa: E402
     splittable,
     tail_start_of,
 )
-from abir.types import TensorType  # noqa: E402
+from abir.types import TensorType
 
 
 def dtype_of(value: Any) -> Any:
@@ -118,6 +118,11 @@ class JaxBackend(Backend):
         self.collect_stats = bool(collect_stats)
         self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
         self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
+
+    def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
+        """64-bit types for abir's own run (NumPy's int64 and float64), whatever the process's
+        `jax_enable_x64`; the setting is restored when the run ends."""
+        return jax.enable_x64(True)
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> Any:

@@ -747,6 +747,12 @@ class Machine:
         if max_stack_depth < 1:
             raise ValueError(f"max_stack_depth must be at least 1, got {max_stack_depth}")
         check_max_steps(max_steps)
+        with backend.scope(args):
+            return self._run(args, backend, max_stack_depth, cache_key, max_steps)
+
+    def _run(
+        self, args: Sequence[Any], backend: Backend, max_stack_depth: int, cache_key: Any, max_steps: int | None
+    ) -> list[Any]:
         types = [self.variables[name].type for name in self.inputs]
         batch, leaves = prepare_inputs(self.inputs, types, args, backend)
         state = self.initial_state(backend, leaves, batch, max_stack_depth, max_steps)

@@ -208,10 +208,11 @@ def _wide_inputs(batch: int) -> list[np.ndarray]:
 
 
 def _compiled_loop_text(machine, backend: JaxBackend, batch: int) -> str:
-    state = machine.initial_state(backend, [backend.asarray(x) for x in _wide_inputs(batch)], batch, 4)
-    state = {key: jax.numpy.asarray(value) for key, value in state.items()}
-    loop = backend._loop(tuple(machine.kernels(backend)), machine.num_blocks)
-    return jax.jit(loop).lower(state, np.int32(MAX_LAUNCH_ITERATIONS)).compile().as_text()
+    with backend.scope():  # float64 registers, as in a run
+        state = machine.initial_state(backend, [backend.asarray(x) for x in _wide_inputs(batch)], batch, 4)
+        state = {key: jax.numpy.asarray(value) for key, value in state.items()}
+        loop = backend._loop(tuple(machine.kernels(backend)), machine.num_blocks)
+        return jax.jit(loop).lower(state, np.int32(MAX_LAUNCH_ITERATIONS)).compile().as_text()
 
 
 def test_jax_sweep_conditionals_return_only_written_registers() -> None:
@@ -248,7 +249,8 @@ def test_wide_program_on_every_backend(name: str) -> None:
     machine = compile_machine(parse(WIDE))
     backend = BACKENDS[name]()
     a, b, c, d, k = _wide_inputs(6)
-    (out,) = machine.run([backend.asarray(x) for x in (a, b, c, d, k)], backend)
+    with backend.scope():  # the backend's own float64 arrays (JAX makes float32 ones outside it)
+        (out,) = machine.run([backend.asarray(x) for x in (a, b, c, d, k)], backend)
     want = (a * k[:, None] + b) * (c + d)
     np.testing.assert_allclose(backend.to_numpy(out), want, rtol=1e-12)
 
