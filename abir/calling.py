@@ -10,7 +10,7 @@ undecorated helper becomes an `abir.errors.HelperError` naming it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from abir.context import Context, FrontendProgram
     from abir.vm.machine import Machine
 
-CALL_OPTIONS = ("backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache")
+CALL_OPTIONS = ("backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch")
 BACKEND_NAMES = ("numpy", "jax", "tensorflow", "tf")
 MAX_HELPER_STRUCTURE_ROUNDS = 16
 
@@ -44,6 +44,9 @@ class CallOptions:
     dry_run: bool = False
     stackless: bool = False
     block_code_cache: dict[Any, Any] | None = None
+    pad_batch: bool = False
+    """Run the machine on the next power of two rows (`padded_size`), so that calls with
+    nearby batch sizes share one compiled run."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,10 @@ def parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOpt
     check_max_steps(options.get("max_steps"))
     if options.get("max_steps") is not None and options.get("stackless"):
         raise ValueError("max_steps= needs the machine; it cannot be combined with stackless=True")
+    if not isinstance(options.get("pad_batch", False), bool):
+        raise TypeError(f"pad_batch must be True or False, got {options['pad_batch']!r}")
+    if options.get("pad_batch") and options.get("stackless"):
+        raise ValueError("pad_batch=True pads the machine's batch; it cannot be combined with stackless=True")
     cache = options.get("block_code_cache")
     if cache is not None and not isinstance(cache, dict):
         raise TypeError(f"block_code_cache must be a dict (or None), got {type(cache).__name__}")
@@ -213,7 +220,7 @@ def typed_module(
 
 def compiled_for(
     context: Context,
-    cache: dict[Any, Any],
+    cache: MutableMapping[Any, Any],
     name: str,
     treedefs: Sequence[optree.PyTreeSpec],
     signature: Sequence[TensorType],
@@ -337,13 +344,20 @@ def run_program(program: CompiledProgram, leaves: Sequence[Any], batch_size: int
         from abir.vm.stackless import execute_stackless
 
         return list(execute_stackless(program.typed, program.frontend.entry, leaves, options.backend))
+    rows = padded_size(batch_size) if options.pad_batch else batch_size
     return machine.run(
         leaves,
         options.backend,
         max_stack_depth=int(options.max_stack_depth),
-        cache_key=("abir.run", machine, batch_size, int(options.max_stack_depth)),
+        cache_key=("abir.run", machine, rows, int(options.max_stack_depth)),
         max_steps=options.max_steps,
+        padded_batch=rows,
     )
+
+
+def padded_size(batch_size: int) -> int:
+    """The power of two at least `batch_size` (`pad_batch=True`): 100, 101 and 128 all run on 128."""
+    return 1 << (batch_size - 1).bit_length()
 
 
 def signature_from_types(sig: Sequence[Any]) -> tuple[list[optree.PyTreeSpec], tuple[TensorType, ...]]:

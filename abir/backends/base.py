@@ -51,12 +51,13 @@ from __future__ import annotations
 import abc
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from abir.lru import LRUCache
 from abir.types import TensorType
 
 State = dict[str, Any]
@@ -79,6 +80,11 @@ def tail_start_of(kernels: Sequence[Any]) -> int:
         start -= 1
     return start
 
+
+RUN_CACHE_SIZE = 8
+"""Compiled runs (machine loops) a program keeps by default: one per batch size, stack depth and
+backend configuration it was called with, the least recently used dropped beyond this (pad
+batches to powers of two, `pad_batch=True`, to need fewer)."""
 
 LAUNCH_SECONDS = 0.5
 """How long one launch of a compiled machine loop may run by default (`Backend.run_in_launches`)."""
@@ -441,6 +447,13 @@ class Backend(abc.ABC):
         initial state, made in one call so a backend can make them all at once."""
         return {key: self.zeros(shape, dtype) for key, (shape, dtype) in shapes.items()}
 
+    def pad_rows(self, array: Any, rows: int) -> Any:
+        """`array` ([B, ...]) with zero rows appended up to `rows` (by way of NumPy here; the
+        traced backends pad on the device)."""
+        host = self.to_numpy(array)
+        padding = np.zeros((rows - host.shape[0], *host.shape[1:]), host.dtype)
+        return self.asarray(np.concatenate([host, padding]), host.dtype)
+
     def create_register(self, batch_size: int, type: TensorType) -> Any:
         """A zero `[B, *shape]` array for a register (or the top of a stack variable)."""
         return self.zeros((batch_size, *type.shape), type.dtype)
@@ -517,10 +530,35 @@ class Backend(abc.ABC):
         return state
 
     @abc.abstractmethod
-    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+    def run(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+    ) -> State:
         """Run `while min(pc) < halt_index: state = kernels[min(pc)](state)` and return the final
         state. `cache_key` identifies (program, signature, batch size) so compiled code can be
-        reused across calls; NumPy ignores it."""
+        reused across calls, kept in `code_cache` (the program's own cache, see `run_cache`);
+        NumPy ignores both."""
+
+    code_cache: MutableMapping[Any, Any] | None = None
+    """A cache of compiled runs the user gave the backend (shared by the instances given it);
+    None: each program keeps its compiled runs itself (`run_cache`)."""
+
+    def run_cache(self, given: MutableMapping[Any, Any] | None) -> MutableMapping[Any, Any]:
+        """Where `run` keeps its compiled loop: the backend's own `code_cache` if the user gave
+        one, else the cache the caller `given` (the program's, freed with it), else one bounded
+        cache of this backend instance (a run without a program, as in tests)."""
+        if self.code_cache is not None:
+            return self.code_cache
+        if given is not None:
+            return given
+        own = self.__dict__.get("_instance_run_cache")
+        if own is None:
+            own = self.__dict__["_instance_run_cache"] = LRUCache(RUN_CACHE_SIZE)
+        return own
 
     def compiled_run(
         self,
@@ -538,7 +576,7 @@ class Backend(abc.ABC):
         if cache_key is None:
             key: Any = ("kernels", id(kernels), int(halt_index), *config)
         else:
-            key = (cache_key, int(halt_index), len(kernels), getattr(self, "scheduler", None), *config)
+            key = (cache_key, type(self).__name__, int(halt_index), len(kernels), getattr(self, "scheduler", None), *config)
         entry = cache.get(key)
         if entry is None or (cache_key is None and entry[0] is not kernels):
             entry = (kernels, compile_loop(tuple(kernels), int(halt_index)))

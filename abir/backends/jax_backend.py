@@ -26,8 +26,8 @@ ms on one core).
 
 The compiled loop runs in launches of about `launch_seconds` (`Backend.run_in_launches`), so
 Ctrl-C stops a runaway run between two launches. The compiled program is cached per `cache_key`
-(program, signature, batch size) on the backend instance, or in a dict the caller supplies, and
-reused across calls. With `collect_stats=True` the loop also counts, inside the compiled
+(program, signature, batch size) with the program (`Backend.run_cache`), or in a dict the caller
+supplies, and reused across calls. With `collect_stats=True` the loop also counts, inside the compiled
 program, the blocks run, the members active in each and each member's own block count
 (`last_stats`); without it the loop carries no counters.
 
@@ -84,10 +84,6 @@ def _safe_int_division(name: str, x: Any, y: Any) -> Any:
 
 
 
-# Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
-SHARED_CODE_CACHE: dict[Any, Any] = {}
-
-
 class JaxBackend(Backend):
     """jax.numpy arrays; `run` is one jitted `lax.while_loop` (block sweeps, or one `lax.switch`
     per step)."""
@@ -104,9 +100,9 @@ class JaxBackend(Backend):
         collect_stats: bool = False,
         launch_seconds: float | None = LAUNCH_SECONDS,
     ):
-        """`code_cache` maps a run's `cache_key` to its jitted function; pass a dict to share
-        compiled code between backend instances (default: one cache shared by every instance, so
-        a new backend object per call does not recompile).
+        """`code_cache` maps a run's `cache_key` to its jitted function; pass a dict to keep
+        compiled code there yourself (default: each compiled program keeps its runs, bounded and
+        freed with it, so a new backend object per call does not recompile either).
         `execution` is `"sweep"` (default) or `"switch"` (see the module docstring).
         `scheduler(backend, pc)` picks the next block of the `"switch"` execution (passing one
         selects it); it must be traceable (jnp, not NumPy).
@@ -116,7 +112,7 @@ class JaxBackend(Backend):
         self.configure_execution(execution, scheduler, "sweep", collect_stats)
         self.configure_launches(launch_seconds)
         self.collect_stats = bool(collect_stats)
-        self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
+        self.code_cache = code_cache
         self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
 
     def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
@@ -145,6 +141,10 @@ class JaxBackend(Backend):
 
     def arange(self, n: int, dtype: Any = np.int32) -> Any:
         return jnp.arange(n, dtype=np.dtype(dtype))
+
+    def pad_rows(self, array: Any, rows: int) -> Any:
+        array = jnp.asarray(array)
+        return jnp.pad(array, [(0, rows - array.shape[0])] + [(0, 0)] * (array.ndim - 1))
 
     def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]]) -> State:
         """All of them made by one compiled program (compiled once per set of shapes): one
@@ -235,7 +235,14 @@ class JaxBackend(Backend):
     def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
         return lax.while_loop(cond, body, state)
 
-    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+    def run(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+    ) -> State:
         """One jitted `lax.while_loop`, compiled once per `cache_key` and state signature.
 
         Without a `cache_key` the compiled code is still reused for the same `kernels` list
@@ -244,7 +251,7 @@ class JaxBackend(Backend):
         if self.collect_stats:
             state[STATS_KEY] = _zero_counters(len(kernels), state["pc"].shape[0])
         run = self.compiled_run(
-            self.code_cache,
+            self.run_cache(code_cache),
             kernels,
             halt_index,
             cache_key,

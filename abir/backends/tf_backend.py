@@ -209,10 +209,6 @@ def _compute_dtype(name: str, dtype: tf.DType) -> tf.DType:
 
 
 
-# Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
-SHARED_CODE_CACHE: dict[Any, Any] = {}
-
-
 _INSTANTIATED: weakref.WeakSet[Any] = weakref.WeakSet()
 """The compiled loops that ran once, under `_without_arithmetic_optimizer`."""
 
@@ -413,7 +409,8 @@ class TensorFlowBackend(Backend):
         launch_seconds: float | None = LAUNCH_SECONDS,
     ):
         """`jit_compile` compiles the whole run with XLA. `code_cache` maps a run's `cache_key`
-        to its `tf.function`; pass a dict to share traced code between backend instances.
+        to its `tf.function`; pass a dict to keep traced code there yourself (default: each
+        compiled program keeps its runs, bounded and freed with it; `Backend.run_cache`).
         `execution` is `"sweep"` (default) or `"switch"` (see the module docstring).
         `scheduler(backend, pc)` picks the next block of the `"switch"` execution (passing one
         selects it); it must be traceable (TF ops).
@@ -424,7 +421,7 @@ class TensorFlowBackend(Backend):
         self.configure_launches(launch_seconds)
         self.collect_stats = bool(collect_stats)
         self.jit_compile = bool(jit_compile)
-        self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
+        self.code_cache = code_cache
         self.trace_count = 0  # how many times a run loop was traced
 
     @property
@@ -452,6 +449,10 @@ class TensorFlowBackend(Backend):
 
     def arange(self, n: int, dtype: Any = np.int32) -> Any:
         return tf.range(n, dtype=tf_dtype(dtype))
+
+    def pad_rows(self, array: Any, rows: int) -> Any:
+        array = self.asarray(array)
+        return tf.pad(array, [(0, rows - int(array.shape[0]))] + [(0, 0)] * (len(array.shape) - 1))
 
     def batch_size(self, value: Any) -> int:
         shape = tuple(value.shape) if hasattr(value, "shape") else ()
@@ -562,7 +563,14 @@ class TensorFlowBackend(Backend):
     def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
         return tf.while_loop(cond, lambda s: [body(s)], [state])[0]
 
-    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+    def run(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+    ) -> State:
         """One `tf.function` around a `tf.while_loop` (block sweeps, or one `tf.switch_case` per
         step), traced once per cache key and state signature. Without a `cache_key` the function
         is still reused for the same `kernels` list (the machine builds it once per program and
@@ -576,7 +584,7 @@ class TensorFlowBackend(Backend):
             return tf.function(loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False)
 
         config = (self.jit_compile, self.execution, self.collect_stats)
-        run = self.compiled_run(self.code_cache, kernels, halt_index, cache_key, compile_loop, config)
+        run = self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_loop, config)
         with _without_arithmetic_optimizer(run):
             state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
