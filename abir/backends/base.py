@@ -407,6 +407,22 @@ class Backend(abc.ABC):
         call's compilation and run); none by default."""
         return contextlib.nullcontext()
 
+    def is_traced(self, value: Any) -> bool:
+        """Whether `value` stands for an array of a computation being traced (a JAX tracer): its
+        contents exist only when that computation runs, so the run is staged into it."""
+        return False
+
+    def check_when_run(
+        self,
+        check: Callable[[dict[str, np.ndarray]], None],
+        values: Mapping[str, Any],
+        normal: Mapping[str, int] | None = None,
+    ) -> None:
+        """Call `check` on host copies of `values` (to raise a run's errors): now, or for traced
+        values when the computation they belong to runs, if some value is not its `normal` one
+        (default 0: what every member holds when nothing went wrong)."""
+        check({key: self.to_numpy(value) for key, value in values.items()})
+
     # ----- arrays -------------------------------------------------------------------------
     @abc.abstractmethod
     def asarray(self, value: Any, dtype: Any = None) -> Any:

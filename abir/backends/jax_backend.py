@@ -40,7 +40,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import jax
@@ -51,6 +52,7 @@ from jax import lax
 from abir import prims
 from abir.backends.base import (
     LAUNCH_SECONDS,
+    MAX_LAUNCH_ITERATIONS,
     Backend,
     Kernel,
     LazyRegisters,
@@ -65,6 +67,15 @@ from abir.backends.base import (
     tail_start_of,
 )
 from abir.types import TensorType
+
+
+@contextlib.contextmanager
+def _callers_dtypes() -> Iterator[None]:
+    """A run staged into a caller's trace without 64-bit types: JAX narrows the program's int64
+    and float64 to int32 and float32 (the caller's policy), without a warning per array."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Explicitly requested dtype", category=UserWarning)
+        yield
 
 
 def dtype_of(value: Any) -> Any:
@@ -117,8 +128,38 @@ class JaxBackend(Backend):
 
     def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
         """64-bit types for abir's own run (NumPy's int64 and float64), whatever the process's
-        `jax_enable_x64`; the setting is restored when the run ends."""
+        `jax_enable_x64`; the setting is restored when the run ends. A run on tracers (staged
+        into the caller's trace) follows the caller's setting instead: without 64-bit types the
+        program's int64 and float64 values are int32 and float32, as everywhere in that trace."""
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+            return _callers_dtypes()
         return jax.enable_x64(True)
+
+    def is_traced(self, value: Any) -> bool:
+        return isinstance(value, jax.core.Tracer)
+
+    def check_when_run(
+        self,
+        check: Callable[[dict[str, np.ndarray]], None],
+        values: Mapping[str, Any],
+        normal: Mapping[str, int] | None = None,
+    ) -> None:
+        """Traced values: `check` runs as a callback of the staged computation, only when some
+        value differs from its `normal` one (so a run without errors makes no host round trip),
+        and its error surfaces as a `jax.errors.JaxRuntimeError` carrying abir's message."""
+        if not any(self.is_traced(value) for value in values.values()):
+            super().check_when_run(check, values, normal)
+            return
+        flags = dict(values)
+        normal = normal or {}
+        raised = functools.reduce(
+            jnp.logical_or, [jnp.any(value != normal.get(key, 0)) for key, value in flags.items()]
+        )
+
+        def call_check(flags: dict[str, Any]) -> None:
+            jax.debug.callback(lambda host: check({key: np.asarray(v) for key, v in host.items()}), flags)
+
+        lax.cond(raised, call_check, lambda flags: None, flags)
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> Any:
@@ -248,7 +289,8 @@ class JaxBackend(Backend):
         Without a `cache_key` the compiled code is still reused for the same `kernels` list
         (the machine builds it once per program and backend), kept alive by the cache."""
         state = {key: value if isinstance(value, jax.Array) else jnp.asarray(value) for key, value in state.items()}
-        if self.collect_stats:
+        staged = self.is_traced(state["pc"])
+        if self.collect_stats and not staged:
             state[STATS_KEY] = _zero_counters(len(kernels), state["pc"].shape[0])
         run = self.compiled_run(
             self.run_cache(code_cache),
@@ -258,7 +300,10 @@ class JaxBackend(Backend):
             lambda ks, halt: jax.jit(self._loop(ks, halt)),
             (self.execution, self.collect_stats),
         )
-        state = dict(self.run_in_launches(lambda s, n: run(s, np.int32(n)), state, halt_index))
+        if staged:  # into the caller's computation: one launch, no host round trip
+            state = dict(run(state, np.int32(MAX_LAUNCH_ITERATIONS)))
+        else:
+            state = dict(self.run_in_launches(lambda s, n: run(s, np.int32(n)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
         self.last_stats = None if counters is None else _run_stats(counters)
         return state

@@ -18,6 +18,7 @@ error flags and returns the output variables' registers.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import linecache
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -782,9 +783,14 @@ class Machine:
             cache_key = (cache_key, "max_steps")
         state = backend.run(self.kernels(backend, counting), state, self.num_blocks, cache_key, self.run_cache)
         self.last_stats = backend.last_stats
-        self._raise_errors(backend, state, max_stack_depth)
-        if counting:
-            self._raise_step_limit(backend, state, max_steps)
+        if backend.is_traced(state[state_ops.PC]):
+            keys = (state_ops.OVERFLOW, state_ops.UNDERFLOW, *((state_ops.STOPPED_AT,) if counting else ()))
+            check = functools.partial(self._raise_run_errors, backend, max_stack_depth, max_steps)
+            backend.check_when_run(check, {key: state[key] for key in keys}, {state_ops.STOPPED_AT: -1})
+        else:
+            self._raise_errors(backend, state, max_stack_depth)
+            if counting:
+                self._raise_step_limit(backend, state, max_steps)
         outputs = [state[state_ops.register_key(name)] for name in self.outputs]
         return outputs if rows == batch else [output[:batch] for output in outputs]
 
@@ -804,6 +810,14 @@ class Machine:
         listed = ", ".join(str(m) for m in members[:shown])
         more = f" and {len(members) - shown} more" if len(members) > shown else ""
         return f"batch member{'s' if len(members) > 1 else ''} {listed}{more}"
+
+    def _raise_run_errors(
+        self, backend: Backend, max_stack_depth: int, max_steps: int | None, flags: dict[str, np.ndarray]
+    ) -> None:
+        """The errors of a staged run, from host copies of its error flags."""
+        self._raise_errors(backend, flags, max_stack_depth)
+        if max_steps is not None:
+            self._raise_step_limit(backend, flags, max_steps)
 
     def _raise_errors(self, backend: Backend, state: State, max_stack_depth: int) -> None:
         overflow = backend.to_numpy(state[state_ops.OVERFLOW])

@@ -1,8 +1,13 @@
-"""abir inside a JAX user's program: the process's JAX settings are left alone.
+"""abir inside a JAX user's program.
 
-A standalone JAX run happens under 64-bit types (NumPy's int64 and float64) scoped to the run;
-`jax_enable_x64` is whatever the user set before and after it. Every result is checked against
-the plain per-member Python run (`dry_run=True`).
+* the process's JAX settings are left alone: a standalone JAX run happens under 64-bit types
+  (NumPy's int64 and float64) scoped to the run; `jax_enable_x64` is whatever the user set
+  before and after it;
+* called on tracers (under `jax.jit`, in `lax.scan` / `lax.fori_loop` / `lax.cond` bodies) the
+  machine is staged into the caller's computation, with the caller's dtypes, and its errors
+  surface when that computation runs.
+
+Every result is checked against the plain per-member Python run (`dry_run=True`).
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 import abir  # noqa: E402
+from abir.errors import StackOverflowError, StepLimitError  # noqa: E402
+
+lax = jax.lax
 
 
 def fib(n):
@@ -35,9 +43,28 @@ def halving_steps(x, tolerance):
     return x, steps
 
 
+def draws_until_small(key, counter):
+    u = abir.random.uniform(key, counter)
+    n = 0
+    while u > 0.2:
+        n += 1
+        u = abir.random.uniform(key, counter + n)
+    return n
+
+
+def countdown(n):
+    while n != 0:
+        n = n - 1
+    return n
+
+
 CTX = abir.Context()
 batched_fib = CTX.batch_uncurried(fib)
 halving = CTX.batch_uncurried(halving_steps)
+batched_draws = CTX.batch_uncurried(draws_until_small)
+batched_countdown = CTX.batch_uncurried(countdown)
+BACKEND = abir.JaxBackend()
+N = np.array([3, 7, 10, 1])
 
 
 @pytest.mark.parametrize("x64", [False, True])
@@ -82,5 +109,68 @@ def test_using_the_jax_backend_leaves_the_process_x64_setting_alone():
     backend, creating one and running on it leaves `jax_enable_x64` off for the user's code."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(pathlib.Path(__file__).parent), *sys.path])}
     env.pop("JAX_ENABLE_X64", None)
-    out = subprocess.run([sys.executable, "-c", FRESH_PROCESS], env=env, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS], env=env, capture_output=True, text=True, check=True
+    )
     assert out.stdout.split() == ["False", "float32"]
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_under_jit_the_machine_is_staged_with_the_callers_dtypes(x64):
+    with jax.enable_x64(x64):
+        n = jnp.asarray(N)
+        staged = jax.jit(lambda n: batched_fib(n, backend=BACKEND))
+        got = staged(n)
+        values, steps = jax.jit(lambda x: halving(x, 0.3, backend=BACKEND))(jnp.array([1.0, 10.0, 1000.0]))
+        jaxpr = jax.make_jaxpr(lambda n: batched_fib(n, backend=BACKEND))(n)
+    want_values, want_steps = halving(np.array([1.0, 10.0, 1000.0]), 0.3, dry_run=True)
+    assert isinstance(got, jax.Array) and got.dtype == (np.int64 if x64 else np.int32)
+    np.testing.assert_array_equal(np.asarray(got), batched_fib(N, dry_run=True))
+    assert (values.dtype, steps.dtype) == ((np.float64, np.int64) if x64 else (np.float32, np.int32))
+    np.testing.assert_allclose(np.asarray(values), want_values)
+    np.testing.assert_array_equal(np.asarray(steps), want_steps)
+    # one staged computation: the machine's while loop, and no callback to the host outside the
+    # conditional that raises a run's errors
+    text = str(jaxpr)
+    assert "while" in text
+    assert all(eqn.primitive.name != "debug_callback" for eqn in jaxpr.jaxpr.eqns)
+
+
+def test_inside_scan_fori_loop_and_cond_bodies():
+    want = batched_fib(N, dry_run=True)
+    want_next = batched_fib(N + 1, dry_run=True)
+
+    def scan_body(total, x):
+        return total + batched_fib(x, backend=BACKEND), None
+
+    with jax.enable_x64(True):
+        n = jnp.asarray(N)
+        scanned, _ = lax.scan(scan_body, jnp.zeros(4, jnp.int64), jnp.stack([n, n + 1]))
+        looped = lax.fori_loop(
+            0, 2, lambda i, total: total + batched_fib(n + i, backend=BACKEND), jnp.zeros(4, jnp.int64)
+        )
+        chosen = lax.cond(n[0] > 0, lambda x: batched_fib(x, backend=BACKEND), lambda x: -x, n)
+    np.testing.assert_array_equal(np.asarray(scanned), want + want_next)
+    np.testing.assert_array_equal(np.asarray(looped), want + want_next)
+    np.testing.assert_array_equal(np.asarray(chosen), want)
+
+
+def test_on_typed_prng_keys_data_under_jit():
+    keys = jax.random.split(jax.random.key(0), 6)
+    got = jax.jit(lambda k: batched_draws(jax.random.key_data(k), 0, backend=BACKEND))(keys)
+    want = batched_draws(np.asarray(jax.random.key_data(keys)), 0, dry_run=True)
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_errors_of_a_staged_run_surface_when_the_computation_runs():
+    deep = jax.jit(lambda n: batched_fib(n, backend=BACKEND, max_stack_depth=3))
+    np.testing.assert_array_equal(np.asarray(deep(jnp.array([3, 4]))), [2, 3])  # no error: no callback
+    with pytest.raises(jax.errors.JaxRuntimeError, match="stack overflow in function 'fib'"):
+        deep(jnp.array([3, 9])).block_until_ready()
+    limited = jax.jit(lambda n: batched_countdown(n, backend=BACKEND, max_steps=50))
+    with pytest.raises(jax.errors.JaxRuntimeError, match="max_steps=50 reached: 1 member still running"):
+        limited(jnp.array([3, -1])).block_until_ready()
+    with pytest.raises(StackOverflowError):  # the same call outside a trace raises abir's own error
+        batched_fib(np.array([3, 9]), backend=BACKEND, max_stack_depth=3)
+    with pytest.raises(StepLimitError):
+        batched_countdown(np.array([3, -1]), backend=BACKEND, max_steps=50)
