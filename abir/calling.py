@@ -344,6 +344,18 @@ def run_program(program: CompiledProgram, leaves: Sequence[Any], batch_size: int
         from abir.vm.stackless import execute_stackless
 
         return list(execute_stackless(program.typed, program.frontend.entry, leaves, options.backend))
+    if any(options.backend.is_traced(leaf) for leaf in leaves):
+        return options.backend.stage_run(lambda staged: run_machine(program, staged, options), leaves)
+    return run_machine(program, leaves, options, batch_size)
+
+
+def run_machine(
+    program: CompiledProgram, leaves: Sequence[Any], options: CallOptions, batch_size: int | None = None
+) -> list[Any]:
+    """The program's machine run on `leaves` (of `batch_size` members, found when None)."""
+    machine = program.machine
+    if batch_size is None:
+        batch_size = batch_size_of(machine.name, leaves)
     rows = padded_size(batch_size) if options.pad_batch else batch_size
     return machine.run(
         leaves,

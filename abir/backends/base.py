@@ -412,6 +412,12 @@ class Backend(abc.ABC):
         contents exist only when that computation runs, so the run is staged into it."""
         return False
 
+    def stage_run(self, run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> list[Any]:
+        """`run(leaves)` (the output leaves of a machine run on the argument `leaves`) for
+        arguments some of which are traced (`is_traced`); a backend may wrap it for the
+        transformations of the computation being traced."""
+        return run(list(leaves))
+
     def check_when_run(
         self,
         check: Callable[[dict[str, np.ndarray]], None],

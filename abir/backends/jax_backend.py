@@ -78,6 +78,39 @@ def _callers_dtypes() -> Iterator[None]:
         yield
 
 
+def _is_python_number(value: Any) -> bool:
+    return isinstance(value, bool | int | float) and not isinstance(value, np.generic)
+
+
+def _fold_mapped_axis(
+    staged: Callable[..., tuple[Any, ...]], axis_size: int, in_batched: Sequence[bool], arrays: Sequence[Any]
+) -> tuple[tuple[Any, ...], tuple[bool, ...]]:
+    """The vmap rule of a staged run: each call of the mapped function sees a batch of B
+    members, so the V = `axis_size` calls are one run of V*B members. A mapped argument
+    ([V, B, ...], or [V, 1, ...] / [V] shared by a call's members) and an unmapped one of B
+    members ([B, ...], the same for every call) become [V*B, ...] (row v*B + b is member b of
+    call v); an unmapped argument shared by all members stays as it is. The results, [V*B, ...],
+    are split back into [V, B, ...]. `staged` is called again, so nested vmaps fold one by one."""
+    per_call = [array.shape[1:] if batched else array.shape for array, batched in zip(arrays, in_batched, strict=True)]
+    sizes = {shape[0] for shape in per_call if shape and shape[0] != 1}
+    members = sizes.pop() if sizes else 1
+
+    def fold(array: Any, batched: bool, shape: tuple[int, ...]) -> Any:
+        event = tuple(shape[1:])
+        if not batched:
+            if not shape or shape[0] == 1:
+                return array
+            array = jnp.broadcast_to(array, (axis_size, *shape))
+        elif not shape:
+            array = array.reshape(axis_size, 1)
+        array = jnp.broadcast_to(array, (axis_size, members, *event))
+        return array.reshape(axis_size * members, *event)
+
+    outputs = staged(*(fold(a, b, s) for a, b, s in zip(arrays, in_batched, per_call, strict=True)))
+    unfolded = tuple(out.reshape(axis_size, members, *out.shape[1:]) for out in outputs)
+    return unfolded, tuple(True for _ in unfolded)
+
+
 def dtype_of(value: Any) -> Any:
     """The NumPy dtype of an array, or the Python scalar itself (weak in NumPy 2 promotion)."""
     return value.dtype if hasattr(value, "dtype") else value
@@ -137,6 +170,25 @@ class JaxBackend(Backend):
 
     def is_traced(self, value: Any) -> bool:
         return isinstance(value, jax.core.Tracer)
+
+    def stage_run(self, run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> list[Any]:
+        """`run` as a `jax.custom_batching.custom_vmap` function of the array leaves (Python
+        numbers stay weak constants), so that `jax.vmap` over the call folds its mapped axis into
+        the batch instead of batching every op of the machine (`_fold_mapped_axis`)."""
+        positions = [i for i, leaf in enumerate(leaves) if not _is_python_number(leaf)]
+
+        @jax.custom_batching.custom_vmap
+        def staged(*arrays: Any) -> tuple[Any, ...]:
+            merged = list(leaves)
+            for position, array in zip(positions, arrays, strict=True):
+                merged[position] = array
+            return tuple(run(merged))
+
+        @staged.def_vmap
+        def folded(axis_size: int, in_batched: Sequence[bool], *arrays: Any) -> tuple[Any, Any]:
+            return _fold_mapped_axis(staged, axis_size, in_batched, arrays)
+
+        return list(staged(*(leaves[i] for i in positions)))
 
     def check_when_run(
         self,

@@ -5,7 +5,9 @@
   before and after it;
 * called on tracers (under `jax.jit`, in `lax.scan` / `lax.fori_loop` / `lax.cond` bodies) the
   machine is staged into the caller's computation, with the caller's dtypes, and its errors
-  surface when that computation runs.
+  surface when that computation runs;
+* under `jax.vmap` (nested too) the mapped axes fold into the batch: one machine run of all
+  the members of all the mapped calls.
 
 Every result is checked against the plain per-member Python run (`dry_run=True`).
 """
@@ -174,3 +176,42 @@ def test_errors_of_a_staged_run_surface_when_the_computation_runs():
         batched_fib(np.array([3, 9]), backend=BACKEND, max_stack_depth=3)
     with pytest.raises(StepLimitError):
         batched_countdown(np.array([3, -1]), backend=BACKEND, max_steps=50)
+
+
+def test_vmap_folds_the_mapped_axis_into_one_run():
+    n = np.arange(12).reshape(3, 4) % 9
+    mapped = jax.vmap(lambda x: batched_fib(x, backend=BACKEND))
+    with jax.enable_x64(True):
+        got = mapped(jnp.asarray(n))
+        jaxpr = str(jax.make_jaxpr(mapped)(jnp.asarray(n)))
+    np.testing.assert_array_equal(np.asarray(got), batched_fib(n.reshape(-1), dry_run=True).reshape(3, 4))
+    assert "i32[12]" in jaxpr  # the program counters of one machine of 3 x 4 members
+    assert "i32[3,4]" not in jaxpr  # not a machine whose every op was batched by vmap
+
+
+def test_nested_vmap_and_vmap_under_jit():
+    n = np.arange(24).reshape(2, 3, 4) % 9
+    want = batched_fib(n.reshape(-1), dry_run=True).reshape(2, 3, 4)
+    inner = jax.vmap(lambda x: batched_fib(x, backend=BACKEND))
+    with jax.enable_x64(True):
+        nested = jax.vmap(inner)(jnp.asarray(n))
+        jitted = jax.jit(jax.vmap(inner))(jnp.asarray(n))
+        swapped = jax.vmap(inner, in_axes=1, out_axes=1)(jnp.asarray(n.transpose(1, 0, 2)))
+    np.testing.assert_array_equal(np.asarray(nested), want)
+    np.testing.assert_array_equal(np.asarray(jitted), want)
+    np.testing.assert_array_equal(np.asarray(swapped), want.transpose(1, 0, 2))
+
+
+def test_vmap_over_some_arguments_shares_the_others():
+    """The mapped tolerance is one number per mapped call (shared by its members); the unmapped
+    starting values are the same members in every call."""
+    x = np.array([1.0, 10.0, 1000.0])
+    tolerances = np.array([0.3, 0.1])
+    with jax.enable_x64(True):
+        values, steps = jax.vmap(lambda t: halving(jnp.asarray(x), t, backend=BACKEND))(
+            jnp.asarray(tolerances)
+        )
+    for call, tolerance in enumerate(tolerances):
+        want_values, want_steps = halving(x, tolerance, dry_run=True)
+        np.testing.assert_array_equal(np.asarray(values[call]), want_values)
+        np.testing.assert_array_equal(np.asarray(steps[call]), want_steps)
