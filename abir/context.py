@@ -74,6 +74,11 @@ class FrontendProgram:
 class BatchedFunction:
     """A decorated function: call it on a batch (with `dry_run=True`: plain Python per member)."""
 
+    autograph_info__: dict[str, Any] = {}  # noqa: RUF012
+    # The mark `tf.autograph.experimental.do_not_convert` gives a function: AutoGraph (on by
+    # default in a `tf.function`) then calls a batched function as it is, instead of rewriting
+    # abir's own Python (which it cannot) while tracing the user's function.
+
     def __init__(self, context: Context, name: str, function: Callable[..., Any], type_inference: TypeInference | None):
         functools.update_wrapper(self, function)
         self._context = context

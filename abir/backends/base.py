@@ -423,10 +423,12 @@ class Backend(abc.ABC):
         check: Callable[[dict[str, np.ndarray]], None],
         values: Mapping[str, Any],
         normal: Mapping[str, int] | None = None,
+        summary: str = "",
     ) -> None:
         """Call `check` on host copies of `values` (to raise a run's errors): now, or for traced
         values when the computation they belong to runs, if some value is not its `normal` one
-        (default 0: what every member holds when nothing went wrong)."""
+        (default 0: what every member holds when nothing went wrong). `summary` describes the
+        errors for a backend that cannot call back into Python from a staged computation."""
         check({key: self.to_numpy(value) for key, value in values.items()})
 
     # ----- arrays -------------------------------------------------------------------------

@@ -195,12 +195,13 @@ class JaxBackend(Backend):
         check: Callable[[dict[str, np.ndarray]], None],
         values: Mapping[str, Any],
         normal: Mapping[str, int] | None = None,
+        summary: str = "",
     ) -> None:
         """Traced values: `check` runs as a callback of the staged computation, only when some
         value differs from its `normal` one (so a run without errors makes no host round trip),
         and its error surfaces as a `jax.errors.JaxRuntimeError` carrying abir's message."""
         if not any(self.is_traced(value) for value in values.values()):
-            super().check_when_run(check, values, normal)
+            super().check_when_run(check, values, normal, summary)
             return
         flags = dict(values)
         normal = normal or {}

@@ -40,7 +40,7 @@ import contextlib
 import functools
 import math
 import weakref
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,7 @@ import tensorflow as tf
 from abir import prims
 from abir.backends.base import (
     LAUNCH_SECONDS,
+    MAX_LAUNCH_ITERATIONS,
     Backend,
     Kernel,
     LazyRegisters,
@@ -428,6 +429,29 @@ class TensorFlowBackend(Backend):
     def label(self) -> str:
         return "tensorflow+xla" if self.jit_compile else "tensorflow"
 
+    def is_traced(self, value: Any) -> bool:
+        """A symbolic tensor of a graph being built (inside a `tf.function`)."""
+        return bool(tf.is_symbolic_tensor(value))
+
+    def check_when_run(
+        self,
+        check: Callable[[dict[str, np.ndarray]], None],
+        values: Mapping[str, Any],
+        normal: Mapping[str, int] | None = None,
+        summary: str = "",
+    ) -> None:
+        """Symbolic values: a `tf.debugging.Assert` in the caller's graph that fails with
+        `summary` and the values when some value is not its `normal` one (so the graph raises
+        `tf.errors.InvalidArgumentError`). XLA drops assertions: under `jit_compile=True` a
+        staged run's errors go unreported."""
+        if not any(self.is_traced(value) for value in values.values()):
+            super().check_when_run(check, values, normal, summary)
+            return
+        normal = normal or {}
+        raised = [tf.reduce_any(value != normal.get(key, 0)) for key, value in values.items()]
+        details = [item for key, value in values.items() for item in (f"{key}:", value)]
+        tf.debugging.Assert(tf.logical_not(functools.reduce(tf.logical_or, raised)), [summary, *details], summarize=16)
+
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> Any:
         if dtype is not None:
@@ -576,7 +600,8 @@ class TensorFlowBackend(Backend):
         is still reused for the same `kernels` list (the machine builds it once per program and
         backend)."""
         state = {key: self.asarray(value) for key, value in state.items()}
-        if self.collect_stats:
+        staged = self.is_traced(state["pc"])
+        if self.collect_stats and not staged:
             state[STATS_KEY] = _zero_counters(len(kernels), int(state["pc"].shape[0]))
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
@@ -585,8 +610,11 @@ class TensorFlowBackend(Backend):
 
         config = (self.jit_compile, self.execution, self.collect_stats)
         run = self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_loop, config)
-        with _without_arithmetic_optimizer(run):
-            state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
+        if staged:  # into the caller's graph: one launch, no host round trip
+            state = dict(run(state, tf.constant(MAX_LAUNCH_ITERATIONS, tf.int32)))
+        else:
+            with _without_arithmetic_optimizer(run):
+                state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
         self.last_stats = None if counters is None else _run_stats(counters)
         return state

@@ -786,7 +786,13 @@ class Machine:
         if backend.is_traced(state[state_ops.PC]):
             keys = (state_ops.OVERFLOW, state_ops.UNDERFLOW, *((state_ops.STOPPED_AT,) if counting else ()))
             check = functools.partial(self._raise_run_errors, backend, max_stack_depth, max_steps)
-            backend.check_when_run(check, {key: state[key] for key in keys}, {state_ops.STOPPED_AT: -1})
+            limit = "" if max_steps is None else f", or reached max_steps={max_steps}"
+            summary = (
+                f"abir: the staged run of '{self.name}' failed: a member recursed deeper than max_stack_depth="
+                f"{max_stack_depth}, or restored a value never saved{limit} (per member: overflow/underflow = "
+                "1 + the vm block, stopped_at = the vm block); run it outside the traced function for the full error"
+            )
+            backend.check_when_run(check, {key: state[key] for key in keys}, {state_ops.STOPPED_AT: -1}, summary)
         else:
             self._raise_errors(backend, state, max_stack_depth)
             if counting:
