@@ -78,6 +78,10 @@ def _callers_dtypes() -> Iterator[None]:
         yield
 
 
+REVERSE_MODE_FAILURE = "Linearization failed to produce known values"
+"""The start of the error JAX raises when reverse-mode differentiation meets a while loop."""
+
+
 def _is_python_number(value: Any) -> bool:
     return isinstance(value, bool | int | float) and not isinstance(value, np.generic)
 
@@ -177,18 +181,31 @@ class JaxBackend(Backend):
         the batch instead of batching every op of the machine (`_fold_mapped_axis`)."""
         positions = [i for i, leaf in enumerate(leaves) if not _is_python_number(leaf)]
 
-        @jax.custom_batching.custom_vmap
-        def staged(*arrays: Any) -> tuple[Any, ...]:
+        def unstaged(*arrays: Any) -> tuple[Any, ...]:
             merged = list(leaves)
             for position, array in zip(positions, arrays, strict=True):
                 merged[position] = array
             return tuple(run(merged))
 
+        staged = jax.custom_batching.custom_vmap(unstaged)
+
         @staged.def_vmap
         def folded(axis_size: int, in_batched: Sequence[bool], *arrays: Any) -> tuple[Any, Any]:
+            if not any(in_batched):  # e.g. the primal part of a vmapped jvp: the same for every call
+                outputs = unstaged(*arrays)
+                return outputs, tuple(False for _ in outputs)
             return _fold_mapped_axis(staged, axis_size, in_batched, arrays)
 
-        return list(staged(*(leaves[i] for i in positions)))
+        try:
+            return list(staged(*(leaves[i] for i in positions)))
+        except ValueError as err:
+            if REVERSE_MODE_FAILURE not in str(err):
+                raise
+            raise TypeError(
+                "a batched function cannot be differentiated in reverse mode (jax.grad, jax.vjp, "
+                "jax.jacrev): its machine is a while loop of data-dependent length; use forward mode, "
+                "jax.jvp or jax.jacfwd, which differentiate through the loop"
+            ) from err
 
     def check_when_run(
         self,

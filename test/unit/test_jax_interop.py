@@ -7,7 +7,10 @@
   machine is staged into the caller's computation, with the caller's dtypes, and its errors
   surface when that computation runs;
 * under `jax.vmap` (nested too) the mapped axes fold into the batch: one machine run of all
-  the members of all the mapped calls.
+  the members of all the mapped calls;
+* forward-mode derivatives (`jax.jvp`, `jax.jacfwd`) go through the machine's loop, checked
+  against finite differences and against JAX differentiating the per-member Python; reverse
+  mode is a `TypeError` naming `jax.jvp`.
 
 Every result is checked against the plain per-member Python run (`dry_run=True`).
 """
@@ -60,11 +63,18 @@ def countdown(n):
     return n
 
 
+def power(x, n):
+    if n == 0:
+        return x * 0.0 + 1.0
+    return x * power(x, n - 1)
+
+
 CTX = abir.Context()
 batched_fib = CTX.batch_uncurried(fib)
 halving = CTX.batch_uncurried(halving_steps)
 batched_draws = CTX.batch_uncurried(draws_until_small)
 batched_countdown = CTX.batch_uncurried(countdown)
+batched_power = CTX.batch_uncurried(power)
 BACKEND = abir.JaxBackend()
 N = np.array([3, 7, 10, 1])
 
@@ -215,3 +225,57 @@ def test_vmap_over_some_arguments_shares_the_others():
         want_values, want_steps = halving(x, tolerance, dry_run=True)
         np.testing.assert_array_equal(np.asarray(values[call]), want_values)
         np.testing.assert_array_equal(np.asarray(steps[call]), want_steps)
+
+
+def _per_member_jvp(function, x, tangent):
+    """JAX's own jvp of the plain Python `function` run on each member (Python control flow on
+    concrete values), stacked."""
+    pairs = [jax.jvp(function, (jnp.float64(x[b]),), (jnp.float64(tangent[b]),)) for b in range(len(x))]
+    return np.array([float(p) for p, _ in pairs]), np.array([float(t) for _, t in pairs])
+
+
+def _finite_difference(function, x, tangent, eps=1e-6):
+    return (function(x + eps * tangent) - function(x - eps * tangent)) / (2 * eps)
+
+
+def test_jvp_through_loops_and_recursion():
+    x = np.array([1.0, 10.0, 1000.0, 0.7])
+    tangent = np.array([1.0, -2.0, 0.5, 3.0])
+    n = np.array([3, 0, 5, 2])
+    with jax.enable_x64(True):
+        halved, halved_dot = jax.jvp(
+            lambda x: halving(x, 0.3, backend=BACKEND)[0], (jnp.asarray(x),), (jnp.asarray(tangent),)
+        )
+        powered, powered_dot = jax.jvp(
+            lambda x: batched_power(x, jnp.asarray(n), backend=BACKEND),
+            (jnp.asarray(x),),
+            (jnp.asarray(tangent),),
+        )
+        want_halved = _per_member_jvp(lambda v: halving_steps(v, 0.3)[0], x, tangent)
+        want_powered = [
+            jax.jvp(lambda v, k=int(k): power(v, k), (jnp.float64(v),), (jnp.float64(t),))
+            for v, k, t in zip(x, n, tangent, strict=True)
+        ]
+    np.testing.assert_allclose(np.asarray(halved), want_halved[0])
+    np.testing.assert_allclose(np.asarray(halved_dot), want_halved[1])
+    np.testing.assert_allclose(np.asarray(powered), [float(p) for p, _ in want_powered])
+    np.testing.assert_allclose(np.asarray(powered_dot), [float(t) for _, t in want_powered])
+    np.testing.assert_allclose(np.asarray(powered_dot), n * x ** np.maximum(n - 1, 0) * tangent * (n > 0))
+    finite = _finite_difference(lambda v: batched_power(v, n, dry_run=True), x, tangent)
+    np.testing.assert_allclose(np.asarray(powered_dot), finite, rtol=1e-6, atol=1e-6)
+    finite = _finite_difference(lambda v: halving(v, 0.3, dry_run=True)[0], x, tangent)
+    np.testing.assert_allclose(np.asarray(halved_dot), finite, rtol=1e-6)
+
+
+def test_jacfwd_of_a_batched_function():
+    x = np.array([1.0, 10.0, 1000.0])
+    with jax.enable_x64(True):
+        jacobian = jax.jacfwd(lambda x: halving(x, 0.3, backend=BACKEND)[0])(jnp.asarray(x))
+    _, steps = halving(x, 0.3, dry_run=True)
+    np.testing.assert_allclose(np.asarray(jacobian), np.diag(0.5**steps))
+
+
+def test_reverse_mode_is_a_type_error_naming_forward_mode():
+    x = jnp.array([1.0, 10.0])
+    with pytest.raises(TypeError, match=r"reverse mode \(jax.grad.*use forward mode, jax.jvp or jax.jacfwd"):
+        jax.grad(lambda x: halving(x, 0.3, backend=BACKEND)[0].sum())(x)
