@@ -75,14 +75,15 @@ def fib():
 def test_jax_loop_copies_no_stack_per_step(fib, execution: str) -> None:
     backend = JaxBackend(code_cache={}, execution=execution)
     depth, batch = 7, 5
-    state = fib.initial_state(backend, [backend.asarray(np.arange(batch))], batch, depth)
-    state = {key: jax.numpy.asarray(value) for key, value in state.items()}
-    text = (
-        jax.jit(backend._loop(tuple(fib.kernels(backend)), fib.num_blocks))
-        .lower(state, np.int32(MAX_LAUNCH_ITERATIONS))
-        .compile()
-        .as_text()
-    )
+    with backend.scope():  # int64 registers and stacks, as in a run
+        state = fib.initial_state(backend, [backend.asarray(np.arange(batch))], batch, depth)
+        state = {key: jax.numpy.asarray(value) for key, value in state.items()}
+        text = (
+            jax.jit(backend._loop(tuple(fib.kernels(backend)), fib.num_blocks))
+            .lower(state, np.int32(MAX_LAUNCH_ITERATIONS))
+            .compile()
+            .as_text()
+        )
     stacks = [key for key in state if key.startswith("s:") or key == "pc_stack"]
     stack_copies = re.findall(rf"= [su](?:32|64)\[{depth},{batch}\]\{{1,0\}} copy\(", text)
     assert len(stacks) == 3
@@ -95,10 +96,11 @@ def test_split_and_plain_kernels_agree(fib, name: str) -> None:
     """Hiding `split` makes the backend run the plain `state -> state` kernels (each applying
     its own write requests); the final states are identical."""
     backend = BACKENDS[name]()
-    inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
-    split = backend.run(fib.kernels(backend), fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
-    plain_kernels = [lambda state, k=k: k(state) for k in fib.kernels(backend)]
-    plain = backend.run(plain_kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+    with backend.scope():  # the states a run makes (JAX: int64)
+        inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
+        split = backend.run(fib.kernels(backend), fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+        plain_kernels = [lambda state, k=k: k(state) for k in fib.kernels(backend)]
+        plain = backend.run(plain_kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
     assert set(split) == set(plain)
     for key in split:
         np.testing.assert_array_equal(backend.to_numpy(split[key]), backend.to_numpy(plain[key]), err_msg=key)
@@ -120,9 +122,12 @@ def test_plain_kernels_of_a_self_repeating_block_agree_on_jax(fib) -> None:
     backend = JaxBackend()
     kernels = fib.kernels(backend)
     assert any(k.plan.loops_to_itself for k in kernels)
-    inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
-    split = backend.run(kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
-    plain = backend.run([PlainKernel(k) for k in kernels], fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+    with backend.scope():  # the states a run makes (int64)
+        inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
+        split = backend.run(kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+        plain = backend.run(
+            [PlainKernel(k) for k in kernels], fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None
+        )
     for key in split:
         np.testing.assert_array_equal(backend.to_numpy(split[key]), backend.to_numpy(plain[key]), err_msg=key)
 
