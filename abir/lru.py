@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator, MutableMapping
+from collections.abc import ItemsView, Iterator, MutableMapping, ValuesView
 from typing import Any
 
 
@@ -30,6 +30,14 @@ class LRUCache(MutableMapping[Any, Any]):
 
     def __delitem__(self, key: Any) -> None:
         del self._entries[key]
+
+    def items(self) -> ItemsView[Any, Any]:
+        """The entries, least recently used first (looking at them does not use them)."""
+        return self._entries.items()
+
+    def values(self) -> ValuesView[Any]:
+        """The values, least recently used first (looking at them does not use them)."""
+        return self._entries.values()
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self._entries)

@@ -48,6 +48,15 @@ def test_lru_cache_drops_the_least_recently_used_entry():
     assert cache.get("b") is None and len(cache) == 2
 
 
+def test_looking_at_a_caches_entries_does_not_use_them():
+    cache = LRUCache(2)
+    cache["a"], cache["b"] = 1, 2
+    assert list(cache.items()) == [("a", 1), ("b", 2)]
+    assert list(cache.values()) == [1, 2]
+    cache["c"] = 3  # "a" is still the least recently used
+    assert list(cache) == ["b", "c"]
+
+
 @pytest.mark.parametrize("size", [0, -1, 1.5, True])
 def test_a_cache_size_must_be_a_positive_int(size):
     with pytest.raises(ValueError, match="cache size must be a positive int"):
