@@ -346,6 +346,11 @@ def run_program(program: CompiledProgram, leaves: Sequence[Any], batch_size: int
         return list(execute_stackless(program.typed, program.frontend.entry, leaves, options.backend))
     if any(options.backend.is_traced(leaf) for leaf in leaves):
         return options.backend.stage_run(lambda staged: run_machine(program, staged, options), leaves)
+    if options.backend.batch_sharding(leaves) is not None:
+        key = ("abir.sharded", options.max_stack_depth, options.max_steps, options.pad_batch)
+        return options.backend.run_sharded(
+            lambda shard: run_machine(program, shard, options), leaves, program.machine.run_cache, key
+        )
     return run_machine(program, leaves, options, batch_size)
 
 

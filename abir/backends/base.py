@@ -418,6 +418,23 @@ class Backend(abc.ABC):
         transformations of the computation being traced."""
         return run(list(leaves))
 
+    def batch_sharding(self, leaves: Sequence[Any]) -> Any:
+        """How the argument `leaves` are split over devices along the batch axis, or None (one
+        device: the run is one machine)."""
+        return None
+
+    def run_sharded(
+        self,
+        run: Callable[[list[Any]], list[Any]],
+        leaves: Sequence[Any],
+        cache: MutableMapping[Any, Any],
+        cache_key: Any,
+    ) -> list[Any]:
+        """`run` (a machine run, staged) once per shard of the batch (`batch_sharding`), each
+        on its own device; the compiled program kept in `cache` under `cache_key` and the
+        leaves' shapes and sharding."""
+        raise NotImplementedError(f"{type(self).__name__} runs on one device")
+
     def check_when_run(
         self,
         check: Callable[[dict[str, np.ndarray]], None],

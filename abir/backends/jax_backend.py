@@ -207,6 +207,65 @@ class JaxBackend(Backend):
                 "jax.jvp or jax.jacfwd, which differentiate through the loop"
             ) from err
 
+    def batch_sharding(self, leaves: Sequence[Any]) -> jax.sharding.NamedSharding | None:
+        """The `NamedSharding` of the first argument split over more than one device along its
+        batch axis (the others follow it), or None."""
+        for leaf in leaves:
+            sharding = getattr(leaf, "sharding", None)
+            if (
+                isinstance(sharding, jax.sharding.NamedSharding)
+                and len(sharding.device_set) > 1
+                and len(leaf.shape) > 0
+                and sharding.spec
+                and sharding.spec[0] is not None
+            ):
+                return sharding
+        return None
+
+    def run_sharded(
+        self,
+        run: Callable[[list[Any]], list[Any]],
+        leaves: Sequence[Any],
+        cache: MutableMapping[Any, Any],
+        cache_key: Any,
+    ) -> list[Any]:
+        """One machine per shard: `jax.shard_map` over the batch axis of the first sharded
+        argument's mesh, each device running the staged machine on its own members (its loop
+        ends when they have halted, with no communication between devices). Arguments of B
+        members are split along the batch axis (put there if they live elsewhere, as NumPy
+        arrays do); arguments shared by all members are copied to every device. The results carry the same sharding.
+        Errors surface as for a staged run (`check_when_run`)."""
+        sharding = self.batch_sharding(leaves)
+        assert sharding is not None
+        batch = max((int(leaf.shape[0]) for leaf in leaves if getattr(leaf, "shape", ())), default=1)
+        batch_spec = jax.sharding.PartitionSpec(sharding.spec[0])
+        positions = [i for i, leaf in enumerate(leaves) if not _is_python_number(leaf)]
+        arrays = [leaves[i] for i in positions]
+        specs = tuple(
+            batch_spec if getattr(a, "shape", ()) and int(a.shape[0]) == batch and batch > 1 else jax.sharding.PartitionSpec()
+            for a in arrays
+        )
+        constants = tuple((i, leaves[i]) for i in range(len(leaves)) if i not in positions)
+        shapes = tuple((tuple(a.shape), np.dtype(a.dtype).str) for a in arrays)
+        key = (cache_key, sharding.mesh, batch_spec, specs, shapes, constants)
+        sharded = cache.get(key)
+        if sharded is None:
+
+            def per_shard(*shard: Any) -> tuple[Any, ...]:
+                merged = list(leaves)
+                for position, array in zip(positions, shard, strict=True):
+                    merged[position] = array
+                return tuple(self.stage_run(run, merged))
+
+            sharded = jax.jit(
+                jax.shard_map(per_shard, mesh=sharding.mesh, in_specs=specs, out_specs=batch_spec, check_vma=False)
+            )
+            cache[key] = sharded
+        placed = [
+            jax.device_put(a, jax.sharding.NamedSharding(sharding.mesh, spec)) for a, spec in zip(arrays, specs, strict=True)
+        ]
+        return list(sharded(*placed))
+
     def check_when_run(
         self,
         check: Callable[[dict[str, np.ndarray]], None],
