@@ -31,6 +31,11 @@ supplies, and reused across calls. With `collect_stats=True` the loop also count
 program, the blocks run, the members active in each and each member's own block count
 (`last_stats`); without it the loop carries no counters.
 
+Called on tracers (inside `jax.jit`, `lax.scan`, ...), a run is staged into the caller's
+computation as one launch (`stage_run`), under a `custom_vmap` rule that folds `jax.vmap`'s
+mapped axes into the batch; arguments sharded over devices along the batch axis run one machine
+per shard (`run_sharded`).
+
 A standalone run (called outside any JAX trace) happens under `jax.enable_x64(True)`, so int64 and
 float64 behave as in NumPy; the setting is scoped to abir's own run (`JaxBackend.scope`), never
 changed for the rest of the process.
