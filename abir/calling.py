@@ -10,7 +10,7 @@ undecorated helper becomes an `abir.errors.HelperError` naming it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from abir.context import Context, FrontendProgram
     from abir.vm.machine import Machine
 
-CALL_OPTIONS = ("backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache")
+CALL_OPTIONS = ("backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch")
 BACKEND_NAMES = ("numpy", "jax", "tensorflow", "tf")
 MAX_HELPER_STRUCTURE_ROUNDS = 16
 
@@ -44,6 +44,9 @@ class CallOptions:
     dry_run: bool = False
     stackless: bool = False
     block_code_cache: dict[Any, Any] | None = None
+    pad_batch: bool = False
+    """Run the machine on the next power of two rows (`padded_size`), so that calls with
+    nearby batch sizes share one compiled run."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,10 @@ def parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOpt
     check_max_steps(options.get("max_steps"))
     if options.get("max_steps") is not None and options.get("stackless"):
         raise ValueError("max_steps= needs the machine; it cannot be combined with stackless=True")
+    if not isinstance(options.get("pad_batch", False), bool):
+        raise TypeError(f"pad_batch must be True or False, got {options['pad_batch']!r}")
+    if options.get("pad_batch") and options.get("stackless"):
+        raise ValueError("pad_batch=True pads the machine's batch; it cannot be combined with stackless=True")
     cache = options.get("block_code_cache")
     if cache is not None and not isinstance(cache, dict):
         raise TypeError(f"block_code_cache must be a dict (or None), got {type(cache).__name__}")
@@ -213,7 +220,7 @@ def typed_module(
 
 def compiled_for(
     context: Context,
-    cache: dict[Any, Any],
+    cache: MutableMapping[Any, Any],
     name: str,
     treedefs: Sequence[optree.PyTreeSpec],
     signature: Sequence[TensorType],
@@ -298,15 +305,16 @@ def call_batched(context: Context, name: str, args: Sequence[Any], kwargs: Mappi
     batch_size = batch_size_of(name, leaves)
     signature = signature_of(leaves)
     cache = options.block_code_cache if options.block_code_cache is not None else context.compile_cache
-    program = compiled_for(context, cache, name, treedefs, signature, options.backend, weak_leaves(leaves))
-    mark = failure_mark()
-    try:
-        outputs = run_program(program, leaves, batch_size, options)
-    except Exception as err:
-        explained = helper_error(err, since=mark)
-        if explained is None:
-            raise
-        raise explained from err
+    with options.backend.scope(leaves):
+        program = compiled_for(context, cache, name, treedefs, signature, options.backend, weak_leaves(leaves))
+        mark = failure_mark()
+        try:
+            outputs = run_program(program, leaves, batch_size, options)
+        except Exception as err:
+            explained = helper_error(err, since=mark)
+            if explained is None:
+                raise
+            raise explained from err
     return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
 
@@ -336,13 +344,37 @@ def run_program(program: CompiledProgram, leaves: Sequence[Any], batch_size: int
         from abir.vm.stackless import execute_stackless
 
         return list(execute_stackless(program.typed, program.frontend.entry, leaves, options.backend))
+    if any(options.backend.is_traced(leaf) for leaf in leaves):
+        return options.backend.stage_run(lambda staged: run_machine(program, staged, options), leaves)
+    if options.backend.batch_sharding(leaves) is not None:
+        key = ("abir.sharded", options.max_stack_depth, options.max_steps, options.pad_batch)
+        return options.backend.run_sharded(
+            lambda shard: run_machine(program, shard, options), leaves, program.machine.run_cache, key
+        )
+    return run_machine(program, leaves, options, batch_size)
+
+
+def run_machine(
+    program: CompiledProgram, leaves: Sequence[Any], options: CallOptions, batch_size: int | None = None
+) -> list[Any]:
+    """The program's machine run on `leaves` (of `batch_size` members, found when None)."""
+    machine = program.machine
+    if batch_size is None:
+        batch_size = batch_size_of(machine.name, leaves)
+    rows = padded_size(batch_size) if options.pad_batch else batch_size
     return machine.run(
         leaves,
         options.backend,
         max_stack_depth=int(options.max_stack_depth),
-        cache_key=("abir.run", machine, batch_size, int(options.max_stack_depth)),
+        cache_key=("abir.run", machine, rows, int(options.max_stack_depth)),
         max_steps=options.max_steps,
+        padded_batch=rows,
     )
+
+
+def padded_size(batch_size: int) -> int:
+    """The power of two at least `batch_size` (`pad_batch=True`): 100, 101 and 128 all run on 128."""
+    return 1 << (batch_size - 1).bit_length()
 
 
 def signature_from_types(sig: Sequence[Any]) -> tuple[list[optree.PyTreeSpec], tuple[TensorType, ...]]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,12 +37,16 @@ from abir.frontend.program import FunctionEntry, OpaqueNames, ProgramBuilder, Sp
 from abir.frontend.source import FunctionSource
 from abir.frontend.syntax import check_supported_syntax
 from abir.frontend.values import LEAF
+from abir.lru import LRUCache
 
 if TYPE_CHECKING:
     from abir.backends.base import Backend
     from abir.calling import CompiledProgram
 
 TypeInference = Callable[[list[Any]], Any]
+
+PROGRAM_CACHE_SIZE = 32
+"""Compiled programs a `Context` keeps by default (`Context(cache_size=...)`)."""
 
 _DRY_RUN = contextvars.ContextVar("abir_dry_run", default=False)
 
@@ -69,6 +73,11 @@ class FrontendProgram:
 
 class BatchedFunction:
     """A decorated function: call it on a batch (with `dry_run=True`: plain Python per member)."""
+
+    autograph_info__: dict[str, Any] = {}  # noqa: RUF012
+    # The mark `tf.autograph.experimental.do_not_convert` gives a function: AutoGraph (on by
+    # default in a `tf.function`) then calls a batched function as it is, instead of rewriting
+    # abir's own Python (which it cannot) while tracing the user's function.
 
     def __init__(self, context: Context, name: str, function: Callable[..., Any], type_inference: TypeInference | None):
         functools.update_wrapper(self, function)
@@ -146,7 +155,10 @@ def _stack_members(name: str, results: list[Any]) -> Any:
 class Context:
     """A set of batched functions that may call each other by name."""
 
-    def __init__(self) -> None:
+    def __init__(self, cache_size: int = PROGRAM_CACHE_SIZE) -> None:
+        """`cache_size`: how many compiled programs (one per function, argument types and
+        backend configuration called) the context keeps, the least recently used dropped
+        beyond it; each keeps its compiled runs (`abir.backends.base.RUN_CACHE_SIZE`)."""
         self._functions: dict[str, FunctionEntry] = {}
         self._type_inference: dict[str, TypeInference] = {}
         self._names = SpecializationNames()
@@ -155,8 +167,9 @@ class Context:
         self._module: ModuleOp | None = None
         self.generation = 0
         """Incremented whenever a function is decorated (keys caches of compiled programs)."""
-        self.compile_cache: dict[Any, Any] = {}
-        """Compiled programs of this context, for calls that pass no `block_code_cache`."""
+        self.compile_cache: MutableMapping[Any, Any] = LRUCache(cache_size)
+        """Compiled programs of this context, for calls that pass no `block_code_cache`; freed
+        with the context."""
 
     # -- decoration -------------------------------------------------------------------------
 

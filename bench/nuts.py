@@ -477,6 +477,10 @@ def main() -> None:
         "--figure-slow-max", type=int, default=256, help="abir NumPy and plain Python up to this B"
     )
     args = parser.parse_args()
+    import jax
+
+    # the hand-vectorized sampler and BlackJAX run in float64, as abir's own runs do
+    jax.config.update("jax_enable_x64", True)
     for batch in args.batch:
         bench(batch, args)
     if args.figure:

@@ -49,13 +49,15 @@ scratch row). A step thus moves the block's writes, not the whole state.
 from __future__ import annotations
 
 import abc
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from abir.lru import LRUCache
 from abir.types import TensorType
 
 State = dict[str, Any]
@@ -78,6 +80,11 @@ def tail_start_of(kernels: Sequence[Any]) -> int:
         start -= 1
     return start
 
+
+RUN_CACHE_SIZE = 8
+"""Compiled runs (machine loops) a program keeps by default: one per batch size, stack depth and
+backend configuration it was called with, the least recently used dropped beyond this (pad
+batches to powers of two, `pad_batch=True`, to need fewer)."""
 
 LAUNCH_SECONDS = 0.5
 """How long one launch of a compiled machine loop may run by default (`Backend.run_in_launches`)."""
@@ -395,6 +402,52 @@ class Backend(abc.ABC):
             pace = iterations / max(time.perf_counter() - start, 1e-4)
             iterations = int(min(max(pace * self.launch_seconds, 64), MAX_LAUNCH_ITERATIONS))
 
+    def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
+        """The library settings a run on the argument `leaves` happens under (entered around a
+        call's compilation and run); none by default."""
+        return contextlib.nullcontext()
+
+    def is_traced(self, value: Any) -> bool:
+        """Whether `value` stands for an array of a computation being traced (a JAX tracer): its
+        contents exist only when that computation runs, so the run is staged into it."""
+        return False
+
+    def stage_run(self, run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> list[Any]:
+        """`run(leaves)` (the output leaves of a machine run on the argument `leaves`) for
+        arguments some of which are traced (`is_traced`); a backend may wrap it for the
+        transformations of the computation being traced."""
+        return run(list(leaves))
+
+    def batch_sharding(self, leaves: Sequence[Any]) -> Any:
+        """How the argument `leaves` are split over devices along the batch axis, or None (one
+        device: the run is one machine)."""
+        return None
+
+    def run_sharded(
+        self,
+        run: Callable[[list[Any]], list[Any]],
+        leaves: Sequence[Any],
+        cache: MutableMapping[Any, Any],
+        cache_key: Any,
+    ) -> list[Any]:
+        """`run` (a machine run, staged) once per shard of the batch (`batch_sharding`), each
+        on its own device; the compiled program kept in `cache` under `cache_key` and the
+        leaves' shapes and sharding."""
+        raise NotImplementedError(f"{type(self).__name__} runs on one device")
+
+    def check_when_run(
+        self,
+        check: Callable[[dict[str, np.ndarray]], None],
+        values: Mapping[str, Any],
+        normal: Mapping[str, int] | None = None,
+        summary: str = "",
+    ) -> None:
+        """Call `check` on host copies of `values` (to raise a run's errors): now, or for traced
+        values when the computation they belong to runs, if some value is not its `normal` one
+        (default 0: what every member holds when nothing went wrong). `summary` describes the
+        errors for a backend that cannot call back into Python from a staged computation."""
+        check({key: self.to_numpy(value) for key, value in values.items()})
+
     # ----- arrays -------------------------------------------------------------------------
     @abc.abstractmethod
     def asarray(self, value: Any, dtype: Any = None) -> Any:
@@ -434,6 +487,13 @@ class Backend(abc.ABC):
         """Zero arrays by state key (`shapes` maps each key to its shape and dtype): the machine's
         initial state, made in one call so a backend can make them all at once."""
         return {key: self.zeros(shape, dtype) for key, (shape, dtype) in shapes.items()}
+
+    def pad_rows(self, array: Any, rows: int) -> Any:
+        """`array` ([B, ...]) with zero rows appended up to `rows` (by way of NumPy here; the
+        traced backends pad on the device)."""
+        host = self.to_numpy(array)
+        padding = np.zeros((rows - host.shape[0], *host.shape[1:]), host.dtype)
+        return self.asarray(np.concatenate([host, padding]), host.dtype)
 
     def create_register(self, batch_size: int, type: TensorType) -> Any:
         """A zero `[B, *shape]` array for a register (or the top of a stack variable)."""
@@ -511,10 +571,35 @@ class Backend(abc.ABC):
         return state
 
     @abc.abstractmethod
-    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+    def run(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+    ) -> State:
         """Run `while min(pc) < halt_index: state = kernels[min(pc)](state)` and return the final
         state. `cache_key` identifies (program, signature, batch size) so compiled code can be
-        reused across calls; NumPy ignores it."""
+        reused across calls, kept in `code_cache` (the program's own cache, see `run_cache`);
+        NumPy ignores both."""
+
+    code_cache: MutableMapping[Any, Any] | None = None
+    """A cache of compiled runs the user gave the backend (shared by the instances given it);
+    None: each program keeps its compiled runs itself (`run_cache`)."""
+
+    def run_cache(self, given: MutableMapping[Any, Any] | None) -> MutableMapping[Any, Any]:
+        """Where `run` keeps its compiled loop: the backend's own `code_cache` if the user gave
+        one, else the cache the caller `given` (the program's, freed with it), else one bounded
+        cache of this backend instance (a run without a program, as in tests)."""
+        if self.code_cache is not None:
+            return self.code_cache
+        if given is not None:
+            return given
+        own = self.__dict__.get("_instance_run_cache")
+        if own is None:
+            own = self.__dict__["_instance_run_cache"] = LRUCache(RUN_CACHE_SIZE)
+        return own
 
     def compiled_run(
         self,
@@ -532,7 +617,7 @@ class Backend(abc.ABC):
         if cache_key is None:
             key: Any = ("kernels", id(kernels), int(halt_index), *config)
         else:
-            key = (cache_key, int(halt_index), len(kernels), getattr(self, "scheduler", None), *config)
+            key = (cache_key, type(self).__name__, int(halt_index), len(kernels), getattr(self, "scheduler", None), *config)
         entry = cache.get(key)
         if entry is None or (cache_key is None and entry[0] is not kernels):
             entry = (kernels, compile_loop(tuple(kernels), int(halt_index)))

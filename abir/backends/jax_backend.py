@@ -26,31 +26,38 @@ ms on one core).
 
 The compiled loop runs in launches of about `launch_seconds` (`Backend.run_in_launches`), so
 Ctrl-C stops a runaway run between two launches. The compiled program is cached per `cache_key`
-(program, signature, batch size) on the backend instance, or in a dict the caller supplies, and
-reused across calls. With `collect_stats=True` the loop also counts, inside the compiled
+(program, signature, batch size) with the program (`Backend.run_cache`), or in a dict the caller
+supplies, and reused across calls. With `collect_stats=True` the loop also counts, inside the compiled
 program, the blocks run, the members active in each and each member's own block count
 (`last_stats`); without it the loop carries no counters.
 
-Importing this module enables `jax_enable_x64`, so int64/float64 behave as in NumPy.
+Called on tracers (inside `jax.jit`, `lax.scan`, ...), a run is staged into the caller's
+computation as one launch (`stage_run`), under a `custom_vmap` rule that folds `jax.vmap`'s
+mapped axes into the batch; arguments sharded over devices along the batch axis run one machine
+per shard (`run_sharded`).
+
+A standalone run (called outside any JAX trace) happens under `jax.enable_x64(True)`, so int64 and
+float64 behave as in NumPy; the setting is scoped to abir's own run (`JaxBackend.scope`), never
+changed for the rest of the process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
-jax.config.update("jax_enable_x64", True)
-
-import jax.numpy as jnp  # noqa: E402  (after enabling x64)
-from jax import lax  # noqa: E402
-
-from abir import prims  # noqa: E402
-from abir.backends.base import (  # noqa: E402
+from abir import prims
+from abir.backends.base import (
     LAUNCH_SECONDS,
+    MAX_LAUNCH_ITERATIONS,
     Backend,
     Kernel,
     LazyRegisters,
@@ -64,7 +71,53 @@ from abir.backends.base import (  # noqa: E402
     splittable,
     tail_start_of,
 )
-from abir.types import TensorType  # noqa: E402
+from abir.types import TensorType
+
+
+@contextlib.contextmanager
+def _callers_dtypes() -> Iterator[None]:
+    """A run staged into a caller's trace without 64-bit types: JAX narrows the program's int64
+    and float64 to int32 and float32 (the caller's policy), without a warning per array."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Explicitly requested dtype", category=UserWarning)
+        yield
+
+
+REVERSE_MODE_FAILURE = "Linearization failed to produce known values"
+"""The start of the error JAX raises when reverse-mode differentiation meets a while loop."""
+
+
+def _is_python_number(value: Any) -> bool:
+    return isinstance(value, bool | int | float) and not isinstance(value, np.generic)
+
+
+def _fold_mapped_axis(
+    staged: Callable[..., tuple[Any, ...]], axis_size: int, in_batched: Sequence[bool], arrays: Sequence[Any]
+) -> tuple[tuple[Any, ...], tuple[bool, ...]]:
+    """The vmap rule of a staged run: each call of the mapped function sees a batch of B
+    members, so the V = `axis_size` calls are one run of V*B members. A mapped argument
+    ([V, B, ...], or [V, 1, ...] / [V] shared by a call's members) and an unmapped one of B
+    members ([B, ...], the same for every call) become [V*B, ...] (row v*B + b is member b of
+    call v); an unmapped argument shared by all members stays as it is. The results, [V*B, ...],
+    are split back into [V, B, ...]. `staged` is called again, so nested vmaps fold one by one."""
+    per_call = [array.shape[1:] if batched else array.shape for array, batched in zip(arrays, in_batched, strict=True)]
+    sizes = {shape[0] for shape in per_call if shape and shape[0] != 1}
+    members = sizes.pop() if sizes else 1
+
+    def fold(array: Any, batched: bool, shape: tuple[int, ...]) -> Any:
+        event = tuple(shape[1:])
+        if not batched:
+            if not shape or shape[0] == 1:
+                return array
+            array = jnp.broadcast_to(array, (axis_size, *shape))
+        elif not shape:
+            array = array.reshape(axis_size, 1)
+        array = jnp.broadcast_to(array, (axis_size, members, *event))
+        return array.reshape(axis_size * members, *event)
+
+    outputs = staged(*(fold(a, b, s) for a, b, s in zip(arrays, in_batched, per_call, strict=True)))
+    unfolded = tuple(out.reshape(axis_size, members, *out.shape[1:]) for out in outputs)
+    return unfolded, tuple(True for _ in unfolded)
 
 
 def dtype_of(value: Any) -> Any:
@@ -84,10 +137,6 @@ def _safe_int_division(name: str, x: Any, y: Any) -> Any:
 
 
 
-# Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
-SHARED_CODE_CACHE: dict[Any, Any] = {}
-
-
 class JaxBackend(Backend):
     """jax.numpy arrays; `run` is one jitted `lax.while_loop` (block sweeps, or one `lax.switch`
     per step)."""
@@ -104,9 +153,9 @@ class JaxBackend(Backend):
         collect_stats: bool = False,
         launch_seconds: float | None = LAUNCH_SECONDS,
     ):
-        """`code_cache` maps a run's `cache_key` to its jitted function; pass a dict to share
-        compiled code between backend instances (default: one cache shared by every instance, so
-        a new backend object per call does not recompile).
+        """`code_cache` maps a run's `cache_key` to its jitted function; pass a dict to keep
+        compiled code there yourself (default: each compiled program keeps its runs, bounded and
+        freed with it, so a new backend object per call does not recompile either).
         `execution` is `"sweep"` (default) or `"switch"` (see the module docstring).
         `scheduler(backend, pc)` picks the next block of the `"switch"` execution (passing one
         selects it); it must be traceable (jnp, not NumPy).
@@ -116,8 +165,135 @@ class JaxBackend(Backend):
         self.configure_execution(execution, scheduler, "sweep", collect_stats)
         self.configure_launches(launch_seconds)
         self.collect_stats = bool(collect_stats)
-        self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
+        self.code_cache = code_cache
         self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
+
+    def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
+        """64-bit types for abir's own run (NumPy's int64 and float64), whatever the process's
+        `jax_enable_x64`; the setting is restored when the run ends. A run on tracers (staged
+        into the caller's trace) follows the caller's setting instead: without 64-bit types the
+        program's int64 and float64 values are int32 and float32, as everywhere in that trace."""
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+            return _callers_dtypes()
+        return jax.enable_x64(True)
+
+    def is_traced(self, value: Any) -> bool:
+        return isinstance(value, jax.core.Tracer)
+
+    def stage_run(self, run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> list[Any]:
+        """`run` as a `jax.custom_batching.custom_vmap` function of the array leaves (Python
+        numbers stay weak constants), so that `jax.vmap` over the call folds its mapped axis into
+        the batch instead of batching every op of the machine (`_fold_mapped_axis`)."""
+        positions = [i for i, leaf in enumerate(leaves) if not _is_python_number(leaf)]
+
+        def unstaged(*arrays: Any) -> tuple[Any, ...]:
+            merged = list(leaves)
+            for position, array in zip(positions, arrays, strict=True):
+                merged[position] = array
+            return tuple(run(merged))
+
+        staged = jax.custom_batching.custom_vmap(unstaged)
+
+        @staged.def_vmap
+        def folded(axis_size: int, in_batched: Sequence[bool], *arrays: Any) -> tuple[Any, Any]:
+            if not any(in_batched):  # e.g. the primal part of a vmapped jvp: the same for every call
+                outputs = unstaged(*arrays)
+                return outputs, tuple(False for _ in outputs)
+            return _fold_mapped_axis(staged, axis_size, in_batched, arrays)
+
+        try:
+            return list(staged(*(leaves[i] for i in positions)))
+        except ValueError as err:
+            if REVERSE_MODE_FAILURE not in str(err):
+                raise
+            raise TypeError(
+                "a batched function cannot be differentiated in reverse mode (jax.grad, jax.vjp, "
+                "jax.jacrev): its machine is a while loop of data-dependent length; use forward mode, "
+                "jax.jvp or jax.jacfwd, which differentiate through the loop"
+            ) from err
+
+    def batch_sharding(self, leaves: Sequence[Any]) -> jax.sharding.NamedSharding | None:
+        """The `NamedSharding` of the first argument split over more than one device along its
+        batch axis (the others follow it), or None."""
+        for leaf in leaves:
+            sharding = getattr(leaf, "sharding", None)
+            if (
+                isinstance(sharding, jax.sharding.NamedSharding)
+                and len(sharding.device_set) > 1
+                and len(leaf.shape) > 0
+                and sharding.spec
+                and sharding.spec[0] is not None
+            ):
+                return sharding
+        return None
+
+    def run_sharded(
+        self,
+        run: Callable[[list[Any]], list[Any]],
+        leaves: Sequence[Any],
+        cache: MutableMapping[Any, Any],
+        cache_key: Any,
+    ) -> list[Any]:
+        """One machine per shard: `jax.shard_map` over the batch axis of the first sharded
+        argument's mesh, each device running the staged machine on its own members (its loop
+        ends when they have halted, with no communication between devices). Arguments of B
+        members are split along the batch axis (put there if they live elsewhere, as NumPy
+        arrays do); arguments shared by all members are copied to every device. The results carry the same sharding.
+        Errors surface as for a staged run (`check_when_run`)."""
+        sharding = self.batch_sharding(leaves)
+        assert sharding is not None
+        batch = max((int(leaf.shape[0]) for leaf in leaves if getattr(leaf, "shape", ())), default=1)
+        batch_spec = jax.sharding.PartitionSpec(sharding.spec[0])
+        positions = [i for i, leaf in enumerate(leaves) if not _is_python_number(leaf)]
+        arrays = [leaves[i] for i in positions]
+        specs = tuple(
+            batch_spec if getattr(a, "shape", ()) and int(a.shape[0]) == batch and batch > 1 else jax.sharding.PartitionSpec()
+            for a in arrays
+        )
+        constants = tuple((i, leaves[i]) for i in range(len(leaves)) if i not in positions)
+        shapes = tuple((tuple(a.shape), np.dtype(a.dtype).str) for a in arrays)
+        key = (cache_key, sharding.mesh, batch_spec, specs, shapes, constants)
+        sharded = cache.get(key)
+        if sharded is None:
+
+            def per_shard(*shard: Any) -> tuple[Any, ...]:
+                merged = list(leaves)
+                for position, array in zip(positions, shard, strict=True):
+                    merged[position] = array
+                return tuple(self.stage_run(run, merged))
+
+            sharded = jax.jit(
+                jax.shard_map(per_shard, mesh=sharding.mesh, in_specs=specs, out_specs=batch_spec, check_vma=False)
+            )
+            cache[key] = sharded
+        placed = [
+            jax.device_put(a, jax.sharding.NamedSharding(sharding.mesh, spec)) for a, spec in zip(arrays, specs, strict=True)
+        ]
+        return list(sharded(*placed))
+
+    def check_when_run(
+        self,
+        check: Callable[[dict[str, np.ndarray]], None],
+        values: Mapping[str, Any],
+        normal: Mapping[str, int] | None = None,
+        summary: str = "",
+    ) -> None:
+        """Traced values: `check` runs as a callback of the staged computation, only when some
+        value differs from its `normal` one (so a run without errors makes no host round trip),
+        and its error surfaces as a `jax.errors.JaxRuntimeError` carrying abir's message."""
+        if not any(self.is_traced(value) for value in values.values()):
+            super().check_when_run(check, values, normal, summary)
+            return
+        flags = dict(values)
+        normal = normal or {}
+        raised = functools.reduce(
+            jnp.logical_or, [jnp.any(value != normal.get(key, 0)) for key, value in flags.items()]
+        )
+
+        def call_check(flags: dict[str, Any]) -> None:
+            jax.debug.callback(lambda host: check({key: np.asarray(v) for key, v in host.items()}), flags)
+
+        lax.cond(raised, call_check, lambda flags: None, flags)
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> Any:
@@ -140,6 +316,10 @@ class JaxBackend(Backend):
 
     def arange(self, n: int, dtype: Any = np.int32) -> Any:
         return jnp.arange(n, dtype=np.dtype(dtype))
+
+    def pad_rows(self, array: Any, rows: int) -> Any:
+        array = jnp.asarray(array)
+        return jnp.pad(array, [(0, rows - array.shape[0])] + [(0, 0)] * (array.ndim - 1))
 
     def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]]) -> State:
         """All of them made by one compiled program (compiled once per set of shapes): one
@@ -241,23 +421,34 @@ class JaxBackend(Backend):
     def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
         return lax.while_loop(cond, body, state)
 
-    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+    def run(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+    ) -> State:
         """One jitted `lax.while_loop`, compiled once per `cache_key` and state signature.
 
         Without a `cache_key` the compiled code is still reused for the same `kernels` list
         (the machine builds it once per program and backend), kept alive by the cache."""
         state = {key: value if isinstance(value, jax.Array) else jnp.asarray(value) for key, value in state.items()}
-        if self.collect_stats:
+        staged = self.is_traced(state["pc"])
+        if self.collect_stats and not staged:
             state[STATS_KEY] = _zero_counters(len(kernels), state["pc"].shape[0])
         run = self.compiled_run(
-            self.code_cache,
+            self.run_cache(code_cache),
             kernels,
             halt_index,
             cache_key,
             lambda ks, halt: jax.jit(self._loop(ks, halt), compiler_options=loop_compiler_options()),
             (self.execution, self.collect_stats),
         )
-        state = dict(self.run_in_launches(lambda s, n: run(s, np.int32(n)), state, halt_index))
+        if staged:  # into the caller's computation: one launch, no host round trip
+            state = dict(run(state, np.int32(MAX_LAUNCH_ITERATIONS)))
+        else:
+            state = dict(self.run_in_launches(lambda s, n: run(s, np.int32(n)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
         self.last_stats = None if counters is None else _run_stats(counters)
         return state

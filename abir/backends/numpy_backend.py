@@ -27,7 +27,7 @@ hundred steps), and the stacks get a scratch row so a push is one unfiltered sca
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -307,7 +307,14 @@ class NumpyBackend(Backend):
         return np.min(value)
 
     # ----- running --------------------------------------------------------------------------
-    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+    def run(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+    ) -> State:
         """A Python loop over machine steps; records `last_stats` when `collect_stats` is set.
 
         With split kernels the stacks stay out of the kernels and are updated in place: each is

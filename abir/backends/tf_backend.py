@@ -40,7 +40,7 @@ import contextlib
 import functools
 import math
 import weakref
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -50,6 +50,7 @@ import tensorflow as tf
 from abir import prims
 from abir.backends.base import (
     LAUNCH_SECONDS,
+    MAX_LAUNCH_ITERATIONS,
     Backend,
     Kernel,
     LazyRegisters,
@@ -207,10 +208,6 @@ def _compute_dtype(name: str, dtype: tf.DType) -> tf.DType:
     ordered_bool = dtype == tf.bool and name in ("less", "less_equal", "greater", "greater_equal")
     return tf.int32 if (narrow and name in _WIDEN_SMALL_INTS) or ordered_bool else dtype
 
-
-
-# Compiled runs keyed by (program, signature, batch size, ...): shared by all instances.
-SHARED_CODE_CACHE: dict[Any, Any] = {}
 
 
 _INSTANTIATED: weakref.WeakSet[Any] = weakref.WeakSet()
@@ -413,7 +410,8 @@ class TensorFlowBackend(Backend):
         launch_seconds: float | None = LAUNCH_SECONDS,
     ):
         """`jit_compile` compiles the whole run with XLA. `code_cache` maps a run's `cache_key`
-        to its `tf.function`; pass a dict to share traced code between backend instances.
+        to its `tf.function`; pass a dict to keep traced code there yourself (default: each
+        compiled program keeps its runs, bounded and freed with it; `Backend.run_cache`).
         `execution` is `"sweep"` (default) or `"switch"` (see the module docstring).
         `scheduler(backend, pc)` picks the next block of the `"switch"` execution (passing one
         selects it); it must be traceable (TF ops).
@@ -424,12 +422,35 @@ class TensorFlowBackend(Backend):
         self.configure_launches(launch_seconds)
         self.collect_stats = bool(collect_stats)
         self.jit_compile = bool(jit_compile)
-        self.code_cache: MutableMapping[Any, Any] = SHARED_CODE_CACHE if code_cache is None else code_cache
+        self.code_cache = code_cache
         self.trace_count = 0  # how many times a run loop was traced
 
     @property
     def label(self) -> str:
         return "tensorflow+xla" if self.jit_compile else "tensorflow"
+
+    def is_traced(self, value: Any) -> bool:
+        """A symbolic tensor of a graph being built (inside a `tf.function`)."""
+        return bool(tf.is_symbolic_tensor(value))
+
+    def check_when_run(
+        self,
+        check: Callable[[dict[str, np.ndarray]], None],
+        values: Mapping[str, Any],
+        normal: Mapping[str, int] | None = None,
+        summary: str = "",
+    ) -> None:
+        """Symbolic values: a `tf.debugging.Assert` in the caller's graph that fails with
+        `summary` and the values when some value is not its `normal` one (so the graph raises
+        `tf.errors.InvalidArgumentError`). XLA drops assertions: under `jit_compile=True` a
+        staged run's errors go unreported."""
+        if not any(self.is_traced(value) for value in values.values()):
+            super().check_when_run(check, values, normal, summary)
+            return
+        normal = normal or {}
+        raised = [tf.reduce_any(value != normal.get(key, 0)) for key, value in values.items()]
+        details = [item for key, value in values.items() for item in (f"{key}:", value)]
+        tf.debugging.Assert(tf.logical_not(functools.reduce(tf.logical_or, raised)), [summary, *details], summarize=16)
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> Any:
@@ -452,6 +473,10 @@ class TensorFlowBackend(Backend):
 
     def arange(self, n: int, dtype: Any = np.int32) -> Any:
         return tf.range(n, dtype=tf_dtype(dtype))
+
+    def pad_rows(self, array: Any, rows: int) -> Any:
+        array = self.asarray(array)
+        return tf.pad(array, [(0, rows - int(array.shape[0]))] + [(0, 0)] * (len(array.shape) - 1))
 
     def batch_size(self, value: Any) -> int:
         shape = tuple(value.shape) if hasattr(value, "shape") else ()
@@ -562,13 +587,21 @@ class TensorFlowBackend(Backend):
     def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
         return tf.while_loop(cond, lambda s: [body(s)], [state])[0]
 
-    def run(self, kernels: Sequence[Kernel], state: State, halt_index: int, cache_key: Any) -> State:
+    def run(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+    ) -> State:
         """One `tf.function` around a `tf.while_loop` (block sweeps, or one `tf.switch_case` per
         step), traced once per cache key and state signature. Without a `cache_key` the function
         is still reused for the same `kernels` list (the machine builds it once per program and
         backend)."""
         state = {key: self.asarray(value) for key, value in state.items()}
-        if self.collect_stats:
+        staged = self.is_traced(state["pc"])
+        if self.collect_stats and not staged:
             state[STATS_KEY] = _zero_counters(len(kernels), int(state["pc"].shape[0]))
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
@@ -576,9 +609,12 @@ class TensorFlowBackend(Backend):
             return tf.function(loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False)
 
         config = (self.jit_compile, self.execution, self.collect_stats)
-        run = self.compiled_run(self.code_cache, kernels, halt_index, cache_key, compile_loop, config)
-        with _without_arithmetic_optimizer(run):
-            state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
+        run = self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_loop, config)
+        if staged:  # into the caller's graph: one launch, no host round trip
+            state = dict(run(state, tf.constant(MAX_LAUNCH_ITERATIONS, tf.int32)))
+        else:
+            with _without_arithmetic_optimizer(run):
+                state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
         self.last_stats = None if counters is None else _run_stats(counters)
         return state

@@ -18,8 +18,9 @@ error flags and returns the output variables' registers.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import linecache
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from types import CodeType
 from typing import Any
@@ -29,10 +30,11 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 
 from abir import array_prims
-from abir.backends.base import Backend, Kernel, RunStats, State
+from abir.backends.base import RUN_CACHE_SIZE, Backend, Kernel, RunStats, State
 from abir.dialects import vm
 from abir.dialects.functional import decode_params
 from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
+from abir.lru import LRUCache
 from abir.opaque import lookup_opaque
 from abir.types import TensorType, tensor_type_of
 from abir.vm import state_ops
@@ -41,6 +43,9 @@ from abir.vm.state_ops import Frame, Writes
 from abir.vm.values import constant_array, rank_padding, result_dtype
 
 DEFAULT_MAX_STACK_DEPTH = 15
+KERNEL_SETS = 8
+"""Backend instances a machine keeps its kernels for (a new backend object per call would
+otherwise add a set per call)."""
 
 
 @dataclass(frozen=True)
@@ -702,7 +707,9 @@ class Machine:
         """The stack pointer key of each stack variable (`stack_pointers`)."""
         self.has_calls = any(plan.callee is not None for plan in plans)
         self.last_stats: RunStats | None = None
-        self._kernels: dict[tuple[int, bool], tuple[Backend, list[Kernel]]] = {}
+        self.run_cache = LRUCache(RUN_CACHE_SIZE)
+        """The compiled runs of this program (`Backend.run_cache`), freed with it."""
+        self._kernels: MutableMapping[tuple[int, bool], tuple[Backend, list[Kernel]]] = LRUCache(KERNEL_SETS)
         self._counting_plans: tuple[BlockPlan, ...] | None = None
 
     @property
@@ -768,26 +775,58 @@ class Machine:
         max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
         cache_key: Any = None,
         max_steps: int | None = None,
+        padded_batch: int | None = None,
     ) -> list[Any]:
         """Run the program on the flat input leaves; return the output registers. With
         `max_steps`, a member may run at most that many blocks: members that have not halted by
-        then stop, and the run raises `StepLimitError` naming them and where they stand."""
+        then stop, and the run raises `StepLimitError` naming them and where they stand. With
+        `padded_batch` (at least the batch size), the machine runs that many rows: the extra
+        ones are members halted from the start, and the results are cut back to the batch."""
         if max_stack_depth < 1:
             raise ValueError(f"max_stack_depth must be at least 1, got {max_stack_depth}")
         check_max_steps(max_steps)
+        with backend.scope(args):
+            return self._run(args, backend, max_stack_depth, cache_key, max_steps, padded_batch)
+
+    def _run(
+        self,
+        args: Sequence[Any],
+        backend: Backend,
+        max_stack_depth: int,
+        cache_key: Any,
+        max_steps: int | None,
+        padded_batch: int | None,
+    ) -> list[Any]:
         types = [self.variables[name].type for name in self.inputs]
         batch, leaves = prepare_inputs(self.inputs, types, args, backend)
-        state = self.initial_state(backend, leaves, batch, max_stack_depth, max_steps)
+        rows = batch if padded_batch is None else max(int(padded_batch), batch)
+        if rows > batch:
+            leaves = [backend.pad_rows(leaf, rows) for leaf in leaves]
+        state = self.initial_state(backend, leaves, rows, max_stack_depth, max_steps)
+        if rows > batch:
+            state[state_ops.PC] = backend.asarray(np.where(np.arange(rows) < batch, 0, self.num_blocks).astype(np.int32))
         backend.last_stats = None
         counting = max_steps is not None
         if counting and cache_key is not None:
             cache_key = (cache_key, "max_steps")
-        state = backend.run(self.kernels(backend, counting), state, self.num_blocks, cache_key)
+        state = backend.run(self.kernels(backend, counting), state, self.num_blocks, cache_key, self.run_cache)
         self.last_stats = backend.last_stats
-        self._raise_errors(backend, state, max_stack_depth)
-        if counting:
-            self._raise_step_limit(backend, state, max_steps)
-        return [state[state_ops.register_key(name)] for name in self.outputs]
+        if backend.is_traced(state[state_ops.PC]):
+            keys = (state_ops.OVERFLOW, state_ops.UNDERFLOW, *((state_ops.STOPPED_AT,) if counting else ()))
+            check = functools.partial(self._raise_run_errors, backend, max_stack_depth, max_steps)
+            limit = "" if max_steps is None else f", or reached max_steps={max_steps}"
+            summary = (
+                f"abir: the staged run of '{self.name}' failed: a member recursed deeper than max_stack_depth="
+                f"{max_stack_depth}, or restored a value never saved{limit} (per member: overflow/underflow = "
+                "1 + the vm block, stopped_at = the vm block); run it outside the traced function for the full error"
+            )
+            backend.check_when_run(check, {key: state[key] for key in keys}, {state_ops.STOPPED_AT: -1}, summary)
+        else:
+            self._raise_errors(backend, state, max_stack_depth)
+            if counting:
+                self._raise_step_limit(backend, state, max_steps)
+        outputs = [state[state_ops.register_key(name)] for name in self.outputs]
+        return outputs if rows == batch else [output[:batch] for output in outputs]
 
     # ----- errors ---------------------------------------------------------------------------
     def _describe(self, block: int) -> str:
@@ -805,6 +844,14 @@ class Machine:
         listed = ", ".join(str(m) for m in members[:shown])
         more = f" and {len(members) - shown} more" if len(members) > shown else ""
         return f"batch member{'s' if len(members) > 1 else ''} {listed}{more}"
+
+    def _raise_run_errors(
+        self, backend: Backend, max_stack_depth: int, max_steps: int | None, flags: dict[str, np.ndarray]
+    ) -> None:
+        """The errors of a staged run, from host copies of its error flags."""
+        self._raise_errors(backend, flags, max_stack_depth)
+        if max_steps is not None:
+            self._raise_step_limit(backend, flags, max_steps)
 
     def _raise_errors(self, backend: Backend, state: State, max_stack_depth: int) -> None:
         overflow = backend.to_numpy(state[state_ops.OVERFLOW])

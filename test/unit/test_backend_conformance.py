@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -65,17 +66,24 @@ def operands(name: str, dtypes: tuple[str, ...]) -> list[np.ndarray]:
     return args
 
 
-@pytest.fixture(scope="module", params=["numpy", "jax", "tf"])
-def backend(request: pytest.FixtureRequest) -> Backend:
-    if request.param == "numpy":
+def make_backend(name: str) -> Backend:
+    if name == "numpy":
         return NumpyBackend()
-    if request.param == "jax":
+    if name == "jax":
         from abir.backends.jax_backend import JaxBackend
 
         return JaxBackend()
     from abir.backends.tf_backend import TensorFlowBackend
 
     return TensorFlowBackend()
+
+
+@pytest.fixture(scope="module", params=["numpy", "jax", "tf"])
+def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
+    """Each backend under its `scope()`, as a run uses its operations (JAX: 64-bit types)."""
+    backend = make_backend(request.param)
+    with backend.scope():
+        yield backend
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ test_tf_backend.py."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -47,9 +47,11 @@ def tf_xla_backend(**kwargs) -> Backend:
     params=[jax_backend, jax_switch_backend, tf_graph_backend, tf_xla_backend],
     ids=["jax", "jax-switch", "tf", "tf-xla"],
 )
-def make_backend(request: pytest.FixtureRequest) -> Callable[..., Backend]:
-    """A factory of fresh backend objects (trace counts are per object)."""
-    return request.param
+def make_backend(request: pytest.FixtureRequest) -> Iterator[Callable[..., Backend]]:
+    """A factory of fresh backend objects (trace counts are per object), under the backend's
+    `scope()` as a call runs them (the hand-built states hold int64 counters)."""
+    with request.param().scope():
+        yield request.param
 
 
 @pytest.fixture(scope="module")

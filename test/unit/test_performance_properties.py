@@ -82,14 +82,15 @@ def test_jax_loop_copies_no_stack_per_step(
     monkeypatch.setattr(jax_backend, "ONE_HOT_STACK_MAX", one_hot_max)
     backend = JaxBackend(code_cache={}, execution=execution)
     depth, batch = 7, 5
-    state = fib.initial_state(backend, [backend.asarray(np.arange(batch))], batch, depth)
-    state = {key: jax.numpy.asarray(value) for key, value in state.items()}
-    text = (
-        jax.jit(backend._loop(tuple(fib.kernels(backend)), fib.num_blocks))
-        .lower(state, np.int32(MAX_LAUNCH_ITERATIONS))
-        .compile()
-        .as_text()
-    )
+    with backend.scope():  # int64 registers and stacks, as in a run
+        state = fib.initial_state(backend, [backend.asarray(np.arange(batch))], batch, depth)
+        state = {key: jax.numpy.asarray(value) for key, value in state.items()}
+        text = (
+            jax.jit(backend._loop(tuple(fib.kernels(backend)), fib.num_blocks))
+            .lower(state, np.int32(MAX_LAUNCH_ITERATIONS))
+            .compile()
+            .as_text()
+        )
     stacks = [key for key in state if key.startswith("s:") or key == "pc_stack"]
     stack_copies = re.findall(rf"= [su](?:32|64)\[{depth},{batch}\]\{{1,0\}} copy\(", text)
     assert len(stacks) == 3
@@ -102,10 +103,11 @@ def test_split_and_plain_kernels_agree(fib, name: str) -> None:
     """Hiding `split` makes the backend run the plain `state -> state` kernels (each applying
     its own write requests); the final states are identical."""
     backend = BACKENDS[name]()
-    inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
-    split = backend.run(fib.kernels(backend), fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
-    plain_kernels = [lambda state, k=k: k(state) for k in fib.kernels(backend)]
-    plain = backend.run(plain_kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+    with backend.scope():  # the states a run makes (JAX: int64)
+        inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
+        split = backend.run(fib.kernels(backend), fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+        plain_kernels = [lambda state, k=k: k(state) for k in fib.kernels(backend)]
+        plain = backend.run(plain_kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
     assert set(split) == set(plain)
     for key in split:
         np.testing.assert_array_equal(backend.to_numpy(split[key]), backend.to_numpy(plain[key]), err_msg=key)
@@ -127,9 +129,12 @@ def test_plain_kernels_of_a_self_repeating_block_agree_on_jax(fib) -> None:
     backend = JaxBackend()
     kernels = fib.kernels(backend)
     assert any(k.plan.loops_to_itself for k in kernels)
-    inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
-    split = backend.run(kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
-    plain = backend.run([PlainKernel(k) for k in kernels], fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+    with backend.scope():  # the states a run makes (int64)
+        inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
+        split = backend.run(kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+        plain = backend.run(
+            [PlainKernel(k) for k in kernels], fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None
+        )
     for key in split:
         np.testing.assert_array_equal(backend.to_numpy(split[key]), backend.to_numpy(plain[key]), err_msg=key)
 
@@ -215,10 +220,11 @@ def _wide_inputs(batch: int) -> list[np.ndarray]:
 
 
 def _compiled_loop_text(machine, backend: JaxBackend, batch: int) -> str:
-    state = machine.initial_state(backend, [backend.asarray(x) for x in _wide_inputs(batch)], batch, 4)
-    state = {key: jax.numpy.asarray(value) for key, value in state.items()}
-    loop = backend._loop(tuple(machine.kernels(backend)), machine.num_blocks)
-    return jax.jit(loop).lower(state, np.int32(MAX_LAUNCH_ITERATIONS)).compile().as_text()
+    with backend.scope():  # float64 registers, as in a run
+        state = machine.initial_state(backend, [backend.asarray(x) for x in _wide_inputs(batch)], batch, 4)
+        state = {key: jax.numpy.asarray(value) for key, value in state.items()}
+        loop = backend._loop(tuple(machine.kernels(backend)), machine.num_blocks)
+        return jax.jit(loop).lower(state, np.int32(MAX_LAUNCH_ITERATIONS)).compile().as_text()
 
 
 def test_jax_sweep_conditionals_return_only_written_registers() -> None:
@@ -255,7 +261,8 @@ def test_wide_program_on_every_backend(name: str) -> None:
     machine = compile_machine(parse(WIDE))
     backend = BACKENDS[name]()
     a, b, c, d, k = _wide_inputs(6)
-    (out,) = machine.run([backend.asarray(x) for x in (a, b, c, d, k)], backend)
+    with backend.scope():  # the backend's own float64 arrays (JAX makes float32 ones outside it)
+        (out,) = machine.run([backend.asarray(x) for x in (a, b, c, d, k)], backend)
     want = (a * k[:, None] + b) * (c + d)
     np.testing.assert_allclose(backend.to_numpy(out), want, rtol=1e-12)
 

@@ -21,8 +21,15 @@ import tensorflow as tf
 from jax.extend.random import threefry_2x32 as jax_threefry_2x32
 
 import abir
-import abir.backends.jax_backend  # noqa: F401  (enables jax_enable_x64: float64 uniforms)
 from abir import random as R
+
+
+@pytest.fixture(autouse=True)
+def jax_x64():
+    """JAX's own draws compared here are float64 and take 64-bit seeds: 64-bit JAX for every test
+    of this module (abir scopes its own runs to 64-bit; the comparisons made outside them)."""
+    with jax.enable_x64(True):
+        yield
 
 # ----- known answers ---------------------------------------------------------------------------
 

@@ -216,7 +216,11 @@ def batched() -> dict[str, object]:
 
 @pytest.fixture(scope="module", params=["numpy", "jax", "tf"])
 def backend(request: pytest.FixtureRequest):
-    return {"numpy": NumpyBackend, "jax": JaxBackend, "tf": TensorFlowBackend}[request.param]()
+    """Each backend under its `scope()`, as a call runs it (JAX: 64-bit types for the tests
+    that use its operations directly)."""
+    backend = {"numpy": NumpyBackend, "jax": JaxBackend, "tf": TensorFlowBackend}[request.param]()
+    with backend.scope():
+        yield backend
 
 
 def assert_matches_python(function, args, backend) -> None:

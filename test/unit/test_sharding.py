@@ -1,0 +1,89 @@
+"""A batch sharded over devices along its batch axis runs one machine per shard.
+
+JAX sees 4 CPU devices only when XLA_FLAGS asks for them before it starts, so each test runs
+its checks in a fresh Python process (`SCRIPT`, with `--xla_force_host_platform_device_count=4`):
+results equal the plain per-member Python run and carry the arguments' sharding, the compiled
+program holds no collective (each device's loop runs on its own members: no communication
+between devices, so a device whose members have all halted leaves its loop), nearby calls reuse
+it, and arguments shared by all members go to every device.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("jax")
+
+SCRIPT = r'''
+import numpy as np, jax, jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec as P
+import abir
+from test_sharding import fib, halving_steps
+
+assert len(jax.devices()) == 4, jax.devices()
+ctx = abir.Context()
+batched_fib = ctx.batch_uncurried(fib)
+halving = ctx.batch_uncurried(halving_steps)
+backend = abir.JaxBackend()
+mesh = jax.make_mesh((4,), ("batch",))
+by_batch = NamedSharding(mesh, P("batch"))
+
+n = np.arange(32) % 14
+with jax.enable_x64(True):
+    sharded_n = jax.device_put(jnp.asarray(n), by_batch)
+got = batched_fib(sharded_n, backend=backend)
+assert got.sharding == by_batch, got.sharding
+np.testing.assert_array_equal(np.asarray(got), batched_fib(n, dry_run=True))
+np.testing.assert_array_equal(np.asarray(batched_fib(sharded_n, backend=backend)), batched_fib(n, dry_run=True))
+assert backend.trace_count == 1, backend.trace_count  # the second call reused the compiled shards
+
+(program,) = ctx.compile_cache.values()
+(sharded,) = [run for key, run in program.machine.run_cache.items() if key[0][0] == "abir.sharded"]
+hlo = sharded.lower(sharded_n).compile().as_text()
+for collective in ("all-reduce", "all-gather", "all-to-all", "collective-permute", "reduce-scatter"):
+    assert collective not in hlo, collective
+
+# a float program, an argument shared by every member and one of B members left unsharded
+x = np.linspace(1.0, 1000.0, 32)
+tolerances = np.linspace(0.1, 0.5, 32)
+with jax.enable_x64(True):
+    sharded_x = jax.device_put(jnp.asarray(x), by_batch)
+values, steps = halving(sharded_x, 0.3, backend=backend)
+want_values, want_steps = halving(x, 0.3, dry_run=True)
+assert values.sharding == steps.sharding == by_batch
+np.testing.assert_array_equal(np.asarray(values), want_values)
+np.testing.assert_array_equal(np.asarray(steps), want_steps)
+values, steps = halving(sharded_x, tolerances, backend=backend)
+np.testing.assert_array_equal(np.asarray(steps), halving(x, tolerances, dry_run=True)[1])
+print("ok")
+'''
+
+
+def fib(n):
+    if n > 2:
+        return fib(n - 1) + fib(n - 2)
+    return 1
+
+
+def halving_steps(x, tolerance):
+    steps = 0
+    while x > tolerance:
+        x = x * 0.5
+        steps += 1
+    return x, steps
+
+
+def test_a_batch_sharded_over_four_devices_runs_one_machine_per_shard():
+    env = {
+        **os.environ,
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+        "PYTHONPATH": os.pathsep.join([str(pathlib.Path(__file__).parent), *sys.path]),
+    }
+    out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["ok"]
