@@ -25,7 +25,9 @@ class UnsupportedSyntaxError(SyntaxError, AbirError):
         super().__init__(full, (filename, lineno, None if col_offset is None else col_offset + 1, source_line))
 
     def __str__(self) -> str:
-        where = f"{self.filename}:{self.lineno}:{self.offset}" if self.filename else "<unknown>"
+        where = f"{self.filename}:{self.lineno}" if self.filename else "<unknown>"
+        if self.filename and self.offset is not None:
+            where += f":{self.offset}"
         text = f"{where}: {self.msg}"
         if self.text:
             text += f"\n    {self.text.strip()}"

@@ -143,11 +143,14 @@ def test_decorating_a_non_function():
 
 def test_batch_without_parentheses():
     ctx = Context()
-    with pytest.raises(UnsupportedSyntaxError, match="needs parentheses"):
+    with pytest.raises(UnsupportedSyntaxError, match="needs parentheses") as raised:
 
         @ctx.batch
         def f(x):
             return x
+
+    where = str(raised.value).split(": ", 1)[0]  # file:line, no column to name
+    assert where.endswith(f":{raised.value.lineno}") and "None" not in where
 
 
 def test_duplicate_name():
