@@ -5,9 +5,11 @@
 
 `compile_functional` runs infer-types, simplify-functional, inline-calls, simplify-functional,
 if-convert, simplify-functional.
-`lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, coalesce-copies, allocate-storage; `lower_to_vm`
-continues with fuse-blocks, allocate-storage again, schedule-blocks, stack-to-vm and
-form-superblocks, verifying the result of each stage.
+`lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, coalesce-copies, stack-optimize
+again (invariant saves only), allocate-storage; `lower_to_vm` continues with fuse-blocks,
+allocate-storage again, schedule-blocks, stack-to-vm, form-superblocks (when asked),
+merge-identical-blocks and, for the `flow` order, order-sweeps, verifying the result of each
+stage.
 """
 
 from __future__ import annotations
