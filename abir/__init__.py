@@ -1,8 +1,9 @@
 """abir: auto-batching compiler for per-example Python with real control flow.
 
 Write a Python function for ONE example, decorate it with `Context.batch`, and call it on a
-batch: every member keeps its own program counter and the machine runs one basic block at a
-time for the members that stand at it, on NumPy, TensorFlow or JAX/XLA.
+batch: every member keeps its own program counter and the machine runs each basic block for the
+members that stand at it (on JAX and TensorFlow sweeping the blocks in order, on NumPy one block
+per step), on NumPy, TensorFlow or JAX/XLA.
 """
 
 from typing import Any

@@ -16,11 +16,13 @@ state is a flat `dict[str, array]` whose arrays all carry the batch dimension B:
     "steps_left"    int32 [B]        blocks a member may still run (only with `max_steps`)
     "stopped_at"    int32 [B]        -1, or the block a member stood at when its steps ran out
 
-A backend then runs the loop `while next_block(pc) < N: state = kernels[next_block(pc)](state)`
-its own way (a Python loop, one `jax.jit` with `lax.while_loop` + `lax.switch`, or a
-`tf.function` with `tf.while_loop` + `tf.switch_case`). `next_block` applies the backend's
-scheduling policy (`smallest_live_block` by default: halted members hold N, the largest index,
-so they never hold the others back).
+A backend then runs the machine its own way. The JAX and TensorFlow backends by default sweep:
+one compiled `while` loop whose iterations run every block in index order under a conditional
+on whether any member stands there (`execution="sweep"`). The NumPy backend (and
+`execution="switch"`) runs `while next_block(pc) < N: state = kernels[next_block(pc)](state)`
+(a Python loop, or a compiled `while` loop with a switch), where `next_block` applies the
+backend's scheduling policy (`smallest_live_block` by default: halted members hold N, the
+largest index, so they never hold the others back).
 
 Kernels call only methods of this protocol, so one set of kernels serves every backend. Every
 value a kernel computes carries a leading batch dimension of B, or of 1 for constants (which

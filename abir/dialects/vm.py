@@ -1,7 +1,9 @@
 """The `vm` dialect: what backends execute.
 
-A `vm.program` holds numbered blocks in schedule-priority order (the machine runs, at each step,
-the smallest block index that any live member holds). Variables are declared once with a
+A `vm.program` holds numbered blocks. The machine runs them in index order: the JAX and
+TensorFlow backends by default sweep the blocks in that order, running each block that has
+members (`order-sweeps` numbers the blocks for it); the NumPy backend runs, at each step, the
+smallest block index that any live member holds (`schedule-blocks` priority order). Variables are declared once with a
 storage class: `register` (one `[B, ...]` array) or `stack` (a `[B, ...]` top, a `[D, B, ...]`
 stack and a per-member stack pointer); temporaries have disappeared into SSA values. Each
 `vm.block` is a straight-line SSA kernel over the machine state, ending in a program-counter
