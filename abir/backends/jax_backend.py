@@ -437,13 +437,16 @@ class JaxBackend(Backend):
         staged = self.is_traced(state["pc"])
         if self.collect_stats and not staged:
             state[STATS_KEY] = _zero_counters(len(kernels), state["pc"].shape[0])
+        # compiler options belong to a top-level jit: a run staged into the caller's trace is
+        # compiled with the caller's computation, under its options
+        options = None if staged else loop_compiler_options()
         run = self.compiled_run(
             self.run_cache(code_cache),
             kernels,
             halt_index,
             cache_key,
-            lambda ks, halt: jax.jit(self._loop(ks, halt), compiler_options=loop_compiler_options()),
-            (self.execution, self.collect_stats),
+            lambda ks, halt: jax.jit(self._loop(ks, halt), compiler_options=options),
+            (self.execution, self.collect_stats, staged),
         )
         if staged:  # into the caller's computation: one launch, no host round trip
             state = dict(run(state, np.int32(MAX_LAUNCH_ITERATIONS)))
