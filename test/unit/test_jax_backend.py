@@ -60,10 +60,12 @@ def test_loop_compiler_options_are_this_jaxlibs(monkeypatch: pytest.MonkeyPatch)
 def test_materialized_copies_values_exactly() -> None:
     """The copy that keeps XLA from recomputing a costly helper in each consumer changes no
     bit: NaN, infinities and the sign of zero included."""
-    values = jnp.asarray(np.array([[np.nan, -0.0], [np.inf, -np.inf], [1e-310, -2.5]]))
-    got = np.asarray(jax.jit(jax_backend._materialized)(values))
-    np.testing.assert_array_equal(got.view(np.int64), np.asarray(values).view(np.int64))
-    assert jax_backend._materialized(jnp.float64(3.0)) == 3.0  # a scalar stays as it is
+    with JaxBackend().scope():  # float64, as in a run
+        values = jnp.asarray(np.array([[np.nan, -0.0], [np.inf, -np.inf], [1e-310, -2.5]]))
+        assert values.dtype == np.float64
+        got = np.asarray(jax.jit(jax_backend._materialized)(values))
+        np.testing.assert_array_equal(got.view(np.int64), np.asarray(values).view(np.int64))
+        assert jax_backend._materialized(jnp.float64(3.0)) == 3.0  # a scalar stays as it is
 
 
 def test_costly_helper_results_get_their_own_buffer() -> None:
@@ -79,12 +81,13 @@ def test_costly_helper_results_get_their_own_buffer() -> None:
     def cheap(x):
         return x + 1.0
 
-    x = jnp.ones((4, 3))
-    assert jax_backend._helper_row_work(costly, [x]) >= jax_backend.MATERIALIZE_MIN_ROW_WORK
-    costly_jaxpr = str(jax.make_jaxpr(lambda x: backend.call_opaque(costly, [x]))(x))
-    cheap_jaxpr = str(jax.make_jaxpr(lambda x: backend.call_opaque(cheap, [x]))(x))
-    assert costly_jaxpr.count(" scatter[") == 2 and "scatter" not in cheap_jaxpr
-    got, positive = backend.call_opaque(costly, [x])
-    want, _ = costly(x)
+    with backend.scope():
+        x = jnp.ones((4, 3))
+        assert jax_backend._helper_row_work(costly, [x]) >= jax_backend.MATERIALIZE_MIN_ROW_WORK
+        costly_jaxpr = str(jax.make_jaxpr(lambda x: backend.call_opaque(costly, [x]))(x))
+        cheap_jaxpr = str(jax.make_jaxpr(lambda x: backend.call_opaque(cheap, [x]))(x))
+        assert costly_jaxpr.count(" scatter[") == 2 and "scatter" not in cheap_jaxpr
+        got, positive = backend.call_opaque(costly, [x])
+        want, _ = costly(x)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert positive.dtype == jnp.bool_
