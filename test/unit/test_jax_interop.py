@@ -34,18 +34,7 @@ from abir.errors import StackOverflowError, StepLimitError  # noqa: E402
 lax = jax.lax
 
 
-def fib(n):
-    if n > 2:
-        return fib(n - 1) + fib(n - 2)
-    return 1
-
-
-def halving_steps(x, tolerance):
-    steps = 0
-    while x > tolerance:
-        x = x * 0.5
-        steps += 1
-    return x, steps
+from interop_programs import fib, halving_steps  # noqa: E402
 
 
 def draws_until_small(key, counter):

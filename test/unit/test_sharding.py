@@ -23,7 +23,7 @@ SCRIPT = r'''
 import numpy as np, jax, jax.numpy as jnp
 from jax.sharding import NamedSharding, PartitionSpec as P
 import abir
-from test_sharding import fib, halving_steps
+from interop_programs import fib, halving_steps
 
 assert len(jax.devices()) == 4, jax.devices()
 ctx = abir.Context()
@@ -62,20 +62,6 @@ values, steps = halving(sharded_x, tolerances, backend=backend)
 np.testing.assert_array_equal(np.asarray(steps), halving(x, tolerances, dry_run=True)[1])
 print("ok")
 '''
-
-
-def fib(n):
-    if n > 2:
-        return fib(n - 1) + fib(n - 2)
-    return 1
-
-
-def halving_steps(x, tolerance):
-    steps = 0
-    while x > tolerance:
-        x = x * 0.5
-        steps += 1
-    return x, steps
 
 
 def test_a_batch_sharded_over_four_devices_runs_one_machine_per_shard():

@@ -10,22 +10,9 @@ import pytest
 
 tf = pytest.importorskip("tensorflow")
 
+from interop_programs import fib, halving_steps  # noqa: E402
+
 import abir  # noqa: E402
-
-
-def fib(n):
-    if n > 2:
-        return fib(n - 1) + fib(n - 2)
-    return 1
-
-
-def halving_steps(x, tolerance):
-    steps = 0
-    while x > tolerance:
-        x = x * 0.5
-        steps += 1
-    return x, steps
-
 
 CTX = abir.Context()
 batched_fib = CTX.batch_uncurried(fib)
