@@ -328,13 +328,7 @@ def variable_liveness(program: stack.ProgramOp) -> VariableLiveness:
 
 def reads_before_write(block: Block) -> set[str]:
     """Variables read in `block` before any write to them in that block."""
-    exposed: set[str] = set()
-    written: set[str] = set()
-    for op in block.ops:
-        reads, writes = reads_writes(op)
-        exposed |= {r for r in reads if r not in written}
-        written |= set(writes)
-    return exposed
+    return block_uses_defs(block)[0]
 
 
 def function_of(block: Block) -> str | None:
