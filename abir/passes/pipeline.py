@@ -5,11 +5,11 @@
 
 `compile_functional` runs infer-types, simplify-functional, inline-calls, simplify-functional,
 if-convert, simplify-functional.
-`lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, coalesce-copies, stack-optimize
-again (invariant saves only), allocate-storage; `lower_to_vm` continues with fuse-blocks,
-allocate-storage again, schedule-blocks, stack-to-vm, form-superblocks (when asked),
-merge-identical-blocks and, for the `flow` order, order-sweeps, verifying the result of each
-stage.
+`lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, then coalesce-copies and
+stack-optimize (invariant saves only) in turn until no copy coalesces, allocate-storage;
+`lower_to_vm` continues with fuse-blocks, allocate-storage again, schedule-blocks, stack-to-vm,
+form-superblocks (when asked), merge-identical-blocks and, for the `flow` order, order-sweeps,
+verifying the result of each stage.
 """
 
 from __future__ import annotations
@@ -71,8 +71,12 @@ def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
     lowered = lower_calls(typed_module, entry)
     merge_blocks(lowered)
     optimize_stack(lowered)
-    coalesce_copies(lowered)
-    optimize_stack(lowered, dead_saves=False)  # coalesced copies show saves no call changes
+    # Coalesced copies show saves no call changes; dropping those saves ends the interference
+    # the restores made (NUTS: the sampler's key, energy and step then share one variable with
+    # build_tree's parameters; one core, B=64, 16.3-17.0 -> 15.1-15.3 ms). Each round merges a
+    # variable away, so this ends.
+    while coalesce_copies(lowered):
+        optimize_stack(lowered, dead_saves=False)
     allocate_storage(lowered)
     lowered.verify()
     return lowered

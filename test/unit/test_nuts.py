@@ -66,6 +66,21 @@ def test_leapfrog_counter_at_max_depth():
     assert backend.last_stats.steps == backend.last_stats.ideal_steps
 
 
+def test_parameters_passed_down_the_recursion_share_the_callers_variable():
+    """build_tree's key, energy and step arrive from the transition and pass unchanged down its
+    recursion: after copy coalescing drops the saves around the recursive calls, each is one
+    variable with the transition's, so a tree step copies none of them (one uint32 key variable
+    in the whole program)."""
+    nuts = nuts_example.make_nuts(nuts_example.PRECISION, max_depth=3)
+    ctx = abir.Context()
+    nuts_example.batch(nuts, ctx)
+    q0 = nuts_example.initial_positions(0, 4, nuts_example.DIM)
+    args = [q0, np.full(4, 0.3), nuts_example.chain_keys(0, 4), np.int64(2)]
+    text = str(ctx.lowered_for_args("sample_chain", args, abir.JaxBackend()))
+    keys = [line for line in text.splitlines() if "vm.var" in line and "tensor<2xui32>" in line]
+    assert len(keys) == 1, keys
+
+
 @pytest.mark.slow
 def test_mean_of_a_2d_gaussian():
     """64 chains x 20 transitions started from the target: the mean is within 4 standard errors
