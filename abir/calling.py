@@ -254,8 +254,8 @@ def resolve_backend(backend: Any) -> Backend:
     between calls) or None (a NumPy backend)."""
     from abir.backends.base import Backend, BackendProtocol
 
-    if backend is None or isinstance(backend, Backend | BackendProtocol):
-        return default_backend(backend)
+    if backend is None or (isinstance(backend, Backend | BackendProtocol) and not isinstance(backend, type)):
+        return default_backend(backend)  # a class has the protocol's attributes too: not a backend
     if isinstance(backend, str) and backend.lower() in BACKEND_NAMES:
         key = "tensorflow" if backend.lower() == "tf" else backend.lower()
         if key not in _NAMED_BACKENDS:
