@@ -28,6 +28,7 @@ _LAZY = {
     "JaxBackend": ("abir.backends.jax_backend", "JaxBackend"),
     "TensorFlowBackend": ("abir.backends.tf_backend", "TensorFlowBackend"),
     "RunStats": ("abir.backends.base", "RunStats"),
+    "BackendProtocol": ("abir.backends.base", "BackendProtocol"),
     "run_module": ("abir.running", "run_module"),
 }
 
@@ -45,6 +46,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AbirError",
+    "BackendProtocol",
     "Context",
     "HelperError",
     "JaxBackend",

@@ -249,12 +249,13 @@ _NAMED_BACKENDS: dict[str, Backend] = {}
 
 
 def resolve_backend(backend: Any) -> Backend:
-    """The backend a call asked for: a `Backend`, one of the names in `BACKEND_NAMES` (one shared
-    instance per name, so compiled code is reused between calls) or None (a NumPy backend)."""
-    from abir.backends.base import Backend
+    """The backend a call asked for: a `Backend` (or any implementation of `BackendProtocol`), one
+    of the names in `BACKEND_NAMES` (one shared instance per name, so compiled code is reused
+    between calls) or None (a NumPy backend)."""
+    from abir.backends.base import Backend, BackendProtocol
 
-    if backend is None or isinstance(backend, Backend):
-        return default_backend(backend)
+    if backend is None or (isinstance(backend, Backend | BackendProtocol) and not isinstance(backend, type)):
+        return default_backend(backend)  # a class has the protocol's attributes too: not a backend
     if isinstance(backend, str) and backend.lower() in BACKEND_NAMES:
         key = "tensorflow" if backend.lower() == "tf" else backend.lower()
         if key not in _NAMED_BACKENDS:
@@ -262,7 +263,7 @@ def resolve_backend(backend: Any) -> Backend:
         return _NAMED_BACKENDS[key]
     hint = f"abir.{backend.__name__}()" if isinstance(backend, type) and issubclass(backend, Backend) else None
     raise TypeError(
-        f"backend must be an abir backend or one of the names {', '.join(map(repr, BACKEND_NAMES))}, got "
+        f"backend must be an abir backend (an implementation of abir.BackendProtocol) or one of the names {', '.join(map(repr, BACKEND_NAMES))}, got "
         f"{backend!r}; pass " + (f"an instance: {hint}" if hint else "abir.NumpyBackend(), abir.JaxBackend() "
         "or abir.TensorFlowBackend(), or a name such as backend='jax'")
     )

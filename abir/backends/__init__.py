@@ -1,4 +1,5 @@
-"""Backends: one protocol (`base.Backend`), one implementation per array library.
+"""Backends: one protocol (`base.BackendProtocol`, implemented once in `base.Backend`), one
+implementation per array library; `variables` holds the variables `create_variable` returns.
 
 `NumpyBackend` is imported eagerly; `JaxBackend` and `TensorFlowBackend` load their library
 only when first named, so importing abir does not import JAX or TensorFlow.
@@ -9,7 +10,15 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from abir.backends.base import Backend, Kernel, RunStats, Scheduler, State, smallest_live_block
+from abir.backends.base import (
+    Backend,
+    BackendProtocol,
+    Kernel,
+    RunStats,
+    Scheduler,
+    State,
+    smallest_live_block,
+)
 from abir.backends.numpy_backend import NumpyBackend
 
 _LAZY = {
@@ -19,6 +28,7 @@ _LAZY = {
 
 __all__ = [
     "Backend",
+    "BackendProtocol",
     "JaxBackend",
     "Kernel",
     "NumpyBackend",

@@ -55,12 +55,13 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from abir.backends import variables
 from abir.lru import LRUCache
-from abir.types import TensorType
+from abir.types import TensorType, Type
 
 State = dict[str, Any]
 Kernel = Callable[[State], State]
@@ -337,8 +338,287 @@ class RunStats:
         )
 
 
-class Backend(abc.ABC):
-    """Array operations and the run loop of one array library."""
+@runtime_checkable
+class BackendProtocol(Protocol):
+    """The public backend protocol: everything the compiler and the machine ask of a backend.
+
+    The first group of methods is the reference's backend interface (TensorFlow Probability's
+    `auto_batching` `NumpyBackend`/`TensorFlowBackend`), with its signatures and meanings; the
+    `name=` arguments are accepted, as there, and ignored. The second group are abir's
+    extensions: the machine's kernels compute with `builtin_prim` and update the flat state
+    with `where`, `stack_scatter` and `stack_read`, and `run` drives the whole loop (see the
+    module docstring). A backend subclasses `Backend`, which implements most of this protocol
+    once in terms of the rest, or implements every method here itself (a class subclassing
+    this protocol directly must, or it cannot be instantiated). Arrays carry the batch
+    dimension B first; "the backend's arrays" are whatever its library computes with."""
+
+    # ----- the reference's interface ------------------------------------------------------------
+    @abc.abstractmethod
+    def any(self, t: Any, name: str | None = None) -> Any:
+        """Whether any element of bool array `t` is true: a bool scalar of the backend."""
+
+    @abc.abstractmethod
+    def assert_matching_dtype(self, expected_dtype: Any, val: Any, message: str = "") -> None:
+        """Raise ValueError (naming both dtypes and `message`) unless `val`'s dtype is
+        `expected_dtype`."""
+
+    @abc.abstractmethod
+    def batch_size(self, val: Any, name: str | None = None) -> int:
+        """The first (batch) dimension of `val`; 1 for a scalar."""
+
+    @abc.abstractmethod
+    def broadcast_to_shape_of(self, val: Any, target: Any, name: str | None = None) -> Any:
+        """`val` broadcast to the shape of `target`, in `target`'s dtype (the reference's NumPy
+        backend keeps `val`'s dtype, its TF backend takes `target`'s: abir takes `target`'s on
+        every backend)."""
+
+    @abc.abstractmethod
+    def cond(self, pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], name: str | None = None) -> Any:
+        """`true_fn()` if the bool scalar `pred` holds, else `false_fn()`; both return the same
+        structure of arrays. Traced backends stage one conditional (both branches traced)."""
+
+    @abc.abstractmethod
+    def create_variable(
+        self, name: str | None, alloc: Any, type_: TensorType, max_stack_depth: int, batch_size: int
+    ) -> Any:
+        """A fresh zero variable (`abir.backends.variables`) for `batch_size` members of per-member
+        type `type_` (dtype and event shape), stored as `alloc` says: `dead`/`null`,
+        `temporary`, `register` or `stack`/`full` (a `StorageClass`, a name, or the reference's
+        `VariableAllocation`); a stack variable saves up to `max_stack_depth` values per member.
+        The result is an instance of one of `variable_class`."""
+
+    @abc.abstractmethod
+    def equal(self, t1: Any, t2: Any, name: str | None = None) -> Any:
+        """Elementwise `t1 == t2` (bool, broadcast as NumPy does)."""
+
+    @abc.abstractmethod
+    def fill(self, value: Any, size: int, dtype: Any, shape: Sequence[int], name: str | None = None) -> Any:
+        """A `[size, *shape]` array of `dtype` holding `value` everywhere."""
+
+    @abc.abstractmethod
+    def full_mask(self, size: int, name: str | None = None) -> Any:
+        """An all-true bool `[size]` mask."""
+
+    @abc.abstractmethod
+    def initial_program_counter(self, batch_size: int, entry: int = 0, name: str | None = None) -> Any:
+        """Every member's program counter at the start of a run: int32 `[batch_size]`, all
+        `entry` (abir numbers the entry block 0). Not among the reference's documented methods
+        (its machine builds the counter with `fill`); abir keeps it for callers written
+        against the method list of its own README."""
+
+    @abc.abstractmethod
+    def merge_dtypes(self, dt1: Any, dt2: Any) -> np.dtype:
+        """The dtype both `dt1` and `dt2` promote to (NumPy's rules); None stands for "not
+        known yet" and yields the other."""
+
+    @abc.abstractmethod
+    def merge_shapes(self, s1: Sequence[int | None] | None, s2: Sequence[int | None] | None) -> tuple[int | None, ...] | None:
+        """The broadcast of shapes `s1` and `s2` (ValueError if they do not broadcast); a None
+        dimension is unknown, a None shape of unknown rank (the result is then None)."""
+
+    @abc.abstractmethod
+    def not_equal(self, t1: Any, t2: Any, name: str | None = None) -> Any:
+        """Elementwise `t1 != t2` (bool, broadcast as NumPy does)."""
+
+    @abc.abstractmethod
+    def prepare_for_cond(self, state: Any) -> Any:
+        """`state` (a structure of arrays) made ready to pass through `cond`: every leaf one of
+        the backend's arrays where its conditional needs that (TensorFlow graphs), else as is."""
+
+    @abc.abstractmethod
+    def reduce_min(self, t: Any, name: str | None = None) -> Any:
+        """The smallest element of `t` (a scalar of the backend)."""
+
+    @abc.abstractmethod
+    def run_on_dummies(self, primitive_callable: Callable[..., Any], input_types: Sequence[Any]) -> Any:
+        """`primitive_callable` called on placeholder arrays shaped like `input_types` (each a
+        `TensorType` whose shape includes the batch dimension, a `Type`, or a nested tuple or
+        list of them), for type inference: the result's leaves answer `type_of`."""
+
+    @abc.abstractmethod
+    def static_value(self, t: Any) -> Any:
+        """The value of `t` as a NumPy array now, or None when it is not known before the traced
+        computation it belongs to runs."""
+
+    @abc.abstractmethod
+    def switch_case(
+        self, branch_selector: Any, branch_callables: Sequence[Callable[..., Any]], *operands: Any, name: str | None = None
+    ) -> Any:
+        """`branch_callables[branch_selector](*operands)` (the reference passes no operands; abir
+        allows them). Traced backends stage one switch over all branches."""
+
+    @abc.abstractmethod
+    def type_of(self, t: Any, dtype_hint: Any = None) -> TensorType:
+        """`TensorType(dtype, shape)` of `t`, the shape including the batch dimension; a Python
+        constant takes `dtype_hint` when given."""
+
+    @property
+    @abc.abstractmethod
+    def variable_class(self) -> tuple[type, ...]:
+        """The classes of the variables `create_variable` returns (dead, temporary, register,
+        stack)."""
+
+    @abc.abstractmethod
+    def where(self, condition: Any, x: Any, y: Any, name: str | None = None) -> Any:
+        """`x` for the members where bool `[B]` `condition` holds, `y` elsewhere: the condition
+        broadcasts over the trailing dimensions and `x` may broadcast to `y`. The result has
+        `y`'s dtype and shape (in the machine, `y` is the value being updated)."""
+
+    @abc.abstractmethod
+    def while_loop(
+        self, cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Sequence[Any], name: str | None = None
+    ) -> Any:
+        """`while cond(*loop_vars): loop_vars = body(*loop_vars)`, returning the final
+        `loop_vars` (a sequence of the same structure). Traced backends stage one loop."""
+
+    @abc.abstractmethod
+    def wrap_straightline_callable(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        """`f` (one basic block's computation) prepared for this backend's execution. abir
+        compiles the whole machine loop, never a block alone, so every abir backend returns `f`."""
+
+    # ----- abir's extensions: the machine's arrays ------------------------------------------------
+    name: str
+    """abir extension: the backend's short name ("numpy", "jax", "tensorflow")."""
+    block_order: str
+    """abir extension: the `schedule-blocks` order the compiler numbers blocks in for this
+    backend (`priority` or `flow`)."""
+    superblocks: bool
+    """abir extension: whether the compiler forms superblocks (`form-superblocks`) for it."""
+    last_stats: RunStats | None
+    """abir extension: what the last `run` did, if the backend counts it (set to None by the
+    machine before each run)."""
+
+    @abc.abstractmethod
+    def asarray(self, value: Any, dtype: Any = None) -> Any:
+        """abir extension: a NumPy array, Python scalar or backend array as a backend array."""
+
+    @abc.abstractmethod
+    def to_numpy(self, value: Any) -> np.ndarray:
+        """abir extension: a NumPy copy of a backend array (for errors, results and tests)."""
+
+    @abc.abstractmethod
+    def is_native(self, value: Any) -> bool:
+        """abir extension: whether `value` already is one of the backend's arrays."""
+
+    @abc.abstractmethod
+    def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
+        """abir extension: a zero array."""
+
+    @abc.abstractmethod
+    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any:
+        """abir extension: an array holding `value` everywhere."""
+
+    @abc.abstractmethod
+    def arange(self, n: int, dtype: Any = np.int32) -> Any:
+        """abir extension: `[0, 1, ..., n - 1]`."""
+
+    @abc.abstractmethod
+    def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]]) -> State:
+        """abir extension: the machine's initial state, zero arrays by state key (`shapes`
+        maps each key to its shape and dtype)."""
+
+    @abc.abstractmethod
+    def pad_rows(self, array: Any, rows: int) -> Any:
+        """abir extension: `array` ([B, ...]) with zero rows appended up to `rows`."""
+
+    @abc.abstractmethod
+    def create_register(self, batch_size: int, type: TensorType) -> Any:
+        """abir extension: a zero `[B, *shape]` array for a register of per-member `type`."""
+
+    @abc.abstractmethod
+    def create_stack(self, max_stack_depth: int, batch_size: int, type: TensorType) -> Any:
+        """abir extension: a zero `[D, B, *shape]` array for a stack variable's saved values."""
+
+    # ----- abir's extensions: computing and updating ------------------------------------------
+    @abc.abstractmethod
+    def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
+        """abir extension: builtin primitive `name` (`abir.prims`) on whole-batch arrays with
+        NumPy semantics, the result in `result_dtype` (None: NumPy's)."""
+
+    @abc.abstractmethod
+    def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+        """abir extension: a user's batch-aware helper `fn` called on whole-batch arrays."""
+
+    @abc.abstractmethod
+    def stack_write(self, stack: Any, index: Any, value: Any, mask: Any) -> Any:
+        """abir extension: `stack` ([D, B, ...]) with `stack[index[b], b] = value[b]` where
+        `mask[b]`; may update `stack` in place."""
+
+    @abc.abstractmethod
+    def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
+        """abir extension: `stack` with `stack[rows[b], b] = value[b]` for rows in [0, D) (a row
+        of D writes nothing); may update `stack` in place."""
+
+    @abc.abstractmethod
+    def stack_read(self, stack: Any, index: Any) -> Any:
+        """abir extension: `stack[clip(index[b], 0, D - 1), b]` for every member b."""
+
+    @abc.abstractmethod
+    def known_none(self, mask: Any) -> bool:
+        """abir extension: whether bool `mask` is known to be all false now (False if unknown)."""
+
+    @abc.abstractmethod
+    def expand_event_dims(self, value: Any, count: int) -> Any:
+        """abir extension: `count` size-1 axes inserted right after the batch axis."""
+
+    # ----- abir's extensions: running -----------------------------------------------------------
+    @abc.abstractmethod
+    def run(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+    ) -> State:
+        """abir extension: run the machine, `while min(pc) < halt_index: state =
+        kernels[next block](state)`, and return the final state. `cache_key` and `code_cache`
+        let a compiling backend reuse its compiled loop; an eager one may ignore them."""
+
+    @abc.abstractmethod
+    def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
+        """abir extension: the library settings a call on argument `leaves` runs under."""
+
+    @abc.abstractmethod
+    def is_traced(self, value: Any) -> bool:
+        """abir extension: whether `value` belongs to a computation being traced (its contents
+        exist only when that computation runs)."""
+
+    @abc.abstractmethod
+    def stage_run(self, run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> list[Any]:
+        """abir extension: `run(leaves)` for traced argument leaves (staged into the caller's
+        computation)."""
+
+    @abc.abstractmethod
+    def batch_sharding(self, leaves: Sequence[Any]) -> Any:
+        """abir extension: how `leaves` are split over devices along the batch axis, or None."""
+
+    @abc.abstractmethod
+    def run_sharded(
+        self,
+        run: Callable[[list[Any]], list[Any]],
+        leaves: Sequence[Any],
+        cache: MutableMapping[Any, Any],
+        cache_key: Any,
+    ) -> list[Any]:
+        """abir extension: `run` once per shard of a batch sharded over devices."""
+
+    @abc.abstractmethod
+    def check_when_run(
+        self,
+        check: Callable[[dict[str, np.ndarray]], None],
+        values: Mapping[str, Any],
+        normal: Mapping[str, int] | None = None,
+        summary: str = "",
+    ) -> None:
+        """abir extension: `check` on host copies of `values` (a run's error flags), now or when
+        the traced computation they belong to runs."""
+
+
+class Backend(BackendProtocol):
+    """Array operations and the run loop of one array library: `BackendProtocol` implemented
+    once, most of the reference's interface in terms of abir's array methods, so that a library
+    needs only the abstract methods (its arrays, `builtin_prim`, the masked updates, `run`)."""
 
     name: str = "abstract"
     scheduler: Scheduler = staticmethod(smallest_live_block)  # type: ignore[assignment]
@@ -472,19 +752,6 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def arange(self, n: int, dtype: Any = np.int32) -> Any: ...
 
-    def type_of(self, value: Any) -> TensorType:
-        """dtype and shape (including the batch dimension) of an array."""
-        array = self.to_numpy(value) if not hasattr(value, "dtype") else value
-        return TensorType(np.dtype(getattr(array.dtype, "as_numpy_dtype", array.dtype)), tuple(array.shape))
-
-    def batch_size(self, value: Any) -> int:
-        """Leading dimension of an argument leaf; scalars count as 1."""
-        shape = tuple(getattr(value, "shape", ()))
-        return int(shape[0]) if shape else 1
-
-    def full_mask(self, batch_size: int) -> Any:
-        return self.full((batch_size,), True, np.bool_)
-
     def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]]) -> State:
         """Zero arrays by state key (`shapes` maps each key to its shape and dtype): the machine's
         initial state, made in one call so a backend can make them all at once."""
@@ -518,7 +785,7 @@ class Backend(abc.ABC):
 
     # ----- masked state updates -------------------------------------------------------------
     @abc.abstractmethod
-    def where(self, mask: Any, new: Any, old: Any) -> Any:
+    def where(self, mask: Any, new: Any, old: Any, name: str | None = None) -> Any:
         """`mask` is bool [B]; `new` and `old` are [B, *shape] (new may broadcast). Broadcasts the
         mask over the trailing dimensions."""
 
@@ -540,9 +807,6 @@ class Backend(abc.ABC):
     def stack_read(self, stack: Any, index: Any) -> Any:
         """`stack[clip(index[b], 0, D-1), b]` for every member b: shape [B, *shape]."""
 
-    @abc.abstractmethod
-    def reduce_min(self, value: Any) -> Any: ...
-
     def known_none(self, mask: Any) -> bool:
         """Whether bool `mask` is known to be all false right now (lets an eager backend skip
         masked updates that would change nothing; traced backends cannot know: False)."""
@@ -561,16 +825,6 @@ class Backend(abc.ABC):
     def next_block(self, pc: Any) -> Any:
         """The block the machine runs next, by this backend's `scheduler`."""
         return self.scheduler(self, pc)
-
-    def switch_case(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
-        """`branches[index](*operands)`; traced backends build one switch over all branches."""
-        return branches[int(self.to_numpy(index))](*operands)
-
-    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
-        """`while cond(state): state = body(state)`; traced backends build a loop op."""
-        while bool(self.to_numpy(cond(state))):
-            state = body(state)
-        return state
 
     @abc.abstractmethod
     def run(
@@ -626,16 +880,145 @@ class Backend(abc.ABC):
             cache[key] = entry
         return entry[1]
 
-    # ----- type inference helpers -----------------------------------------------------------
-    def run_on_dummies(self, fn: Callable[..., Any], input_types: Sequence[TensorType]) -> Any:
-        """Call `fn` on zero arrays shaped like `input_types` (batch dimension included)."""
-        return fn(*(self.zeros(t.shape, t.dtype) for t in input_types))
+    # ----- the reference's interface (`BackendProtocol` documents each method) ---------------
+    @abc.abstractmethod
+    def reduce_min(self, t: Any, name: str | None = None) -> Any: ...
 
-    def merge_dtypes(self, a: Any, b: Any) -> np.dtype:
-        return np.promote_types(a, b)
+    def any(self, t: Any, name: str | None = None) -> Any:
+        """By `reduce_min` over the negation (a backend may use its library's reduction)."""
+        none = self.builtin_prim("logical_not", [t], np.bool_)
+        return self.builtin_prim("equal", [self.reduce_min(self.builtin_prim("astype", [none], np.int8)), 0], np.bool_)
 
-    def merge_shapes(self, a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
-        return tuple(np.broadcast_shapes(tuple(a), tuple(b)))
+    def assert_matching_dtype(self, expected_dtype: Any, val: Any, message: str = "") -> None:
+        found = np.dtype(self.type_of(val, expected_dtype).dtype)
+        if found != np.dtype(expected_dtype):
+            raise ValueError(f"mismatched dtype: expected {np.dtype(expected_dtype)}, found {found}. {message}".rstrip())
 
-    def broadcast_to_shape_of(self, value: Any, target: Any) -> Any:
-        return self.where(self.full_mask(self.batch_size(target)), value, target)
+    def batch_size(self, val: Any, name: str | None = None) -> int:
+        shape = tuple(getattr(val, "shape", ()))
+        return int(shape[0]) if shape else 1
+
+    def broadcast_to_shape_of(self, val: Any, target: Any, name: str | None = None) -> Any:
+        target = self.asarray(target)
+        return self.where(self.full_mask(self.batch_size(target)), val, target)
+
+    def cond(self, pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], name: str | None = None) -> Any:
+        return true_fn() if bool(self.to_numpy(pred)) else false_fn()
+
+    def create_variable(
+        self, name: str | None, alloc: Any, type_: TensorType, max_stack_depth: int, batch_size: int
+    ) -> Any:
+        kind = variables.allocation_kind(alloc)
+        if kind == "dead":
+            return variables.NullVariable()
+        if kind == "temporary":
+            return variables.TemporaryVariable.empty()
+        type_ = TensorType(np.dtype(type_[0]), tuple(type_[1]))
+        value = self.create_register(batch_size, type_)
+        if kind == "register":
+            return variables.RegisterVariable(self, value)
+        stack = self.create_stack(max_stack_depth, batch_size, type_)
+        return variables.FullVariable(self, value, stack, self.zeros((batch_size,), variables.INDEX_DTYPE))
+
+    def equal(self, t1: Any, t2: Any, name: str | None = None) -> Any:
+        return self.builtin_prim("equal", [t1, t2], np.bool_)
+
+    def fill(self, value: Any, size: int, dtype: Any, shape: Sequence[int], name: str | None = None) -> Any:
+        return self.full((int(size), *shape), value, dtype)
+
+    def full_mask(self, size: int, name: str | None = None) -> Any:
+        return self.full((size,), True, np.bool_)
+
+    def initial_program_counter(self, batch_size: int, entry: int = 0, name: str | None = None) -> Any:
+        return self.full((batch_size,), entry, np.int32)
+
+    def merge_dtypes(self, dt1: Any, dt2: Any) -> np.dtype:
+        if dt1 is None or dt2 is None:
+            return None if dt1 is None and dt2 is None else np.dtype(dt2 if dt1 is None else dt1)
+        return np.promote_types(dt1, dt2)
+
+    def merge_shapes(
+        self, s1: Sequence[int | None] | None, s2: Sequence[int | None] | None
+    ) -> tuple[int | None, ...] | None:
+        return merge_shapes(s1, s2)
+
+    def not_equal(self, t1: Any, t2: Any, name: str | None = None) -> Any:
+        return self.builtin_prim("not_equal", [t1, t2], np.bool_)
+
+    def prepare_for_cond(self, state: Any) -> Any:
+        return state
+
+    def run_on_dummies(self, primitive_callable: Callable[..., Any], input_types: Sequence[Any]) -> Any:
+        def dummy(t: TensorType) -> Any:
+            return self.zeros(t.shape, t.dtype)
+
+        return primitive_callable(*(map_tensor_types(dummy, t) for t in input_types))
+
+    def static_value(self, t: Any) -> Any:
+        return None if self.is_traced(t) else self.to_numpy(t)
+
+    def switch_case(
+        self, branch_selector: Any, branch_callables: Sequence[Callable[..., Any]], *operands: Any, name: str | None = None
+    ) -> Any:
+        return branch_callables[int(self.to_numpy(branch_selector))](*operands)
+
+    def type_of(self, t: Any, dtype_hint: Any = None) -> TensorType:
+        array = t if hasattr(t, "dtype") and hasattr(t, "shape") else np.asarray(t, dtype=dtype_hint)
+        return TensorType(np.dtype(getattr(array.dtype, "as_numpy_dtype", array.dtype)), tuple(array.shape))
+
+    @property
+    def variable_class(self) -> tuple[type, ...]:
+        return VARIABLE_CLASSES
+
+    def while_loop(
+        self, cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Sequence[Any], name: str | None = None
+    ) -> Any:
+        loop_vars = list(loop_vars)
+        while bool(self.to_numpy(cond(*loop_vars))):
+            loop_vars = list(body(*loop_vars))
+        return loop_vars
+
+    def wrap_straightline_callable(self, f: Callable[..., Any]) -> Callable[..., Any]:
+        return f
+
+
+VARIABLE_CLASSES = (
+    variables.NullVariable,
+    variables.TemporaryVariable,
+    variables.RegisterVariable,
+    variables.FullVariable,
+)
+"""The variable classes of every abir backend (`variable_class`)."""
+
+
+def map_tensor_types(fn: Callable[[TensorType], Any], pattern: Any) -> Any:
+    """`fn` applied to every `TensorType` leaf of `pattern` (a `TensorType`, a `Type`, or nested
+    tuples and lists of them), in the same structure."""
+    if isinstance(pattern, TensorType):
+        return fn(pattern)
+    if isinstance(pattern, Type):
+        return map_tensor_types(fn, pattern.tensors)
+    if isinstance(pattern, tuple | list):
+        return type(pattern)(map_tensor_types(fn, item) for item in pattern)
+    raise TypeError(f"expected a TensorType, a Type or a tuple or list of them, got {pattern!r}")
+
+
+def merge_shapes(
+    s1: Sequence[int | None] | None, s2: Sequence[int | None] | None
+) -> tuple[int | None, ...] | None:
+    """The broadcast of two shapes whose dimensions may be unknown (None); None if either rank
+    is unknown. ValueError if known dimensions do not broadcast."""
+    if s1 is None or s2 is None:
+        return None
+    a, b = tuple(s1), tuple(s2)
+    rank = max(len(a), len(b))
+    a, b = (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b
+    merged: list[int | None] = []
+    for x, y in zip(a, b, strict=True):
+        if x is not None and y is not None and x != y and 1 not in (x, y):
+            raise ValueError(f"shapes {tuple(s1)} and {tuple(s2)} do not broadcast (dimension {x} against {y})")
+        if x == 1 or y == 1:
+            merged.append(y if x == 1 else x)
+        else:
+            merged.append(x if x is not None else y)
+    return tuple(merged)

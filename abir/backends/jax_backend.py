@@ -67,6 +67,7 @@ from abir.backends.base import (
     State,
     is_stack_key,
     loops_to_itself,
+    map_tensor_types,
     register_writes,
     splittable,
     tail_start_of,
@@ -377,7 +378,7 @@ class JaxBackend(Backend):
         return result
 
     # ----- masked state updates -------------------------------------------------------------
-    def where(self, mask: Any, new: Any, old: Any) -> Any:
+    def where(self, mask: Any, new: Any, old: Any, name: str | None = None) -> Any:
         """`mask` [B] broadcast over the trailing dims; the result keeps `old`'s dtype and shape."""
         old = jnp.asarray(old)
         mask = jnp.asarray(mask, dtype=bool).reshape((-1,) + (1,) * (old.ndim - 1))
@@ -411,16 +412,10 @@ class JaxBackend(Backend):
         rows = jnp.clip(jnp.asarray(index, dtype=jnp.int32), 0, depth - 1)
         return stack[rows, jnp.arange(batch)]
 
-    def reduce_min(self, value: Any) -> Any:
-        return jnp.min(value)
+    def reduce_min(self, t: Any, name: str | None = None) -> Any:
+        return jnp.min(t)
 
     # ----- running --------------------------------------------------------------------------
-    def switch_case(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
-        return lax.switch(index, list(branches), *operands)
-
-    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
-        return lax.while_loop(cond, body, state)
-
     def run(
         self,
         kernels: Sequence[Kernel],
@@ -598,11 +593,34 @@ class JaxBackend(Backend):
 
         return loop
 
-    # ----- type inference helpers -----------------------------------------------------------
-    def run_on_dummies(self, fn: Callable[..., Any], input_types: Sequence[TensorType]) -> Any:
+    # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
+    def any(self, t: Any, name: str | None = None) -> Any:
+        return jnp.any(t)
+
+    def cond(self, pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], name: str | None = None) -> Any:
+        """`lax.cond`: both branches traced, one run."""
+        return lax.cond(pred, true_fn, false_fn)
+
+    def run_on_dummies(self, primitive_callable: Callable[..., Any], input_types: Sequence[Any]) -> Any:
         """Abstract evaluation with `jax.eval_shape`: returns `jax.ShapeDtypeStruct` leaves."""
-        specs = [jax.ShapeDtypeStruct(tuple(t.shape), np.dtype(t.dtype)) for t in input_types]
-        return jax.eval_shape(fn, *specs)
+
+        def spec(t: TensorType) -> jax.ShapeDtypeStruct:
+            return jax.ShapeDtypeStruct(tuple(t.shape), np.dtype(t.dtype))
+
+        return jax.eval_shape(primitive_callable, *(map_tensor_types(spec, t) for t in input_types))
+
+    def switch_case(
+        self, branch_selector: Any, branch_callables: Sequence[Callable[..., Any]], *operands: Any, name: str | None = None
+    ) -> Any:
+        """`lax.switch` (an index out of range is clamped into it)."""
+        return lax.switch(branch_selector, list(branch_callables), *operands)
+
+    def while_loop(
+        self, cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Sequence[Any], name: str | None = None
+    ) -> Any:
+        """`lax.while_loop` over the tuple of `loop_vars`."""
+        final = lax.while_loop(lambda vs: cond(*vs), lambda vs: tuple(body(*vs)), tuple(loop_vars))
+        return list(final)
 
 
 STATS_KEY = "__stats__"

@@ -242,7 +242,7 @@ class NumpyBackend(Backend):
             return fn(*args)
 
     # ----- masked state updates -------------------------------------------------------------
-    def where(self, mask: Any, new: Any, old: Any) -> np.ndarray:
+    def where(self, mask: Any, new: Any, old: Any, name: str | None = None) -> np.ndarray:
         """A fresh array: `old` with the masked members' rows from `new`. A `new` of `old`'s
         dtype is copied in with `np.copyto` (cheaper than `np.where` for small batches); the
         mask broadcast over the event dimensions is cached for the next call with the same mask."""
@@ -303,8 +303,8 @@ class NumpyBackend(Backend):
     def known_none(self, mask: Any) -> bool:
         return not (mask.any() if type(mask) is np.ndarray else np.any(mask))
 
-    def reduce_min(self, value: Any) -> np.ndarray:
-        return np.min(value)
+    def reduce_min(self, t: Any, name: str | None = None) -> np.ndarray:
+        return np.min(t)
 
     # ----- running --------------------------------------------------------------------------
     def run(
@@ -411,18 +411,29 @@ class NumpyBackend(Backend):
         first = int(enough.argmax())
         return (first if enough[first] else int(pc.min())), 1
 
-    # ----- reference protocol helpers ---------------------------------------------------------
-    def switch_case(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
-        return branches[int(index)](*operands)
+    # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
+    def any(self, t: Any, name: str | None = None) -> np.bool_:
+        return np.any(t)
 
-    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
-        while bool(cond(state)):
-            state = body(state)
-        return state
+    def cond(self, pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], name: str | None = None) -> Any:
+        return true_fn() if pred else false_fn()
 
-    def merge_dtypes(self, a: Any, b: Any) -> np.dtype:
-        return np.promote_types(a, b)
+    def static_value(self, t: Any) -> np.ndarray:
+        return np.asarray(t)
 
-    def broadcast_to_shape_of(self, value: Any, target: Any) -> np.ndarray:
+    def switch_case(
+        self, branch_selector: Any, branch_callables: Sequence[Callable[..., Any]], *operands: Any, name: str | None = None
+    ) -> Any:
+        return branch_callables[int(branch_selector)](*operands)
+
+    def while_loop(
+        self, cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Sequence[Any], name: str | None = None
+    ) -> list[Any]:
+        loop_vars = list(loop_vars)
+        while bool(cond(*loop_vars)):
+            loop_vars = list(body(*loop_vars))
+        return loop_vars
+
+    def broadcast_to_shape_of(self, val: Any, target: Any, name: str | None = None) -> np.ndarray:
         target = np.asarray(target)
-        return np.broadcast_to(np.asarray(value, dtype=target.dtype), target.shape).copy()
+        return np.broadcast_to(np.asarray(val, dtype=target.dtype), target.shape).copy()

@@ -478,8 +478,8 @@ class TensorFlowBackend(Backend):
         array = self.asarray(array)
         return tf.pad(array, [(0, rows - int(array.shape[0]))] + [(0, 0)] * (len(array.shape) - 1))
 
-    def batch_size(self, value: Any) -> int:
-        shape = tuple(value.shape) if hasattr(value, "shape") else ()
+    def batch_size(self, val: Any, name: str | None = None) -> int:
+        shape = tuple(val.shape) if hasattr(val, "shape") else ()
         return int(shape[0]) if shape else 1
 
     # ----- primitives ---------------------------------------------------------------------
@@ -542,7 +542,7 @@ class TensorFlowBackend(Backend):
         return value.tensor if isinstance(value, NumpyTensor) else self.asarray(value)
 
     # ----- masked state updates -------------------------------------------------------------
-    def where(self, mask: Any, new: Any, old: Any) -> Any:
+    def where(self, mask: Any, new: Any, old: Any, name: str | None = None) -> Any:
         """`mask` [B] broadcast over the trailing dims; the result keeps `old`'s dtype."""
         old = self.asarray(old)
         mask = tf.reshape(as_tensor(mask, tf.bool), [-1] + [1] * (old.shape.rank - 1))
@@ -577,16 +577,10 @@ class TensorFlowBackend(Backend):
         rows = tf.clip_by_value(index, 0, stack.shape[0] - 1)
         return tf.stack([rows, tf.range(tf.shape(stack)[1], dtype=tf.int32)], axis=1)
 
-    def reduce_min(self, value: Any) -> Any:
-        return tf.reduce_min(value)
+    def reduce_min(self, t: Any, name: str | None = None) -> Any:
+        return tf.reduce_min(t)
 
     # ----- running --------------------------------------------------------------------------
-    def switch_case(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
-        return tf.switch_case(index, [functools.partial(branch, *operands) for branch in branches])
-
-    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], state: Any) -> Any:
-        return tf.while_loop(cond, lambda s: [body(s)], [state])[0]
-
     def run(
         self,
         kernels: Sequence[Kernel],
@@ -779,6 +773,33 @@ class TensorFlowBackend(Backend):
             return {**out, **stacks}
 
         return loop
+
+    # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
+    def any(self, t: Any, name: str | None = None) -> Any:
+        return tf.reduce_any(as_tensor(t, tf.bool))
+
+    def cond(self, pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], name: str | None = None) -> Any:
+        """`tf.cond`: in a graph both branches are traced and one runs."""
+        return tf.cond(as_tensor(pred, tf.bool), true_fn, false_fn)
+
+    def prepare_for_cond(self, state: Any) -> Any:
+        """In a graph, every leaf becomes a tensor (a conditional carries tensors only)."""
+        if tf.executing_eagerly():
+            return state
+        return tf.nest.map_structure(tf.convert_to_tensor, state)
+
+    def switch_case(
+        self, branch_selector: Any, branch_callables: Sequence[Callable[..., Any]], *operands: Any, name: str | None = None
+    ) -> Any:
+        """`tf.switch_case` (an index out of range runs the last branch)."""
+        branches = [functools.partial(branch, *operands) for branch in branch_callables]
+        return tf.switch_case(as_tensor(branch_selector, tf.int32), branches)
+
+    def while_loop(
+        self, cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Sequence[Any], name: str | None = None
+    ) -> Any:
+        """`tf.while_loop` (a Python loop when executing eagerly)."""
+        return list(tf.while_loop(cond, lambda *vs: list(body(*vs)), list(loop_vars)))
 
 
 STATS_KEY = "__stats__"

@@ -29,10 +29,11 @@ by the storage-allocation pass and printed after the type.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
+import numpy as np
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
@@ -59,8 +60,10 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
+from abir import array_prims, prims
 from abir.dialects.functional import (
     ConstantValue,
+    decode_params,
     parse_constant_body,
     parse_prim_head,
     prim_properties,
@@ -69,7 +72,7 @@ from abir.dialects.functional import (
     verify_opaque_callee,
     verify_prim_signature,
 )
-from abir.types import is_value_type
+from abir.types import is_value_type, tensor_type_of
 
 
 class StorageClass(StrEnum):
@@ -370,6 +373,81 @@ class PrimOp(IRDLOperation):
         with printer.in_parens():
             print_var_list(printer, self.outputs.data)
         printer.print_op_attributes(self.attributes)
+
+    # ----- the reference's `PrimOp` interface -----------------------------------------------
+    @property
+    def vars_in(self) -> list[str]:
+        """The names of the variables the prim reads, in operand order."""
+        return [name.string_value() for name in self.inputs.data]
+
+    @property
+    def vars_out(self) -> list[str]:
+        """The names of the variables the prim writes, in result order."""
+        return [name.string_value() for name in self.outputs.data]
+
+    @property
+    def skip_push_mask(self) -> frozenset[str]:
+        """The outputs updated in place rather than pushed: all of them. A `stack.prim` never
+        saves the old values of its outputs (the reference's prim pushes those not in this
+        set); saving is an explicit `stack.push` before it."""
+        return frozenset(self.vars_out)
+
+    @property
+    def function(self) -> Callable[..., tuple[Any, ...]]:
+        """The computation on whole-batch NumPy arrays (leading batch dimension, one argument
+        per `vars_in`), returning a tuple with one array per `vars_out`: a builtin prim with
+        NumPy semantics (operands of lower event rank aligned after the batch axis, the result
+        in the declared dtype of its output variable when the op is in a module), an array prim
+        by its implementation (`abir.array_prims`), an opaque prim by the callable registered
+        under its name (looked up when called)."""
+        return prim_function(self)
+
+    def replace(self, vars_out: Sequence[str | SymbolRefAttr] | None = None) -> PrimOp:
+        """A copy (not inserted anywhere) writing `vars_out` instead."""
+        if vars_out is None:
+            raise ValueError("stack.prim replace: nothing to replace; pass vars_out=[...] (the output variables)")
+        callee = self.callee if self.callee is not None else self.prim_name
+        op = PrimOp(callee, self.inputs.data, vars_out, self.params)
+        op.attributes |= self.attributes
+        return op
+
+
+def prim_function(op: PrimOp) -> Callable[..., tuple[Any, ...]]:
+    """`PrimOp.function`: see there."""
+    count = len(op.outputs.data)
+    if op.callee is not None:
+        symbol = op.callee.string_value()
+
+        def opaque(*args: Any) -> tuple[Any, ...]:
+            from abir.opaque import lookup_opaque  # the registry of the user's callables
+
+            results = lookup_opaque(symbol)(*args)
+            return (results,) if count == 1 else tuple(results)
+
+        return opaque
+    name = op.prim_name
+    if array_prims.is_array_prim(name):
+        implementation = array_prims.implementation(name, decode_params(op.params))
+        return lambda *args: (implementation(*args),)
+    dtype = _declared_dtype(op)
+
+    def builtin(*args: Any) -> tuple[Any, ...]:
+        arrays = [np.asarray(a) for a in args]
+        rank = max(a.ndim for a in arrays)
+        aligned = [a.reshape(a.shape[:1] + (1,) * (rank - a.ndim) + a.shape[1:]) for a in arrays]
+        result = np.asarray(prims.apply_numpy(name, aligned, dtype))
+        return (result if dtype is None else result.astype(dtype),)
+
+    return builtin
+
+
+def _declared_dtype(op: PrimOp) -> np.dtype | None:
+    """The dtype of the prim's (first) output variable, or None outside a module declaring it
+    (xDSL's symbol lookup raises ValueError for an op in no module)."""
+    try:
+        return tensor_type_of(var_type(op, op.outputs.data[0])).dtype
+    except (VerifyException, ValueError, TypeError):
+        return None
 
 
 @irdl_op_definition

@@ -61,7 +61,7 @@ def test_protocol_helpers():
     )
     assert be.expand_event_dims(np.zeros(4), 2).shape == (4, 1, 1)
     assert be.switch_case(np.int32(1), [lambda v: v + 1, lambda v: v * 10], 3) == 30
-    assert be.while_loop(lambda s: s[0] < 5, lambda s: (s[0] + 1, s[1] * 2), (0, 1)) == (5, 32)
+    assert be.while_loop(lambda i, p: i < 5, lambda i, p: (i + 1, p * 2), (0, 1)) == [5, 32]
     assert be.run_on_dummies(lambda a, b: a + b, [TensorType(np.int32, (2,))] * 2).tolist() == [0, 0]
     assert int(smallest_live_block(be, np.array([4, 2, 9]))) == 2
 
