@@ -29,6 +29,7 @@ _LAZY = {
     "TensorFlowBackend": ("abir.backends.tf_backend", "TensorFlowBackend"),
     "RunStats": ("abir.backends.base", "RunStats"),
     "run_module": ("abir.running", "run_module"),
+    "tf_function": ("abir.backends.tf_backend", "tf_function"),
 }
 
 
@@ -60,5 +61,6 @@ __all__ = [
     "UnsupportedSyntaxError",
     "random",
     "run_module",
+    "tf_function",
     "truthy",
 ]
