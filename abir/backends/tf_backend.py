@@ -1150,7 +1150,7 @@ class CheckedFunction:
         functools.update_wrapper(self, fn)
         self.python_function = fn
         self.function = tf.function(self._traced, **options)
-        self._traces: dict[int, list[PendingCheck]] = {}
+        self._traces: dict[int, list[PendingCheck]] = {-1: []}
 
     def _traced(self, *args: Any, **kwargs: Any) -> tuple[Any, tf.Tensor, list[dict[str, Any]]]:
         """`fn`'s results, which trace made them, and the flags of the runs staged in it."""
@@ -1160,8 +1160,10 @@ class CheckedFunction:
             outputs = self.python_function(*args, **kwargs)
         finally:
             _COLLECTORS.remove(collector)
-        token = len(self._traces)
-        self._traces[token] = list(collector)
+        token = -1  # nothing to check (also every call when functions run eagerly: nothing is kept)
+        if collector:
+            token = len(self._traces)
+            self._traces[token] = list(collector)
         return outputs, tf.constant(token, tf.int32), [pending.values for pending in collector]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -98,3 +98,15 @@ def test_under_plain_xla_a_staged_run_warns_and_poisons_failing_members():
     with warnings.catch_warnings():  # without XLA the graph's assertion raises: no warning
         warnings.simplefilter("error", UnreportedErrorsWarning)
         tf.function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend()))(tf.constant([3, 4]))
+
+
+def test_abir_tf_function_run_eagerly_raises_at_once():
+    checked = abir.tf_function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend(), max_stack_depth=3))
+    tf.config.run_functions_eagerly(True)
+    try:
+        np.testing.assert_array_equal(checked(tf.constant([3, 4])).numpy(), [2, 3])
+        with pytest.raises(abir.StackOverflowError, match="max_stack_depth=3"):
+            checked(tf.constant([3, 9]))
+    finally:
+        tf.config.run_functions_eagerly(False)
+    assert list(checked._traces) == [-1]  # eager calls keep no trace records
