@@ -30,6 +30,7 @@ _LAZY = {
     "RunStats": ("abir.backends.base", "RunStats"),
     "BackendProtocol": ("abir.backends.base", "BackendProtocol"),
     "run_module": ("abir.running", "run_module"),
+    "tf_function": ("abir.backends.tf_backend", "tf_function"),
 }
 
 
@@ -62,5 +63,6 @@ __all__ = [
     "UnsupportedSyntaxError",
     "random",
     "run_module",
+    "tf_function",
     "truthy",
 ]

@@ -4,10 +4,12 @@
     .venv/bin/python bench/sharded.py --devices 4 --batch 1024 --repeats 3
 
 XLA's CPU client makes `--devices` host devices (`--xla_force_host_platform_device_count`, set
-before JAX starts); each runs its shard's machine on its own thread. A row per program: the
-steady time (median of `--repeats` later calls) and first call of the one-device run (NumPy
-arguments) and of the sharded run (arguments put with a `NamedSharding` over the batch axis,
-one machine per device), whose results are checked equal to the one-device run's.
+before JAX starts); each runs its shard's machine on its own thread, so give the process as
+many cores. A row per program: the steady time (median of `--repeats` later calls, the two
+runs alternating so that both see the same machine load) and the first call (trace, compile,
+run) of the one-device run (NumPy arguments) and of the sharded run (arguments put with a
+`NamedSharding` over the batch axis, one machine per device), whose results are checked equal
+to the one-device run's, and the sharded / one-device ratios.
 """
 
 from __future__ import annotations
@@ -52,17 +54,22 @@ programs = _load("abir_bench_programs", _HERE / "programs.py")
 ex = _load("abir_example_nuts", _HERE.parent / "examples" / "nuts.py")
 
 
-def timed(call, arrays, repeats: int) -> tuple[float, float, object]:
-    """First call and median steady time of `call(*arrays)`, and its result."""
+def first_call(call, arrays) -> tuple[float, object]:
+    """The time of the first call of `call(*arrays)` (trace, compile and run) and its result."""
     start = time.perf_counter()
     result = jax.block_until_ready(call(*arrays))
-    first = time.perf_counter() - start
-    times = []
+    return time.perf_counter() - start, result
+
+
+def steady_times(call, argument_lists, repeats: int) -> list[float]:
+    """The median time of `call(*arrays)` for each of `argument_lists`, called in turn `repeats` times."""
+    times: list[list[float]] = [[] for _ in argument_lists]
     for _ in range(repeats):
-        start = time.perf_counter()
-        jax.block_until_ready(call(*arrays))
-        times.append(time.perf_counter() - start)
-    return first, statistics.median(times), result
+        for arrays, spent in zip(argument_lists, times, strict=True):
+            start = time.perf_counter()
+            jax.block_until_ready(call(*arrays))
+            spent.append(time.perf_counter() - start)
+    return [statistics.median(spent) for spent in times]
 
 
 def sharded(*arrays: np.ndarray) -> list[jax.Array]:
@@ -88,15 +95,21 @@ def cases():
 
 
 def main() -> None:
-    print(f"B={ARGS.batch}, {ARGS.devices} host devices ({jax.devices()})")
-    print("| program | 1 device steady | first call | sharded steady | first call |")
-    print("|---|---|---|---|---|")
+    print(f"B={ARGS.batch}, {ARGS.devices} host devices ({jax.devices()}), cores {sorted(os.sched_getaffinity(0))}")
+    print(f"| program | 1 device steady | first call | {ARGS.devices} devices steady | first call | ratio steady | ratio first |")
+    print("|---|---|---|---|---|---|---|")
     for name, call, arrays in cases():
-        one_first, one_steady, one = timed(call, arrays, ARGS.repeats)
-        many_first, many_steady, many = timed(call, sharded(*arrays), ARGS.repeats)
+        placed = sharded(*arrays)
+        one_first, one = first_call(call, arrays)
+        many_first, many = first_call(call, placed)
         for a, b in zip(jax.tree.leaves(one), jax.tree.leaves(many), strict=True):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
-        print(f"| {name} | {one_steady * 1e3:.1f} ms | {one_first:.2f} s | {many_steady * 1e3:.1f} ms | {many_first:.2f} s |")
+        one_steady, many_steady = steady_times(call, [arrays, placed], ARGS.repeats)
+        print(
+            f"| {name} | {one_steady * 1e3:.1f} ms | {one_first:.2f} s | {many_steady * 1e3:.1f} ms | {many_first:.2f} s "
+            f"| {many_steady / one_steady:.2f} | {many_first / one_first:.2f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

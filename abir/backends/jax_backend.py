@@ -168,6 +168,8 @@ class JaxBackend(Backend):
         self.collect_stats = bool(collect_stats)
         self.code_cache = code_cache
         self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
+        self.shard_stats: list[RunStats] | None = None  # per shard, after a sharded run with collect_stats
+        self._shards: list[_ShardTrace] = []  # the shard_map bodies being traced
 
     def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
         """64-bit types for abir's own run (NumPy's int64 and float64), whatever the process's
@@ -240,11 +242,15 @@ class JaxBackend(Backend):
         ends when they have halted, with no communication between devices). Arguments of B
         members are split along the batch axis (put there if they live elsewhere, as NumPy
         arrays do); arguments shared by all members are copied to every device. The results carry the same sharding.
-        Errors surface as for a staged run (`check_when_run`)."""
+        Errors surface as for a staged run (`check_when_run`), naming members by their index in
+        the whole batch. With `collect_stats`, each shard's machine counts its own run
+        (`shard_stats`, one `RunStats` per shard in mesh order; `last_stats` is None)."""
         sharding = self.batch_sharding(leaves)
         assert sharding is not None
         batch = max((int(leaf.shape[0]) for leaf in leaves if getattr(leaf, "shape", ())), default=1)
         batch_spec = jax.sharding.PartitionSpec(sharding.spec[0])
+        axes = sharding.spec[0] if isinstance(sharding.spec[0], tuple) else (sharding.spec[0],)
+        shards = int(np.prod([sharding.mesh.shape[axis] for axis in axes]))
         positions = [i for i, leaf in enumerate(leaves) if not _is_python_number(leaf)]
         arrays = [leaves[i] for i in positions]
         specs = tuple(
@@ -253,15 +259,21 @@ class JaxBackend(Backend):
         )
         constants = tuple((i, leaves[i]) for i in range(len(leaves)) if i not in positions)
         shapes = tuple((tuple(a.shape), np.dtype(a.dtype).str) for a in arrays)
-        key = (cache_key, sharding.mesh, batch_spec, specs, shapes, constants)
+        key = (cache_key, sharding.mesh, batch_spec, specs, shapes, constants, self.collect_stats)
         sharded = cache.get(key)
         if sharded is None:
 
-            def per_shard(*shard: Any) -> tuple[Any, ...]:
+            def per_shard(*shard: Any) -> tuple[Any, Any]:
                 merged = list(leaves)
                 for position, array in zip(positions, shard, strict=True):
                     merged[position] = array
-                return tuple(self.stage_run(run, merged))
+                trace = _ShardTrace(lax.axis_index(axes) * (batch // shards))
+                self._shards.append(trace)
+                try:  # no custom_vmap (stage_run): nothing vmaps this body, and the counters leave it
+                    outputs = tuple(run(merged))
+                finally:
+                    self._shards.pop()
+                return outputs, _stacked_counters(trace.counters)
 
             sharded = jax.jit(
                 jax.shard_map(per_shard, mesh=sharding.mesh, in_specs=specs, out_specs=batch_spec, check_vma=False)
@@ -270,7 +282,10 @@ class JaxBackend(Backend):
         placed = [
             jax.device_put(a, jax.sharding.NamedSharding(sharding.mesh, spec)) for a, spec in zip(arrays, specs, strict=True)
         ]
-        return list(sharded(*placed))
+        outputs, counters = sharded(*placed)
+        self.last_stats = None
+        self.shard_stats = None if counters is None else _shard_stats(counters, shards)
+        return list(outputs)
 
     def check_when_run(
         self,
@@ -290,11 +305,17 @@ class JaxBackend(Backend):
         raised = functools.reduce(
             jnp.logical_or, [jnp.any(value != normal.get(key, 0)) for key, value in flags.items()]
         )
+        # in a shard, members are numbered in the whole batch: the shard's first is `offset`
+        offset = self._shards[-1].offset if self._shards else jnp.int32(0)
 
-        def call_check(flags: dict[str, Any]) -> None:
-            jax.debug.callback(lambda host: check({key: np.asarray(v) for key, v in host.items()}), flags)
+        def in_batch(host: dict[str, Any], offset: Any) -> dict[str, np.ndarray]:
+            start = int(offset)
+            return {key: np.pad(np.asarray(v), (start, 0), constant_values=normal.get(key, 0)) for key, v in host.items()}
 
-        lax.cond(raised, call_check, lambda flags: None, flags)
+        def call_check(flags: dict[str, Any], offset: Any) -> None:
+            jax.debug.callback(lambda host, offset: check(in_batch(host, offset)), flags, offset)
+
+        lax.cond(raised, call_check, lambda flags, offset: None, flags, offset)
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> Any:
@@ -430,7 +451,8 @@ class JaxBackend(Backend):
         (the machine builds it once per program and backend), kept alive by the cache."""
         state = {key: value if isinstance(value, jax.Array) else jnp.asarray(value) for key, value in state.items()}
         staged = self.is_traced(state["pc"])
-        if self.collect_stats and not staged:
+        shard = self._shards[-1] if staged and self._shards else None
+        if self.collect_stats and (not staged or shard is not None):
             state[STATS_KEY] = _zero_counters(len(kernels), state["pc"].shape[0])
         # compiler options belong to a top-level jit: a run staged into the caller's trace is
         # compiled with the caller's computation, under its options
@@ -448,6 +470,8 @@ class JaxBackend(Backend):
         else:
             state = dict(self.run_in_launches(lambda s, n: run(s, np.int32(n)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
+        if shard is not None:  # counted on the shard's device, returned by its shard_map body
+            shard.counters, counters = counters, None
         self.last_stats = None if counters is None else _run_stats(counters)
         return state
 
@@ -745,6 +769,36 @@ def _run_stats(counters: dict[str, Any]) -> RunStats:
         sweeps=int(counters["sweeps"]),
         member_sweeps=np.asarray(counters["member_sweeps"]).tolist(),
     )
+
+
+class _ShardTrace:
+    """A shard_map body being traced (`JaxBackend.run_sharded`): the batch index of its first
+    member (traced) and the counters of its run, when collected."""
+
+    def __init__(self, offset: Any):
+        self.offset = offset
+        self.counters: dict[str, Any] | None = None
+
+
+def _stacked_counters(counters: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A shard's counters as shard_map outputs split along the batch axis: per-member counters
+    as they are, the others with a leading axis of one row per shard."""
+    if counters is None:
+        return None
+    return {key: value if key.startswith("member_") else value[None] for key, value in counters.items() if key != "ran"}
+
+
+def _shard_stats(counters: dict[str, Any], shards: int) -> list[RunStats]:
+    """One `RunStats` per shard from the counters of all shards (`_stacked_counters`)."""
+    host = {key: np.asarray(value) for key, value in counters.items()}
+    members = {key: np.split(host[key], shards) for key in ("member_steps", "member_sweeps")}
+    return [
+        _run_stats({
+            "block_steps": host["block_steps"][i], "block_members": host["block_members"][i],
+            "sweeps": host["sweeps"][i], **{key: parts[i] for key, parts in members.items()},
+        })  # fmt: skip
+        for i in range(shards)
+    ]
 
 
 def _sweep_step(

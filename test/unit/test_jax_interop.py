@@ -177,6 +177,20 @@ def test_errors_of_a_staged_run_surface_when_the_computation_runs():
         batched_countdown(np.array([3, -1]), backend=BACKEND, max_steps=50)
 
 
+def test_errors_of_a_run_staged_in_scan_or_vmap_name_the_function_and_the_limit():
+    def body(carry, n):
+        return carry, batched_fib(n, backend=BACKEND, max_stack_depth=3)
+
+    scanned = jax.jit(lambda ns: lax.scan(body, 0, ns)[1])
+    np.testing.assert_array_equal(np.asarray(scanned(jnp.array([[3, 4], [4, 3]]))), [[2, 3], [3, 2]])
+    with pytest.raises(jax.errors.JaxRuntimeError, match="'fib'.*batch member 1 recursed deeper than max_stack_depth=3"):
+        scanned(jnp.array([[3, 4], [4, 9]])).block_until_ready()
+    # vmap folds V calls of B members into one run: call v's member b is member v * B + b
+    mapped = jax.jit(jax.vmap(lambda n: batched_fib(n, backend=BACKEND, max_stack_depth=3)))
+    with pytest.raises(jax.errors.JaxRuntimeError, match="'fib'.*batch member 3 recursed deeper than max_stack_depth=3"):
+        mapped(jnp.array([[3, 4], [4, 9]])).block_until_ready()
+
+
 def test_vmap_folds_the_mapped_axis_into_one_run():
     n = np.arange(12).reshape(3, 4) % 9
     mapped = jax.vmap(lambda x: batched_fib(x, backend=BACKEND))

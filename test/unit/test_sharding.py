@@ -5,7 +5,9 @@ its checks in a fresh Python process (`SCRIPT`, with `--xla_force_host_platform_
 results equal the plain per-member Python run and carry the arguments' sharding, the compiled
 program holds no collective (each device's loop runs on its own members: no communication
 between devices, so a device whose members have all halted leaves its loop), nearby calls reuse
-it, and arguments shared by all members go to every device.
+it, and arguments shared by all members go to every device. Each shard's machine stops when its
+own members have halted (per-shard run statistics), and errors name members by their index in
+the whole batch.
 """
 
 from __future__ import annotations
@@ -60,6 +62,46 @@ np.testing.assert_array_equal(np.asarray(values), want_values)
 np.testing.assert_array_equal(np.asarray(steps), want_steps)
 values, steps = halving(sharded_x, tolerances, backend=backend)
 np.testing.assert_array_equal(np.asarray(steps), halving(x, tolerances, dry_run=True)[1])
+
+
+def put(array):
+    with jax.enable_x64(True):
+        return jax.device_put(jnp.asarray(array), by_batch)
+
+
+def raises(call, message):
+    try:
+        jax.block_until_ready(call())
+    except jax.errors.JaxRuntimeError as err:
+        assert message in str(err), str(err)[-500:]
+    else:
+        raise AssertionError(f"no error: {message}")
+
+
+# errors name members by their index in the whole batch (shard 3's sixth member is member 27)
+n = np.repeat([1, 5, 9, 13], 8)
+deep = n.copy()
+deep[27] = 20
+raises(lambda: batched_fib(put(deep), backend=backend, max_stack_depth=12),
+       "stack overflow in function 'fib' (vm block")
+raises(lambda: batched_fib(put(deep), backend=backend, max_stack_depth=12),
+       "batch member 27 recursed deeper than max_stack_depth=12")
+far = np.full(32, 10.0)
+far[13] = 1e300
+raises(lambda: halving(put(far), 0.3, backend=backend, max_steps=30),
+       "max_steps=30 reached: 1 member still running (batch member 13 at function 'halving_steps'")
+
+# each shard's machine runs and stops on its own: its counts are those of a run of its members
+# alone, and the shard whose members all halt at once leaves its loop after one sweep
+counting = abir.JaxBackend(collect_stats=True)
+np.testing.assert_array_equal(np.asarray(batched_fib(put(n), backend=counting)), batched_fib(n, dry_run=True))
+assert counting.last_stats is None and len(counting.shard_stats) == 4
+for shard, stats in enumerate(counting.shard_stats):
+    alone = abir.JaxBackend(collect_stats=True)
+    batched_fib(n[8 * shard : 8 * shard + 8], backend=alone)
+    assert stats == alone.last_stats, (shard, stats, alone.last_stats)
+sweeps = [stats.sweeps for stats in counting.shard_stats]
+assert sweeps[0] == 1 and sweeps == sorted(sweeps) and sweeps[3] > 100, sweeps
 print("ok")
 '''
 

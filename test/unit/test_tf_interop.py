@@ -1,9 +1,13 @@
 """abir inside a TensorFlow user's `tf.function` (AutoGraph on, with and without
 `jit_compile=True`): a batched function called with `backend=abir.TensorFlowBackend()` on
 symbolic tensors stages its machine into that graph. Every result is checked against the plain
-per-member Python run (`dry_run=True`)."""
+per-member Python run (`dry_run=True`). A staged run's errors fail the graph's run, or, in an
+`abir.tf_function` (also under XLA, where nothing can raise inside the program), raise abir's
+own error when the call returns."""
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pytest
@@ -13,6 +17,7 @@ tf = pytest.importorskip("tensorflow")
 from interop_programs import fib, halving_steps  # noqa: E402
 
 import abir  # noqa: E402
+from abir.backends.tf_backend import UnreportedErrorsWarning  # noqa: E402
 
 CTX = abir.Context()
 batched_fib = CTX.batch_uncurried(fib)
@@ -47,3 +52,61 @@ def test_a_staged_run_in_a_graph_reports_its_errors_when_the_graph_runs():
     np.testing.assert_array_equal(deep(tf.constant([3, 4])).numpy(), [2, 3])
     with pytest.raises(tf.errors.InvalidArgumentError, match="recursed deeper than max_stack_depth=3"):
         deep(tf.constant([3, 9]))
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_abir_tf_function_raises_abirs_errors_after_the_call(jit_compile):
+    @abir.tf_function(jit_compile=jit_compile)
+    def deep(n, x):
+        backend = abir.TensorFlowBackend()
+        return batched_fib(n, backend=backend, max_stack_depth=3) * 2, halving(x, 0.3, backend=backend, max_steps=20)
+
+    x = np.array([1.0, 10.0])
+    got, (values, steps) = deep(tf.constant([3, 4]), tf.constant(x))
+    np.testing.assert_array_equal(got.numpy(), [4, 6])
+    np.testing.assert_array_equal(steps.numpy(), halving(x, 0.3, dry_run=True)[1])
+    with pytest.raises(abir.StackOverflowError, match="function 'fib'.*batch member 1 recursed deeper than max_stack_depth=3"):
+        deep(tf.constant([3, 9]), tf.constant(x))
+    with pytest.raises(abir.StepLimitError, match="max_steps=20 reached: 1 member still running .batch member 1 at function 'halving_steps'"):
+        deep(tf.constant([3, 4]), tf.constant(np.array([1.0, 1e300])))
+    # a call of another shape traces again; each trace's errors are checked with its own flags
+    with pytest.raises(abir.StackOverflowError, match="batch member 2 recursed"):
+        deep(tf.constant([3, 4, 10]), tf.constant(np.array([1.0, 10.0, 5.0])))
+    np.testing.assert_array_equal(deep(tf.constant([3, 4]), tf.constant(x))[0].numpy(), [4, 6])
+
+
+def test_abir_tf_function_inside_other_functions():
+    inner = abir.tf_function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend(), max_stack_depth=3))
+    checked_outer = abir.tf_function(lambda n: inner(n) + 1, jit_compile=True)
+    np.testing.assert_array_equal(checked_outer(tf.constant([3, 4])).numpy(), [3, 4])
+    with pytest.raises(abir.StackOverflowError, match="max_stack_depth=3"):  # collected by the outer one
+        checked_outer(tf.constant([3, 9]))
+    plain_outer = tf.function(lambda n: inner(n) + 1)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="recursed deeper than max_stack_depth=3"):
+        plain_outer(tf.constant([3, 9]))
+
+
+def test_under_plain_xla_a_staged_run_warns_and_poisons_failing_members():
+    halving_xla = tf.function(lambda x: halving(x, 0.3, backend=abir.TensorFlowBackend(), max_steps=20), jit_compile=True)
+    fib_xla = tf.function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend(), max_stack_depth=3), jit_compile=True)
+    with pytest.warns(UnreportedErrorsWarning, match="abir.tf_function.*staged run of 'halving_steps'"):
+        values, steps = halving_xla(tf.constant(np.array([10.0, 1e300, 5.0])))
+    assert np.isnan(values.numpy()[1]) and steps.numpy()[1] == np.iinfo(np.int64).min
+    np.testing.assert_array_equal(steps.numpy()[[0, 2]], halving(np.array([10.0, 5.0]), 0.3, dry_run=True)[1])
+    with pytest.warns(UnreportedErrorsWarning, match="max_stack_depth=3"):
+        np.testing.assert_array_equal(fib_xla(tf.constant([3, 9, 4])).numpy(), [2, np.iinfo(np.int64).min, 3])
+    with warnings.catch_warnings():  # without XLA the graph's assertion raises: no warning
+        warnings.simplefilter("error", UnreportedErrorsWarning)
+        tf.function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend()))(tf.constant([3, 4]))
+
+
+def test_abir_tf_function_run_eagerly_raises_at_once():
+    checked = abir.tf_function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend(), max_stack_depth=3))
+    tf.config.run_functions_eagerly(True)
+    try:
+        np.testing.assert_array_equal(checked(tf.constant([3, 4])).numpy(), [2, 3])
+        with pytest.raises(abir.StackOverflowError, match="max_stack_depth=3"):
+            checked(tf.constant([3, 9]))
+    finally:
+        tf.config.run_functions_eagerly(False)
+    assert list(checked._traces) == [-1]  # eager calls keep no trace records
