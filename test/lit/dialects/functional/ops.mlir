@@ -102,14 +102,14 @@ functional.func @unknown_result(%a: !functional.unknown) -> !functional.unknown 
 // CHECK-GENERIC-NEXT:   "functional.func"() <{sym_name = "all_ops", function_type = (i64, f64, !functional.unknown, tensor<3xf64>) -> (i64, f64)}> ({
 // CHECK-GENERIC-NEXT:   ^bb0(%x: i64, %y: f64, %u: !functional.unknown, %t: tensor<3xf64>):
 // CHECK-GENERIC-NEXT:     %c2 = "functional.constant"() <{value = 2 : i64}> : () -> i64
-// CHECK-GENERIC-NEXT:     %w = "functional.constant"() <{value = 1 : i64, weak}> : () -> i64
-// CHECK-GENERIC-NEXT:     %wf = "functional.constant"() <{value = 1.500000e+00 : f64, weak}> : () -> f64
+// CHECK-GENERIC-NEXT:     %w = "functional.constant"() <{weak, value = 1 : i64}> : () -> i64
+// CHECK-GENERIC-NEXT:     %wf = "functional.constant"() <{weak, value = 1.500000e+00 : f64}> : () -> f64
 // CHECK-GENERIC-NEXT:     %f32 = "functional.constant"() <{value = -2.500000e+00 : f32}> : () -> f32
 // CHECK-GENERIC-NEXT:     %i32 = "functional.constant"() <{value = -7 : i32}> : () -> i32
 // CHECK-GENERIC-NEXT:     %ui8 = "functional.constant"() <{value = 255 : ui8}> : () -> ui8
 // CHECK-GENERIC-NEXT:     %b = "functional.constant"() <{value = true}> : () -> i1
 // CHECK-GENERIC-NEXT:     %bf = "functional.constant"() <{value = false}> : () -> i1
-// CHECK-GENERIC-NEXT:     %wb = "functional.constant"() <{value = true, weak}> : () -> i1
+// CHECK-GENERIC-NEXT:     %wb = "functional.constant"() <{weak, value = true}> : () -> i1
 // CHECK-GENERIC-NEXT:     %d = "functional.constant"() <{value = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf64>}> : () -> tensor<3xf64>
 // CHECK-GENERIC-NEXT:     %di = "functional.constant"() <{value = dense<7> : tensor<2x2xi32>}> : () -> tensor<2x2xi32>
 // CHECK-GENERIC-NEXT:     %db = "functional.constant"() <{value = dense<[true, false]> : tensor<2xi1>}> : () -> tensor<2xi1>

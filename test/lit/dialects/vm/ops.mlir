@@ -104,10 +104,10 @@ vm.program @tiny() -> () attributes {note = "attrs"} {
 // CHECK-GENERIC: "builtin.module"() ({
 // CHECK-GENERIC-NEXT:   "functional.opaque"() <{sym_name = "split", source = "lambda x: (x, -x)"}> : () -> ()
 // CHECK-GENERIC-NEXT:   "functional.opaque"() <{sym_name = "log", source = "print"}> : () -> ()
-// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "n", type = i64, storage = #stack.storage<stack>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "acc", type = f64, storage = #stack.storage<register>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "v", type = tensor<3xf32>, storage = #stack.storage<stack>}> {note = "x"} : () -> ()
-// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "flag", type = i1, storage = #stack.storage<register>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "n", type = i64, storage = #stack<storage stack>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "acc", type = f64, storage = #stack<storage register>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "v", type = tensor<3xf32>, storage = #stack<storage stack>}> {note = "x"} : () -> ()
+// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "flag", type = i1, storage = #stack<storage register>}> : () -> ()
 // CHECK-GENERIC-NEXT:   "vm.program"() <{sym_name = "main", inputs = [@n, @v], outputs = [@acc, @flag]}> ({
 // CHECK-GENERIC-NEXT:     "vm.block"() <{index = 0 : i64}> ({
 // CHECK-GENERIC-NEXT:       "vm.call"() <{target = 1 : i64, return_target = 4 : i64}> : () -> ()
