@@ -63,7 +63,7 @@ stack.program @empty_io() -> () attributes {note = "attrs"} {
 // CHECK-NEXT:   stack.var @v : tensor<3xf32> stack
 // CHECK-NEXT:   stack.var @m : tensor<2x2xi32> register
 // CHECK-NEXT:   stack.var @res : i64 register {note = "x"}
-// CHECK-NEXT:   stack.program @fib(@n, @v) -> (@res, @a) {
+// CHECK-LABEL: stack.program @fib(@n, @v) -> (@res, @a) {
 // CHECK-NEXT:     stack.push_goto ^exit, ^body
 // CHECK-NEXT:   ^exit:
 // CHECK-NEXT:     stack.halt
@@ -89,7 +89,7 @@ stack.program @empty_io() -> () attributes {note = "attrs"} {
 // CHECK-NEXT:   ^else:
 // CHECK-NEXT:     stack.indirect_goto
 // CHECK-NEXT:   }
-// CHECK-NEXT:   stack.program @empty_io() -> () attributes {note = "attrs"} {
+// CHECK-LABEL: stack.program @empty_io() -> () attributes {note = "attrs"} {
 // CHECK-NEXT:     stack.halt
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
@@ -106,7 +106,7 @@ stack.program @empty_io() -> () attributes {note = "attrs"} {
 // CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "v", type = tensor<3xf32>, storage = #stack<storage stack>}> : () -> ()
 // CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "m", type = tensor<2x2xi32>, storage = #stack<storage register>}> : () -> ()
 // CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "res", type = i64, storage = #stack<storage register>}> {note = "x"} : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.program"() <{sym_name = "fib", inputs = [@n, @v], outputs = [@res, @a]}> ({
+// CHECK-GENERIC-LABEL: "stack.program"() <{sym_name = "fib", inputs = [@n, @v], outputs = [@res, @a]}> ({
 // CHECK-GENERIC-NEXT:     "stack.push_goto"() [^exit, ^body] : () -> ()
 // CHECK-GENERIC-NEXT:   ^exit:
 // CHECK-GENERIC-NEXT:     "stack.halt"() : () -> ()
@@ -132,7 +132,7 @@ stack.program @empty_io() -> () attributes {note = "attrs"} {
 // CHECK-GENERIC-NEXT:   ^else:
 // CHECK-GENERIC-NEXT:     "stack.indirect_goto"() : () -> ()
 // CHECK-GENERIC-NEXT:   }) : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.program"() <{sym_name = "empty_io", inputs = [], outputs = []}> ({
+// CHECK-GENERIC-LABEL: "stack.program"() <{sym_name = "empty_io", inputs = [], outputs = []}> ({
 // CHECK-GENERIC-NEXT:     "stack.halt"() : () -> ()
 // CHECK-GENERIC-NEXT:   }) {note = "attrs"} : () -> ()
 // CHECK-GENERIC-NEXT: }) : () -> ()
