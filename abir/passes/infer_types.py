@@ -612,21 +612,27 @@ def parse_arg_types(ctx: Context, texts: tuple[str, ...] | str) -> list[Attribut
 
 
 def default_entry(module: ModuleOp) -> str:
-    """The module's `abir.entry` attribute, else the module's only function, else the only function
-    whose parameters are all typed, else the only typed function no other function calls."""
+    """The module's `abir.entry` attribute, else its only function, else the only function whose
+    parameters are all typed, else the only one of those (or, when none is typed, of all the
+    functions) that no other function calls; a TypeInferenceError naming the candidates when
+    that leaves several."""
     if isinstance(attr := module.attributes.get(ENTRY_ATTR), StringAttr):
         return attr.data
-    if len(functions := functions_of(module)) == 1:
+    functions = functions_of(module)
+    if not functions:
+        raise TypeInferenceError("the module has no functional.func to infer the types of")
+    if len(functions) == 1:
         return next(iter(functions))
-    typed = [
-        name
-        for name, func in functions_of(module).items()
-        if all(is_value_type(t) for t in func.function_type.inputs.data)
-    ]
+    typed = [name for name, func in functions.items() if all(is_value_type(t) for t in func.function_type.inputs.data)]
     if len(typed) == 1:
         return typed[0]
-    called = {callee for callees in call_graph(module).values() for callee in callees}
-    roots = [name for name in typed if name not in called]
-    if len(roots) != 1:
-        raise TypeInferenceError(f"cannot choose the entry function (candidates: {typed}); pass entry=...")
-    return roots[0]
+    candidates = typed or list(functions)
+    graph = call_graph(module)
+    roots = [name for name in candidates if not any(name in graph[caller] for caller in graph if caller != name)]
+    if len(roots) == 1:
+        return roots[0]
+    names = roots or candidates
+    raise TypeInferenceError(
+        f"cannot choose the entry function among {', '.join('@' + n for n in names)} (the module has no "
+        f"`{ENTRY_ATTR}` attribute); name it with the pass option entry, e.g. infer-types{{entry={names[0]}}}"
+    )

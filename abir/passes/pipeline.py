@@ -5,11 +5,14 @@
 
 `compile_functional` runs infer-types, simplify-functional, inline-calls, simplify-functional,
 if-convert, simplify-functional.
-`lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, then coalesce-copies and
-stack-optimize (invariant saves only) in turn until no copy coalesces, allocate-storage;
-`lower_to_vm` continues with fuse-blocks, allocate-storage again, schedule-blocks, stack-to-vm,
-form-superblocks (when asked), merge-identical-blocks and, for the `flow` order, order-sweeps,
-verifying the result of each stage.
+`lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, coalesce-copies (to a fixed
+point with stack-optimize's invariant saves), stack-optimize again (invariant saves only),
+allocate-storage; `lower_to_vm` continues with fuse-blocks,
+allocate-storage again, schedule-blocks, stack-to-vm, form-superblocks (when asked),
+merge-identical-blocks and, for the `flow` order, order-sweeps, verifying the result of each
+stage. Both are xDSL `PassPipeline`s of the registered passes (`stack_passes`, `vm_passes`);
+`optimize_functional` stays a function: whether simplify-functional runs again depends on
+whether inline-calls changed anything.
 """
 
 from __future__ import annotations
@@ -21,22 +24,22 @@ from typing import Any
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 
-from abir.passes.allocate_storage import allocate_storage
-from abir.passes.coalesce_copies import coalesce_copies
-from abir.passes.form_superblocks import form_superblocks
-from abir.passes.fuse_blocks import fuse_blocks
+from abir.passes.allocate_storage import AllocateStoragePass
+from abir.passes.coalesce_copies import CoalesceCopiesPass
+from abir.passes.form_superblocks import FormSuperblocksPass
+from abir.passes.fuse_blocks import FuseBlocksPass
 from abir.passes.if_convert import if_convert
 from abir.passes.infer_types import default_entry, infer_types, parse_arg_types
 from abir.passes.inline_calls import inline_calls
-from abir.passes.lower_calls import lower_calls, replace_module_body
-from abir.passes.merge_identical_blocks import merge_identical_blocks
-from abir.passes.order_sweeps import order_sweeps
-from abir.passes.schedule_blocks import merge_blocks, schedule_blocks
+from abir.passes.lower_calls import LowerCallsPass, replace_module_body
+from abir.passes.merge_identical_blocks import MergeIdenticalBlocksPass
+from abir.passes.order_sweeps import OrderSweepsPass
+from abir.passes.schedule_blocks import MergeBlocksPass, ScheduleBlocksPass
 from abir.passes.simplify import simplify_functional
-from abir.passes.stack_optimize import optimize_stack
-from abir.passes.stack_to_vm import stack_to_vm
+from abir.passes.stack_optimize import StackOptimizePass
+from abir.passes.stack_to_vm import StackToVmPass
 
 
 def compile_functional(
@@ -66,20 +69,43 @@ def optimize_functional(typed: ModuleOp) -> None:
     simplify_functional(typed)
 
 
+def stack_passes(entry: str) -> tuple[ModulePass, ...]:
+    """The passes from typed functional IR to the allocated, optimized stack program."""
+    return (
+        LowerCallsPass(entry),
+        MergeBlocksPass(),
+        StackOptimizePass(),
+        CoalesceCopiesPass(drop_saves=True),
+        StackOptimizePass(dead_saves=False),  # coalesced copies show saves no call changes
+        AllocateStoragePass(),
+    )
+
+
+def vm_passes(block_order: str = "priority", superblocks: bool = True) -> tuple[ModulePass, ...]:
+    """The passes from the allocated stack program to the vm program (see `lower_to_vm`)."""
+    return (
+        FuseBlocksPass(),  # shapes the block list for the machine, like schedule-blocks
+        AllocateStoragePass(),  # fused blocks keep more variables temporary
+        ScheduleBlocksPass(block_order),
+        StackToVmPass(),
+        *((FormSuperblocksPass(),) if superblocks else ()),
+        MergeIdenticalBlocksPass(),
+        *((OrderSweepsPass(),) if block_order == "flow" else ()),
+    )
+
+
+def run_passes(module: ModuleOp, passes: Sequence[ModulePass]) -> ModuleOp:
+    """`module` after `passes` (an xDSL `PassPipeline`, in place), verified."""
+    PassPipeline(tuple(passes)).apply(Context(), module)
+    module.verify()
+    return module
+
+
 def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
     """The allocated, optimized stack module of a typed functional module (a new module)."""
-    lowered = lower_calls(typed_module, entry)
-    merge_blocks(lowered)
-    optimize_stack(lowered)
-    # Coalesced copies show saves no call changes; dropping those saves ends the interference
-    # the restores made (NUTS: the sampler's key, energy and step then share one variable with
-    # build_tree's parameters; one core, B=64, 16.3-17.0 -> 15.1-15.3 ms). Each round merges a
-    # variable away, so this ends.
-    while coalesce_copies(lowered):
-        optimize_stack(lowered, dead_saves=False)
-    allocate_storage(lowered)
-    lowered.verify()
-    return lowered
+    lowered = typed_module.clone()
+    lowered.attributes.clear()  # the functional module's (`abir.entry`) do not describe the program
+    return run_passes(lowered, stack_passes(entry))
 
 
 def lower_to_vm(
@@ -90,18 +116,7 @@ def lower_to_vm(
     `superblocks`, branch arms merged into their blocks (`form-superblocks`), identical blocks
     merged (`merge-identical-blocks`), and for the `flow`
     order renumbered by expected transitions (`order-sweeps`)."""
-    lowered = lower_to_stack(typed_module, entry)
-    fuse_blocks(lowered)  # shapes the block list for the machine, like schedule-blocks
-    allocate_storage(lowered)  # fused blocks keep more variables temporary
-    schedule_blocks(lowered, block_order)
-    result = stack_to_vm(lowered)
-    if superblocks:
-        form_superblocks(result)
-    merge_identical_blocks(result)
-    if block_order == "flow":
-        order_sweeps(result)
-    result.verify()
-    return result
+    return run_passes(lower_to_stack(typed_module, entry), vm_passes(block_order, superblocks))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,9 @@
    recursive calls; their saves were three of the five pushes of every descent.
 3. Pop-push fusion: `stack.pop @x` followed in the same block by `stack.push @x`, with no write
    of `@x` between, becomes one `stack.peek @x` (restore the saved value and keep it saved).
+
+1 and 2 look at the whole program (liveness, the call graph) and stay a loop; 3 is a local
+rewrite, the `FusePopPush` pattern.
 """
 
 from __future__ import annotations
@@ -21,6 +24,12 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from abir.dialects import stack
@@ -31,12 +40,19 @@ def var_names(op: stack.PushOp | stack.PopOp | stack.PeekOp) -> list[str]:
     return [v.string_value() for v in op.vars.data]
 
 
-def drop_vars(op: stack.PushOp | stack.PopOp | stack.PeekOp, names: Iterable[str]) -> None:
-    """Remove variables from a push/pop/peek; erase the op when none remain."""
+def drop_vars(
+    op: stack.PushOp | stack.PopOp | stack.PeekOp, names: Iterable[str], rewriter: PatternRewriter | None = None
+) -> None:
+    """Remove variables from a push/pop/peek; erase the op when none remain. Within a pattern,
+    through its `rewriter`."""
     drop = set(names)
     keep = [n for n in var_names(op) if n not in drop]
     if keep:
         op.vars = stack.refs(keep)
+        if rewriter is not None:
+            rewriter.notify_op_modified(op)
+    elif rewriter is not None:
+        rewriter.erase_op(op)
     else:
         Rewriter.erase_op(op)
 
@@ -165,20 +181,20 @@ def remove_invariant_saves(program: stack.ProgramOp) -> bool:
     return False
 
 
-def fuse_pop_push(block: Block) -> bool:
-    """Turn the first fusable pop ... push pair of `block` into a peek."""
-    for op in block.ops:
-        if not isinstance(op, stack.PopOp):
-            continue
+class FusePopPush(RewritePattern):
+    """`stack.pop @x` followed in its block by `stack.push @x`, no write of `@x` between: a
+    `stack.peek @x` before the pop, `@x` dropped from both (one variable per rewrite)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: stack.PopOp, rewriter: PatternRewriter) -> None:
         for name in var_names(op):
             push = matching_push(op, name)
             if push is None:
                 continue
-            Rewriter.insert_op(stack.PeekOp(name), InsertPoint.before(op))
-            drop_vars(push, [name])
-            drop_vars(op, [name])
-            return True
-    return False
+            rewriter.insert_op(stack.PeekOp(name), InsertPoint.before(op))
+            drop_vars(push, [name], rewriter)
+            drop_vars(op, [name], rewriter)
+            return
 
 
 def matching_push(pop: Operation, name: str) -> stack.PushOp | None:
@@ -204,17 +220,18 @@ def optimize_stack(module: ModuleOp, dead_saves: bool = True) -> None:
     program = the_program(module)
     while (dead_saves and remove_dead_saves(program)) or remove_invariant_saves(program):
         pass
-    for block in program.body.blocks:
-        while fuse_pop_push(block):
-            pass
+    PatternRewriteWalker(FusePopPush(), apply_recursively=True).rewrite_region(program.body)
 
 
 @dataclass(frozen=True)
 class StackOptimizePass(ModulePass):
     """Drop saves whose restored value is dead or that no call can change; fuse pop-then-push
-    into peek."""
+    into peek. Option: dead-saves=false leaves the dead-save rule out (as the pipeline's second
+    run, after coalesce-copies)."""
 
     name = "stack-optimize"
 
+    dead_saves: bool = True
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        optimize_stack(op)
+        optimize_stack(op, self.dead_saves)

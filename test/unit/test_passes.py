@@ -17,6 +17,7 @@ from abir.opaque import register_opaque
 from abir.passes import get_all_passes
 from abir.passes.analysis import call_graph, strongly_connected_components, variable_definedness
 from abir.passes.coalesce_copies import coalesce_copies
+from abir.passes.infer_types import default_entry
 from abir.passes.lower_calls import lower_calls
 from abir.passes.pipeline import compile_functional, lower_to_stack, lower_to_vm
 from abir.types import TensorType as TT
@@ -312,6 +313,28 @@ def test_never_returning_function_is_an_error() -> None:
     }"""
     with pytest.raises(TypeInferenceError, match="@loop"):
         compile_functional(parse(text), "loop", [i64])
+
+
+UNTYPED_HELPER = """
+builtin.module {
+  functional.func @helper(%x: !functional.unknown) -> !functional.unknown {
+    functional.return %x : !functional.unknown
+  }
+  functional.func @main(%x: !functional.unknown) -> !functional.unknown {
+    %y = functional.call @helper(%x) : (!functional.unknown) -> !functional.unknown
+    functional.return %y : !functional.unknown
+  }
+}"""
+
+
+def test_default_entry_is_the_only_function_no_other_calls() -> None:
+    """With no function typed yet (types from infer-types' arg-types), the entry is the only
+    function no other one calls (a function calling itself counts); with two such functions, the
+    error names both."""
+    assert default_entry(parse(UNTYPED_HELPER)) == "main"
+    two_roots = UNTYPED_HELPER.replace("@helper(%x) :", "@other(%x) :").replace("@main(%x: ", "@other(%x: ")
+    with pytest.raises(TypeInferenceError, match=r"among @helper, @other \(the module has no `abir.entry`"):
+        default_entry(parse(two_roots))
 
 
 def test_user_type_inference_is_checked() -> None:

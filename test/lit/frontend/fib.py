@@ -16,7 +16,7 @@ def fib(n):
 
 print(ctx.module())
 
-# CHECK:      functional.func @fib(%n: !functional.unknown) -> !functional.unknown {
+# CHECK-LABEL: functional.func @fib(%n: !functional.unknown) -> !functional.unknown {
 # CHECK-NEXT:   %0 = functional.constant weak 2 : i64
 # CHECK-NEXT:   %1 = functional.prim "greater"(%n, %0) : (!functional.unknown, i64) -> i1
 # CHECK-NEXT:   cf.cond_br %1, ^bb1, ^bb2

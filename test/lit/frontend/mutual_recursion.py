@@ -21,7 +21,7 @@ def is_odd(n):
 
 print(ctx.module())
 
-# CHECK:      functional.func @is_even(%n: !functional.unknown) -> !functional.unknown {
+# CHECK-LABEL: functional.func @is_even(%n: !functional.unknown) -> !functional.unknown {
 # CHECK:        %1 = functional.prim "equal"(%n, %0) : (!functional.unknown, i64) -> i1
 # CHECK-NEXT:   cf.cond_br %1, ^bb1, ^bb2
 # CHECK-NEXT: ^bb1:
@@ -31,7 +31,7 @@ print(ctx.module())
 # CHECK:        %5 = functional.call @is_odd(%4) : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:   functional.return %5 : !functional.unknown
 
-# CHECK:      functional.func @is_odd(%n: !functional.unknown) -> !functional.unknown {
+# CHECK-LABEL: functional.func @is_odd(%n: !functional.unknown) -> !functional.unknown {
 # CHECK:        %1 = functional.prim "not_equal"(%n, %0) : (!functional.unknown, i64) -> i1
 # CHECK-NEXT:   cf.cond_br %1, ^bb1, ^bb2(%1 : i1)
 # CHECK-NEXT: ^bb1:

@@ -21,7 +21,7 @@ def collatz(x):
 
 print(ctx.module())
 
-# CHECK:      functional.func @collatz(%x: !functional.unknown) -> !functional.unknown {
+# CHECK-LABEL: functional.func @collatz(%x: !functional.unknown) -> !functional.unknown {
 # CHECK-NEXT:   %0 = functional.constant weak 0 : i64
 # CHECK-NEXT:   cf.br ^bb1(%x, %0 : !functional.unknown, i64)
 # CHECK-NEXT: ^bb1(%x_1: !functional.unknown, %count: !functional.unknown):

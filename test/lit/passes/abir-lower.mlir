@@ -27,7 +27,7 @@ builtin.module {
 // CHECK-NEXT:   vm.var @fib.n : i32 stack
 // CHECK-NEXT:   vm.var @fib.f1 : i64 stack
 // CHECK-NEXT:   vm.var @fib.result0 : i64 register
-// CHECK-NEXT:   vm.program @fib(@fib.n) -> (@fib.result0) {
+// CHECK-LABEL: vm.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:     vm.block 0 {
 // CHECK-NEXT:       vm.call 2, return 1
 // CHECK-NEXT:     }
@@ -128,7 +128,7 @@ builtin.module {
 // CHECK-NEXT:   vm.var @tsum.n : i64 register
 // CHECK-NEXT:   vm.var @tsum.acc : f64 register
 // CHECK-NEXT:   vm.var @tsum.result0 : f64 register
-// CHECK-NEXT:   vm.program @tsum(@tsum.n, @tsum.acc) -> (@tsum.result0) {
+// CHECK-LABEL: vm.program @tsum(@tsum.n, @tsum.acc) -> (@tsum.result0) {
 // CHECK-NEXT:     vm.block 0 {
 // CHECK-NEXT:       vm.call 4, return 2
 // CHECK-NEXT:     }
@@ -197,7 +197,7 @@ builtin.module {
 // CHECK-NEXT:   vm.var @is_even.n : i16 register
 // CHECK-NEXT:   vm.var @is_odd.n : i16 register
 // CHECK-NEXT:   vm.var @is_even.result0 : i1 register
-// CHECK-NEXT:   vm.program @is_even(@is_even.n) -> (@is_even.result0) {
+// CHECK-LABEL: vm.program @is_even(@is_even.n) -> (@is_even.result0) {
 // CHECK-NEXT:     vm.block 0 {
 // CHECK-NEXT:       vm.call 3, return 2
 // CHECK-NEXT:     }

@@ -60,7 +60,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @fib.s : i64 temporary
 // CHECK-NEXT:   stack.var @fib.one : i64 temporary
 // CHECK-NEXT:   stack.var @fib.result0 : i64 register
-// CHECK-NEXT:   stack.program @fib(@fib.n) -> (@fib.result0) {
+// CHECK-LABEL: stack.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -138,7 +138,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @tsum.acc1 : i64 temporary
 // CHECK-NEXT:   stack.var @tsum.r : i64 dead
 // CHECK-NEXT:   stack.var @tsum.result0 : i64 register
-// CHECK-NEXT:   stack.program @tsum(@tsum.n, @tsum.acc) -> (@tsum.result0) {
+// CHECK-LABEL: stack.program @tsum(@tsum.n, @tsum.acc) -> (@tsum.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -234,7 +234,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @is_odd.nr : i1 temporary
 // CHECK-NEXT:   stack.var @is_odd.nnr : i1 temporary
 // CHECK-NEXT:   stack.var @is_even.result0 : i1 register
-// CHECK-NEXT:   stack.program @is_even(@is_even.n) -> (@is_even.result0) {
+// CHECK-LABEL: stack.program @is_even(@is_even.n) -> (@is_even.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -313,7 +313,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @gcd.ne : i1 temporary
 // CHECK-NEXT:   stack.var @gcd.r : i64 register
 // CHECK-NEXT:   stack.var @gcd.result0 : i64 register
-// CHECK-NEXT:   stack.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
+// CHECK-LABEL: stack.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -391,7 +391,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @find.i1 : i64 temporary
 // CHECK-NEXT:   stack.var @find.m1 : i64 temporary
 // CHECK-NEXT:   stack.var @find.result0 : i64 register
-// CHECK-NEXT:   stack.program @find(@find.n, @find.k) -> (@find.result0) {
+// CHECK-LABEL: stack.program @find(@find.n, @find.k) -> (@find.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt

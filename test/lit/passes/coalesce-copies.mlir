@@ -62,7 +62,7 @@ builtin.module {
 // CHECK-NEXT: stack.var @fib.a1 : i64 temporary
 // CHECK-NEXT: stack.var @fib.f1 : i64 stack
 // CHECK-NEXT: stack.var @fib.result0 : i64 register
-// CHECK-NEXT: stack.program @fib(@fib.n) -> (@fib.result0) {
+// CHECK-LABEL: stack.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK:        stack.push @fib.n
 // CHECK-NEXT:   stack.write @fib.n = @fib.a1
 // CHECK:        stack.pop @fib.n

@@ -40,7 +40,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @gcd.v0_1 : i1
 // CHECK-NEXT:   stack.var @gcd.b_2 : i64
 // CHECK-NEXT:   stack.var @gcd.result0 : i64
-// CHECK-NEXT:   stack.program @gcd(@gcd.a, @gcd.b) -> (@gcd.result0) {
+// CHECK-LABEL: stack.program @gcd(@gcd.a, @gcd.b) -> (@gcd.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -125,7 +125,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @fib.v0_8 : i64
 // CHECK-NEXT:   stack.var @fib.v0_9 : i64
 // CHECK-NEXT:   stack.var @fib.result0 : i64
-// CHECK-NEXT:   stack.program @fib(@fib.n) -> (@fib.result0) {
+// CHECK-LABEL: stack.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -231,7 +231,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @f.x : i64
 // CHECK-NEXT:   stack.var @f.y : i64
 // CHECK-NEXT:   stack.var @f.result0 : i64
-// CHECK-NEXT:   stack.program @f(@f.x) -> (@f.result0) {
+// CHECK-LABEL: stack.program @f(@f.x) -> (@f.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt

@@ -23,7 +23,7 @@ builtin.module {
 }
 
 // CHECK:      builtin.module {
-// CHECK-NEXT:   functional.func @step(%n: i64) -> i64 {
+// CHECK-LABEL: functional.func @step(%n: i64) -> i64 {
 // CHECK-NEXT:     %c2 = functional.constant 2 : i64
 // CHECK-NEXT:     %r = functional.prim "remainder"(%n, %c2) : (i64, i64) -> i64
 // CHECK-NEXT:     %c0 = functional.constant 0 : i64
@@ -56,7 +56,7 @@ builtin.module {
 }
 
 // CHECK:      builtin.module {
-// CHECK-NEXT:   functional.func @clamp(%x: i64, %k: i64) -> i64 {
+// CHECK-LABEL: functional.func @clamp(%x: i64, %k: i64) -> i64 {
 // CHECK-NEXT:     %c0 = functional.constant 0 : i64
 // CHECK-NEXT:     %neg = functional.prim "less"(%x, %c0) : (i64, i64) -> i1
 // CHECK-NEXT:     %p = functional.prim "negative"(%x) : (i64) -> i64
@@ -90,7 +90,7 @@ builtin.module {
 
 // CHECK:      builtin.module {
 // CHECK-NEXT:   functional.opaque @noisy "def noisy(x): return x"
-// CHECK-NEXT:   functional.func @rec(%n: i64) -> i64 {
+// CHECK-LABEL: functional.func @rec(%n: i64) -> i64 {
 // CHECK-NEXT:     %c0 = functional.constant 0 : i64
 // CHECK-NEXT:     %pos = functional.prim "greater"(%n, %c0) : (i64, i64) -> i1
 // CHECK-NEXT:     cf.cond_br %pos, ^bb1, ^bb2

@@ -19,16 +19,16 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @main(%i: i32, %x: f64) -> (i32, f64, i32, i32) {
+// CHECK-LABEL: functional.func @main(%i: i32, %x: f64) -> (i32, f64, i32, i32) {
 // CHECK-NEXT:   %a = functional.call @scale(%i) : (i32) -> i32
 // CHECK-NEXT:   %b = functional.call @scale.t1(%x) : (f64) -> f64
 // CHECK-NEXT:   %c3 = functional.constant 3 : i32
 // CHECK-NEXT:   %c = functional.call @scale(%c3) : (i32) -> i32
 // CHECK-NEXT:   %d = functional.call @scale(%i) : (i32) -> i32
-// CHECK:      functional.func @scale(%v: i32) -> i32 {
+// CHECK-LABEL: functional.func @scale(%v: i32) -> i32 {
 // CHECK-NEXT:   %c2 = functional.constant 2 : i32
 // CHECK-NEXT:   %r = functional.prim "multiply"(%v, %c2) : (i32, i32) -> i32
-// CHECK:      functional.func @scale.t1(%v: f64) -> f64 {
+// CHECK-LABEL: functional.func @scale.t1(%v: f64) -> f64 {
 // CHECK-NEXT:   %c2 = functional.constant 2.000000e+00 : f64
 // CHECK-NEXT:   %r = functional.prim "multiply"(%v, %c2) : (f64, f64) -> f64
 // CHECK-NOT:  functional.func @scale
@@ -51,12 +51,12 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @lit(%x: f64) -> (f64, i64) {
+// CHECK-LABEL: functional.func @lit(%x: f64) -> (f64, i64) {
 // CHECK-NEXT:   %b = functional.call @scale(%x) : (f64) -> f64
 // CHECK-NEXT:   %c3 = functional.constant 3 : i64
 // CHECK-NEXT:   %c = functional.call @scale.t1(%c3) : (i64) -> i64
-// CHECK:      functional.func @scale(%v: f64) -> f64 {
-// CHECK:      functional.func @scale.t1(%v: i64) -> i64 {
+// CHECK-LABEL: functional.func @scale(%v: f64) -> f64 {
+// CHECK-LABEL: functional.func @scale.t1(%v: i64) -> i64 {
 // CHECK-NEXT:   %c2 = functional.constant 2 : i64
 // CHECK-NEXT:   %r = functional.prim "multiply"(%v, %c2) : (i64, i64) -> i64
 // CHECK-NOT:  functional.func @scale
@@ -77,11 +77,11 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @sv(%s: f32, %v: tensor<3xf32>) -> (f32, tensor<3xf32>) {
+// CHECK-LABEL: functional.func @sv(%s: f32, %v: tensor<3xf32>) -> (f32, tensor<3xf32>) {
 // CHECK-NEXT:   %a = functional.call @scale(%s) : (f32) -> f32
 // CHECK-NEXT:   %b = functional.call @scale.t1(%v) : (tensor<3xf32>) -> tensor<3xf32>
-// CHECK:      functional.func @scale(%v: f32) -> f32 {
-// CHECK:      functional.func @scale.t1(%v: tensor<3xf32>) -> tensor<3xf32> {
+// CHECK-LABEL: functional.func @scale(%v: f32) -> f32 {
+// CHECK-LABEL: functional.func @scale.t1(%v: tensor<3xf32>) -> tensor<3xf32> {
 // CHECK-NEXT:   %c2 = functional.constant 2.000000e+00 : f32
 // CHECK-NEXT:   %r = functional.prim "multiply"(%v, %c2) : (tensor<3xf32>, f32) -> tensor<3xf32>
 
@@ -105,10 +105,10 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @halvings(%x: i64, %n: i64) -> i64 {
+// CHECK-LABEL: functional.func @halvings(%x: i64, %n: i64) -> i64 {
 // CHECK:        %h = functional.prim "divide"(%x, %{{.*}}) : (i64, i64) -> f64
 // CHECK:        %r = functional.call @halvings.t1(%h, %n1) : (f64, i64) -> i64
-// CHECK:      functional.func @halvings.t1(%x: f64, %n: i64) -> i64 {
+// CHECK-LABEL: functional.func @halvings.t1(%x: f64, %n: i64) -> i64 {
 // CHECK:        %h = functional.prim "divide"(%x, %{{.*}}) : (f64, f64) -> f64
 // CHECK:        %r = functional.call @halvings.t1(%h, %n1) : (f64, i64) -> i64
 
@@ -151,14 +151,14 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @ping(%n: i64, %x: f64) -> f64 {
+// CHECK-LABEL: functional.func @ping(%n: i64, %x: f64) -> f64 {
 // CHECK:        %l = functional.call @leaf(%n) : (i64) -> i64
 // CHECK:        %r = functional.call @pong(%m, %y) : (i64, f64) -> f64
-// CHECK:      functional.func @pong(%n: i64, %x: f64) -> f64 {
+// CHECK-LABEL: functional.func @pong(%n: i64, %x: f64) -> f64 {
 // CHECK:        %l = functional.call @leaf.t1(%x) : (f64) -> f64
 // CHECK:        %r = functional.call @ping(%m, %l) : (i64, f64) -> f64
-// CHECK:      functional.func @leaf(%v: i64) -> i64 {
-// CHECK:      functional.func @leaf.t1(%v: f64) -> f64 {
+// CHECK-LABEL: functional.func @leaf(%v: i64) -> i64 {
+// CHECK-LABEL: functional.func @leaf.t1(%v: f64) -> f64 {
 
 // -----
 
@@ -185,9 +185,9 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @acc_entry(%n: i32) -> i32 {
+// CHECK-LABEL: functional.func @acc_entry(%n: i32) -> i32 {
 // CHECK-NEXT:   %c0 = functional.constant 0 : i32
 // CHECK-NEXT:   %r = functional.call @acc_rec(%n, %c0) : (i32, i32) -> i32
-// CHECK:      functional.func @acc_rec(%n: i32, %acc: i32) -> i32 {
+// CHECK-LABEL: functional.func @acc_rec(%n: i32, %acc: i32) -> i32 {
 // CHECK:        %r = functional.call @acc_rec(%m, %s) : (i32, i32) -> i32
 // CHECK-NOT:  functional.func

@@ -22,7 +22,7 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @fib(%n: i32) -> i64 {
+// CHECK-LABEL: functional.func @fib(%n: i32) -> i64 {
 // CHECK-NEXT:   %c2 = functional.constant 2 : i32
 // CHECK-NEXT:   %cond = functional.prim "greater"(%n, %c2) : (i32, i32) -> i1
 // CHECK-NEXT:   %b = functional.prim "astype"(%cond) : (i1) -> i1
@@ -69,10 +69,10 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @is_even(%n: i16) -> i1 {
+// CHECK-LABEL: functional.func @is_even(%n: i16) -> i1 {
 // CHECK:        %m = functional.prim "subtract"(%n, %c1) : (i16, i16) -> i16
 // CHECK-NEXT:   %r = functional.call @is_odd(%m) : (i16) -> i1
-// CHECK:      functional.func @is_odd(%n: i16) -> i1 {
+// CHECK-LABEL: functional.func @is_odd(%n: i16) -> i1 {
 // CHECK-NEXT:   %c0 = functional.constant 0 : i16
 // CHECK:        %f = functional.constant false
 
@@ -94,7 +94,7 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @gcd(%a0: i32, %b0: i32) -> i32 {
+// CHECK-LABEL: functional.func @gcd(%a0: i32, %b0: i32) -> i32 {
 // CHECK-NEXT:   cf.br ^[[HEAD:.*]](%a0, %b0 : i32, i32)
 // CHECK-NEXT: ^[[HEAD]](%a: i32, %b: i32):
 // CHECK-NEXT:   %c0 = functional.constant 0 : i32
@@ -128,7 +128,7 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @find(%n: i64, %k: i64) -> i64 {
+// CHECK-LABEL: functional.func @find(%n: i64, %k: i64) -> i64 {
 // CHECK:      ^{{.*}}(%i: i64):
 // CHECK:        %sq = functional.prim "multiply"(%i, %i) : (i64, i64) -> i64
 // CHECK:        functional.return %i : i64
@@ -153,7 +153,7 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @tsum(%n: i64, %acc: f64) -> f64 {
+// CHECK-LABEL: functional.func @tsum(%n: i64, %acc: f64) -> f64 {
 // CHECK:        %acc1 = functional.prim "add"(%acc, %n) : (f64, i64) -> f64
 // CHECK-NEXT:   %r = functional.call @tsum(%n1, %acc1) : (i64, f64) -> f64
 
@@ -180,7 +180,7 @@ builtin.module {
   }
 }
 
-// CHECK:      functional.func @f(%n: i32) -> i32 {
+// CHECK-LABEL: functional.func @f(%n: i32) -> i32 {
 // CHECK:        %p = functional.prim "greater"(%n, %c3) : (i32, i32) -> i1
 // CHECK:        [[CAST:%.*]] = functional.prim "astype"(%p) : (i1) -> i32
 // CHECK-NEXT:   cf.cond_br %b, ^{{.*}}, ^{{.*}}([[CAST]] : i32)

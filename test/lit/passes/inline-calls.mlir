@@ -33,7 +33,7 @@ builtin.module attributes {abir.entry = "twice"} {
 }
 
 // CHECK:      builtin.module attributes {abir.entry = "twice"} {
-// CHECK-NEXT:   functional.func @twice(%a: i64, %b: i64) -> i64 {
+// CHECK-LABEL: functional.func @twice(%a: i64, %b: i64) -> i64 {
 // CHECK-NEXT:     cf.br ^bb1(%a : i64)
 // CHECK-NEXT:   ^bb1(%n: i64):
 // CHECK-NEXT:     %c0 = functional.constant 0 : i64
@@ -113,11 +113,11 @@ builtin.module attributes {abir.entry = "main"} {
 }
 
 // CHECK:      builtin.module attributes {abir.entry = "main"} {
-// CHECK-NEXT:   functional.func @main(%n: i64) -> i64 {
+// CHECK-LABEL: functional.func @main(%n: i64) -> i64 {
 // CHECK-NEXT:     %r = functional.call @fib(%n) : (i64) -> i64
 // CHECK-NEXT:     functional.return %r : i64
 // CHECK-NEXT:   }
-// CHECK-NEXT:   functional.func @fib(%n: i64) -> i64 {
+// CHECK-LABEL: functional.func @fib(%n: i64) -> i64 {
 // CHECK-NEXT:     %c2 = functional.constant 2 : i64
 // CHECK-NEXT:     %cond = functional.prim "greater"(%n, %c2) : (i64, i64) -> i1
 // CHECK-NEXT:     cf.cond_br %cond, ^bb1, ^bb4
@@ -179,7 +179,7 @@ builtin.module attributes {abir.entry = "outer"} {
 }
 
 // CHECK:      builtin.module attributes {abir.entry = "outer"} {
-// CHECK-NEXT:   functional.func @outer(%x: f64) -> f64 {
+// CHECK-LABEL: functional.func @outer(%x: f64) -> f64 {
 // CHECK-NEXT:     cf.br ^bb1(%x : f64)
 // CHECK-NEXT:   ^bb1(%x_1: f64):
 // CHECK-NEXT:     cf.br ^bb2(%x_1 : f64)
@@ -197,7 +197,7 @@ builtin.module attributes {abir.entry = "outer"} {
 // CHECK-NEXT:     %e = functional.call @even(%m) : (f64) -> f64
 // CHECK-NEXT:     functional.return %e : f64
 // CHECK-NEXT:   }
-// CHECK-NEXT:   functional.func @even(%x: f64) -> f64 {
+// CHECK-LABEL: functional.func @even(%x: f64) -> f64 {
 // CHECK-NEXT:     %c1 = functional.constant 1.000000e+00 : f64
 // CHECK-NEXT:     %small = functional.prim "less"(%x, %c1) : (f64, f64) -> i1
 // CHECK-NEXT:     cf.cond_br %small, ^bb1, ^bb2
@@ -208,7 +208,7 @@ builtin.module attributes {abir.entry = "outer"} {
 // CHECK-NEXT:     %o = functional.call @odd(%h) : (f64) -> f64
 // CHECK-NEXT:     functional.return %o : f64
 // CHECK-NEXT:   }
-// CHECK-NEXT:   functional.func @odd(%x: f64) -> f64 {
+// CHECK-LABEL: functional.func @odd(%x: f64) -> f64 {
 // CHECK-NEXT:     %c1 = functional.constant 1.000000e+00 : f64
 // CHECK-NEXT:     %h = functional.prim "subtract"(%x, %c1) : (f64, f64) -> f64
 // CHECK-NEXT:     %e = functional.call @even(%h) : (f64) -> f64
@@ -218,13 +218,13 @@ builtin.module attributes {abir.entry = "outer"} {
 
 // if-convert then merges the chains of blocks the inlining leaves: one straight-line block.
 // PIPE:      builtin.module attributes {abir.entry = "outer"} {
-// PIPE-NEXT:   functional.func @outer(%x: f64) -> f64 {
+// PIPE-LABEL: functional.func @outer(%x: f64) -> f64 {
 // PIPE-NEXT:     %y = functional.prim "multiply"(%x, %x) : (f64, f64) -> f64
 // PIPE-NEXT:     %y_1 = functional.prim "multiply"(%y, %y) : (f64, f64) -> f64
 // PIPE-NEXT:     %e = functional.call @even(%y_1) : (f64) -> f64
 // PIPE-NEXT:     functional.return %e : f64
 // PIPE-NEXT:   }
-// PIPE-NEXT:   functional.func @even(%x: f64) -> f64 {
+// PIPE-LABEL: functional.func @even(%x: f64) -> f64 {
 // PIPE-NEXT:     %c1 = functional.constant 1.000000e+00 : f64
 // PIPE-NEXT:     %small = functional.prim "less"(%x, %c1) : (f64, f64) -> i1
 // PIPE-NEXT:     cf.cond_br %small, ^bb1, ^bb2
@@ -235,7 +235,7 @@ builtin.module attributes {abir.entry = "outer"} {
 // PIPE-NEXT:     %o = functional.call @odd(%h) : (f64) -> f64
 // PIPE-NEXT:     functional.return %o : f64
 // PIPE-NEXT:   }
-// PIPE-NEXT:   functional.func @odd(%x: f64) -> f64 {
+// PIPE-LABEL: functional.func @odd(%x: f64) -> f64 {
 // PIPE-NEXT:     %c1 = functional.constant 1.000000e+00 : f64
 // PIPE-NEXT:     %h = functional.prim "subtract"(%x, %c1) : (f64, f64) -> f64
 // PIPE-NEXT:     %e = functional.call @even(%h) : (f64) -> f64

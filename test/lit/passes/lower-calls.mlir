@@ -32,7 +32,7 @@ builtin.module attributes {abir.entry = "fib"} {
 // CHECK-NEXT:   stack.var @fib.s : i64
 // CHECK-NEXT:   stack.var @fib.one : i64
 // CHECK-NEXT:   stack.var @fib.result0 : i64
-// CHECK-NEXT:   stack.program @fib(@fib.n) -> (@fib.result0) {
+// CHECK-LABEL: stack.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -119,7 +119,7 @@ builtin.module attributes {abir.entry = "is_even"} {
 // CHECK-NEXT:   stack.var @is_odd.nr : i1
 // CHECK-NEXT:   stack.var @is_odd.nnr : i1
 // CHECK-NEXT:   stack.var @is_even.result0 : i1
-// CHECK-NEXT:   stack.program @is_even(@is_even.n) -> (@is_even.result0) {
+// CHECK-LABEL: stack.program @is_even(@is_even.n) -> (@is_even.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -183,7 +183,7 @@ builtin.module attributes {abir.entry = "gcd"} {
 // CHECK-NEXT:   stack.var @gcd.ne : i1
 // CHECK-NEXT:   stack.var @gcd.r : i64
 // CHECK-NEXT:   stack.var @gcd.result0 : i64
-// CHECK-NEXT:   stack.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
+// CHECK-LABEL: stack.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -242,7 +242,7 @@ builtin.module attributes {abir.entry = "find"} {
 // CHECK-NEXT:   stack.var @find.i1 : i64
 // CHECK-NEXT:   stack.var @find.m1 : i64
 // CHECK-NEXT:   stack.var @find.result0 : i64
-// CHECK-NEXT:   stack.program @find(@find.n, @find.k) -> (@find.result0) {
+// CHECK-LABEL: stack.program @find(@find.n, @find.k) -> (@find.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -301,7 +301,7 @@ builtin.module attributes {abir.entry = "tsum"} {
 // CHECK-NEXT:   stack.var @tsum.acc1 : i64
 // CHECK-NEXT:   stack.var @tsum.r : i64
 // CHECK-NEXT:   stack.var @tsum.result0 : i64
-// CHECK-NEXT:   stack.program @tsum(@tsum.n, @tsum.acc) -> (@tsum.result0) {
+// CHECK-LABEL: stack.program @tsum(@tsum.n, @tsum.acc) -> (@tsum.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt

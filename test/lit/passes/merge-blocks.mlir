@@ -28,7 +28,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @chain.a : i64
 // CHECK-NEXT:   stack.var @chain.b : i64
 // CHECK-NEXT:   stack.var @chain.result0 : i64
-// CHECK-NEXT:   stack.program @chain(@chain.x) -> (@chain.result0) {
+// CHECK-LABEL: stack.program @chain(@chain.x) -> (@chain.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -119,7 +119,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @is_odd.nr : i1
 // CHECK-NEXT:   stack.var @is_odd.nnr : i1
 // CHECK-NEXT:   stack.var @is_even.result0 : i1
-// CHECK-NEXT:   stack.program @is_even(@is_even.n) -> (@is_even.result0) {
+// CHECK-LABEL: stack.program @is_even(@is_even.n) -> (@is_even.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -198,7 +198,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @gcd.ne : i1
 // CHECK-NEXT:   stack.var @gcd.r : i64
 // CHECK-NEXT:   stack.var @gcd.result0 : i64
-// CHECK-NEXT:   stack.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
+// CHECK-LABEL: stack.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt

@@ -57,7 +57,7 @@ builtin.module {
   }
 }
 
-// CHECK:      vm.program @main(@k, @c) -> (@k) {
+// CHECK-LABEL: vm.program @main(@k, @c) -> (@k) {
 // CHECK-NEXT:   vm.block 0 {
 // CHECK-NEXT:     vm.call 4, return 6
 // CHECK-NEXT:   }

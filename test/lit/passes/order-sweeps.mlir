@@ -40,6 +40,7 @@ builtin.module {
   }
 }
 
+// CHECK-LABEL: vm.program @main(@k) -> (@k) {
 // CHECK:      vm.block 0 {
 // CHECK-NEXT:   vm.call 3, return 5
 // CHECK:      vm.block 1 attributes {function = "main"} {

@@ -56,7 +56,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @g.s : i64
 // CHECK-NEXT:   stack.var @g.t : i64
 // CHECK-NEXT:   stack.var @g.result0 : i64
-// CHECK-NEXT:   stack.program @g(@g.n) -> (@g.result0) {
+// CHECK-LABEL: stack.program @g(@g.n) -> (@g.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -152,7 +152,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @fib.s : i64
 // CHECK-NEXT:   stack.var @fib.one : i64
 // CHECK-NEXT:   stack.var @fib.result0 : i64
-// CHECK-NEXT:   stack.program @fib(@fib.n) -> (@fib.result0) {
+// CHECK-LABEL: stack.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -218,7 +218,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @f.n : i1
 // CHECK-NEXT:   stack.var @f.t : i1
 // CHECK-NEXT:   stack.var @f.result0 : i1
-// CHECK-NEXT:   stack.program @f(@f.n) -> (@f.result0) {
+// CHECK-LABEL: stack.program @f(@f.n) -> (@f.result0) {
 // CHECK-NEXT:     stack.push_goto ^exit, ^entry
 // CHECK-NEXT:   ^exit:
 // CHECK-NEXT:     stack.halt
@@ -274,7 +274,7 @@ builtin.module {
   }
 }
 
-// CHECK:      stack.program @h(@h.n, @h.eps) -> (@h.result0) {
+// CHECK-LABEL: stack.program @h(@h.n, @h.eps) -> (@h.result0) {
 // CHECK:        ^rec:
 // CHECK-NEXT:     stack.constant @h.one = 1 : i64
 // CHECK-NEXT:     stack.prim "subtract"(@h.n, @h.one) -> (@h.m)
@@ -312,7 +312,7 @@ builtin.module {
   }
 }
 
-// CHECK:      stack.program @k(@k.n, @k.eps) -> (@k.result0) {
+// CHECK-LABEL: stack.program @k(@k.n, @k.eps) -> (@k.result0) {
 // CHECK:        ^entry:
 // CHECK-NEXT:     stack.push @k.eps
 // CHECK-NEXT:     stack.write @k.eps = @k.n

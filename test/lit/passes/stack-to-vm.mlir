@@ -52,7 +52,7 @@ builtin.module {
 // CHECK-NEXT:   vm.var @fib.n : i64 stack
 // CHECK-NEXT:   vm.var @fib.f1 : i64 stack
 // CHECK-NEXT:   vm.var @fib.result0 : i64 register
-// CHECK-NEXT:   vm.program @fib(@fib.n) -> (@fib.result0) {
+// CHECK-LABEL: vm.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:     vm.block 0 {
 // CHECK-NEXT:       vm.call 2, return 1
 // CHECK-NEXT:     }
@@ -162,7 +162,7 @@ builtin.module {
 // CHECK-NEXT:   vm.var @is_even.n : i64 register
 // CHECK-NEXT:   vm.var @is_odd.n : i64 register
 // CHECK-NEXT:   vm.var @is_even.result0 : i1 register
-// CHECK-NEXT:   vm.program @is_even(@is_even.n) -> (@is_even.result0) {
+// CHECK-LABEL: vm.program @is_even(@is_even.n) -> (@is_even.result0) {
 // CHECK-NEXT:     vm.block 0 {
 // CHECK-NEXT:       vm.call 2, return 1
 // CHECK-NEXT:     }
@@ -251,7 +251,7 @@ builtin.module {
 // CHECK-NEXT:   vm.var @gcd.b : i64 register
 // CHECK-NEXT:   vm.var @gcd.r : i64 register
 // CHECK-NEXT:   vm.var @gcd.result0 : i64 register
-// CHECK-NEXT:   vm.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
+// CHECK-LABEL: vm.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
 // CHECK-NEXT:     vm.block 0 {
 // CHECK-NEXT:       vm.call 2, return 1
 // CHECK-NEXT:     }
@@ -326,7 +326,7 @@ builtin.module {
 // CHECK-NEXT:   vm.var @tsum.n : i64 register
 // CHECK-NEXT:   vm.var @tsum.acc : i64 register
 // CHECK-NEXT:   vm.var @tsum.result0 : i64 register
-// CHECK-NEXT:   vm.program @tsum(@tsum.n, @tsum.acc) -> (@tsum.result0) {
+// CHECK-LABEL: vm.program @tsum(@tsum.n, @tsum.acc) -> (@tsum.result0) {
 // CHECK-NEXT:     vm.block 0 {
 // CHECK-NEXT:       vm.call 3, return 1
 // CHECK-NEXT:     }

@@ -47,7 +47,7 @@ functional.func @fib_untyped(%n: !functional.unknown) -> !functional.unknown {
 }
 
 // CHECK: builtin.module {
-// CHECK-NEXT:   functional.func @fib(%n: i64) -> i64 {
+// CHECK-LABEL: functional.func @fib(%n: i64) -> i64 {
 // CHECK-NEXT:     %c2 = functional.constant 2 : i64
 // CHECK-NEXT:     %cond = functional.prim "greater"(%n, %c2) : (i64, i64) -> i1
 // CHECK-NEXT:     cf.cond_br %cond, ^recurse, ^base
@@ -63,7 +63,7 @@ functional.func @fib_untyped(%n: !functional.unknown) -> !functional.unknown {
 // CHECK-NEXT:     %one = functional.constant 1 : i64
 // CHECK-NEXT:     functional.return %one : i64
 // CHECK-NEXT:   }
-// CHECK-NEXT:   functional.func @fib_untyped(%n: !functional.unknown) -> !functional.unknown {
+// CHECK-LABEL: functional.func @fib_untyped(%n: !functional.unknown) -> !functional.unknown {
 // CHECK-NEXT:     %c2 = functional.constant weak 2 : i64
 // CHECK-NEXT:     %cond = functional.prim "greater"(%n, %c2) : (!functional.unknown, i64) -> i1
 // CHECK-NEXT:     cf.cond_br %cond, ^recurse, ^base
@@ -82,7 +82,7 @@ functional.func @fib_untyped(%n: !functional.unknown) -> !functional.unknown {
 // CHECK-NEXT: }
 
 // CHECK-GENERIC: "builtin.module"() ({
-// CHECK-GENERIC-NEXT:   "functional.func"() <{sym_name = "fib", function_type = (i64) -> i64}> ({
+// CHECK-GENERIC-LABEL: "functional.func"() <{sym_name = "fib", function_type = (i64) -> i64}> ({
 // CHECK-GENERIC-NEXT:   ^bb0(%n: i64):
 // CHECK-GENERIC-NEXT:     %c2 = "functional.constant"() <{value = 2 : i64}> : () -> i64
 // CHECK-GENERIC-NEXT:     %cond = "functional.prim"(%n, %c2) <{fn = "greater"}> : (i64, i64) -> i1
@@ -99,13 +99,13 @@ functional.func @fib_untyped(%n: !functional.unknown) -> !functional.unknown {
 // CHECK-GENERIC-NEXT:     %one = "functional.constant"() <{value = 1 : i64}> : () -> i64
 // CHECK-GENERIC-NEXT:     "functional.return"(%one) : (i64) -> ()
 // CHECK-GENERIC-NEXT:   }) : () -> ()
-// CHECK-GENERIC-NEXT:   "functional.func"() <{sym_name = "fib_untyped", function_type = (!functional.unknown) -> !functional.unknown}> ({
+// CHECK-GENERIC-LABEL: "functional.func"() <{sym_name = "fib_untyped", function_type = (!functional.unknown) -> !functional.unknown}> ({
 // CHECK-GENERIC-NEXT:   ^bb0(%n: !functional.unknown):
-// CHECK-GENERIC-NEXT:     %c2 = "functional.constant"() <{value = 2 : i64, weak}> : () -> i64
+// CHECK-GENERIC-NEXT:     %c2 = "functional.constant"() <{weak, value = 2 : i64}> : () -> i64
 // CHECK-GENERIC-NEXT:     %cond = "functional.prim"(%n, %c2) <{fn = "greater"}> : (!functional.unknown, i64) -> i1
 // CHECK-GENERIC-NEXT:     "cf.cond_br"(%cond) [^recurse, ^base] <{operandSegmentSizes = array<i32: 1, 0, 0>}> : (i1) -> ()
 // CHECK-GENERIC-NEXT:   ^recurse:
-// CHECK-GENERIC-NEXT:     %c1 = "functional.constant"() <{value = 1 : i64, weak}> : () -> i64
+// CHECK-GENERIC-NEXT:     %c1 = "functional.constant"() <{weak, value = 1 : i64}> : () -> i64
 // CHECK-GENERIC-NEXT:     %a1 = "functional.prim"(%n, %c1) <{fn = "subtract"}> : (!functional.unknown, i64) -> !functional.unknown
 // CHECK-GENERIC-NEXT:     %f1 = "functional.call"(%a1) <{callee = @fib_untyped}> : (!functional.unknown) -> !functional.unknown
 // CHECK-GENERIC-NEXT:     %a2 = "functional.prim"(%n, %c2) <{fn = "subtract"}> : (!functional.unknown, i64) -> !functional.unknown
@@ -113,7 +113,7 @@ functional.func @fib_untyped(%n: !functional.unknown) -> !functional.unknown {
 // CHECK-GENERIC-NEXT:     %s = "functional.prim"(%f1, %f2) <{fn = "add"}> : (!functional.unknown, !functional.unknown) -> !functional.unknown
 // CHECK-GENERIC-NEXT:     "functional.return"(%s) : (!functional.unknown) -> ()
 // CHECK-GENERIC-NEXT:   ^base:
-// CHECK-GENERIC-NEXT:     %one = "functional.constant"() <{value = 1 : i64, weak}> : () -> i64
+// CHECK-GENERIC-NEXT:     %one = "functional.constant"() <{weak, value = 1 : i64}> : () -> i64
 // CHECK-GENERIC-NEXT:     "functional.return"(%one) : (i64) -> ()
 // CHECK-GENERIC-NEXT:   }) : () -> ()
 // CHECK-GENERIC-NEXT: }) : () -> ()

@@ -159,7 +159,7 @@ functional.func @f() -> i64 {
   functional.return %c : i64
 }
 
-// CHECK: constant of type i32 cannot produce a value of type i64
+// CHECK: attribute i64 expected from variable 'T', but got i32
 
 // -----
 
@@ -177,7 +177,7 @@ functional.func @f() -> i64 {
   functional.return %c : i64
 }
 
-// CHECK: expected an integer, float, boolean or dense tensor constant, got "one"
+// CHECK: Unexpected attribute "one"
 
 // -----
 

@@ -43,7 +43,7 @@ functional.func @is_odd(%n: i64) -> i1 {
 }
 
 // CHECK: builtin.module {
-// CHECK-NEXT:   functional.func @is_even(%n: i64) -> i1 {
+// CHECK-LABEL: functional.func @is_even(%n: i64) -> i1 {
 // CHECK-NEXT:     %c0 = functional.constant weak 0 : i64
 // CHECK-NEXT:     %zero = functional.prim "equal"(%n, %c0) : (i64, i64) -> i1
 // CHECK-NEXT:     cf.cond_br %zero, ^base, ^recurse
@@ -56,7 +56,7 @@ functional.func @is_odd(%n: i64) -> i1 {
 // CHECK-NEXT:     %r = functional.call @is_odd(%m) : (i64) -> i1
 // CHECK-NEXT:     functional.return %r : i1
 // CHECK-NEXT:   }
-// CHECK-NEXT:   functional.func @is_odd(%n: i64) -> i1 {
+// CHECK-LABEL: functional.func @is_odd(%n: i64) -> i1 {
 // CHECK-NEXT:     %c0 = functional.constant weak 0 : i64
 // CHECK-NEXT:     %zero = functional.prim "equal"(%n, %c0) : (i64, i64) -> i1
 // CHECK-NEXT:     cf.cond_br %zero, ^base, ^recurse
@@ -72,30 +72,30 @@ functional.func @is_odd(%n: i64) -> i1 {
 // CHECK-NEXT: }
 
 // CHECK-GENERIC: "builtin.module"() ({
-// CHECK-GENERIC-NEXT:   "functional.func"() <{sym_name = "is_even", function_type = (i64) -> i1}> ({
+// CHECK-GENERIC-LABEL: "functional.func"() <{sym_name = "is_even", function_type = (i64) -> i1}> ({
 // CHECK-GENERIC-NEXT:   ^bb0(%n: i64):
-// CHECK-GENERIC-NEXT:     %c0 = "functional.constant"() <{value = 0 : i64, weak}> : () -> i64
+// CHECK-GENERIC-NEXT:     %c0 = "functional.constant"() <{weak, value = 0 : i64}> : () -> i64
 // CHECK-GENERIC-NEXT:     %zero = "functional.prim"(%n, %c0) <{fn = "equal"}> : (i64, i64) -> i1
 // CHECK-GENERIC-NEXT:     "cf.cond_br"(%zero) [^base, ^recurse] <{operandSegmentSizes = array<i32: 1, 0, 0>}> : (i1) -> ()
 // CHECK-GENERIC-NEXT:   ^base:
 // CHECK-GENERIC-NEXT:     %t = "functional.constant"() <{value = true}> : () -> i1
 // CHECK-GENERIC-NEXT:     "functional.return"(%t) : (i1) -> ()
 // CHECK-GENERIC-NEXT:   ^recurse:
-// CHECK-GENERIC-NEXT:     %c1 = "functional.constant"() <{value = 1 : i64, weak}> : () -> i64
+// CHECK-GENERIC-NEXT:     %c1 = "functional.constant"() <{weak, value = 1 : i64}> : () -> i64
 // CHECK-GENERIC-NEXT:     %m = "functional.prim"(%n, %c1) <{fn = "subtract"}> : (i64, i64) -> i64
 // CHECK-GENERIC-NEXT:     %r = "functional.call"(%m) <{callee = @is_odd}> : (i64) -> i1
 // CHECK-GENERIC-NEXT:     "functional.return"(%r) : (i1) -> ()
 // CHECK-GENERIC-NEXT:   }) : () -> ()
-// CHECK-GENERIC-NEXT:   "functional.func"() <{sym_name = "is_odd", function_type = (i64) -> i1}> ({
+// CHECK-GENERIC-LABEL: "functional.func"() <{sym_name = "is_odd", function_type = (i64) -> i1}> ({
 // CHECK-GENERIC-NEXT:   ^bb0(%n: i64):
-// CHECK-GENERIC-NEXT:     %c0 = "functional.constant"() <{value = 0 : i64, weak}> : () -> i64
+// CHECK-GENERIC-NEXT:     %c0 = "functional.constant"() <{weak, value = 0 : i64}> : () -> i64
 // CHECK-GENERIC-NEXT:     %zero = "functional.prim"(%n, %c0) <{fn = "equal"}> : (i64, i64) -> i1
 // CHECK-GENERIC-NEXT:     "cf.cond_br"(%zero) [^base, ^recurse] <{operandSegmentSizes = array<i32: 1, 0, 0>}> : (i1) -> ()
 // CHECK-GENERIC-NEXT:   ^base:
 // CHECK-GENERIC-NEXT:     %f = "functional.constant"() <{value = false}> : () -> i1
 // CHECK-GENERIC-NEXT:     "functional.return"(%f) : (i1) -> ()
 // CHECK-GENERIC-NEXT:   ^recurse:
-// CHECK-GENERIC-NEXT:     %c1 = "functional.constant"() <{value = 1 : i64, weak}> : () -> i64
+// CHECK-GENERIC-NEXT:     %c1 = "functional.constant"() <{weak, value = 1 : i64}> : () -> i64
 // CHECK-GENERIC-NEXT:     %m = "functional.prim"(%n, %c1) <{fn = "subtract"}> : (i64, i64) -> i64
 // CHECK-GENERIC-NEXT:     %r = "functional.call"(%m) <{callee = @is_even}> : (i64) -> i1
 // CHECK-GENERIC-NEXT:     "functional.return"(%r) : (i1) -> ()

@@ -54,7 +54,7 @@ functional.func @unknown_result(%a: !functional.unknown) -> !functional.unknown 
 // CHECK: builtin.module {
 // CHECK-NEXT:   functional.opaque @helper "def helper(x):\0A    return x, x * 2"
 // CHECK-NEXT:   functional.opaque @scale "lambda x: 2.0 * x"
-// CHECK-NEXT:   functional.func @all_ops(%x: i64, %y: f64, %u: !functional.unknown, %t: tensor<3xf64>) -> (i64, f64) {
+// CHECK-LABEL: functional.func @all_ops(%x: i64, %y: f64, %u: !functional.unknown, %t: tensor<3xf64>) -> (i64, f64) {
 // CHECK-NEXT:     %c2 = functional.constant 2 : i64
 // CHECK-NEXT:     %w = functional.constant weak 1 : i64
 // CHECK-NEXT:     %wf = functional.constant weak 1.500000e+00 : f64
@@ -85,13 +85,13 @@ functional.func @unknown_result(%a: !functional.unknown) -> !functional.unknown 
 // CHECK-NEXT:   ^b:
 // CHECK-NEXT:     cf.br ^a(%s : i64)
 // CHECK-NEXT:   }
-// CHECK-NEXT:   functional.func @no_results() {
+// CHECK-LABEL: functional.func @no_results() {
 // CHECK-NEXT:     functional.return
 // CHECK-NEXT:   }
-// CHECK-NEXT:   functional.func @with_attrs(%a: i1) -> i1 attributes {note = 1 : i64} {
+// CHECK-LABEL: functional.func @with_attrs(%a: i1) -> i1 attributes {note = 1 : i64} {
 // CHECK-NEXT:     functional.return {tag} %a : i1
 // CHECK-NEXT:   }
-// CHECK-NEXT:   functional.func @unknown_result(%a: !functional.unknown) -> !functional.unknown {
+// CHECK-LABEL: functional.func @unknown_result(%a: !functional.unknown) -> !functional.unknown {
 // CHECK-NEXT:     functional.return %a : !functional.unknown
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
@@ -99,17 +99,17 @@ functional.func @unknown_result(%a: !functional.unknown) -> !functional.unknown 
 // CHECK-GENERIC: "builtin.module"() ({
 // CHECK-GENERIC-NEXT:   "functional.opaque"() <{sym_name = "helper", source = "def helper(x):\0A    return x, x * 2"}> : () -> ()
 // CHECK-GENERIC-NEXT:   "functional.opaque"() <{sym_name = "scale", source = "lambda x: 2.0 * x"}> : () -> ()
-// CHECK-GENERIC-NEXT:   "functional.func"() <{sym_name = "all_ops", function_type = (i64, f64, !functional.unknown, tensor<3xf64>) -> (i64, f64)}> ({
+// CHECK-GENERIC-LABEL: "functional.func"() <{sym_name = "all_ops", function_type = (i64, f64, !functional.unknown, tensor<3xf64>) -> (i64, f64)}> ({
 // CHECK-GENERIC-NEXT:   ^bb0(%x: i64, %y: f64, %u: !functional.unknown, %t: tensor<3xf64>):
 // CHECK-GENERIC-NEXT:     %c2 = "functional.constant"() <{value = 2 : i64}> : () -> i64
-// CHECK-GENERIC-NEXT:     %w = "functional.constant"() <{value = 1 : i64, weak}> : () -> i64
-// CHECK-GENERIC-NEXT:     %wf = "functional.constant"() <{value = 1.500000e+00 : f64, weak}> : () -> f64
+// CHECK-GENERIC-NEXT:     %w = "functional.constant"() <{weak, value = 1 : i64}> : () -> i64
+// CHECK-GENERIC-NEXT:     %wf = "functional.constant"() <{weak, value = 1.500000e+00 : f64}> : () -> f64
 // CHECK-GENERIC-NEXT:     %f32 = "functional.constant"() <{value = -2.500000e+00 : f32}> : () -> f32
 // CHECK-GENERIC-NEXT:     %i32 = "functional.constant"() <{value = -7 : i32}> : () -> i32
 // CHECK-GENERIC-NEXT:     %ui8 = "functional.constant"() <{value = 255 : ui8}> : () -> ui8
 // CHECK-GENERIC-NEXT:     %b = "functional.constant"() <{value = true}> : () -> i1
 // CHECK-GENERIC-NEXT:     %bf = "functional.constant"() <{value = false}> : () -> i1
-// CHECK-GENERIC-NEXT:     %wb = "functional.constant"() <{value = true, weak}> : () -> i1
+// CHECK-GENERIC-NEXT:     %wb = "functional.constant"() <{weak, value = true}> : () -> i1
 // CHECK-GENERIC-NEXT:     %d = "functional.constant"() <{value = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf64>}> : () -> tensor<3xf64>
 // CHECK-GENERIC-NEXT:     %di = "functional.constant"() <{value = dense<7> : tensor<2x2xi32>}> : () -> tensor<2x2xi32>
 // CHECK-GENERIC-NEXT:     %db = "functional.constant"() <{value = dense<[true, false]> : tensor<2xi1>}> : () -> tensor<2xi1>
@@ -131,14 +131,14 @@ functional.func @unknown_result(%a: !functional.unknown) -> !functional.unknown 
 // CHECK-GENERIC-NEXT:   ^b:
 // CHECK-GENERIC-NEXT:     "cf.br"(%s) [^a] : (i64) -> ()
 // CHECK-GENERIC-NEXT:   }) : () -> ()
-// CHECK-GENERIC-NEXT:   "functional.func"() <{sym_name = "no_results", function_type = () -> ()}> ({
+// CHECK-GENERIC-LABEL: "functional.func"() <{sym_name = "no_results", function_type = () -> ()}> ({
 // CHECK-GENERIC-NEXT:     "functional.return"() : () -> ()
 // CHECK-GENERIC-NEXT:   }) : () -> ()
-// CHECK-GENERIC-NEXT:   "functional.func"() <{sym_name = "with_attrs", function_type = (i1) -> i1}> ({
+// CHECK-GENERIC-LABEL: "functional.func"() <{sym_name = "with_attrs", function_type = (i1) -> i1}> ({
 // CHECK-GENERIC-NEXT:   ^bb0(%a: i1):
 // CHECK-GENERIC-NEXT:     "functional.return"(%a) {tag} : (i1) -> ()
 // CHECK-GENERIC-NEXT:   }) {note = 1 : i64} : () -> ()
-// CHECK-GENERIC-NEXT:   "functional.func"() <{sym_name = "unknown_result", function_type = (!functional.unknown) -> !functional.unknown}> ({
+// CHECK-GENERIC-LABEL: "functional.func"() <{sym_name = "unknown_result", function_type = (!functional.unknown) -> !functional.unknown}> ({
 // CHECK-GENERIC-NEXT:   ^bb0(%a: !functional.unknown):
 // CHECK-GENERIC-NEXT:     "functional.return"(%a) : (!functional.unknown) -> ()
 // CHECK-GENERIC-NEXT:   }) : () -> ()

@@ -312,6 +312,12 @@ stack.program @main() -> () {
 
 // -----
 
-"stack.var"() <{sym_name = "x", type = i64, storage = #stack.storage<heap>}> : () -> ()
+"stack.var"() <{sym_name = "x", type = i64, storage = #stack<storage heap>}> : () -> ()
 
-// CHECK: unknown storage class 'heap'; expected dead, temporary, register or stack
+// CHECK: Expected `dead`, `temporary`, `register`, or `stack`.
+
+// -----
+
+stack.var @x : i64 heap
+
+// CHECK: unknown storage class 'heap'; expected dead, temporary, register, stack

@@ -63,7 +63,7 @@ stack.program @empty_io() -> () attributes {note = "attrs"} {
 // CHECK-NEXT:   stack.var @v : tensor<3xf32> stack
 // CHECK-NEXT:   stack.var @m : tensor<2x2xi32> register
 // CHECK-NEXT:   stack.var @res : i64 register {note = "x"}
-// CHECK-NEXT:   stack.program @fib(@n, @v) -> (@res, @a) {
+// CHECK-LABEL: stack.program @fib(@n, @v) -> (@res, @a) {
 // CHECK-NEXT:     stack.push_goto ^exit, ^body
 // CHECK-NEXT:   ^exit:
 // CHECK-NEXT:     stack.halt
@@ -89,7 +89,7 @@ stack.program @empty_io() -> () attributes {note = "attrs"} {
 // CHECK-NEXT:   ^else:
 // CHECK-NEXT:     stack.indirect_goto
 // CHECK-NEXT:   }
-// CHECK-NEXT:   stack.program @empty_io() -> () attributes {note = "attrs"} {
+// CHECK-LABEL: stack.program @empty_io() -> () attributes {note = "attrs"} {
 // CHECK-NEXT:     stack.halt
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
@@ -97,30 +97,30 @@ stack.program @empty_io() -> () attributes {note = "attrs"} {
 // CHECK-GENERIC: "builtin.module"() ({
 // CHECK-GENERIC-NEXT:   "functional.opaque"() <{sym_name = "pair", source = "lambda x: (x, x)"}> : () -> ()
 // CHECK-GENERIC-NEXT:   "functional.opaque"() <{sym_name = "log", source = "print"}> : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "n", type = i64, storage = #stack.storage<stack>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "a", type = i64, storage = #stack.storage<register>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "n", type = i64, storage = #stack<storage stack>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "a", type = i64, storage = #stack<storage register>}> : () -> ()
 // CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "b", type = i64}> : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "t", type = i64, storage = #stack.storage<temporary>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "d", type = f64, storage = #stack.storage<dead>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "cond", type = i1, storage = #stack.storage<register>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "v", type = tensor<3xf32>, storage = #stack.storage<stack>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "m", type = tensor<2x2xi32>, storage = #stack.storage<register>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "res", type = i64, storage = #stack.storage<register>}> {note = "x"} : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.program"() <{sym_name = "fib", inputs = [@n, @v], outputs = [@res, @a]}> ({
+// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "t", type = i64, storage = #stack<storage temporary>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "d", type = f64, storage = #stack<storage dead>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "cond", type = i1, storage = #stack<storage register>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "v", type = tensor<3xf32>, storage = #stack<storage stack>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "m", type = tensor<2x2xi32>, storage = #stack<storage register>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "stack.var"() <{sym_name = "res", type = i64, storage = #stack<storage register>}> {note = "x"} : () -> ()
+// CHECK-GENERIC-LABEL: "stack.program"() <{sym_name = "fib", inputs = [@n, @v], outputs = [@res, @a]}> ({
 // CHECK-GENERIC-NEXT:     "stack.push_goto"() [^exit, ^body] : () -> ()
 // CHECK-GENERIC-NEXT:   ^exit:
 // CHECK-GENERIC-NEXT:     "stack.halt"() : () -> ()
 // CHECK-GENERIC-NEXT:   ^body:
 // CHECK-GENERIC-NEXT:     "stack.constant"() <{var = @a, value = 2 : i64}> : () -> ()
-// CHECK-GENERIC-NEXT:     "stack.constant"() <{var = @b, value = 1 : i64, weak}> : () -> ()
+// CHECK-GENERIC-NEXT:     "stack.constant"() <{var = @b, weak, value = 1 : i64}> : () -> ()
 // CHECK-GENERIC-NEXT:     "stack.constant"() <{var = @cond, value = true}> : () -> ()
-// CHECK-GENERIC-NEXT:     "stack.constant"() <{var = @cond, value = false, weak}> : () -> ()
+// CHECK-GENERIC-NEXT:     "stack.constant"() <{var = @cond, weak, value = false}> : () -> ()
 // CHECK-GENERIC-NEXT:     "stack.constant"() <{var = @v, value = dense<[1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<3xf32>}> : () -> ()
 // CHECK-GENERIC-NEXT:     "stack.constant"() <{var = @m, value = dense<0> : tensor<2x2xi32>}> {tag} : () -> ()
-// CHECK-GENERIC-NEXT:     "stack.prim"() <{inputs = [@n, @a], outputs = [@cond], fn = "greater"}> : () -> ()
-// CHECK-GENERIC-NEXT:     "stack.prim"() <{inputs = [@cond, @n, @a], outputs = [@b], fn = "where"}> {note = 1 : i64} : () -> ()
-// CHECK-GENERIC-NEXT:     "stack.prim"() <{inputs = [@n], outputs = [@a, @b], callee = @pair}> : () -> ()
-// CHECK-GENERIC-NEXT:     "stack.prim"() <{inputs = [], outputs = [], callee = @log}> : () -> ()
+// CHECK-GENERIC-NEXT:     "stack.prim"() <{fn = "greater", inputs = [@n, @a], outputs = [@cond]}> : () -> ()
+// CHECK-GENERIC-NEXT:     "stack.prim"() <{fn = "where", inputs = [@cond, @n, @a], outputs = [@b]}> {note = 1 : i64} : () -> ()
+// CHECK-GENERIC-NEXT:     "stack.prim"() <{callee = @pair, inputs = [@n], outputs = [@a, @b]}> : () -> ()
+// CHECK-GENERIC-NEXT:     "stack.prim"() <{callee = @log, inputs = [], outputs = []}> : () -> ()
 // CHECK-GENERIC-NEXT:     "stack.write"() <{targets = [@a, @b], sources = [@b, @a]}> : () -> ()
 // CHECK-GENERIC-NEXT:     "stack.write"() <{targets = [@t], sources = [@n]}> {tag} : () -> ()
 // CHECK-GENERIC-NEXT:     "stack.push"() <{vars = [@n, @v]}> : () -> ()
@@ -132,7 +132,7 @@ stack.program @empty_io() -> () attributes {note = "attrs"} {
 // CHECK-GENERIC-NEXT:   ^else:
 // CHECK-GENERIC-NEXT:     "stack.indirect_goto"() : () -> ()
 // CHECK-GENERIC-NEXT:   }) : () -> ()
-// CHECK-GENERIC-NEXT:   "stack.program"() <{sym_name = "empty_io", inputs = [], outputs = []}> ({
+// CHECK-GENERIC-LABEL: "stack.program"() <{sym_name = "empty_io", inputs = [], outputs = []}> ({
 // CHECK-GENERIC-NEXT:     "stack.halt"() : () -> ()
 // CHECK-GENERIC-NEXT:   }) {note = "attrs"} : () -> ()
 // CHECK-GENERIC-NEXT: }) : () -> ()

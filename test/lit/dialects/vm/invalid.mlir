@@ -22,19 +22,19 @@ vm.var @x : i64 dead
 
 vm.var @x : i64
 
-// CHECK: identifier expected for the storage class (register or stack)
+// CHECK: Expected `dead`, `temporary`, `register`, or `stack`.
 
 // -----
 
 vm.var @x : i64 heap
 
-// CHECK: unknown storage class 'heap'; expected register or stack
+// CHECK: Expected `dead`, `temporary`, `register`, or `stack`.
 
 // -----
 
 vm.program @main() -> () {}
 
-// CHECK: program @main has no blocks
+// CHECK: Region 'body' at position 0 expected a single block, but got 0 blocks
 
 // -----
 
@@ -97,6 +97,16 @@ vm.program @main(@x) -> (@y) {
 vm.program @main() -> () {
   vm.block 0 {
   }
+}
+
+// CHECK: Region 'body' at position 0 expected a single block, but got 0 blocks
+
+// -----
+
+vm.program @main() -> () {
+  "vm.block"() <{index = 0 : i64}> ({
+  ^bb0:
+  }) : () -> ()
 }
 
 // CHECK: vm.block 0 is empty; a kernel must end in a program-counter terminator (vm.jump, vm.branch, vm.call, vm.return or vm.halt)
@@ -261,7 +271,7 @@ vm.program @main() -> () {
   }
 }
 
-// CHECK: constant of type i64 cannot produce a value of type i32
+// CHECK: attribute i32 expected from variable 'T', but got i64
 
 // -----
 
@@ -283,7 +293,7 @@ vm.program @main() -> () {
   }
 }
 
-// CHECK: vm constants are fully typed; `weak` is only meaningful before type inference
+// CHECK: attribute expected
 
 // -----
 

@@ -61,7 +61,7 @@ vm.program @tiny() -> () attributes {note = "attrs"} {
 // CHECK-NEXT:   vm.var @acc : f64 register
 // CHECK-NEXT:   vm.var @v : tensor<3xf32> stack {note = "x"}
 // CHECK-NEXT:   vm.var @flag : i1 register
-// CHECK-NEXT:   vm.program @main(@n, @v) -> (@acc, @flag) {
+// CHECK-LABEL: vm.program @main(@n, @v) -> (@acc, @flag) {
 // CHECK-NEXT:     vm.block 0 {
 // CHECK-NEXT:       vm.call 1, return 4
 // CHECK-NEXT:     }
@@ -94,7 +94,7 @@ vm.program @tiny() -> () attributes {note = "attrs"} {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
-// CHECK-NEXT:   vm.program @tiny() -> () attributes {note = "attrs"} {
+// CHECK-LABEL: vm.program @tiny() -> () attributes {note = "attrs"} {
 // CHECK-NEXT:     vm.block 0 {
 // CHECK-NEXT:       vm.jump 0
 // CHECK-NEXT:     }
@@ -104,11 +104,11 @@ vm.program @tiny() -> () attributes {note = "attrs"} {
 // CHECK-GENERIC: "builtin.module"() ({
 // CHECK-GENERIC-NEXT:   "functional.opaque"() <{sym_name = "split", source = "lambda x: (x, -x)"}> : () -> ()
 // CHECK-GENERIC-NEXT:   "functional.opaque"() <{sym_name = "log", source = "print"}> : () -> ()
-// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "n", type = i64, storage = #stack.storage<stack>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "acc", type = f64, storage = #stack.storage<register>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "v", type = tensor<3xf32>, storage = #stack.storage<stack>}> {note = "x"} : () -> ()
-// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "flag", type = i1, storage = #stack.storage<register>}> : () -> ()
-// CHECK-GENERIC-NEXT:   "vm.program"() <{sym_name = "main", inputs = [@n, @v], outputs = [@acc, @flag]}> ({
+// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "n", type = i64, storage = #stack<storage stack>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "acc", type = f64, storage = #stack<storage register>}> : () -> ()
+// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "v", type = tensor<3xf32>, storage = #stack<storage stack>}> {note = "x"} : () -> ()
+// CHECK-GENERIC-NEXT:   "vm.var"() <{sym_name = "flag", type = i1, storage = #stack<storage register>}> : () -> ()
+// CHECK-GENERIC-LABEL: "vm.program"() <{sym_name = "main", inputs = [@n, @v], outputs = [@acc, @flag]}> ({
 // CHECK-GENERIC-NEXT:     "vm.block"() <{index = 0 : i64}> ({
 // CHECK-GENERIC-NEXT:       "vm.call"() <{target = 1 : i64, return_target = 4 : i64}> : () -> ()
 // CHECK-GENERIC-NEXT:     }) : () -> ()
@@ -141,7 +141,7 @@ vm.program @tiny() -> () attributes {note = "attrs"} {
 // CHECK-GENERIC-NEXT:       "vm.halt"() : () -> ()
 // CHECK-GENERIC-NEXT:     }) : () -> ()
 // CHECK-GENERIC-NEXT:   }) : () -> ()
-// CHECK-GENERIC-NEXT:   "vm.program"() <{sym_name = "tiny", inputs = [], outputs = []}> ({
+// CHECK-GENERIC-LABEL: "vm.program"() <{sym_name = "tiny", inputs = [], outputs = []}> ({
 // CHECK-GENERIC-NEXT:     "vm.block"() <{index = 0 : i64}> ({
 // CHECK-GENERIC-NEXT:       "vm.jump"() <{target = 0 : i64}> : () -> ()
 // CHECK-GENERIC-NEXT:     }) : () -> ()
