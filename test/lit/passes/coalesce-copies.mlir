@@ -1,6 +1,9 @@
 // RUN: abir-opt %s -p coalesce-copies | filecheck %s
 // RUN: abir-opt %s -p coalesce-copies --print-op-generic | abir-opt | filecheck %s
+// RUN: abir-opt %s -p "coalesce-copies{drop-saves=true}" | filecheck %s
 // The two sides of a copy become one variable where they never hold different needed values.
+// With drop-saves=true the pass also drops saves no call changes and coalesces again until nothing
+// merges; fib has no such saves, so the result is the same.
 // Recursive fibonacci (call lowering's output): the second call's result copy f2 = result0, the
 // sum s and the base case's constant all become result0 (the program output keeps its name); the
 // second argument a2 becomes n (n is dead when a2 is computed); f1 = result0 stays (the pop of f1
