@@ -21,7 +21,6 @@ function run member by member on each member's own values, results stacked.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ import numpy as np
 import optree
 from xdsl.dialects.builtin import ModuleOp
 
+from abir.dry_run import dry_running, in_dry_run, truthy
 from abir.errors import UnsupportedSyntaxError
 from abir.frontend.lowering import called_names
 from abir.frontend.program import FunctionEntry, OpaqueNames, ProgramBuilder, SpecializationNames, SpecKey
@@ -43,21 +43,13 @@ if TYPE_CHECKING:
     from abir.backends.base import Backend
     from abir.calling import CompiledProgram
 
+__all__ = ["BatchedFunction", "Context", "FrontendProgram", "TypeInference", "truthy"]
+# `truthy` lives in `abir.dry_run` (the frontend needs it); importing it from here keeps working.
+
 TypeInference = Callable[[list[Any]], Any]
 
 PROGRAM_CACHE_SIZE = 32
 """Compiled programs a `Context` keeps by default (`Context(cache_size=...)`)."""
-
-_DRY_RUN = contextvars.ContextVar("abir_dry_run", default=False)
-
-
-def truthy(x: Any) -> Any:
-    """Mark `x` as a condition: `if truthy(x):`. The compiler treats it as the identity; in a dry
-    run (plain Python, one member at a time) a size-1 array becomes a Python bool."""
-    if _DRY_RUN.get() or np.size(x) == 1:
-        return bool(np.asarray(x).reshape(()))
-    return x
-
 
 @dataclass(frozen=True)
 class FrontendProgram:
@@ -87,7 +79,7 @@ class BatchedFunction:
         self.type_inference = type_inference
 
     def __call__(self, *args: Any, dry_run: bool = False, **kwargs: Any) -> Any:
-        if _DRY_RUN.get():
+        if in_dry_run():
             return self.python_function(*args, **kwargs)
         if dry_run:
             return self._dry_run(args, kwargs)
@@ -105,14 +97,11 @@ class BatchedFunction:
         batch_size = batch_size_of(self.name, leaves)
         host = [_on_host(leaf) for leaf in leaves]
         results = []
-        token = _DRY_RUN.set(True)
-        try:
+        with dry_running():
             for index in range(batch_size):
                 member = iter(_member(leaf, index) for leaf in host)
                 member_args = [optree.tree_unflatten(t, [next(member) for _ in range(t.num_leaves)]) for t in treedefs]
                 results.append(self.python_function(*member_args))
-        finally:
-            _DRY_RUN.reset(token)
         if not results:  # no member to run: the types a batched call infers, batch size 0
             from abir.calling import empty_results
 
