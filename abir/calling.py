@@ -30,7 +30,7 @@ from abir.opaque import HelperStructureLearned, failure_mark, helper_error
 from abir.passes.infer_types import infer_types
 from abir.passes.pipeline import lower_to_vm, optimize_functional
 from abir.types import TensorType, ir_type
-from abir.vm.inputs import prepare_inputs
+from abir.vm.inputs import batch_size_of, prepare_inputs
 from abir.vm.machine import Machine, check_max_steps, compile_machine
 from abir.vm.stackless import execute_stackless
 
@@ -148,17 +148,15 @@ def check_argument(function_name: str, where: str, value: Any) -> None:
     raise TypeError(f"{where} of {function_name}() {problem}; {fix}")
 
 
-def batch_size_of(function_name: str, leaves: Sequence[Any]) -> int:
-    """The common leading dimension; leaves of size 1 and scalars broadcast."""
-    sizes = {leaf_shape(leaf)[0] if leaf_shape(leaf) else 1 for leaf in leaves}
-    sizes.discard(1)
-    if len(sizes) > 1:
-        described = ", ".join(str(s) for s in sorted(sizes))
-        raise ValueError(
-            f"{function_name}() got arguments with mismatched batch sizes {described}; every argument's "
-            "leading (batch) dimension must be the same or 1"
-        )
-    return sizes.pop() if sizes else 1
+def leaf_batch_size(function_name: str, leaves: Sequence[Any], treedefs: Sequence[optree.PyTreeSpec]) -> int:
+    """The common leading dimension of a call's argument leaves (`flatten_arguments`); leaves of
+    size 1 and scalars broadcast."""
+    names = [
+        f"argument {position}" + "".join(f"[{entry}]" for entry in path)
+        for position, treedef in enumerate(treedefs)
+        for path in treedef.paths()
+    ]
+    return batch_size_of(f"{function_name}()", names, [leaf_shape(leaf) for leaf in leaves])
 
 
 def signature_of(leaves: Sequence[Any]) -> tuple[TensorType, ...]:
@@ -271,7 +269,7 @@ class Compiler:
     def for_call(self, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
         """The compiled program a call `name(*args)` on `backend` runs."""
         leaves, treedefs = flatten_arguments(name, args)
-        batch_size_of(name, leaves)
+        leaf_batch_size(name, leaves, treedefs)
         return self.compiled(name, treedefs, signature_of(leaves), resolve_backend(backend), weak_leaves(leaves))
 
     def for_signature(self, name: str, sig: Sequence[Any], backend: Backend | None) -> CompiledProgram:
@@ -283,7 +281,7 @@ class Compiler:
         """Run batched function `name` on `args` (the non-dry-run modes)."""
         options = parse_call_options(name, kwargs)
         leaves, treedefs = flatten_arguments(name, args)
-        batch_size = batch_size_of(name, leaves)
+        batch_size = leaf_batch_size(name, leaves, treedefs)
         signature = signature_of(leaves)
         with options.backend.scope(leaves):
             program = self.compiled(
@@ -376,7 +374,9 @@ def run_machine(
     """The program's machine run on `leaves` (of `batch_size` members, found when None)."""
     machine = program.machine
     if batch_size is None:
-        batch_size = batch_size_of(machine.name, leaves)
+        batch_size = batch_size_of(
+            f"'{machine.name}'", [f"input {name!r}" for name in machine.inputs], [leaf_shape(leaf) for leaf in leaves]
+        )
     rows = padded_size(batch_size) if options.pad_batch else batch_size
     return machine.run(
         leaves,

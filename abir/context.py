@@ -38,8 +38,8 @@ from abir.calling import (
     CompiledProgram,
     Compiler,
     TypeInference,
-    batch_size_of,
     flatten_arguments,
+    leaf_batch_size,
     parse_call_options,
 )
 from abir.dry_run import dry_running, in_dry_run, truthy
@@ -94,7 +94,7 @@ class BatchedFunction:
         functions; the members' results stacked along a new leading batch dimension."""
         parse_call_options(self.name, kwargs)  # checked as for a batched call; plain Python ignores them
         leaves, treedefs = flatten_arguments(self.name, args)
-        batch_size = batch_size_of(self.name, leaves)
+        batch_size = leaf_batch_size(self.name, leaves, treedefs)
         host = [_on_host(leaf) for leaf in leaves]
         results = []
         with dry_running():
