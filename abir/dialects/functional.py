@@ -534,6 +534,23 @@ class PrimOp(SSAPrimOpBase):
     traits = traits_def(PrimSymbolUser(), PrimEffects(), PrimSpeculatable())
 
 
+# Discardable attributes the frontend puts on a `functional.prim` for `infer-types`, which
+# reads and drops them (`abir.passes.prim_evaluation`):
+LOCATION_ATTR = "abir.loc"
+"""`"file:line"` of the Python construct the prim comes from."""
+SOURCE_ATTR = "abir.source"
+"""The Python construct's text (`"v[i]"`)."""
+INTEGER_OPERANDS_ATTR = "abir.integer_operands"
+"""The prim's operands must be integers or booleans, else type inference fails with the
+attribute's text (the frontend's located error for a float `range()` bound)."""
+ARRAY_OPERAND_ERROR_ATTR = "abir.array_operand_error"
+"""On the prim of `x op= v`: type inference fails with the attribute's text when `x` (the first
+operand) is a per-member array, which NumPy would update in place where abir cannot follow it."""
+IN_PLACE_RESULT_ATTR = "abir.in_place_result"
+"""On the prim of `x op= v`: when `x` (the first operand) is a per-member array, NumPy updates it
+in place, so the result keeps its dtype and shape; else type inference fails with the text."""
+
+
 ConstantValue = IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr
 
 

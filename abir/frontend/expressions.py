@@ -37,8 +37,8 @@ from abir.dialects.functional import CallOp, UnknownType
 from abir.dry_run import truthy
 from abir.frontend.arrays import ArrayLowering, _LikeDtype
 from abir.frontend.state import UnknownResultStructure, _what, describe_structure
-from abir.frontend.values import MaybeUndefined, Static, flatten, unflatten
-from abir.opaque import CallSite, Helper, awaits_result_structure, helper_result_structure, stand_in
+from abir.frontend.values import MaybeUndefined, Static, awaits_result_structure, flatten, stand_in, unflatten
+from abir.opaque import CallSite, Helper, helper_result_structure
 
 BINARY_PRIMS: dict[type[ast.operator], str] = {
     ast.Add: "add",
