@@ -305,20 +305,16 @@ class Compiler:
         return optree.tree_unflatten(program.frontend.output_treedef, outputs)
 
 
-def default_backend(backend: Backend | None) -> Backend:
-    if backend is not None:
-        return backend
-    return NumpyBackend()
-
-
 _NAMED_BACKENDS: dict[str, Backend] = {}
 
 
 def resolve_backend(backend: Any) -> Backend:
     """The backend a call asked for: a `Backend`, one of the names in `BACKEND_NAMES` (one shared
     instance per name, so compiled code is reused between calls) or None (a NumPy backend)."""
-    if backend is None or isinstance(backend, Backend):
-        return default_backend(backend)
+    if backend is None:
+        return NumpyBackend()
+    if isinstance(backend, Backend):
+        return backend
     if isinstance(backend, str) and backend.lower() in BACKEND_NAMES:
         key = "tensorflow" if backend.lower() == "tf" else backend.lower()
         if key not in _NAMED_BACKENDS:

@@ -425,10 +425,6 @@ class TensorFlowBackend(Backend):
         self.code_cache = code_cache
         self.trace_count = 0  # how many times a run loop was traced
 
-    @property
-    def label(self) -> str:
-        return "tensorflow+xla" if self.jit_compile else "tensorflow"
-
     def is_traced(self, value: Any) -> bool:
         """A symbolic tensor of a graph being built (inside a `tf.function`)."""
         return bool(tf.is_symbolic_tensor(value))

@@ -175,12 +175,6 @@ class FuncOp(IRDLOperation):
                 f"differ from the parameter types {list(map(str, self.function_type.inputs.data))}"
             )
 
-    def update_function_type(self) -> None:
-        """Recompute `function_type` from the entry block and the (first) return op."""
-        returns = [op for op in self.walk() if isinstance(op, ReturnOp)]
-        outputs = returns[0].arguments.types if returns else self.function_type.outputs.data
-        self.function_type = FunctionType.from_lists(self.entry_block.arg_types, outputs)
-
     @classmethod
     def parse(cls, parser: Parser) -> FuncOp:
         name, inputs, outputs, region, extra_attrs, _, _ = parse_func_op_like(

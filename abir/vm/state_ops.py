@@ -46,7 +46,6 @@ UNDERFLOW = "underflow"
 PC = "pc"
 PC_STACK = "pc_stack"
 PC_SP = "pc_sp"
-FLAG_KEYS = (OVERFLOW, UNDERFLOW)
 STEPS_LEFT = "steps_left"
 STOPPED_AT = "stopped_at"
 STEP_LIMIT_KEYS = (STEPS_LEFT, STOPPED_AT)
