@@ -18,8 +18,10 @@ demo: install
 
 test: install lint lit pytest
 
+# ruff, and import-linter's contracts on abir's layers (pyproject.toml, docs/architecture.md)
 lint: install
 	$(BIN)/ruff check abir test/unit bench examples
+	$(BIN)/lint-imports --no-cache
 
 lit: install
 	$(BIN)/lit -sv test/lit

@@ -23,7 +23,7 @@ from abir.types import TensorType, Type
 # Heavy modules (the frontend, JAX, TensorFlow) load on first use.
 _LAZY = {
     "Context": ("abir.context", "Context"),
-    "truthy": ("abir.context", "truthy"),
+    "truthy": ("abir.dry_run", "truthy"),
     "NumpyBackend": ("abir.backends.numpy_backend", "NumpyBackend"),
     "JaxBackend": ("abir.backends.jax_backend", "JaxBackend"),
     "TensorFlowBackend": ("abir.backends.tf_backend", "TensorFlowBackend"),

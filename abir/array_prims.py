@@ -86,8 +86,6 @@ SIGNATURES: dict[str, Signature] = {
 
 VIEWS = ("permute_dims", "reshape", "squeeze")
 """Array prims whose result NumPy makes a view of the first operand (reshape: when it can)."""
-INTEGER_RESULTS = ("dim", "ndim", "size")
-"""Array prims whose result is a per-member int64 (shape queries)."""
 
 
 def is_array_prim(name: str) -> bool:

@@ -6,27 +6,33 @@ are weak like literals, NEP 50), compiles the program for that signature once (f
 specialization, type inference, lowering to the vm dialect, kernel construction) and runs it on
 the chosen backend. An empty batch returns empty results of the inferred types; a failure of an
 undecorated helper becomes an `abir.errors.HelperError` naming it.
+
+`Compiler` does the compiling and calling for a `Context`, which it sees only as a
+`ProgramSource`: this module does not import `abir.context`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import optree
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 
+from abir.backends.base import Backend, BackendProtocol
+from abir.backends.numpy_backend import NumpyBackend
 from abir.errors import AbirError
+from abir.frontend.program import FrontendProgram
 from abir.opaque import HelperStructureLearned, failure_mark, helper_error
+from abir.passes.infer_types import infer_types
+from abir.passes.pipeline import lower_to_vm, optimize_functional
 from abir.types import TensorType, ir_type
-
-if TYPE_CHECKING:
-    from abir.backends.base import Backend
-    from abir.context import Context, FrontendProgram
-    from abir.vm.machine import Machine
+from abir.vm.inputs import batch_size_of, prepare_inputs
+from abir.vm.machine import Machine, check_max_steps, compile_machine
+from abir.vm.stackless import execute_stackless
 
 CALL_OPTIONS = ("backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch")
 BACKEND_NAMES = ("numpy", "jax", "tensorflow", "tf")
@@ -72,8 +78,6 @@ def parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOpt
     depth = options.get("max_stack_depth", 15)
     if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 1:
         raise ValueError(f"max_stack_depth must be a positive integer, got {depth!r}")
-    from abir.vm.machine import check_max_steps
-
     check_max_steps(options.get("max_steps"))
     if options.get("max_steps") is not None and options.get("stackless"):
         raise ValueError("max_steps= needs the machine; it cannot be combined with stackless=True")
@@ -144,17 +148,15 @@ def check_argument(function_name: str, where: str, value: Any) -> None:
     raise TypeError(f"{where} of {function_name}() {problem}; {fix}")
 
 
-def batch_size_of(function_name: str, leaves: Sequence[Any]) -> int:
-    """The common leading dimension; leaves of size 1 and scalars broadcast."""
-    sizes = {leaf_shape(leaf)[0] if leaf_shape(leaf) else 1 for leaf in leaves}
-    sizes.discard(1)
-    if len(sizes) > 1:
-        described = ", ".join(str(s) for s in sorted(sizes))
-        raise ValueError(
-            f"{function_name}() got arguments with mismatched batch sizes {described}; every argument's "
-            "leading (batch) dimension must be the same or 1"
-        )
-    return sizes.pop() if sizes else 1
+def leaf_batch_size(function_name: str, leaves: Sequence[Any], treedefs: Sequence[optree.PyTreeSpec]) -> int:
+    """The common leading dimension of a call's argument leaves (`flatten_arguments`); leaves of
+    size 1 and scalars broadcast."""
+    names = [
+        f"argument {position}" + "".join(f"[{entry}]" for entry in path)
+        for position, treedef in enumerate(treedefs)
+        for path in treedef.paths()
+    ]
+    return batch_size_of(f"{function_name}()", names, [leaf_shape(leaf) for leaf in leaves])
 
 
 def signature_of(leaves: Sequence[Any]) -> tuple[TensorType, ...]:
@@ -172,77 +174,135 @@ def backend_kind(backend: Backend) -> tuple[Any, ...]:
     return (type(backend).__name__, getattr(backend, "jit_compile", None), backend.block_order, backend.superblocks)
 
 
-def compile_program(
-    context: Context,
-    name: str,
-    treedefs: Sequence[optree.PyTreeSpec],
-    signature: Sequence[TensorType],
-    backend: Backend,
-    weak: Sequence[bool] | None = None,
-) -> CompiledProgram:
-    """Frontend specialization, type inference, lowering to vm, and the machine's kernels.
-
-    Type inference may find that an undecorated helper returns a structure (a tuple, list or
-    namedtuple) its call was not lowered for; the frontend then lowers the program again, keeping
-    that structure."""
-    from abir.passes.pipeline import lower_to_vm
-    from abir.vm.machine import compile_machine
-
-    arg_types: list[Attribute] = [ir_type(t.dtype, t.shape) for t in signature]
-    for _ in range(MAX_HELPER_STRUCTURE_ROUNDS):
-        frontend = context.build_program(name, list(treedefs))
-        try:
-            typed = typed_module(context, frontend, arg_types, weak)
-            break
-        except HelperStructureLearned:
-            context.forget_programs()
-    else:
-        raise AbirError(f"lowering '{name}' did not settle the structures its helpers return")
-    lowered = lower_to_vm(typed, frontend.entry, backend.block_order, backend.superblocks)
-    return CompiledProgram(frontend, typed, lowered, compile_machine(lowered, verify=False))
+TypeInference = Callable[[list[Any]], Any]
+"""A user's `type_inference`: one type per argument (in its structure) -> the result types."""
 
 
-def typed_module(
-    context: Context, frontend: FrontendProgram, arg_types: Sequence[Attribute], weak: Sequence[bool] | None
-) -> ModuleOp:
-    """The frontend's module typed for `arg_types` (`weak`: which are Python numbers) and
-    optimized, as `abir.passes.pipeline.compile_functional` does."""
-    from abir.passes.infer_types import infer_types
-    from abir.passes.pipeline import optimize_functional
+class ProgramSource(Protocol):
+    """What compiling needs from the functions a program is built from (a `Context` is one)."""
 
-    typed = frontend.module.clone()
-    user_type_inference = context.type_inference_callables()
-    infer_types(typed, frontend.entry, arg_types, user_type_inference=user_type_inference, weak_args=weak)
-    optimize_functional(typed)
-    typed.verify()
-    return typed
+    generation: int
+    """Changes whenever a function is decorated (keys the compiled programs)."""
 
+    def build_program(self, main: str, arg_treedefs: Sequence[optree.PyTreeSpec] | None = None) -> FrontendProgram:
+        """`main` specialized to its arguments' structures: the frontend's module."""
+        ...
 
-def compiled_for(
-    context: Context,
-    cache: MutableMapping[Any, Any],
-    name: str,
-    treedefs: Sequence[optree.PyTreeSpec],
-    signature: Sequence[TensorType],
-    backend: Backend,
-    weak: Sequence[bool] | None = None,
-) -> CompiledProgram:
-    weak = tuple(weak) if weak is not None else (False,) * len(signature)
-    key = (
-        "abir.program", id(context), context.generation, name, tuple(treedefs), tuple(signature), weak,
-        backend_kind(backend),
-    )  # fmt: skip
-    if key not in cache:
-        cache[key] = compile_program(context, name, treedefs, signature, backend, weak)
-    return cache[key]
+    def type_inference_callables(self) -> dict[str, TypeInference]:
+        """Function symbol -> the user's `type_inference` for it."""
+        ...
+
+    def forget_programs(self) -> None:
+        """Drop the frontend's modules: a helper's result structure became known."""
+        ...
 
 
-def default_backend(backend: Backend | None) -> Backend:
-    if backend is not None:
-        return backend
-    from abir.backends.numpy_backend import NumpyBackend
+class Compiler:
+    """Compiles and runs the batched functions of one `ProgramSource` (each `Context` owns one).
 
-    return NumpyBackend()
+    Compiled programs are kept in `cache` (the context's), or in the `block_code_cache=` dict a
+    call passes, keyed by the source, its generation, the function, the argument structure and
+    signature, which leaves are Python numbers, and the backend's kind."""
+
+    def __init__(self, source: ProgramSource, cache: MutableMapping[Any, Any]):
+        self.source = source
+        self.cache = cache
+
+    def compile(
+        self,
+        name: str,
+        treedefs: Sequence[optree.PyTreeSpec],
+        signature: Sequence[TensorType],
+        backend: Backend,
+        weak: Sequence[bool] | None = None,
+    ) -> CompiledProgram:
+        """Frontend specialization, type inference, lowering to vm, and the machine's kernels.
+
+        Type inference may find that an undecorated helper returns a structure (a tuple, list or
+        namedtuple) its call was not lowered for; the frontend then lowers the program again,
+        keeping that structure."""
+        arg_types: list[Attribute] = [ir_type(t.dtype, t.shape) for t in signature]
+        for _ in range(MAX_HELPER_STRUCTURE_ROUNDS):
+            frontend = self.source.build_program(name, list(treedefs))
+            try:
+                typed = self.typed_module(frontend, arg_types, weak)
+                break
+            except HelperStructureLearned:
+                self.source.forget_programs()
+        else:
+            raise AbirError(f"lowering '{name}' did not settle the structures its helpers return")
+        lowered = lower_to_vm(typed, frontend.entry, backend.block_order, backend.superblocks)
+        return CompiledProgram(frontend, typed, lowered, compile_machine(lowered, verify=False))
+
+    def typed_module(
+        self, frontend: FrontendProgram, arg_types: Sequence[Attribute], weak: Sequence[bool] | None
+    ) -> ModuleOp:
+        """The frontend's module typed for `arg_types` (`weak`: which are Python numbers) and
+        optimized, as `abir.passes.pipeline.compile_functional` does."""
+        typed = frontend.module.clone()
+        user_type_inference = self.source.type_inference_callables()
+        infer_types(typed, frontend.entry, arg_types, user_type_inference=user_type_inference, weak_args=weak)
+        optimize_functional(typed)
+        typed.verify()
+        return typed
+
+    def compiled(
+        self,
+        name: str,
+        treedefs: Sequence[optree.PyTreeSpec],
+        signature: Sequence[TensorType],
+        backend: Backend,
+        weak: Sequence[bool] | None = None,
+        cache: MutableMapping[Any, Any] | None = None,
+    ) -> CompiledProgram:
+        """The compiled program from `cache` (default: this compiler's), compiled on a miss."""
+        cache = self.cache if cache is None else cache
+        weak = tuple(weak) if weak is not None else (False,) * len(signature)
+        key = (
+            "abir.program", id(self.source), self.source.generation, name, tuple(treedefs), tuple(signature), weak,
+            backend_kind(backend),
+        )  # fmt: skip
+        if key not in cache:
+            cache[key] = self.compile(name, treedefs, signature, backend, weak)
+        return cache[key]
+
+    def for_call(self, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
+        """The compiled program a call `name(*args)` on `backend` runs."""
+        leaves, treedefs = flatten_arguments(name, args)
+        leaf_batch_size(name, leaves, treedefs)
+        return self.compiled(name, treedefs, signature_of(leaves), resolve_backend(backend), weak_leaves(leaves))
+
+    def for_signature(self, name: str, sig: Sequence[Any], backend: Backend | None) -> CompiledProgram:
+        """The compiled program for a signature given as one TensorType pattern per argument."""
+        treedefs, leaf_types = signature_from_types(sig)
+        return self.compiled(name, treedefs, leaf_types, resolve_backend(backend))
+
+    def call(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
+        """Run batched function `name` on `args` (the non-dry-run modes)."""
+        options = parse_call_options(name, kwargs)
+        leaves, treedefs = flatten_arguments(name, args)
+        batch_size = leaf_batch_size(name, leaves, treedefs)
+        signature = signature_of(leaves)
+        with options.backend.scope(leaves):
+            program = self.compiled(
+                name, treedefs, signature, options.backend, weak_leaves(leaves), options.block_code_cache
+            )
+            mark = failure_mark()
+            try:
+                outputs = run_program(program, leaves, batch_size, options)
+            except Exception as err:
+                explained = helper_error(err, since=mark)
+                if explained is None:
+                    raise
+                raise explained from err
+        return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
+
+    def empty_results(self, name: str, args: Sequence[Any]) -> Any:
+        """What `name(*args)` returns for an empty batch, as NumPy arrays: the inferred result
+        types with batch size 0 (compiling the program for the arguments' types)."""
+        program = self.for_call(name, args, None)
+        outputs = [np.zeros((0, *t.shape), t.dtype) for t in result_types(program)]
+        return optree.tree_unflatten(program.frontend.output_treedef, outputs)
 
 
 _NAMED_BACKENDS: dict[str, Backend] = {}
@@ -252,10 +312,10 @@ def resolve_backend(backend: Any) -> Backend:
     """The backend a call asked for: a `Backend` (or any implementation of `BackendProtocol`), one
     of the names in `BACKEND_NAMES` (one shared instance per name, so compiled code is reused
     between calls) or None (a NumPy backend)."""
-    from abir.backends.base import Backend, BackendProtocol
-
-    if backend is None or (isinstance(backend, Backend | BackendProtocol) and not isinstance(backend, type)):
-        return default_backend(backend)  # a class has the protocol's attributes too: not a backend
+    if backend is None:
+        return NumpyBackend()
+    if isinstance(backend, Backend | BackendProtocol) and not isinstance(backend, type):
+        return backend  # a class has the protocol's attributes too: not a backend
     if isinstance(backend, str) and backend.lower() in BACKEND_NAMES:
         key = "tensorflow" if backend.lower() == "tf" else backend.lower()
         if key not in _NAMED_BACKENDS:
@@ -278,45 +338,7 @@ def _new_backend(name: str) -> Backend:
         from abir.backends.tf_backend import TensorFlowBackend
 
         return TensorFlowBackend()
-    from abir.backends.numpy_backend import NumpyBackend
-
     return NumpyBackend()
-
-
-def compiled_for_call(context: Context, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
-    """The compiled program a call `name(*args)` on `backend` runs."""
-    leaves, treedefs = flatten_arguments(name, args)
-    batch_size_of(name, leaves)
-    return compiled_for(
-        context, context.compile_cache, name, treedefs, signature_of(leaves), resolve_backend(backend),
-        weak_leaves(leaves),
-    )  # fmt: skip
-
-
-def compiled_for_signature(context: Context, name: str, sig: Sequence[Any], backend: Backend | None) -> CompiledProgram:
-    """The compiled program for a signature given as one TensorType pattern per argument."""
-    treedefs, leaf_types = signature_from_types(sig)
-    return compiled_for(context, context.compile_cache, name, treedefs, leaf_types, resolve_backend(backend))
-
-
-def call_batched(context: Context, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-    """Run batched function `name` of `context` on `args` (the non-dry-run modes)."""
-    options = parse_call_options(name, kwargs)
-    leaves, treedefs = flatten_arguments(name, args)
-    batch_size = batch_size_of(name, leaves)
-    signature = signature_of(leaves)
-    cache = options.block_code_cache if options.block_code_cache is not None else context.compile_cache
-    with options.backend.scope(leaves):
-        program = compiled_for(context, cache, name, treedefs, signature, options.backend, weak_leaves(leaves))
-        mark = failure_mark()
-        try:
-            outputs = run_program(program, leaves, batch_size, options)
-        except Exception as err:
-            explained = helper_error(err, since=mark)
-            if explained is None:
-                raise
-            raise explained from err
-    return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
 
 def result_types(program: CompiledProgram) -> list[TensorType]:
@@ -325,25 +347,13 @@ def result_types(program: CompiledProgram) -> list[TensorType]:
     return [machine.variables[name].type for name in machine.outputs]
 
 
-def empty_results(context: Context, name: str, args: Sequence[Any]) -> Any:
-    """What `name(*args)` returns for an empty batch, as NumPy arrays: the inferred result types
-    with batch size 0 (compiling the program for the arguments' types)."""
-    program = compiled_for_call(context, name, args, None)
-    outputs = [np.zeros((0, *t.shape), t.dtype) for t in result_types(program)]
-    return optree.tree_unflatten(program.frontend.output_treedef, outputs)
-
-
 def run_program(program: CompiledProgram, leaves: Sequence[Any], batch_size: int, options: CallOptions) -> list[Any]:
     """The output leaves of one run (an empty batch: empty arrays of the result types)."""
     machine = program.machine
     if batch_size == 0:
-        from abir.vm.inputs import prepare_inputs
-
         prepare_inputs(machine.inputs, [machine.variables[n].type for n in machine.inputs], leaves, options.backend)
         return [options.backend.zeros((0, *t.shape), t.dtype) for t in result_types(program)]
     if options.stackless:
-        from abir.vm.stackless import execute_stackless
-
         return list(execute_stackless(program.typed, program.frontend.entry, leaves, options.backend))
     if any(options.backend.is_traced(leaf) for leaf in leaves):
         return options.backend.stage_run(lambda staged: run_machine(program, staged, options), leaves)
@@ -361,7 +371,9 @@ def run_machine(
     """The program's machine run on `leaves` (of `batch_size` members, found when None)."""
     machine = program.machine
     if batch_size is None:
-        batch_size = batch_size_of(machine.name, leaves)
+        batch_size = batch_size_of(
+            f"'{machine.name}'", [f"input {name!r}" for name in machine.inputs], [leaf_shape(leaf) for leaf in leaves]
+        )
     rows = padded_size(batch_size) if options.pad_batch else batch_size
     return machine.run(
         leaves,

@@ -13,7 +13,10 @@
 
 Functions decorated in one `Context` may call each other by name in any order (forward
 references, recursion, mutual recursion). `build_program` is what the rest of the pipeline uses:
-the module for an entry function specialized to the structure of its arguments.
+the module for an entry function specialized to the structure of its arguments. The context owns
+an `abir.calling.Compiler`, which compiles and runs its calls and reads the context only through
+`abir.calling.ProgramSource` (`build_program`, `type_inference_callables`, `forget_programs`,
+`generation`).
 
 `f(..., dry_run=True)` is the reference a batched run is compared against: the plain Python
 function run member by member on each member's own values, results stacked.
@@ -21,54 +24,45 @@ function run member by member on each member's own values, results stacked.
 
 from __future__ import annotations
 
-import contextvars
 import functools
+import inspect
 from collections.abc import Callable, MutableMapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import optree
 from xdsl.dialects.builtin import ModuleOp
 
+from abir.backends.base import Backend
+from abir.calling import (
+    CompiledProgram,
+    Compiler,
+    TypeInference,
+    flatten_arguments,
+    leaf_batch_size,
+    parse_call_options,
+)
+from abir.dry_run import dry_running, in_dry_run, truthy
 from abir.errors import UnsupportedSyntaxError
 from abir.frontend.lowering import called_names
-from abir.frontend.program import FunctionEntry, OpaqueNames, ProgramBuilder, SpecializationNames, SpecKey
+from abir.frontend.program import (
+    FrontendProgram,
+    FunctionEntry,
+    OpaqueNames,
+    ProgramBuilder,
+    SpecializationNames,
+    SpecKey,
+)
 from abir.frontend.source import FunctionSource
 from abir.frontend.syntax import check_supported_syntax
 from abir.frontend.values import LEAF
 from abir.lru import LRUCache
 
-if TYPE_CHECKING:
-    from abir.backends.base import Backend
-    from abir.calling import CompiledProgram
-
-TypeInference = Callable[[list[Any]], Any]
+__all__ = ["BatchedFunction", "Context", "FrontendProgram", "TypeInference", "truthy"]
+# `truthy` and `FrontendProgram` live in lower layers; importing them from here keeps working.
 
 PROGRAM_CACHE_SIZE = 32
 """Compiled programs a `Context` keeps by default (`Context(cache_size=...)`)."""
-
-_DRY_RUN = contextvars.ContextVar("abir_dry_run", default=False)
-
-
-def truthy(x: Any) -> Any:
-    """Mark `x` as a condition: `if truthy(x):`. The compiler treats it as the identity; in a dry
-    run (plain Python, one member at a time) a size-1 array becomes a Python bool."""
-    if _DRY_RUN.get() or np.size(x) == 1:
-        return bool(np.asarray(x).reshape(()))
-    return x
-
-
-@dataclass(frozen=True)
-class FrontendProgram:
-    """The frontend's result for one entry function and argument structure."""
-
-    module: ModuleOp
-    """Functional dialect, verified; only the functions reachable from the entry."""
-    entry: str
-    """Symbol of the entry function's specialization."""
-    output_treedef: optree.PyTreeSpec
-    """Rebuilds the entry's flat results into the Python structure it returns."""
 
 
 class BatchedFunction:
@@ -87,36 +81,29 @@ class BatchedFunction:
         self.type_inference = type_inference
 
     def __call__(self, *args: Any, dry_run: bool = False, **kwargs: Any) -> Any:
-        if _DRY_RUN.get():
+        if in_dry_run():
             return self.python_function(*args, **kwargs)
         if dry_run:
             return self._dry_run(args, kwargs)
-        return self._context._call_batched(self.name, args, kwargs)
+        return self._context._compiler.call(self.name, args, kwargs)
 
     def _dry_run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The plain Python function run once per member on that member's values (NumPy scalars
         and arrays without the batch dimension; Python numbers and size-1 batches are shared by
         every member, as in a batched call), calls to batched functions going to their plain
         functions; the members' results stacked along a new leading batch dimension."""
-        from abir.calling import batch_size_of, flatten_arguments, parse_call_options
-
         parse_call_options(self.name, kwargs)  # checked as for a batched call; plain Python ignores them
         leaves, treedefs = flatten_arguments(self.name, args)
-        batch_size = batch_size_of(self.name, leaves)
+        batch_size = leaf_batch_size(self.name, leaves, treedefs)
         host = [_on_host(leaf) for leaf in leaves]
         results = []
-        token = _DRY_RUN.set(True)
-        try:
+        with dry_running():
             for index in range(batch_size):
                 member = iter(_member(leaf, index) for leaf in host)
                 member_args = [optree.tree_unflatten(t, [next(member) for _ in range(t.num_leaves)]) for t in treedefs]
                 results.append(self.python_function(*member_args))
-        finally:
-            _DRY_RUN.reset(token)
         if not results:  # no member to run: the types a batched call infers, batch size 0
-            from abir.calling import empty_results
-
-            return empty_results(self._context, self.name, args)
+            return self._context._compiler.empty_results(self.name, args)
         return _stack_members(self.name, results)
 
     def __repr__(self) -> str:
@@ -170,6 +157,7 @@ class Context:
         self.compile_cache: MutableMapping[Any, Any] = LRUCache(cache_size)
         """Compiled programs of this context, for calls that pass no `block_code_cache`; freed
         with the context."""
+        self._compiler = Compiler(self, self.compile_cache)
 
     # -- decoration -------------------------------------------------------------------------
 
@@ -290,19 +278,10 @@ class Context:
 
     def lowered_for_args(self, name: str, args: Sequence[Any], backend: Backend | None = None) -> ModuleOp:
         """The vm program a call `name(*args)` would run."""
-        from abir.calling import compiled_for_call
-
-        return compiled_for_call(self, name, args, backend).lowered
+        return self._compiler.for_call(name, args, backend).lowered
 
     def _compiled_for_signature(self, main: str, sig: Sequence[Any], backend: Backend | None) -> CompiledProgram:
-        from abir.calling import compiled_for_signature
-
-        return compiled_for_signature(self, main, sig, backend)
-
-    def _call_batched(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        from abir.calling import call_batched
-
-        return call_batched(self, name, args, kwargs)
+        return self._compiler.for_signature(main, sig, backend)
 
     def _entry(self, name: str) -> FunctionEntry:
         try:
@@ -334,8 +313,6 @@ def _with_argument_structures(user: TypeInference, treedefs: Sequence[optree.PyT
 def _looks_like_decorated_def(fn: Any) -> bool:
     """`@ctx.batch` without parentheses passes the decorated function itself."""
     try:
-        import inspect
-
         first = inspect.getsourcelines(fn)[0][0].strip()
     except (OSError, TypeError):
         return False

@@ -176,30 +176,10 @@ def helper_result_structure(name: str) -> optree.PyTreeSpec | None:
     return fn.result_structure if isinstance(fn, Helper) else None
 
 
-def awaits_result_structure(value: Any) -> bool:
-    """Whether `value` is the result of a helper call lowered before type inference learned the
-    structure the helper returns: the frontend may use it in place of what it cannot lower yet (a
-    part of that structure, `result.field`, or a call taking it) through `stand_in`."""
-    return _pending_helper(value) is not None
-
-
-def stand_in(value: Any) -> Any:
-    """`value` (see `awaits_result_structure`), used as a placeholder: once type inference learns
-    the helper's structure it raises `HelperStructureLearned`, even when the call's flat results
-    fit that structure, so that the program is lowered again without the placeholder."""
-    helper = _pending_helper(value)
-    assert helper is not None, "only a helper result awaiting its structure can stand in"
-    helper.stood_in = True
-    return value
-
-
-def _pending_helper(value: Any) -> Helper | None:
-    from abir.dialects.functional import PrimOp
-
-    owner = getattr(value, "owner", None)
-    if not isinstance(owner, PrimOp) or owner.callee is None:
-        return None
-    fn = _REGISTRY.get(owner.prim_name)
+def pending_helper(name: str) -> Helper | None:
+    """The helper registered as `name` while the structure it returns is not known yet (the
+    frontend lowers its results as stand-ins: `abir.frontend.values.stand_in`)."""
+    fn = _REGISTRY.get(name)
     return fn if isinstance(fn, Helper) and fn.result_structure is None else None
 
 

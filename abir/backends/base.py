@@ -2,19 +2,11 @@
 
 The machine (`abir.vm`) is written once against this protocol. It builds, once per compiled
 program, one kernel per `vm.block`: a pure function from machine state to machine state. The
-state is a flat `dict[str, array]` whose arrays all carry the batch dimension B:
-
-    "pc"            int32 [B]        each member's program counter (halted members hold N)
-    "pc_stack"      int32 [D, B]     saved return blocks (only when the program has vm.call)
-    "pc_sp"         int32 [B]        per-member depth of pc_stack
-    "r:<var>"       [B, *shape]      a register, or the top (current value) of a stack variable
-    "s:<var>"       [D, B, *shape]   the saved values of a stack variable
-    "sp:<var>"      int32 [B]        saved values of <var> (variables pushed and popped together
-                                     by the same ops share one pointer, named after the first)
-    "overflow"      int32 [B]        0, or 1 + the index of the block whose push overflowed
-    "underflow"     int32 [B]        likewise for a pop/peek/return with nothing saved
-    "steps_left"    int32 [B]        blocks a member may still run (only with `max_steps`)
-    "stopped_at"    int32 [B]        -1, or the block a member stood at when its steps ran out
+state is a flat `dict[str, array]` whose arrays all carry the batch dimension B. A backend knows
+only two things about it: `"pc"` (int32 [B]) holds each member's block, N (the number of blocks,
+`halt_index`) once it has halted; and the keys the machine names as `stack_keys` when it calls
+`run` hold `[D, B, ...]` stacks, every other key a per-member `[B, ...]` array. What the other
+keys mean is the machine's business (`abir.vm.state_ops` documents the layout).
 
 A backend then runs the machine its own way. The JAX and TensorFlow backends by default sweep:
 one compiled `while` loop whose iterations run every block in index order under a conditional
@@ -53,7 +45,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import time
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -173,9 +165,12 @@ class LazyRegisters(dict):  # type: ignore[type-arg]
         return key in self.first and self[key] is self.first[key]
 
 
-def is_stack_key(key: str) -> bool:
-    """Whether a state key names a `[D, B, ...]` stack."""
-    return key == "pc_stack" or key.startswith("s:")
+def separate_stacks(state: Mapping[str, Any], stack_keys: Collection[str]) -> tuple[State, State]:
+    """(the per-member arrays, the stacks) of a state, the stacks being the keys `stack_keys`
+    (the keys the machine names when it calls `Backend.run`)."""
+    regs = {key: value for key, value in state.items() if key not in stack_keys}
+    stacks = {key: value for key, value in state.items() if key in stack_keys}
+    return regs, stacks
 
 
 def smallest_live_block(backend: Backend, pc: Any) -> Any:
@@ -570,10 +565,14 @@ class BackendProtocol(Protocol):
         halt_index: int,
         cache_key: Any,
         code_cache: MutableMapping[Any, Any] | None = None,
+        stack_keys: Collection[str] = (),
     ) -> State:
         """abir extension: run the machine, `while min(pc) < halt_index: state =
-        kernels[next block](state)`, and return the final state. `cache_key` and `code_cache`
-        let a compiling backend reuse its compiled loop; an eager one may ignore them."""
+        kernels[next block](state)`, and return the final state. `cache_key` identifies
+        (program, signature, batch size) and `code_cache` (the program's own cache, see
+        `Backend.run_cache`) keeps compiled code, so a compiling backend reuses its loop; an
+        eager one may ignore both. `stack_keys` are the state's `[D, B, ...]` stacks, which split
+        kernels get apart (`separate_stacks`)."""
 
     @abc.abstractmethod
     def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
@@ -825,20 +824,6 @@ class Backend(BackendProtocol):
     def next_block(self, pc: Any) -> Any:
         """The block the machine runs next, by this backend's `scheduler`."""
         return self.scheduler(self, pc)
-
-    @abc.abstractmethod
-    def run(
-        self,
-        kernels: Sequence[Kernel],
-        state: State,
-        halt_index: int,
-        cache_key: Any,
-        code_cache: MutableMapping[Any, Any] | None = None,
-    ) -> State:
-        """Run `while min(pc) < halt_index: state = kernels[min(pc)](state)` and return the final
-        state. `cache_key` identifies (program, signature, batch size) so compiled code can be
-        reused across calls, kept in `code_cache` (the program's own cache, see `run_cache`);
-        NumPy ignores both."""
 
     code_cache: MutableMapping[Any, Any] | None = None
     """A cache of compiled runs the user gave the backend (shared by the instances given it);

@@ -46,7 +46,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import warnings
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import jax
@@ -65,10 +65,10 @@ from abir.backends.base import (
     RunStats,
     Scheduler,
     State,
-    is_stack_key,
     loops_to_itself,
     map_tensor_types,
     register_writes,
+    separate_stacks,
     splittable,
     tail_start_of,
 )
@@ -444,6 +444,7 @@ class JaxBackend(Backend):
         halt_index: int,
         cache_key: Any,
         code_cache: MutableMapping[Any, Any] | None = None,
+        stack_keys: Collection[str] = (),
     ) -> State:
         """One jitted `lax.while_loop`, compiled once per `cache_key` and state signature.
 
@@ -462,7 +463,7 @@ class JaxBackend(Backend):
             kernels,
             halt_index,
             cache_key,
-            lambda ks, halt: jax.jit(self._loop(ks, halt), compiler_options=options),
+            lambda ks, halt: jax.jit(self._loop(ks, halt, stack_keys), compiler_options=options),
             (self.execution, self.collect_stats, staged),
         )
         if staged:  # into the caller's computation: one launch, no host round trip
@@ -475,13 +476,15 @@ class JaxBackend(Backend):
         self.last_stats = None if counters is None else _run_stats(counters)
         return state
 
-    def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
+    def _loop(
+        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
+    ) -> Callable[[State, Any], State]:
         """The machine loop over `kernels` as a traceable function of the state and the most
         loop iterations to run (`Backend.run_in_launches`)."""
         if self.execution == "sweep":
-            return self._sweep_loop(kernels, halt_index)
+            return self._sweep_loop(kernels, halt_index, stack_keys)
         if splittable(kernels):
-            return self._split_loop(kernels, halt_index)
+            return self._split_loop(kernels, halt_index, stack_keys)
 
         def loop(state: State, iterations: Any) -> State:
             self.trace_count += 1  # runs only while tracing
@@ -497,7 +500,9 @@ class JaxBackend(Backend):
 
         return loop
 
-    def _split_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
+    def _split_loop(
+        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
+    ) -> Callable[[State, Any], State]:
         """The loop over split kernels: the carry is (next block, register groups, stacks).
         Neither the registers nor the stacks pass through `lax.switch`: the branches read them
         and return only the block's register writes (write slots, see `RegisterLayout`) and
@@ -508,8 +513,7 @@ class JaxBackend(Backend):
 
         def loop(state: State, iterations: Any) -> State:
             self.trace_count += 1  # runs only while tracing
-            regs = {key: value for key, value in state.items() if not is_stack_key(key)}
-            stacks = {key: value for key, value in state.items() if is_stack_key(key)}
+            regs, stacks = separate_stacks(state, stack_keys)
             counts = {key: max(kernel.writes.get(key, 0) for kernel in kernels) for key in stacks}  # type: ignore[attr-defined]
             counts = {key: n for key, n in counts.items() if n}
             layout = RegisterLayout.build(
@@ -550,7 +554,9 @@ class JaxBackend(Backend):
 
         return loop
 
-    def _sweep_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
+    def _sweep_loop(
+        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
+    ) -> Callable[[State, Any], State]:
         """The loop of sweeps: each iteration runs every block in index order, each under a
         `lax.cond` on whether any member stands there right now (`_sweep_step`); blocks of the
         program's tail only once every live member is in the tail; a block that jumps to itself
@@ -564,7 +570,14 @@ class JaxBackend(Backend):
             # traced once: the work count and every sweep step reuse the one trace
             splits = [jax.jit(kernel.split) if splittable([kernel]) else None for kernel in kernels]
             steps = [
-                _sweep_step(kernel, state, self.stack_scatter, _compact_rows(kernel, state, split), split)
+                _sweep_step(
+                    kernel,
+                    state,
+                    self.stack_scatter,
+                    _compact_rows(kernel, state, stack_keys, split),
+                    split,
+                    stack_keys=stack_keys,
+                )
                 for kernel, split in zip(kernels, splits, strict=True)
             ]
             tail = tail_start_of(kernels)
@@ -807,6 +820,8 @@ def _sweep_step(
     scatter: Callable[[Any, Any, Any], Any],
     compact_rows: int | None = None,
     split: Callable[..., Any] | None = None,
+    *,
+    stack_keys: Collection[str],
 ) -> Callable[[State, Any], State]:
     """`(state, here) -> state`: `kernel` run when a member stands at its block (`here`, [B]).
     `step(state, here, anyone_here=True)` runs the block without the conditional, for a caller
@@ -820,7 +835,7 @@ def _sweep_step(
 
     With `compact_rows` (C), a run with at most C members here runs the kernel on those
     members' rows only (`_compact_run`); more members run it on every row. `split` stands for
-    `kernel.split` (e.g. jitted, so that its trace is shared)."""
+    `kernel.split` (e.g. jitted, so that its trace is shared); `stack_keys` are the state's stacks."""
     if not splittable([kernel]):
         branch = _conforming(kernel, template)
 
@@ -829,7 +844,7 @@ def _sweep_step(
 
         return whole_step
     split = split or kernel.split  # type: ignore[attr-defined]
-    regs = [key for key in template if not is_stack_key(key)]
+    regs = [key for key in template if key not in stack_keys]
     written = register_writes(kernel, regs)
     pushed = tuple(key for key, n in kernel.writes.items() if n)  # type: ignore[attr-defined]
 
@@ -859,8 +874,7 @@ def _sweep_step(
         return tuple(regs[key] for key in written), tuple(stacks[key] for key in pushed)
 
     def step(state: State, here: Any, anyone_here: bool = False) -> State:
-        regs = {key: value for key, value in state.items() if not is_stack_key(key)}
-        stacks = {key: value for key, value in state.items() if is_stack_key(key)}
+        regs, stacks = separate_stacks(state, stack_keys)
         if compact_rows is None:
             if anyone_here:
                 values, updated = run(regs, stacks, here)
@@ -894,24 +908,25 @@ COMPACT_FRACTION = 8
 took 442, 404, 421, 558 ms at B=1024, and B/4, B/8, B/16 37.7, 36.5, 37.3 ms at B=64)."""
 
 
-def _compact_rows(kernel: Kernel, template: State, split: Callable[..., Any] | None = None) -> int | None:
+def _compact_rows(
+    kernel: Kernel, template: State, stack_keys: Collection[str], split: Callable[..., Any] | None = None
+) -> int | None:
     """The rows a compacted run of `kernel` uses, or None when it always runs on the batch.
-    `split` stands for `kernel.split`."""
+    `split` stands for `kernel.split`; `stack_keys` are the state's stacks."""
     batch = int(template["pc"].shape[0])
     rows = max(1, batch // COMPACT_FRACTION)
     if rows >= batch or not splittable([kernel]):
         return None
-    if _row_work(split or kernel.split, template) < COMPACT_MIN_ROW_WORK:  # type: ignore[attr-defined]
+    if _row_work(split or kernel.split, template, stack_keys) < COMPACT_MIN_ROW_WORK:  # type: ignore[attr-defined]
         return None
     return rows
 
 
-def _row_work(split: Callable[..., Any], template: State) -> float:
+def _row_work(split: Callable[..., Any], template: State, stack_keys: Collection[str]) -> float:
     """`jaxpr_work` of a kernel's `split` per member (traced on the run's own shapes, so opaque
     helpers see the arrays they get in the run)."""
     specs = {key: jax.ShapeDtypeStruct(value.shape, value.dtype) for key, value in template.items()}
-    regs = {key: spec for key, spec in specs.items() if not is_stack_key(key)}
-    stacks = {key: spec for key, spec in specs.items() if is_stack_key(key)}
+    regs, stacks = separate_stacks(specs, stack_keys)
     jaxpr = jax.make_jaxpr(split)(regs, stacks).jaxpr
     return jaxpr_work(jaxpr) / int(template["pc"].shape[0])
 

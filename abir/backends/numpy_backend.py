@@ -27,7 +27,7 @@ hundred steps), and the stacks get a scratch row so a push is one unfiltered sca
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Collection, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -39,8 +39,8 @@ from abir.backends.base import (
     RunStats,
     Scheduler,
     State,
-    is_stack_key,
     loops_to_itself,
+    separate_stacks,
     smallest_live_block,
     splittable,
     tail_start_of,
@@ -79,17 +79,16 @@ class _ScratchStacks:
     seen as `[(D + 1) * B, ...]`, at flat rows computed once for the requests of a push group
     (they share `rows`)."""
 
-    def __init__(self, state: State, batch: int):
+    def __init__(self, stacks: State, batch: int):
         self.batch = batch
         self.views: dict[str, np.ndarray] = {}
         self.flat: dict[str, np.ndarray] = {}
-        for key, value in state.items():
-            if is_stack_key(key):
-                value = np.asarray(value)
-                padded = np.zeros((value.shape[0] + 1, *value.shape[1:]), value.dtype)
-                padded[:-1] = value
-                self.views[key] = padded[:-1]
-                self.flat[key] = padded.reshape(((value.shape[0] + 1) * batch, *value.shape[2:]))
+        for key, value in stacks.items():
+            value = np.asarray(value)
+            padded = np.zeros((value.shape[0] + 1, *value.shape[1:]), value.dtype)
+            padded[:-1] = value
+            self.views[key] = padded[:-1]
+            self.flat[key] = padded.reshape(((value.shape[0] + 1) * batch, *value.shape[2:]))
 
     def apply(self, writes: dict[str, list[tuple[Any, Any]]]) -> None:
         """Apply a kernel's write requests, in order."""
@@ -314,6 +313,7 @@ class NumpyBackend(Backend):
         halt_index: int,
         cache_key: Any,
         code_cache: MutableMapping[Any, Any] | None = None,
+        stack_keys: Collection[str] = (),
     ) -> State:
         """A Python loop over machine steps; records `last_stats` when `collect_stats` is set.
 
@@ -327,8 +327,8 @@ class NumpyBackend(Backend):
         halt = int(halt_index)
         split = splittable(kernels)
         if split:
-            regs = {key: value for key, value in state.items() if not is_stack_key(key)}
-            stacks = _ScratchStacks(state, batch)
+            regs, stack_arrays = separate_stacks(state, stack_keys)
+            stacks = _ScratchStacks(stack_arrays, batch)
         pc = np.asarray(state["pc"])
         self._repeats = [loops_to_itself(kernel) for kernel in kernels]
         self._tail = tail_start_of(kernels)

@@ -49,7 +49,7 @@ import os
 import sys
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -67,9 +67,9 @@ from abir.backends.base import (
     RunStats,
     Scheduler,
     State,
-    is_stack_key,
     loops_to_itself,
     register_writes,
+    separate_stacks,
     splittable,
     tail_start_of,
 )
@@ -435,10 +435,6 @@ class TensorFlowBackend(Backend):
         self.trace_count = 0  # how many times a run loop was traced
         self._staging: list[list[tf.Tensor]] = []  # per staged run being traced: its failed members
 
-    @property
-    def label(self) -> str:
-        return "tensorflow+xla" if self.jit_compile else "tensorflow"
-
     def is_traced(self, value: Any) -> bool:
         """A symbolic tensor of a graph being built (inside a `tf.function`)."""
         return bool(tf.is_symbolic_tensor(value))
@@ -616,6 +612,7 @@ class TensorFlowBackend(Backend):
         halt_index: int,
         cache_key: Any,
         code_cache: MutableMapping[Any, Any] | None = None,
+        stack_keys: Collection[str] = (),
     ) -> State:
         """One `tf.function` around a `tf.while_loop` (block sweeps, or one `tf.switch_case` per
         step), traced once per cache key and state signature. Without a `cache_key` the function
@@ -627,7 +624,7 @@ class TensorFlowBackend(Backend):
             state[STATS_KEY] = _zero_counters(len(kernels), int(state["pc"].shape[0]))
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
-            loop = self._loop(ks, halt)
+            loop = self._loop(ks, halt, stack_keys)
             return tf.function(loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False)
 
         config = (self.jit_compile, self.execution, self.collect_stats)
@@ -641,13 +638,15 @@ class TensorFlowBackend(Backend):
         self.last_stats = None if counters is None else _run_stats(counters)
         return state
 
-    def _loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
+    def _loop(
+        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
+    ) -> Callable[[State, Any], State]:
         """The machine loop over `kernels` as a traceable function of the state and the most
         loop iterations to run (`Backend.run_in_launches`)."""
         if self.execution == "sweep":
-            return self._sweep_loop(kernels, halt_index)
+            return self._sweep_loop(kernels, halt_index, stack_keys)
         if splittable(kernels):
-            return self._split_loop(kernels, halt_index)
+            return self._split_loop(kernels, halt_index, stack_keys)
 
         def loop(state: State, iterations: tf.Tensor) -> State:
             self.trace_count += 1  # runs only while tracing
@@ -663,7 +662,9 @@ class TensorFlowBackend(Backend):
 
         return loop
 
-    def _sweep_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
+    def _sweep_loop(
+        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
+    ) -> Callable[[State, Any], State]:
         """The loop of sweeps (as in the JAX backend): each iteration runs every block in index
         order, each under a `tf.cond` on whether any member stands there right now (see
         `_sweep_step`). The loop variables are the state and, with `collect_stats`, the
@@ -673,7 +674,7 @@ class TensorFlowBackend(Backend):
             self.trace_count += 1  # runs only while tracing
             state = dict(state)
             stats = state.pop(STATS_KEY, None)
-            steps = [_sweep_step(kernel, state, self.stack_scatter) for kernel in kernels]
+            steps = [_sweep_step(kernel, state, stack_keys, self.stack_scatter) for kernel in kernels]
             tail = tail_start_of(kernels)
 
             def cond(used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tf.Tensor:
@@ -718,7 +719,9 @@ class TensorFlowBackend(Backend):
 
         return loop
 
-    def _split_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
+    def _split_loop(
+        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
+    ) -> Callable[[State, Any], State]:
         """The loop over split kernels (as in the JAX backend): the loop variables are (next
         block, regs, stacks); the stacks are read in the branches and updated by the padded
         write requests after the switch. With XLA the registers are packed into groups too
@@ -726,12 +729,11 @@ class TensorFlowBackend(Backend):
         after the switch in place; without XLA (no in-place updates, but pass-through tensors
         are free) the regs pass through `tf.switch_case` whole."""
         if self.jit_compile:
-            return self._grouped_loop(kernels, halt_index)
+            return self._grouped_loop(kernels, halt_index, stack_keys)
 
         def loop(state: State, iterations: tf.Tensor) -> State:
             self.trace_count += 1  # runs only while tracing
-            regs = {key: value for key, value in state.items() if not is_stack_key(key)}
-            stacks = {key: value for key, value in state.items() if is_stack_key(key)}
+            regs, stacks = separate_stacks(state, stack_keys)
             counts = _write_counts(kernels, stacks)
 
             def cond(block: tf.Tensor, regs: State, stacks: State) -> tf.Tensor:
@@ -755,14 +757,15 @@ class TensorFlowBackend(Backend):
                 stacks[key] = self.stack_scatter(stacks[key], rows, value)
         return stacks
 
-    def _grouped_loop(self, kernels: tuple[Kernel, ...], halt_index: int) -> Callable[[State, Any], State]:
+    def _grouped_loop(
+        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
+    ) -> Callable[[State, Any], State]:
         """The XLA loop: loop variables (next block, register groups, stacks); each branch
         returns its block's write slots and stack write requests (see `RegisterLayout`)."""
 
         def loop(state: State, iterations: tf.Tensor) -> State:
             self.trace_count += 1  # runs only while tracing
-            regs = {key: value for key, value in state.items() if not is_stack_key(key)}
-            stacks = {key: value for key, value in state.items() if is_stack_key(key)}
+            regs, stacks = separate_stacks(state, stack_keys)
             counts = _write_counts(kernels, stacks)
             layout = RegisterLayout.build(
                 kernels, {key: (value.dtype, tuple(value.shape)) for key, value in regs.items()}
@@ -891,7 +894,9 @@ def _run_stats(counters: dict[str, tf.Tensor]) -> RunStats:
     )
 
 
-def _sweep_step(kernel: Kernel, template: State, scatter: Callable[[Any, Any, Any], Any]) -> Callable[[State, tf.Tensor], State]:
+def _sweep_step(
+    kernel: Kernel, template: State, stack_keys: Collection[str], scatter: Callable[[Any, Any, Any], Any]
+) -> Callable[[State, tf.Tensor], State]:
     """`(state, any_here) -> state`: `kernel` run under a `tf.cond` when a member stands at its
     block. As in the JAX backend, the conditional returns only what the block may change: the
     registers it writes and the stacks it pushes onto (its write requests scattered with
@@ -904,14 +909,13 @@ def _sweep_step(kernel: Kernel, template: State, scatter: Callable[[Any, Any, An
             return tf.cond(any_here, _conforming(kernel, state), lambda: dict(state))
 
         return whole
-    written = register_writes(kernel, [key for key in template if not is_stack_key(key)])
+    written = register_writes(kernel, [key for key in template if key not in stack_keys])
     pushed = tuple(key for key, n in kernel.writes.items() if n)  # type: ignore[attr-defined]
     if not written and not pushed:
         return lambda state, any_here: state
 
     def split(state: State, any_here: tf.Tensor) -> State:
-        regs = {key: state[key] for key in template if not is_stack_key(key)}
-        stacks = {key: state[key] for key in template if is_stack_key(key)}
+        regs, stacks = separate_stacks({key: state[key] for key in template}, stack_keys)
 
         def run() -> tuple[tuple[tf.Tensor, ...], tuple[tf.Tensor, ...]]:
             out, writes = kernel.split(dict(regs), stacks)  # type: ignore[attr-defined]

@@ -21,13 +21,24 @@ The machine itself does not use these objects: its kernels update the flat state
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from abir.backends.base import BackendProtocol
+
+class VariableBackend(Protocol):
+    """The methods of `abir.backends.base.BackendProtocol` a variable uses (named here so that
+    this module sits below `base`, which builds its variables)."""
+
+    def any(self, t: Any, name: str | None = None) -> Any: ...
+    def static_value(self, t: Any) -> Any: ...
+    def type_of(self, t: Any, dtype_hint: Any = None) -> Any: ...
+    def where(self, condition: Any, x: Any, y: Any, name: str | None = None) -> Any: ...
+    def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any: ...
+    def stack_write(self, stack: Any, index: Any, value: Any, mask: Any) -> Any: ...
+    def stack_read(self, stack: Any, index: Any) -> Any: ...
 
 INDEX_DTYPE = np.dtype(np.int32)
 """The dtype of a variable's per-member stack pointer."""
@@ -109,7 +120,7 @@ class RegisterVariable:
     """A `register` variable: one `[B, *shape]` array, updated under a mask; it never crosses a
     call, so push and pop change nothing."""
 
-    backend: BackendProtocol
+    backend: VariableBackend
     value: Any
 
     def read(self, name: str | None = None) -> Any:
@@ -134,7 +145,7 @@ class FullVariable:
     or a pop with nothing saved raises ValueError on an eager backend (where `static_value`
     sees the values); in a traced computation the offending members' push or pop is skipped."""
 
-    backend: BackendProtocol
+    backend: VariableBackend
     current: Any
     stack: Any
     index: Any
@@ -178,6 +189,6 @@ class FullVariable:
             raise ValueError(f"{message} (batch members {members.tolist()})")
 
 
-def _prim(backend: BackendProtocol, name: str, *args: Any) -> Any:
+def _prim(backend: VariableBackend, name: str, *args: Any) -> Any:
     """A boolean-valued builtin prim (a comparison or logical op)."""
     return backend.builtin_prim(name, list(args), np.bool_)

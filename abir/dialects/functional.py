@@ -185,12 +185,6 @@ class FuncOp(IRDLOperation):
                 f"differ from the parameter types {list(map(str, self.function_type.inputs.data))}"
             )
 
-    def update_function_type(self) -> None:
-        """Recompute `function_type` from the entry block and the (first) return op."""
-        returns = [op for op in self.walk() if isinstance(op, ReturnOp)]
-        outputs = returns[0].arguments.types if returns else self.function_type.outputs.data
-        self.function_type = FunctionType.from_lists(self.entry_block.arg_types, outputs)
-
     # Hand-written, as xDSL's func.func: named entry-block arguments in the signature are not
     # expressible in the declarative format.
     @classmethod
@@ -540,6 +534,23 @@ class PrimOp(SSAPrimOpBase):
     name = "functional.prim"
 
     traits = traits_def(PrimSymbolUser(), PrimEffects(), PrimSpeculatable())
+
+
+# Discardable attributes the frontend puts on a `functional.prim` for `infer-types`, which
+# reads and drops them (`abir.passes.prim_evaluation`):
+LOCATION_ATTR = "abir.loc"
+"""`"file:line"` of the Python construct the prim comes from."""
+SOURCE_ATTR = "abir.source"
+"""The Python construct's text (`"v[i]"`)."""
+INTEGER_OPERANDS_ATTR = "abir.integer_operands"
+"""The prim's operands must be integers or booleans, else type inference fails with the
+attribute's text (the frontend's located error for a float `range()` bound)."""
+ARRAY_OPERAND_ERROR_ATTR = "abir.array_operand_error"
+"""On the prim of `x op= v`: type inference fails with the attribute's text when `x` (the first
+operand) is a per-member array, which NumPy would update in place where abir cannot follow it."""
+IN_PLACE_RESULT_ATTR = "abir.in_place_result"
+"""On the prim of `x op= v`: when `x` (the first operand) is a per-member array, NumPy updates it
+in place, so the result keeps its dtype and shape; else type inference fails with the text."""
 
 
 ConstantValue = IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr

@@ -37,12 +37,10 @@ from xdsl.ir import SSAValue
 
 from abir import array_prims
 from abir.array_ops import ARRAY, BASIC, BATCHED, IndexComponent
-from abir.dialects.functional import PrimOp, UnknownType
+from abir.dialects.functional import LOCATION_ATTR, SOURCE_ATTR, PrimOp, UnknownType
 from abir.frontend.aliases import SCALAR_OR_VIEW, VIEW
 from abir.frontend.state import LoweringState
-from abir.frontend.values import Static, flatten, unflatten
-from abir.opaque import awaits_result_structure, stand_in
-from abir.passes.prim_evaluation import LOCATION_ATTR, SOURCE_ATTR
+from abir.frontend.values import Static, awaits_result_structure, flatten, stand_in, unflatten
 from abir.types import element_type_of
 
 REDUCTION_FUNCTIONS: dict[Any, str] = {

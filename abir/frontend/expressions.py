@@ -34,10 +34,11 @@ from xdsl.ir import SSAValue
 
 from abir import prims
 from abir.dialects.functional import CallOp, UnknownType
+from abir.dry_run import truthy
 from abir.frontend.arrays import ArrayLowering, _LikeDtype
 from abir.frontend.state import UnknownResultStructure, _what, describe_structure
-from abir.frontend.values import MaybeUndefined, Static, flatten, unflatten
-from abir.opaque import CallSite, Helper, awaits_result_structure, helper_result_structure, stand_in
+from abir.frontend.values import MaybeUndefined, Static, awaits_result_structure, flatten, stand_in, unflatten
+from abir.opaque import CallSite, Helper, helper_result_structure
 
 BINARY_PRIMS: dict[type[ast.operator], str] = {
     ast.Add: "add",
@@ -467,8 +468,6 @@ class ExpressionLowering(ArrayLowering):
         if isinstance(callee, str):
             return self._batched_call(node, callee)
         fn = callee.value
-        from abir.context import truthy
-
         if fn is truthy:
             return self._truthy(node)
         if fn is range:

@@ -51,7 +51,7 @@ from xdsl.ir import Block, SSAValue
 
 from abir.array_ops import IndexComponent
 from abir.array_prims import format_index
-from abir.dialects.functional import PrimOp
+from abir.dialects.functional import ARRAY_OPERAND_ERROR_ATTR, IN_PLACE_RESULT_ATTR, PrimOp
 from abir.frontend.aliases import (
     Binding,
     Root,
@@ -63,7 +63,6 @@ from abir.frontend.aliases import (
 from abir.frontend.expressions import ExpressionLowering, _unwrap
 from abir.frontend.state import Env, _what
 from abir.frontend.values import MaybeUndefined, Static, flatten
-from abir.passes.prim_evaluation import ARRAY_OPERAND_ERROR_ATTR, IN_PLACE_RESULT_ATTR
 
 IN_PLACE_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.iadd,

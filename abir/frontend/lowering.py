@@ -20,7 +20,7 @@ import optree
 from xdsl.dialects.builtin import IntegerType, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 
-from abir.dialects.functional import ConstantOp, FuncOp, PrimOp, UnknownType
+from abir.dialects.functional import INTEGER_OPERANDS_ATTR, ConstantOp, FuncOp, PrimOp, UnknownType
 from abir.frontend.aliases import item_assigned_names
 from abir.frontend.cfg import FunctionGraph
 from abir.frontend.expressions import _drop_none
@@ -33,9 +33,15 @@ from abir.frontend.state import (
     UnknownResultStructure,
     describe_structure,
 )
-from abir.frontend.values import MaybeUndefined, Static, flatten, is_materializable, unflatten
-from abir.opaque import awaits_result_structure, stand_in
-from abir.passes.prim_evaluation import INTEGER_OPERANDS_ATTR
+from abir.frontend.values import (
+    MaybeUndefined,
+    Static,
+    awaits_result_structure,
+    flatten,
+    is_materializable,
+    stand_in,
+    unflatten,
+)
 
 UNSUPPORTED_STATEMENTS: dict[str, tuple[str, str]] = {
     "With": ("`with` statements are not supported", "move the `with` block into a helper function"),

@@ -30,6 +30,18 @@ SpecKey = tuple[str, tuple[optree.PyTreeSpec, ...]]
 
 
 @dataclass(frozen=True)
+class FrontendProgram:
+    """The frontend's result for one entry function and argument structure."""
+
+    module: ModuleOp
+    """Functional dialect, verified; only the functions reachable from the entry."""
+    entry: str
+    """Symbol of the entry function's specialization."""
+    output_treedef: optree.PyTreeSpec
+    """Rebuilds the entry's flat results into the Python structure it returns."""
+
+
+@dataclass(frozen=True)
 class FunctionEntry:
     """What a program needs to know about one decorated function."""
 

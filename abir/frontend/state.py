@@ -26,12 +26,13 @@ from abir.frontend.values import (
     LEAF,
     MaybeUndefined,
     Static,
+    awaits_result_structure,
     constant_op,
     flatten,
     is_materializable,
+    stand_in,
     unflatten,
 )
-from abir.opaque import awaits_result_structure, stand_in
 
 Env = dict[str, Any]
 Arrival = tuple[Block | Edge, Env]

@@ -20,7 +20,8 @@ import optree
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAttr, i1, i64
 from xdsl.ir import Attribute, SSAValue
 
-from abir.dialects.functional import ConstantOp
+from abir.dialects.functional import ConstantOp, PrimOp
+from abir.opaque import Helper, pending_helper
 from abir.types import element_type_of, ir_type
 
 
@@ -103,3 +104,27 @@ def _scalar_attr(array: np.ndarray) -> Attribute:
     if array.dtype.kind == "f":
         return FloatAttr(float(array), element)  # type: ignore[arg-type]
     return IntegerAttr(int(array), element)  # type: ignore[arg-type]
+
+
+def awaits_result_structure(value: Any) -> bool:
+    """Whether `value` is the result of a helper call lowered before type inference learned the
+    structure the helper returns: the frontend may use it in place of what it cannot lower yet (a
+    part of that structure, `result.field`, or a call taking it) through `stand_in`."""
+    return _pending_helper(value) is not None
+
+
+def stand_in(value: Any) -> Any:
+    """`value` (see `awaits_result_structure`), used as a placeholder: once type inference learns
+    the helper's structure it raises `HelperStructureLearned`, even when the call's flat results
+    fit that structure, so that the program is lowered again without the placeholder."""
+    helper = _pending_helper(value)
+    assert helper is not None, "only a helper result awaiting its structure can stand in"
+    helper.stood_in = True
+    return value
+
+
+def _pending_helper(value: Any) -> Helper | None:
+    owner = getattr(value, "owner", None)
+    if not isinstance(owner, PrimOp) or owner.callee is None:
+        return None
+    return pending_helper(owner.prim_name)

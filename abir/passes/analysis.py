@@ -1,9 +1,8 @@
 """Plain-Python analyses shared by abir's passes.
 
 * call graph of a functional module, its strongly connected components and reachability;
-* generic fixed-point dataflow on control-flow graphs with loops: backward liveness and forward
-  definedness (variables written on every path);
-* instantiations of both for functional SSA functions and for the stack dialect's named variables;
+* generic fixed-point dataflow on control-flow graphs with loops: backward liveness;
+* its instantiations for functional SSA functions and for the stack dialect's named variables;
 * the helpers every pass shares, each defined once: the module attribute naming the entry
   (`ENTRY_ATTR`) and the block attribute naming a function (`FUNCTION_ATTR`), the program of a
   stack or vm module (`the_program`, `the_vm_program`), a block's function (`function_of`,
@@ -181,32 +180,6 @@ def backward_liveness(
     return live_in, live_out
 
 
-def forward_definedness(
-    nodes: Sequence[N],
-    successors: Callable[[N], Iterable[N]],
-    defs: Mapping[N, set[V]],
-    entry: N,
-    entry_defined: set[V],
-) -> dict[N, set[V]]:
-    """Values written on EVERY path from `entry` to the start of each node (a must-analysis)."""
-    preds = predecessors(nodes, successors)
-    universe: set[V] = set(entry_defined).union(*defs.values()) if defs else set(entry_defined)
-    defined_in: dict[N, set[V]] = {n: set(universe) for n in nodes}
-    defined_in[entry] = set(entry_defined)
-    changed = True
-    while changed:
-        changed = False
-        for node in nodes:
-            if node == entry:
-                continue
-            incoming = [defined_in[p] | defs[p] for p in preds.get(node, [])]
-            new = set.intersection(*incoming) if incoming else set()
-            if new != defined_in[node]:
-                defined_in[node] = new
-                changed = True
-    return defined_in
-
-
 # ---------------------------------------------------------------------------------------------
 # Functional SSA liveness
 # ---------------------------------------------------------------------------------------------
@@ -354,11 +327,3 @@ def machine_successors(program: stack.ProgramOp) -> dict[Block, list[Block]]:
         else:
             successors[block] = list(term.successors) if term is not None else []
     return successors
-
-
-def variable_definedness(program: stack.ProgramOp) -> dict[Block, set[str]]:
-    """Variables certainly written before each block starts (program inputs count as written)."""
-    blocks = list(program.body.blocks)
-    defs = {b: block_uses_defs(b)[1] for b in blocks}
-    inputs = {i.string_value() for i in program.inputs.data}
-    return forward_definedness(blocks, stack_block_successors, defs, blocks[0], inputs)

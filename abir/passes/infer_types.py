@@ -46,12 +46,10 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
 from abir.dialects import functional
+from abir.dialects.functional import INTEGER_OPERANDS_ATTR, LOCATION_ATTR, SOURCE_ATTR
 from abir.errors import TypeInferenceError
 from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of, reachable
 from abir.passes.prim_evaluation import (
-    INTEGER_OPERANDS_ATTR,
-    LOCATION_ATTR,
-    SOURCE_ATTR,
     LocatedTypeInferenceError,
     PrimEvaluator,
     check_in_place,

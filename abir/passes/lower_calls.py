@@ -41,6 +41,7 @@ from abir.passes.analysis import (
     reachable,
     ssa_liveness,
 )
+from abir.passes.infer_types import default_entry
 from abir.types import is_value_type
 
 
@@ -272,6 +273,4 @@ class LowerCallsPass(ModulePass):
     entry: str | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from abir.passes.infer_types import default_entry
-
         replace_module_body(op, lower_calls(op, self.entry or default_entry(op)))

@@ -22,6 +22,12 @@ from xdsl.ir import Attribute, SSAValue
 
 from abir import array_prims, prims
 from abir.dialects import functional
+from abir.dialects.functional import (
+    ARRAY_OPERAND_ERROR_ATTR,
+    IN_PLACE_RESULT_ATTR,
+    LOCATION_ATTR,
+    SOURCE_ATTR,
+)
 from abir.errors import AbirError, LocatedSyntaxError, TypeInferenceError
 from abir.opaque import Helper, HelperStructureLearned, helper_error, lookup_opaque, site_of
 from abir.passes.type_lattice import (
@@ -158,12 +164,6 @@ class LocatedTypeInferenceError(TypeInferenceError):
     """A type inference error that already names the user's file and line."""
 
 
-LOCATION_ATTR = "abir.loc"
-"""On a prim the frontend emits: `"file:line"` of the Python construct it comes from."""
-SOURCE_ATTR = "abir.source"
-"""On a prim the frontend emits: the Python construct's text (`"v[i]"`)."""
-
-
 def array_prim_error(op: functional.PrimOp, args: Sequence[TensorType], exc: Exception) -> TypeInferenceError:
     """The error for array prim `op` failing on per-member operands of types `args`: located at
     the Python construct (`abir.loc`) when the frontend recorded it."""
@@ -183,19 +183,6 @@ def array_prim_error(op: functional.PrimOp, args: Sequence[TensorType], exc: Exc
     source = linecache.getline(filename, int(line)).strip() if line.isdigit() else ""
     shown = f"\n    {source}\n" if source else "\n"
     return LocatedTypeInferenceError(f"{location.data}: in batched function '{name}'{shown}{message}")
-
-
-INTEGER_OPERANDS_ATTR = "abir.integer_operands"
-"""On a prim: its operands must be integers or booleans, else type inference fails with the
-attribute's text (the frontend's located error for a float `range()` bound)."""
-
-
-ARRAY_OPERAND_ERROR_ATTR = "abir.array_operand_error"
-"""On the prim of `x op= v`: type inference fails with the attribute's text when `x` (the first
-operand) is a per-member array, which NumPy would update in place where abir cannot follow it."""
-IN_PLACE_RESULT_ATTR = "abir.in_place_result"
-"""On the prim of `x op= v`: when `x` (the first operand) is a per-member array, NumPy updates it
-in place, so the result keeps its dtype and shape; else type inference fails with the text."""
 
 
 def check_integer_operands(requirement: Attribute, operands: Sequence[Fact]) -> None:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+import abir
 from abir.testing.generate import PAIR, FuzzProgram, ValueType, tensor_types, type_of
 
 BACKENDS = ("numpy", "jax", "tf")
@@ -100,8 +101,6 @@ def message_shape(message: str) -> str:
 
 
 def make_backend(name: str) -> Any:
-    import abir
-
     if name not in VARIANTS:
         raise ValueError(f"unknown backend '{name}'; choose from {', '.join(VARIANTS)}")
     variant = VARIANTS[name]
@@ -251,8 +250,6 @@ def batched_inputs(program: FuzzProgram, namespace: dict[str, Any]) -> list[Any]
 
 def batched_entry(program: FuzzProgram, namespace: dict[str, Any]) -> Any:
     """Every batched function decorated in one Context (some with a `type_inference`); the entry."""
-    import abir
-
     ctx = abir.Context()
     decorated = {}
     for name in program.batched:

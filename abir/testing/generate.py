@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from abir.types import TensorType
+
 INT, FLOAT, BOOL, VEC, PAIR = "int", "float", "bool", "vec", "pair"
 MASK = "mask"
 """A per-member bool array (`v > 0.5`), only ever reduced (`.any()`) or selected with."""
@@ -118,8 +120,6 @@ def _leaves(value: Any) -> list[Any]:
 
 def tensor_types(t: ValueType, vector_size: int) -> list[Any]:
     """The per-member `abir.TensorType` leaves of a value of type `t`."""
-    from abir.types import TensorType
-
     if isinstance(t, tuple):
         return [leaf for part in t for leaf in tensor_types(part, vector_size)]
     if t == PAIR:

@@ -53,13 +53,17 @@ def _event_shape(name: str, value: Any, backend: Backend, want: TensorType) -> t
     return shape
 
 
-def batch_size_of(names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> int:
-    """The common batch size: every leaf has leading dimension B or 1."""
-    sizes = {name: shape[0] for name, shape in zip(names, shapes, strict=True)}
-    big = sorted({s for s in sizes.values() if s != 1})
+def batch_size_of(caller: str, names: Sequence[str], shapes: Sequence[tuple[int, ...]]) -> int:
+    """The common batch size of the leaves `names` (as an error names them) with `shapes`: every
+    leaf has leading dimension B or 1 (a scalar counts as 1). `caller` is who got them."""
+    sizes = [shape[0] if shape else 1 for shape in shapes]
+    big = sorted(set(sizes) - {1})
     if len(big) > 1:
-        detail = ", ".join(f"{n!r}: {s}" for n, s in sizes.items())
-        raise ValueError(f"batch sizes disagree ({detail}); every input needs the same batch size, or 1")
+        which = ", ".join(f"{name} has {size}" for name, size in zip(names, sizes, strict=True) if size != 1)
+        raise ValueError(
+            f"{caller} got arguments with mismatched batch sizes {', '.join(map(str, big))}; every argument's "
+            f"leading (batch) dimension must be the same or 1 (the batch sizes disagree: {which})"
+        )
     return big[0] if big else 1
 
 
@@ -78,7 +82,7 @@ def prepare_inputs(
         shape = _event_shape(name, value, backend, want)
         shapes.append(shape)
         arrays.append(np.asarray(value, want_dtype) if _on_host(value) else backend.asarray(value, want_dtype))
-    batch = batch_size_of(names, shapes)
+    batch = batch_size_of("the program", [f"input {name!r}" for name in names], shapes)
     leaves = [_broadcast(backend, array, shape, batch, want) for array, shape, want in zip(arrays, shapes, types, strict=True)]
     return batch, leaves
 

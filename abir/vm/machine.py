@@ -716,6 +716,12 @@ class Machine:
     def num_blocks(self) -> int:
         return len(self.plans)
 
+    @property
+    def stack_keys(self) -> frozenset[str]:
+        """The state keys of the `[D, B, ...]` stacks (what `Backend.run` keeps apart)."""
+        keys = {state_ops.stack_key(name) for name, var in self.variables.items() if var.is_stack}
+        return frozenset({*keys, state_ops.PC_STACK} if self.has_calls else keys)
+
     def kernels(self, backend: Backend, count_steps: bool = False) -> list[Kernel]:
         """The block kernels for `backend` (built on first use, then reused); with
         `count_steps`, the kernels of a run with a step limit (`state_ops.count_step`)."""
@@ -809,7 +815,9 @@ class Machine:
         counting = max_steps is not None
         if counting and cache_key is not None:
             cache_key = (cache_key, "max_steps")
-        state = backend.run(self.kernels(backend, counting), state, self.num_blocks, cache_key, self.run_cache)
+        state = backend.run(
+            self.kernels(backend, counting), state, self.num_blocks, cache_key, self.run_cache, self.stack_keys
+        )
         self.last_stats = backend.last_stats
         if backend.is_traced(state[state_ops.PC]):
             keys = (state_ops.OVERFLOW, state_ops.UNDERFLOW, *((state_ops.STOPPED_AT,) if counting else ()))

@@ -1,4 +1,21 @@
-"""Masked updates of the machine state, written once against the backend protocol.
+"""The machine state's layout and its masked updates, written once against the backend protocol.
+
+The state is a flat `dict[str, array]`, every array with the batch dimension B:
+
+    "pc"            int32 [B]        each member's program counter (halted members hold N)
+    "pc_stack"      int32 [D, B]     saved return blocks (only when the program has vm.call)
+    "pc_sp"         int32 [B]        per-member depth of pc_stack
+    "r:<var>"       [B, *shape]      a register, or the top (current value) of a stack variable
+    "s:<var>"       [D, B, *shape]   the saved values of a stack variable
+    "sp:<var>"      int32 [B]        saved values of <var> (variables pushed and popped together
+                                     by the same ops share one pointer, named after the first)
+    "overflow"      int32 [B]        0, or 1 + the index of the block whose push overflowed
+    "underflow"     int32 [B]        likewise for a pop/peek/return with nothing saved
+    "steps_left"    int32 [B]        blocks a member may still run (only with `max_steps`)
+    "stopped_at"    int32 [B]        -1, or the block a member stood at when its steps ran out
+
+Backends know only "pc" and which keys are stacks (`is_stack_key`; the machine passes them to
+`Backend.run` as `stack_keys`).
 
 A kernel works on a `Frame`: the small per-member arrays of the state (pc, registers, stack
 pointers, error flags: `regs`), read-only views of the stacks (`stacks`), and the stack writes
@@ -22,20 +39,17 @@ from typing import Any
 
 import numpy as np
 
-from abir.backends.base import Backend, State, is_stack_key
+from abir.backends.base import Backend, State
 
 OVERFLOW = "overflow"
 UNDERFLOW = "underflow"
 PC = "pc"
 PC_STACK = "pc_stack"
 PC_SP = "pc_sp"
-FLAG_KEYS = (OVERFLOW, UNDERFLOW)
 STEPS_LEFT = "steps_left"
 STOPPED_AT = "stopped_at"
 STEP_LIMIT_KEYS = (STEPS_LEFT, STOPPED_AT)
 """Per-member registers of a run with a step limit (`count_step`)."""
-
-__all__ = ["is_stack_key"]  # re-exported for the machine
 
 Writes = dict[str, list[tuple[Any, Any]]]
 """Stack key -> the block's write requests `(rows, value)`, to be applied in order."""
@@ -51,6 +65,11 @@ def stack_key(var: str) -> str:
 
 def pointer_key(var: str) -> str:
     return f"sp:{var}"
+
+
+def is_stack_key(key: str) -> bool:
+    """Whether a state key names a `[D, B, ...]` stack."""
+    return key == PC_STACK or key.startswith("s:")
 
 
 def split_state(state: State) -> tuple[State, State]:

@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAt
 from xdsl.ir import Attribute
 
 from abir.backends.base import Backend
-from abir.types import TensorType, tensor_type_of
+from abir.types import tensor_type_of
 
 
 def constant_array(value: Attribute) -> np.ndarray:
@@ -54,7 +54,3 @@ def align_operands(backend: Backend, values: Sequence[Any], padding: Sequence[in
 def result_dtype(type: Attribute) -> np.dtype:
     """The NumPy dtype of a result of IR type `type`."""
     return np.dtype(tensor_type_of(type).dtype)
-
-
-def input_types(types: Sequence[Attribute]) -> list[TensorType]:
-    return [tensor_type_of(t) for t in types]

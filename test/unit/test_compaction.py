@@ -68,9 +68,9 @@ def test_every_block_compacted_equals_python(name: str, monkeypatch: pytest.Monk
     compacted = []
     sweep_step = jax_backend._sweep_step
 
-    def spy(kernel, template, scatter, compact_rows=None, split=None):
+    def spy(kernel, template, scatter, compact_rows=None, split=None, **keywords):
         compacted.append(compact_rows)
-        return sweep_step(kernel, template, scatter, compact_rows, split)
+        return sweep_step(kernel, template, scatter, compact_rows, split, **keywords)
 
     monkeypatch.setattr(jax_backend, "_sweep_step", spy)
     fn, args = cases()[name]
@@ -83,9 +83,9 @@ def test_default_threshold_compacts_only_the_heavy_block(monkeypatch: pytest.Mon
     compacted = []
     sweep_step = jax_backend._sweep_step
 
-    def spy(kernel, template, scatter, compact_rows=None, split=None):
+    def spy(kernel, template, scatter, compact_rows=None, split=None, **keywords):
         compacted.append((kernel.plan.instructions, compact_rows))
-        return sweep_step(kernel, template, scatter, compact_rows, split)
+        return sweep_step(kernel, template, scatter, compact_rows, split, **keywords)
 
     monkeypatch.setattr(jax_backend, "_sweep_step", spy)
     fn, args = cases()["noisy_walk"]

@@ -143,14 +143,6 @@ def test_functional_unknown_types_are_compatible() -> None:
     assert not fn.types_compatible(i64, i32)
 
 
-def test_functional_update_function_type() -> None:
-    module = build_fib()
-    func = next(op for op in module.walk() if isinstance(op, fn.FuncOp))
-    func.function_type = fn.FunctionType.from_lists([i64], [fn.UnknownType()])
-    func.update_function_type()
-    assert func.function_type.outputs.data == (i64,)
-
-
 def module_with_func(
     build: Callable[[Block], None],
     arg_types: list[Attribute],

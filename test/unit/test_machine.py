@@ -199,7 +199,7 @@ def test_overflow_flag_recorded_per_member(fib):
     backend = NumpyBackend()
     batch, leaves = 2, [np.array([1, 9])]
     state = fib.initial_state(backend, leaves, batch, 4)
-    state = backend.run(fib.kernels(backend), state, fib.num_blocks, None)
+    state = backend.run(fib.kernels(backend), state, fib.num_blocks, None, stack_keys=fib.stack_keys)
     assert state["overflow"][0] == 0 and state["overflow"][1] > 0
     assert state["r:ret"][0] == 1  # the shallow member finished normally
 

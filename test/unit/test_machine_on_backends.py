@@ -155,7 +155,9 @@ def test_machine_overflow_raises_the_numpy_error(fib_machine, make_backend) -> N
 def test_machine_overflowing_member_does_not_disturb_others(fib_machine, make_backend) -> None:
     backend = make_backend()
     state = fib_machine.initial_state(backend, [backend.asarray(np.array([1, 9, 4]))], 3, 4)
-    state = backend.run(fib_machine.kernels(backend), state, fib_machine.num_blocks, None)
+    state = backend.run(
+        fib_machine.kernels(backend), state, fib_machine.num_blocks, None, stack_keys=fib_machine.stack_keys
+    )
     overflow = backend.to_numpy(state["overflow"])
     assert overflow[0] == 0 and overflow[1] > 0 and overflow[2] == 0
     np.testing.assert_array_equal(backend.to_numpy(state["r:ret"])[[0, 2]], [1, 5])

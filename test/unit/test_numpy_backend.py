@@ -392,7 +392,7 @@ def test_run_leaves_the_callers_stacks_alone():
     be = NumpyBackend()
     state = fib.initial_state(be, [np.array([5, 9, 3])], 3, 8)
     before = {key: value.copy() for key, value in state.items()}
-    out = be.run(fib.kernels(be), state, fib.num_blocks, None)
+    out = be.run(fib.kernels(be), state, fib.num_blocks, None, stack_keys=fib.stack_keys)
     for key, value in before.items():
         np.testing.assert_array_equal(state[key], value)
     assert out["pc_stack"].shape == state["pc_stack"].shape

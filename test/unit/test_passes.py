@@ -15,7 +15,7 @@ from abir.dialects.stack import StorageClass
 from abir.errors import TypeInferenceError
 from abir.opaque import register_opaque
 from abir.passes import get_all_passes
-from abir.passes.analysis import call_graph, strongly_connected_components, variable_definedness
+from abir.passes.analysis import call_graph, strongly_connected_components
 from abir.passes.coalesce_copies import coalesce_copies
 from abir.passes.infer_types import default_entry
 from abir.passes.lower_calls import lower_calls
@@ -399,13 +399,6 @@ def test_call_graph_sccs() -> None:
     assert call_graph(module) == {"is_even": ["is_odd"], "is_odd": ["is_even"]}
     assert [sorted(c) for c in strongly_connected_components(call_graph(module))] == [["is_even", "is_odd"]]
     assert len(strongly_connected_components({"a": ["b"], "b": [], "c": ["c"]})) == 3
-
-
-def test_definedness_of_lowered_program() -> None:
-    _, st, _ = compiled(GCD, "gcd", [i64, i64])
-    program = next(op for op in st.ops if isinstance(op, stack.ProgramOp))
-    defined = variable_definedness(program)
-    assert all({"gcd.a0", "gcd.b0"} <= d for d in defined.values())
 
 
 def test_all_passes_registered() -> None:

@@ -86,7 +86,7 @@ def test_jax_loop_copies_no_stack_per_step(
         state = fib.initial_state(backend, [backend.asarray(np.arange(batch))], batch, depth)
         state = {key: jax.numpy.asarray(value) for key, value in state.items()}
         text = (
-            jax.jit(backend._loop(tuple(fib.kernels(backend)), fib.num_blocks))
+            jax.jit(backend._loop(tuple(fib.kernels(backend)), fib.num_blocks, fib.stack_keys))
             .lower(state, np.int32(MAX_LAUNCH_ITERATIONS))
             .compile()
             .as_text()
@@ -105,7 +105,9 @@ def test_split_and_plain_kernels_agree(fib, name: str) -> None:
     backend = BACKENDS[name]()
     with backend.scope():  # the states a run makes (JAX: int64)
         inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
-        split = backend.run(fib.kernels(backend), fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+        split = backend.run(
+            fib.kernels(backend), fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None, stack_keys=fib.stack_keys
+        )
         plain_kernels = [lambda state, k=k: k(state) for k in fib.kernels(backend)]
         plain = backend.run(plain_kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
     assert set(split) == set(plain)
@@ -131,7 +133,9 @@ def test_plain_kernels_of_a_self_repeating_block_agree_on_jax(fib) -> None:
     assert any(k.plan.loops_to_itself for k in kernels)
     with backend.scope():  # the states a run makes (int64)
         inputs = [backend.asarray(np.array([0, 3, 7, 5]))]
-        split = backend.run(kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None)
+        split = backend.run(
+            kernels, fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None, stack_keys=fib.stack_keys
+        )
         plain = backend.run(
             [PlainKernel(k) for k in kernels], fib.initial_state(backend, inputs, 4, 9), fib.num_blocks, None
         )
@@ -223,7 +227,7 @@ def _compiled_loop_text(machine, backend: JaxBackend, batch: int) -> str:
     with backend.scope():  # float64 registers, as in a run
         state = machine.initial_state(backend, [backend.asarray(x) for x in _wide_inputs(batch)], batch, 4)
         state = {key: jax.numpy.asarray(value) for key, value in state.items()}
-        loop = backend._loop(tuple(machine.kernels(backend)), machine.num_blocks)
+        loop = backend._loop(tuple(machine.kernels(backend)), machine.num_blocks, machine.stack_keys)
         return jax.jit(loop).lower(state, np.int32(MAX_LAUNCH_ITERATIONS)).compile().as_text()
 
 

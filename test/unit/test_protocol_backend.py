@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections import Counter
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -221,6 +221,7 @@ class CountingNumpyBackend(abir.BackendProtocol):
         halt_index: int,
         cache_key: Any,
         code_cache: MutableMapping[Any, Any] | None = None,
+        stack_keys: Collection[str] = (),
     ) -> dict[str, Any]:
         """The reference's machine loop: run the smallest block any member holds until all
         members halted, in the reference's methods."""
