@@ -475,7 +475,7 @@ def test_an_alias_carried_separately_by_a_loop():
             b = b * 1.0
         return b
 
-    expect_error(f, "# here", "`a` holds an array that 'b' also holds when the loop at line")
+    expect_error(f, "# here", "`a` holds an array that 'a' and 'b' may share when the loop at line")
 
 
 def test_a_join_of_two_arrays_is_a_possible_alias():
