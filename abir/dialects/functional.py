@@ -212,7 +212,7 @@ class ReturnOp(IRDLOperation):
 
     traits = lazy_traits_def(lambda: (IsTerminator(), ReturnLike(), HasParent(FuncOp)))
 
-    assembly_format = "attr-dict ($arguments^ `:` type($arguments))?"
+    assembly_format = "($arguments^ `:` type($arguments))? attr-dict"
 
     def __init__(self, *values: SSAValue | Operation):
         super().__init__(operands=[list(values)])

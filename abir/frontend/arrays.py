@@ -95,7 +95,7 @@ class ArrayLowering(LoweringState):
         """The array prim `name` (`abir.array_prims`) with `params` on `operands`, located at
         `node`."""
         op = PrimOp(name, list(operands), [UnknownType()], params)
-        op.attributes[LOCATION_ATTR] = StringAttr(f"{self.source.filename}:{self.source.lineno(node)}")
+        op.attributes[LOCATION_ATTR] = StringAttr(self.source.location(node))
         op.attributes[SOURCE_ATTR] = StringAttr(self.source.segment(node))
         self.block.add_op(op)
         result = op.res[0]

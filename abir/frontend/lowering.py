@@ -108,7 +108,8 @@ class FunctionLowering(ItemAssignmentLowering):
     ):
         n_inputs = sum(t.num_leaves for t in arg_treedefs)
         self.region = Region(Block(arg_types=[UnknownType()] * n_inputs))
-        super().__init__(source, FunctionGraph(self.region), services)
+        super().__init__(source, FunctionGraph(self.region, source.location(source.tree)), services)
+        self.graph.locate(self.graph.entry)
         self.symbol = symbol
         self.arg_treedefs = arg_treedefs
         self.local_names = local_names(source.tree)
@@ -164,7 +165,13 @@ class FunctionLowering(ItemAssignmentLowering):
         method: Callable[[Any], None] | None = getattr(self, f"stmt_{kind}", None)
         if method is None:
             raise self.source.error(node, f"the statement {kind} is not supported")
-        method(node)
+        enclosing = self.graph.location
+        self.graph.location = self.source.location(node)
+        self.graph.locate(self.block)
+        try:
+            method(node)
+        finally:
+            self.graph.location = enclosing
 
     def stmt_Pass(self, node: ast.Pass) -> None:
         pass

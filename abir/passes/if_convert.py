@@ -119,9 +119,11 @@ def convert_one(head: Block) -> bool:
         where = functional.PrimOp("where", [cond, a, b], [join_arg.type])
         head.insert_op_before(where, term)
         selected.append(where.res[0])
+    jump = cf.BranchOp(join, *selected)
+    jump.attributes.update(term.attributes)  # `abir.loc`
     term.detach()
     term.erase()
-    head.add_op(cf.BranchOp(join, *selected))
+    head.add_op(jump)
     region = head.parent_region()
     assert region is not None
     for arm, converted in ((then_b, then_arm), (else_b, else_arm)):

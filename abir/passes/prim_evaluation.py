@@ -24,6 +24,7 @@ from abir import array_prims, prims
 from abir.dialects import functional
 from abir.errors import AbirError, LocatedSyntaxError, TypeInferenceError
 from abir.opaque import Helper, HelperStructureLearned, helper_error, lookup_opaque, site_of
+from abir.passes.analysis import LOCATION_ATTR
 from abir.passes.type_lattice import (
     Fact,
     fmt,
@@ -158,8 +159,6 @@ class LocatedTypeInferenceError(TypeInferenceError):
     """A type inference error that already names the user's file and line."""
 
 
-LOCATION_ATTR = "abir.loc"
-"""On a prim the frontend emits: `"file:line"` of the Python construct it comes from."""
 SOURCE_ATTR = "abir.source"
 """On a prim the frontend emits: the Python construct's text (`"v[i]"`)."""
 
@@ -175,14 +174,19 @@ def array_prim_error(op: functional.PrimOp, args: Sequence[TensorType], exc: Exc
     location = op.attributes.get(LOCATION_ATTR)
     if not isinstance(location, StringAttr):
         return TypeInferenceError(message)
-    filename, _, line = location.data.rpartition(":")
     func = op.parent_op()
     while func is not None and not isinstance(func, functional.FuncOp):
         func = func.parent_op()
-    name = func.sym_name.data.split(".", 1)[0] if func is not None else "?"
+    return located_error(location.data, func.sym_name.data if func is not None else "?", message)
+
+
+def located_error(location: str, function: str, message: str) -> LocatedTypeInferenceError:
+    """An error at `location` (`file:line`) in IR function `function` (a specialization's symbol
+    names its Python function first: `f.t1`), showing the source line."""
+    filename, _, line = location.rpartition(":")
     source = linecache.getline(filename, int(line)).strip() if line.isdigit() else ""
     shown = f"\n    {source}\n" if source else "\n"
-    return LocatedTypeInferenceError(f"{location.data}: in batched function '{name}'{shown}{message}")
+    return LocatedTypeInferenceError(f"{location}: in batched function '{function.split('.', 1)[0]}'{shown}{message}")
 
 
 INTEGER_OPERANDS_ATTR = "abir.integer_operands"
