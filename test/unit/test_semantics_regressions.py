@@ -547,7 +547,7 @@ def element_carried_by_an_inner_loop():
     for i5 in (0, 0, 0):
         w1[0] = 0.0
         v6 = w1[i5]
-        for i7 in range(0, 0, 1):
+        for _i7 in range(0, 0, 1):
             v6 = 0.0
     return w1, v6
 
