@@ -60,12 +60,16 @@ class StackUnderflowError(RuntimeError, AbirError):
 
 class StepLimitError(RuntimeError, AbirError):
     """Members still running after `max_steps` blocks. `members` lists them (batch indices),
-    `blocks` the vm block where each stopped."""
+    `blocks` the vm block where each stopped and `locations` its Python `file:line` (None where
+    the program does not record one)."""
 
-    def __init__(self, message: str, *, members: list[int], blocks: list[int]):
+    def __init__(
+        self, message: str, *, members: list[int], blocks: list[int], locations: list[str | None] | None = None
+    ):
         super().__init__(message)
         self.members = members
         self.blocks = blocks
+        self.locations = locations if locations is not None else [None] * len(members)
 
 
 class HelperError(TypeError, AbirError):

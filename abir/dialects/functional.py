@@ -218,7 +218,7 @@ class ReturnOp(IRDLOperation):
 
     traits = lazy_traits_def(lambda: (IsTerminator(), ReturnLike(), HasParent(FuncOp)))
 
-    assembly_format = "attr-dict ($arguments^ `:` type($arguments))?"
+    assembly_format = "($arguments^ `:` type($arguments))? attr-dict"
 
     def __init__(self, *values: SSAValue | Operation):
         super().__init__(operands=[list(values)])
@@ -539,7 +539,9 @@ class PrimOp(SSAPrimOpBase):
 # Discardable attributes the frontend puts on a `functional.prim` for `infer-types`, which
 # reads and drops them (`abir.passes.prim_evaluation`):
 LOCATION_ATTR = "abir.loc"
-"""`"file:line"` of the Python construct the prim comes from."""
+"""`"file:line"` of the Python construct an op comes from: on the array prims (until infer-types)
+and on the terminators of functional and stack blocks (the code their block runs; the passes
+keep it, stack-to-vm puts it on the vm block)."""
 SOURCE_ATTR = "abir.source"
 """The Python construct's text (`"v[i]"`)."""
 INTEGER_OPERANDS_ATTR = "abir.integer_operands"

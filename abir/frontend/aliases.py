@@ -151,6 +151,13 @@ class AliasTracker:
             self.derived(value, leaves, kind)
             self.joins[value] = tuple(leaves)
 
+    def loop_joined(self, header_argument: SSAValue, leaves: Sequence[Any]) -> None:
+        """The loop header argument `header_argument` is one of `leaves` (its entry value and
+        those of the back edges): known once the loop is closed, and then only for the code after
+        it (its roots were merged with the back edges' as they were built)."""
+        if self.enabled:
+            self.joins[header_argument] = tuple(leaves)
+
     def derived(self, value: SSAValue, sources: Iterable[Any], kind: str = VIEW) -> None:
         """`value` is (a view of) one of `sources`' arrays."""
         if self.enabled:
@@ -232,10 +239,11 @@ class AliasTracker:
     def scalar_copy_of(self, leaf: Any, array: Any, seen: frozenset[SSAValue] = frozenset()) -> bool:
         """Whether `leaf` shares no memory with `array` if it is a per-member scalar: an
         integer-index read, or a join of such reads and values that do not share `array` (a join
-        has one type: all are scalars, or none)."""
-        if self.kind(leaf) == SCALAR_OR_VIEW:
+        has one type: all are scalars, or none). A join met again through a loop is one of its
+        other parts."""
+        if self.kind(leaf) == SCALAR_OR_VIEW or isinstance(leaf, SSAValue) and leaf in seen:
             return True
-        parts = self.joins.get(leaf) if isinstance(leaf, SSAValue) and leaf not in seen else None
+        parts = self.joins.get(leaf) if isinstance(leaf, SSAValue) else None
         return parts is not None and all(
             not self.shares(part, array) or self.scalar_copy_of(part, array, seen | {leaf}) for part in parts
         )
@@ -309,6 +317,17 @@ def names_updated_in_place(body: list[ast.stmt]) -> set[str]:
         n.target.id for s in body for n in ast.walk(s) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name)
     }
     return augmented | set(item_assigned_names(body))
+
+
+def statements_from(tree: ast.AST, node: ast.stmt) -> list[ast.stmt]:
+    """The statements of `tree` that may run once `node` has started: those from its line on, and
+    the loops around it (their next iterations run the statements before `node` again)."""
+    later = [s for s in ast.walk(tree) if isinstance(s, ast.stmt) and s.lineno >= node.lineno]
+    around = [
+        s for s in ast.walk(tree)
+        if isinstance(s, ast.For | ast.While) and s is not node and any(n is node for n in ast.walk(s))
+    ]  # fmt: skip
+    return later + around
 
 
 def item_assigned_names(body: list[ast.stmt]) -> list[str]:

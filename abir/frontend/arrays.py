@@ -57,6 +57,13 @@ ARRAY_METHODS = (
     *array_prims.REDUCTIONS, *SCANS, "astype", "reshape", "transpose", "flatten", "ravel", "squeeze",
     "copy", "clip", "dot", "item",
 )  # fmt: skip
+LIST_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
+"""Methods that change a list in place."""
+FIXED_SIZE_SUGGESTION = (
+    "collect the values in a fixed-size array with item assignment: `xs = np.zeros(N)` before the loop "
+    "and `xs[i] = v` inside it (N a compile-time constant; keep a count if members fill different "
+    "numbers of items), or, outside loops, build a new list: `xs = [*xs, v]`"
+)
 SHAPE_SUGGESTION = (
     "abir's frontend does not know per-member shapes at compile time: write `x.shape[k]` (k a "
     "compile-time int) or `len(x)` for a per-member int value (fine for arithmetic and loop bounds), "
@@ -93,7 +100,7 @@ class ArrayLowering(LoweringState):
         """The array prim `name` (`abir.array_prims`) with `params` on `operands`, located at
         `node`."""
         op = PrimOp(name, list(operands), [UnknownType()], params)
-        op.attributes[LOCATION_ATTR] = StringAttr(f"{self.source.filename}:{self.source.lineno(node)}")
+        op.attributes[LOCATION_ATTR] = StringAttr(self.source.location(node))
         op.attributes[SOURCE_ATTR] = StringAttr(self.source.segment(node))
         self.block.add_op(op)
         result = op.res[0]

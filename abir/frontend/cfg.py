@@ -5,6 +5,12 @@ Terminators are kept as Python descriptions (`Jump`, `Branch`, `Return`) until `
 that the arguments a join block needs can be added to its incoming edges after the edges exist.
 `finalize` then drops block arguments that receive one value on every edge (trivial phis), drops
 unreachable blocks, and emits the `cf.br` / `cf.cond_br` / `functional.return` operations.
+
+Each terminator carries `abir.loc = "file:line"`: the block's place in the source, the last
+statement lowered into it (or, for a block no statement starts in, such as a loop header or the
+join after an `if`, the statement that made it). The passes keep it on the terminators that end
+a block, down to the vm blocks, so that run-time errors can say where a member stands; type
+inference uses it to locate conflicting joins.
 """
 
 from __future__ import annotations
@@ -12,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xdsl.dialects import cf
-from xdsl.ir import Block, BlockArgument, Region, SSAValue
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 
-from abir.dialects.functional import ReturnOp, UnknownType
+from abir.dialects.functional import LOCATION_ATTR, ReturnOp, UnknownType
 
 
 @dataclass(eq=False)
@@ -49,9 +56,13 @@ Terminator = Jump | Branch | Return
 class FunctionGraph:
     """The blocks of one `functional.func` body and their pending terminators."""
 
-    def __init__(self, region: Region):
+    def __init__(self, region: Region, location: str | None = None):
         self.region = region
         self.terminators: dict[Block, Terminator] = {}
+        self.location = location
+        """The `file:line` of the statement being lowered (the frontend keeps it current)."""
+        self.locations: dict[Block, str] = {}
+        """Each block's place in the source (see the module docstring)."""
 
     @property
     def entry(self) -> Block:
@@ -62,7 +73,13 @@ class FunctionGraph:
     def new_block(self) -> Block:
         block = Block()
         self.region.add_block(block)
+        self.locate(block)
         return block
+
+    def locate(self, block: Block) -> None:
+        """`block` is at the statement being lowered."""
+        if self.location is not None:
+            self.locations[block] = self.location
 
     def add_argument(self, block: Block, hint: str | None = None) -> BlockArgument:
         arg = block.insert_arg(UnknownType(), len(block.args))
@@ -95,7 +112,10 @@ class FunctionGraph:
         while self._drop_trivial_arguments():
             pass
         for block, terminator in self.terminators.items():
-            block.add_op(_terminator_op(terminator))
+            op = _terminator_op(terminator)
+            if (location := self.locations.get(block)) is not None:
+                op.attributes[LOCATION_ATTR] = StringAttr(location)
+            block.add_op(op)
 
     def edges(self) -> list[Edge]:
         result: list[Edge] = []
@@ -159,7 +179,7 @@ class FunctionGraph:
         arg.block.erase_arg(arg)
 
 
-def _terminator_op(terminator: Terminator):
+def _terminator_op(terminator: Terminator) -> Operation:
     if isinstance(terminator, Return):
         return ReturnOp(*terminator.values)
     if isinstance(terminator, Jump):

@@ -35,7 +35,7 @@ from xdsl.ir import SSAValue
 from abir import prims
 from abir.dialects.functional import CallOp, UnknownType
 from abir.dry_run import truthy
-from abir.frontend.arrays import ArrayLowering, _LikeDtype
+from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, _LikeDtype
 from abir.frontend.state import UnknownResultStructure, _what, describe_structure
 from abir.frontend.values import MaybeUndefined, Static, awaits_result_structure, flatten, stand_in, unflatten
 from abir.opaque import CallSite, Helper, helper_result_structure
@@ -89,6 +89,8 @@ COMPARE_OPERATORS: dict[type[ast.cmpop], Any] = {
     ast.In: lambda a, b: a in b,
     ast.NotIn: lambda a, b: a not in b,
 }
+MAX_MEMBERSHIP_ELEMENTS = 64
+"""The most elements `x in container` compares a per-member `x` with (one prim each)."""
 UNARY_PRIMS: dict[type[ast.unaryop], str] = {
     ast.USub: "negative",
     ast.UAdd: "positive",
@@ -252,6 +254,13 @@ class ExpressionLowering(ArrayLowering):
             return getattr(base, node.attr)
         if isinstance(base, tuple) and node.attr == "_replace" and hasattr(base, "_fields"):
             return Static(base._replace)
+        if isinstance(base, tuple | list) and node.attr in LIST_METHODS:
+            raise self.source.error(
+                node, f"`{self.source.segment(node)}(...)` would change a list in place, but abir's tuples and lists "
+                "are structures fixed at compile time (a loop appending to one would give members lists of "
+                "different lengths)",
+                FIXED_SIZE_SUGGESTION,
+            )
         raise self.source.error(
             node,
             f"attribute '.{node.attr}' of a batched value is not supported",
@@ -340,10 +349,73 @@ class ExpressionLowering(ArrayLowering):
         result: Any = None
         left = self.leaf(node.left)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
-            right = self.leaf(comparator)
+            if isinstance(op, ast.In | ast.NotIn):
+                container = self.expr(comparator)
+                if not (isinstance(left, Static) and isinstance(container, Static)):
+                    if len(node.ops) > 1:
+                        raise self.source.error(node, f"`{_op_text(op)}` in a chained comparison is not supported",
+                                                "test it on its own: `(a < b) and (b in (1, 2))`")
+                    return self._membership(node, op, left, container)
+                right = container
+            else:
+                right = self.leaf(comparator)
             result = self._and(result, self._compare(node, op, left, right), node)
             left = right
         return result
+
+    def _membership(self, node: ast.Compare, op: ast.In | ast.NotIn, left: Any, container: Any) -> Any:
+        """`x in (a, b, ...)` with per-member values: Python compares `x` with each element in
+        turn (an element that is `x` itself matches at once), which for numbers is `x == a or x ==
+        b ...` as a bool; the comparisons cannot fail, so all run and are or-ed. Each member's
+        comparison must be one truth value, which is checked once types are known."""
+        matches: Any = Static(False)
+        for element in self._membership_elements(node, op, container):
+            found = Static(True) if element is left else self._compare(node, ast.Eq(), left, element)
+            matches = self._or(matches, found)
+        if isinstance(matches, SSAValue):
+            error = self.source.error(
+                node, f"`{self.source.segment(node)}` compares `{self.source.segment(node.left)}` with each element, "
+                "and here a comparison gives a per-member array, not one truth value (Python raises ValueError: "
+                "the truth value of an array is ambiguous)",
+                "test single numbers with `in`; for an element-wise test of an array write `(x == 1) | (x == 2)`",
+            )
+            matches = self.batch_op(node, "check_scalar", {"message": str(error)}, [matches])
+            self.booleans.add(matches)
+        if isinstance(op, ast.NotIn):
+            return Static(not matches.value) if isinstance(matches, Static) else self.prim("logical_not", [matches])
+        return matches
+
+    def _membership_elements(self, node: ast.Compare, op: ast.cmpop, container: Any) -> list[Any]:
+        """The elements `x in container` compares with: the leaves of a tuple or list, or the
+        numbers of a compile-time tuple, list, set or range (a module-level one)."""
+        elements: list[Any] | None = None
+        if isinstance(container, tuple | list):
+            elements = list(container)
+        elif (
+            isinstance(container, Static) and isinstance(container.value, tuple | list | set | frozenset | range)
+            and len(container.value) <= MAX_MEMBERSHIP_ELEMENTS
+        ):  # fmt: skip
+            elements = [Static(v) for v in container.value]
+        if elements is not None and len(elements) <= MAX_MEMBERSHIP_ELEMENTS and all(map(_is_number, elements)):
+            return elements
+        what = _what(container.value) if isinstance(container, Static) else (
+            "a per-member array" if isinstance(container, SSAValue) else "this structure"
+        )  # fmt: skip
+        left = self.source.segment(node.left)
+        raise self.source.error(
+            node, f"`{_op_text(op)}` with per-member values is supported over a tuple, list or set of at most "
+            f"{MAX_MEMBERSHIP_ELEMENTS} numbers or per-member numbers, not over {what}",
+            f"for an array write `np.any(arr == {left})`; otherwise compare with each element: "
+            f"`{left} == a or {left} == b`",
+        )
+
+    def _or(self, accumulated: Any, value: Any) -> Any:
+        """Disjunction of two truth values, folding compile-time ones."""
+        if isinstance(accumulated, Static):
+            return accumulated if accumulated.value else value
+        if isinstance(value, Static):
+            return value if value.value else accumulated
+        return self.prim("logical_or", [accumulated, value])
 
     def _compare(self, node: ast.Compare, op: ast.cmpop, left: Any, right: Any) -> Any:
         if isinstance(left, Static) and isinstance(right, Static):
@@ -530,6 +602,12 @@ class ExpressionLowering(ArrayLowering):
                     if len(node.args) + len(node.keywords) != 1:
                         raise self.source.error(node, "astype() takes only the dtype here")
                     return self._astype(node, receiver, _LikeDtype(like))
+        if method in LIST_METHODS:
+            raise self.source.error(
+                node, f"'.{method}()' is a list method, but `{self.source.segment(node.func.value)}` is a per-member "
+                "array here (NumPy arrays have no such method: Python raises AttributeError)",
+                FIXED_SIZE_SUGGESTION,
+            )
         args, kwargs = self._arguments(node)
         return self.array_method(node, receiver, method, args, kwargs)
 
@@ -697,6 +775,13 @@ def _both_structures(*values: Any) -> bool:
 
 def _is_none(left: Any, right: Any) -> bool:
     return any(isinstance(v, Static) and v.value is None for v in (left, right))
+
+
+def _is_number(value: Any) -> bool:
+    """A per-member value, or a compile-time number or bool."""
+    return isinstance(value, SSAValue) or isinstance(value, Static) and isinstance(
+        value.value, int | float | bool | np.number | np.bool_
+    )
 
 
 def _op_text(op: ast.cmpop) -> str:

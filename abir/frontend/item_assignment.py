@@ -34,7 +34,11 @@ In a loop that updates arrays in place, the variables holding the very array a c
 holds as the loop starts follow it (as arrays; scalars keep their value), and a back edge where
 they no longer do, or where another variable shares it, fails type inference if it is an array.
 Copy checks of integer-index reads are emitted at loops that update in place only: elsewhere
-such a read keeps the loop's variable from owning its array, and nothing is checked.
+such a read keeps the loop's variable from owning its array, and nothing is checked. A carried
+variable that is itself an integer-index read of an array updated in place in or after the loop
+(`v = w[i]` before `for ...: v = ...` and a later `w[k] = ...`) is checked to be a copy at the
+entry instead of sharing `w`'s array. After the loop a header argument is the join of its entry
+and back-edge values, so a read carried out of a loop is a copy as any join of reads is.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ from abir.frontend.aliases import (
     bindings,
     names_updated_in_place,
     rebind,
+    statements_from,
 )
 from abir.frontend.expressions import ExpressionLowering, _unwrap
 from abir.frontend.state import Env, _what
@@ -345,15 +350,20 @@ class ItemAssignmentLowering(ExpressionLowering):
             return {}
         carried = {n: self.env[n] for n in names if n in self.env}
         assigns = assigns_items(node)
-        from_here = [s for s in ast.walk(self.source.tree) if isinstance(s, ast.stmt) and s.lineno >= node.lineno]
-        updated = names_updated_in_place(from_here)  # in the loop or after it
+        updated = names_updated_in_place(statements_from(self.source.tree, node))  # in the loop or after it
         return {
             (b.name, b.position): self._sharers(
                 node, b.name, b.position, b.value, self.env,
                 assigns or b.name in updated and not self.known_scalar(b.value),
+                self._roots_updated(updated - {b.name}),
             )
             for b in list(bindings(carried))
         }  # fmt: skip
+
+    def _roots_updated(self, names: set[str]) -> frozenset[Root]:
+        """The roots of the arrays the variables `names` hold now."""
+        return self.aliases.roots_of_all(self.env[n] for n in names if n in self.env
+                                         and not isinstance(self.env[n], MaybeUndefined))
 
     def header_argument_roots(
         self, node: ast.stmt, arg: SSAValue, name: str, position: int, entry_value: Any, sharers: list[Binding],
@@ -379,7 +389,7 @@ class ItemAssignmentLowering(ExpressionLowering):
         if sharers[0].name == name:
             reason = self.aliases.foreign_reason(self.aliases.roots_of(entry_value))
         else:
-            reason = f"an array that '{sharers[0].name}' also holds when the loop at line {line} starts"
+            reason = f"an array that '{name}' and '{sharers[0].name}' may share when the loop at line {line} starts"
         self.aliases.foreign(arg, reason or f"an array shared when the loop at line {line} starts", [entry_value])
         return None
 
@@ -436,20 +446,30 @@ class ItemAssignmentLowering(ExpressionLowering):
         rebind(env, leaf.name, leaf.position, checked)
 
     def _sharers(
-        self, node: ast.stmt, name: str, position: int, value: Any, env: Env, check_copies: bool
+        self, node: ast.stmt, name: str, position: int, value: Any, env: Env, check_copies: bool,
+        updated: frozenset[Root] = frozenset(),
     ) -> list[Binding]:
         """Why `value` (leaf `position` of `name` in `env`) is not an owned array of its own: the
         other bindings that may share it, or `value` itself when it is foreign. With
         `check_copies`, integer-index reads of it are checked to be copies (in the current block)
-        and do not count."""
+        and do not count. Nor do the arrays `value` itself is an integer-index read of when they
+        may be `updated` in place later: then `value` is checked to be a copy, and rebound in
+        `env` to the checked value (which must be what the loop is entered with)."""
         if self.aliases.foreign_reason(self.aliases.roots_of(value)) is not None:
             return [Binding(name, position, value)]
-        sharers = []
+        sharers, checked = [], False
         for binding in list(bindings(env)):
             if (binding.name, binding.position) == (name, position) or not self.aliases.shares(binding.value, value):
                 continue
             if check_copies and binding.value is not value and self.aliases.copy_if_scalar(binding.value, value):
                 self._require_copy(node, name, binding, env, value)
+            elif (
+                binding.value is not value and self.aliases.roots_of(binding.value) & updated
+                and self.aliases.copy_if_scalar(value, binding.value)
+            ):  # fmt: skip
+                if not checked:
+                    self._require_copy(node, binding.name, Binding(name, position, value), env, binding.value)
+                    checked = True
             else:
                 sharers.append(binding)
         return sharers

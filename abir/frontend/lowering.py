@@ -82,11 +82,13 @@ class LoopFrame:
 
 @dataclass(frozen=True)
 class Carried:
-    """A variable carried around a loop: its structure and the header's leaves."""
+    """A variable carried around a loop: its structure, the header's leaves and the leaves the
+    loop is entered with."""
 
     name: str
     treedef: optree.PyTreeSpec
     header_leaves: list[Any]
+    entry_leaves: list[Any]
 
 
 @dataclass
@@ -112,7 +114,8 @@ class FunctionLowering(ItemAssignmentLowering):
     ):
         n_inputs = sum(t.num_leaves for t in arg_treedefs)
         self.region = Region(Block(arg_types=[UnknownType()] * n_inputs))
-        super().__init__(source, FunctionGraph(self.region), services)
+        super().__init__(source, FunctionGraph(self.region, source.location(source.tree)), services)
+        self.graph.locate(self.graph.entry)
         self.symbol = symbol
         self.arg_treedefs = arg_treedefs
         self.local_names = local_names(source.tree)
@@ -168,7 +171,13 @@ class FunctionLowering(ItemAssignmentLowering):
         method: Callable[[Any], None] | None = getattr(self, f"stmt_{kind}", None)
         if method is None:
             raise self.source.error(node, f"the statement {kind} is not supported")
-        method(node)
+        enclosing = self.graph.location
+        self.graph.location = self.source.location(node)
+        self.graph.locate(self.block)
+        try:
+            method(node)
+        finally:
+            self.graph.location = enclosing
 
     def stmt_Pass(self, node: ast.Pass) -> None:
         pass
@@ -417,6 +426,7 @@ class FunctionLowering(ItemAssignmentLowering):
                 continue
             leaves, treedef = flatten(value)
             header_leaves: list[Any] = []
+            entry_leaves = flatten(self.env[name])[0]  # as rebound by the copy checks of `sharers_at_entry`
             for position, leaf in enumerate(leaves):
                 if isinstance(leaf, Static) and not is_materializable(leaf.value):
                     header_leaves.append(leaf)  # checked to stay the same object at the back edges
@@ -429,7 +439,7 @@ class FunctionLowering(ItemAssignmentLowering):
                 if kept is not None:
                     owned.append(kept)
             header_env[name] = unflatten(treedef, header_leaves)
-            carried.append(Carried(name, treedef, header_leaves))
+            carried.append(Carried(name, treedef, header_leaves, entry_leaves))
         self._owned_at_header[header] = (owned, self.aliases.in_place_updates)
         self.current, self.env = header, header_env
         self.follow_at_header(node, owned)  # the same array under other names
@@ -497,6 +507,12 @@ class FunctionLowering(ItemAssignmentLowering):
             if owned:
                 assert isinstance(origin, Block), "a back edge leaves from the end of a block"
                 self.check_back_edge(node, owned, origin, env, updates_in_body)
+        incoming = {
+            header_leaf: [entry_leaf]
+            for variable in carried
+            for header_leaf, entry_leaf in zip(variable.header_leaves, variable.entry_leaves, strict=True)
+            if not isinstance(header_leaf, Static)
+        }  # fmt: skip
         for origin, env in back:
             edge = self._edge_to(origin, header)
             for variable in carried:
@@ -507,6 +523,9 @@ class FunctionLowering(ItemAssignmentLowering):
                     else:
                         edge.args.append(self.materialize(leaf, node, edge.source))
                         self.aliases.union_values([header_leaf, leaf])  # one array from iteration to iteration
+                        incoming[header_leaf].append(leaf)
+        for header_leaf, leaves in incoming.items():
+            self.aliases.loop_joined(header_leaf, leaves)
         self.current = None
 
     def _carried_leaves(self, node: ast.stmt, variable: Carried, value: Any) -> list[Any]:

@@ -67,6 +67,10 @@ class FunctionSource:
         """The line of `node` in the user's file."""
         return getattr(node, "lineno", 1) + self.line_offset
 
+    def location(self, node: ast.AST) -> str:
+        """`file:line` of `node` (what the IR's `abir.loc` attributes hold)."""
+        return f"{self.filename}:{self.lineno(node)}"
+
     def source_line(self, lineno: int) -> str | None:
         if 1 <= lineno <= len(self.lines):
             return self.lines[lineno - 1].rstrip("\n")

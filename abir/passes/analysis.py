@@ -4,9 +4,10 @@
 * generic fixed-point dataflow on control-flow graphs with loops: backward liveness;
 * its instantiations for functional SSA functions and for the stack dialect's named variables;
 * the helpers every pass shares, each defined once: the module attribute naming the entry
-  (`ENTRY_ATTR`) and the block attribute naming a function (`FUNCTION_ATTR`), the program of a
-  stack or vm module (`the_program`, `the_vm_program`), a block's function (`function_of`,
-  `vm_function_of`) and the variables a stack block reads before writing them.
+  (`ENTRY_ATTR`), the block attributes naming a function (`FUNCTION_ATTR`) and a source location
+  (`LOCATION_ATTR`), the program of a stack or vm module (`the_program`, `the_vm_program`), a
+  block's function (`function_of`, `vm_function_of`) and the variables a stack block reads
+  before writing them.
 
 The stack-dialect liveness is intraprocedural in spirit: a `stack.push_goto` block flows into both
 the callee entry and the return block, `stack.indirect_goto` has no successors and `stack.halt`
@@ -29,6 +30,10 @@ from abir.dialects import functional, stack, vm
 FUNCTION_ATTR = "function"
 """The attribute naming the function a stack block's terminator (or a vm block) belongs to (set by
 lower-calls, carried by stack-to-vm)."""
+LOCATION_ATTR = functional.LOCATION_ATTR
+"""`"file:line"` of the Python code an op comes from: on the array prims the frontend emits (until
+infer-types), on functional and stack terminators (the code their block runs; set by the frontend,
+kept by the passes) and on vm blocks (carried by stack-to-vm)."""
 ENTRY_ATTR = "abir.entry"
 """The module attribute naming the function a typed program starts in (set by infer-types)."""
 

@@ -143,7 +143,9 @@ class ConvertDiamond(RewritePattern):
             where = functional.PrimOp("where", [op.cond, a, b], [join_arg.type])
             rewriter.insert_op(where, InsertPoint.before(op))
             selected.append(where.res[0])
-        rewriter.replace_op(op, cf.BranchOp(join, *selected))
+        jump = cf.BranchOp(join, *selected)
+        jump.attributes.update(op.attributes)  # `abir.loc`
+        rewriter.replace_op(op, jump)
 
 
 class MergeBranchChain(RewritePattern):

@@ -31,16 +31,16 @@ duplicated when uses disagree, and loses its `weak` mark.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import cf
 from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp, StringAttr
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
@@ -55,13 +55,16 @@ from abir.passes.prim_evaluation import (
     check_in_place,
     check_integer_operands,
     constant_value,
+    located_error,
     user_result_facts,
 )
 from abir.passes.specialize_types import Specializations, base_names
 from abir.passes.type_lattice import (
+    Conflict,
     Conflicts,
     Fact,
     absorbs,
+    describe_fact,
     fmt,
     fmt_signature,
     join_facts,
@@ -74,17 +77,38 @@ from abir.types import ir_type, is_value_type, tensor_type_of
 MAX_ROUNDS = 200
 
 
-def incoming_edges(func: functional.FuncOp) -> dict[Block, list[Sequence[SSAValue]]]:
-    """For each block, the operand lists its predecessors pass to its arguments."""
-    edges: dict[Block, list[Sequence[SSAValue]]] = {b: [] for b in func.body.blocks}
+@dataclass(frozen=True)
+class Edge:
+    """An edge into a block: the operands it passes to the block's arguments, the `abir.loc` of
+    the block it leaves (None if unknown), and whether it goes backward in the block order (the
+    frontend's order: a loop's back edge)."""
+
+    operands: Sequence[SSAValue]
+    location: str | None
+    backward: bool
+
+
+def incoming_edges(func: functional.FuncOp) -> dict[Block, list[Edge]]:
+    """For each block, the edges from its predecessors."""
+    edges: dict[Block, list[Edge]] = {b: [] for b in func.body.blocks}
+    order = {block: i for i, block in enumerate(func.body.blocks)}
     for block in func.body.blocks:
         term = block.last_op
+        location = location_of(term) if term is not None else None
         if isinstance(term, cf.BranchOp):
-            edges[term.successor].append(term.arguments)
+            targets = [(term.successor, term.arguments)]
         elif isinstance(term, cf.ConditionalBranchOp):
-            edges[term.then_block].append(term.then_arguments)
-            edges[term.else_block].append(term.else_arguments)
+            targets = [(term.then_block, term.then_arguments), (term.else_block, term.else_arguments)]
+        else:
+            continue
+        for target, operands in targets:
+            edges[target].append(Edge(operands, location, order[target] <= order[block]))
     return edges
+
+
+def location_of(op: Operation) -> str | None:
+    location = op.attributes.get(LOCATION_ATTR)
+    return location.data if isinstance(location, StringAttr) else None
 
 
 @dataclass
@@ -94,6 +118,8 @@ class LocalResult:
     facts: dict[SSAValue, Fact]
     calls: list[tuple[functional.CallOp, list[Fact | None]]]
     returns: list[list[Fact | None]]
+    return_locations: list[str | None] = field(default_factory=list)
+    """The `abir.loc` of each return (None where unknown)."""
 
 
 class FunctionInference:
@@ -132,9 +158,12 @@ class FunctionInference:
     def _block(self, block: Block, facts: dict[SSAValue, Fact], results: Mapping[str, Any]) -> bool:
         changed = False
         if block is not self.func.entry_block:
+            edges = self.edges[block]
             for i, arg in enumerate(block.args):
-                incoming = [facts.get(operands[i]) for operands in self.edges[block]]
-                joined = self.conflicts.join_all(incoming, f"in @{self.name}, block argument #{i}")
+                joined = self.conflicts.join_all(
+                    [facts.get(edge.operands[i]) for edge in edges], f"in @{self.name}, block argument #{i}",
+                    self.name, edges, partial(argument_conflict, self.name, arg),
+                )  # fmt: skip
                 changed |= self._set(facts, arg, joined)
         for op in block.ops:
             for value, fact in zip(op.results, self._op(op, facts, results), strict=True):
@@ -178,12 +207,14 @@ class FunctionInference:
     def _summary(self, facts: dict[SSAValue, Fact]) -> LocalResult:
         calls: list[tuple[functional.CallOp, list[Fact | None]]] = []
         returns: list[list[Fact | None]] = []
+        locations: list[str | None] = []
         for op in self.func.walk():
             if isinstance(op, functional.CallOp):
                 calls.append((op, [facts.get(v) for v in op.arguments]))
             elif isinstance(op, functional.ReturnOp):
                 returns.append([facts.get(v) for v in op.arguments])
-        return LocalResult(facts, calls, returns)
+                locations.append(location_of(op))
+        return LocalResult(facts, calls, returns, locations)
 
 
 @dataclass
@@ -234,20 +265,23 @@ class ModuleInference:
             moved = self.specs.redirect(calls, graph)
             new_results = self._results(funcs, order, locals_, conflicts)
             if not moved and new_results == results:
-                if conflicts.messages:
-                    raise TypeInferenceError(conflicts.messages[0] + self._recursion_note(conflicts.messages[0]))
+                if conflicts.found:
+                    raise self._conflict_error(conflicts.found[0])
                 self._check_user(order, locals_)
                 return locals_, new_results
             results = new_results
         raise TypeInferenceError(f"type inference from @{self.entry} does not converge")
 
-    def _recursion_note(self, message: str) -> str:
+    def _conflict_error(self, conflict: Conflict) -> TypeInferenceError:
+        note = self._recursion_note(conflict.function)
+        if conflict.located:
+            return LocatedTypeInferenceError(conflict.message + (f"\n{note}" if note else ""))
+        return TypeInferenceError(conflict.message + (f". {note}" if note else ""))
+
+    def _recursion_note(self, function: str) -> str:
         """For a conflict in a function whose recursion calls another specialization of itself: the
         types change along the recursion (e.g. `x / 2` makes a float of an int), say where."""
-        found = re.match(r"in @(\S+?),", message)
-        if found is None:
-            return ""
-        root = self.specs.root_of(found.group(1))
+        root = self.specs.root_of(function)
         funcs = functions_of(self.module)
         for name, func in funcs.items():
             if self.specs.root_of(name) != root:
@@ -257,7 +291,7 @@ class ModuleInference:
                 if callee is None or callee == name or self.specs.root_of(callee) != root:
                     continue
                 return (
-                    f". The argument types of @{root} change along its recursion: @{name} receives "
+                    f"The argument types of @{root} change along its recursion: @{name} receives "
                     f"{fmt_signature(self.specs.params(name) or ())} but calls @{callee} with "
                     f"{fmt_signature(self.specs.params(callee) or ())}, and the specializations must still "
                     "produce one type per value; make the recursive call pass the types the function receives"
@@ -280,10 +314,14 @@ class ModuleInference:
         results: dict[str, list[Fact | None] | None] = {}
         for name in order:
             n_out = len(funcs[name].function_type.outputs)
+            local = locals_[name]
             joined = [
-                conflicts.join_all([r[i] for r in locals_[name].returns], f"in @{name}, result #{i}")
+                conflicts.join_all(
+                    [r[i] for r in local.returns], f"in @{name}, result #{i}", name, local.return_locations,
+                    partial(result_conflict, name, i if n_out > 1 else None),
+                )
                 for i in range(n_out)
-            ]
+            ]  # fmt: skip
             fn_params = self.specs.params(name)
             user = self.user_callable(name)
             if user is not None and fn_params and all(p is not None for p in fn_params):
@@ -318,6 +356,72 @@ class ModuleInference:
                         f"the type_inference of @{name} says result #{i} is {fmt(want.type)}, but its "
                         f"returns produce {fmt(found.type)}{weak if found.weak else ''}"
                     )
+
+
+def argument_conflict(function: str, arg: BlockArgument, a: Fact, a_edge: Edge, b: Fact, b_edge: Edge) -> str | None:
+    """The located error text for values of types `a` and `b` meeting at block argument `arg` (a
+    variable where the paths of an `if` or a loop meet) along `a_edge` and `b_edge`; None when a
+    location is unknown."""
+    header = location_of(arg.block.last_op) if arg.block.last_op is not None else None
+    if a_edge.location is None or b_edge.location is None or header is None:
+        return None
+    loop = any(edge.backward for edge in (a_edge, b_edge))
+
+    def path(fact: Fact, edge: Edge) -> str:
+        if not loop:
+            return f"{describe_fact(fact)} on the path from line {_line(edge.location or '?')}"
+        if edge.backward:
+            return f"{describe_fact(fact)} at the end of an iteration (line {_line(edge.location or '?')})"
+        return f"{describe_fact(fact)} when the loop at line {_line(header)} starts"
+
+    name = arg.name_hint
+    what = f"variable '{name}'" if name else "the value of this conditional expression (`... if ... else ...`, `and`, `or`)"
+    message = (
+        f"{what} is {path(a, a_edge)} and {path(b, b_edge)}; where paths meet, abir gives a value one type for "
+        f"every member (as NumPy stacking the members' values would need). Instead: "
+        f"{_one_type_fix(f'{name!r}' if name else 'it', a, b)}"
+    )
+    return str(located_error(header if loop else b_edge.location, function, message))
+
+
+def result_conflict(
+    function: str, leaf: int | None, a: Fact, a_location: str | None, b: Fact, b_location: str | None
+) -> str | None:
+    """The located error text for two returns of `function` giving result `leaf` (None: the only
+    one) types `a` and `b`; None when a location is unknown."""
+    if a_location is None or b_location is None:
+        return None
+    what = "returns" if leaf is None else f"returns, as leaf #{leaf} of its result structure,"
+    message = (
+        f"function '{function.split('.', 1)[0]}' {what} {describe_fact(a)} at line {_line(a_location)} and "
+        f"{describe_fact(b)} at line {_line(b_location)}; abir gives a result one type for every member (as NumPy "
+        f"stacking the members' results would need). Instead: {_one_type_fix('the returned value', a, b)}"
+    )
+    return str(located_error(b_location, function, message))
+
+
+def _line(location: str) -> str:
+    return location.rpartition(":")[2]
+
+
+def _one_type_fix(what: str, a: Fact, b: Fact) -> str:
+    """How to give `what` one type where `a` and `b` meet."""
+    if a.tensor.shape != b.tensor.shape:
+        shapes = [f.tensor.shape for f in (a, b) if f.tensor.shape]
+        zeros = shapes[0][0] if len(shapes) == 1 and len(shapes[0]) == 1 else tuple(shapes[0]) if shapes else ()
+        start = f", e.g. start with `np.zeros({zeros})` instead of a number" if len(shapes) == 1 else ""
+        return f"give {what} the same shape on every path{start}"
+    try:
+        target = np.result_type(a.tensor.dtype, b.tensor.dtype).name
+    except TypeError:
+        return f"give {what} one dtype on every path"
+    python = {"float64": "float", "int64": "int", "complex128": "complex"}.get(target)
+    if a.tensor.shape:
+        ways = [f"`(...).astype(np.{target})`"]
+    else:
+        ways = [f"`{python}(...)`"] if python is not None else []
+        ways.append(f"`np.{target}(...)`")
+    return f"give {what} one dtype on every path: convert it where it gets the other one, e.g. {' or '.join(ways)}"
 
 
 def _declared_type_holds(want: Fact, found: Fact) -> bool:

@@ -97,10 +97,15 @@ def inline_call(call: functional.CallOp, callee: functional.FuncOp) -> None:
         term = block.last_op
         if isinstance(term, functional.ReturnOp):
             values = list(term.arguments)
+            jump = cf.BranchOp(continuation, *values)
+            jump.attributes.update(term.attributes)  # the callee's `abir.loc`
             Rewriter.erase_op(term)
-            block.add_op(cf.BranchOp(continuation, *values))
+            block.add_op(jump)
     body.move_blocks_before(continuation)
-    head.add_op(cf.BranchOp(entry, *arguments))
+    enter = cf.BranchOp(entry, *arguments)
+    if (term := continuation.last_op) is not None:
+        enter.attributes.update(term.attributes)  # the caller block's `abir.loc`
+    head.add_op(enter)
 
 
 def call_sites(module: ModuleOp) -> dict[str, int]:

@@ -16,7 +16,8 @@
   entry's parameter variables, outputs its result variables.
 
 Every terminator carries a discardable `function` attribute naming the user function whose code
-its block runs (absent on the program's own entry and exit blocks).
+its block runs (absent on the program's own entry and exit blocks), and the `abir.loc` of the
+functional block it comes from (`file:line`, when the frontend recorded one).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from abir.dialects import functional, stack
 from abir.errors import TypeInferenceError
 from abir.passes.analysis import (
     FUNCTION_ATTR,
+    LOCATION_ATTR,
     SSALiveness,
     call_graph,
     functions_of,
@@ -152,6 +154,8 @@ class FunctionLowering:
         self.func = func
         self.liveness: SSALiveness = ssa_liveness(func)
         self.current: Block = Block()
+        self.location: Attribute | None = None
+        """The `abir.loc` of the functional block being lowered."""
 
     def var(self, value: SSAValue) -> str:
         return self.l.value_var[value]
@@ -159,6 +163,7 @@ class FunctionLowering:
     def run(self) -> None:
         for block in self.func.body.blocks:
             self.start(self.l.labels[block])
+            self.location = block.last_op.attributes.get(LOCATION_ATTR) if block.last_op is not None else None
             for op in block.ops:
                 self.lower(op)
 
@@ -170,8 +175,14 @@ class FunctionLowering:
         self.current.add_op(op)
 
     def terminate(self, op: Operation) -> None:
-        op.attributes[FUNCTION_ATTR] = StringAttr(self.name)
-        self.emit(op)
+        self.emit(self.attributed(op))
+
+    def attributed(self, terminator: Operation) -> Operation:
+        """`terminator` with the `function` and `abir.loc` of the code it ends."""
+        terminator.attributes[FUNCTION_ATTR] = StringAttr(self.name)
+        if self.location is not None:
+            terminator.attributes[LOCATION_ATTR] = self.location
+        return terminator
 
     def write(self, targets: Sequence[str], sources: Sequence[str]) -> None:
         if targets:
@@ -215,9 +226,7 @@ class FunctionLowering:
             return self.l.labels[dest]
         edge = Block()
         edge.add_op(stack.WriteOp(self.block_arg_vars(dest), [self.var(v) for v in args]))
-        goto = stack.GotoOp(self.l.labels[dest])
-        goto.attributes[FUNCTION_ATTR] = StringAttr(self.name)
-        edge.add_op(goto)
+        edge.add_op(self.attributed(stack.GotoOp(self.l.labels[dest])))
         self.l.order.append(edge)
         return edge
 

@@ -175,14 +175,19 @@ def array_prim_error(op: functional.PrimOp, args: Sequence[TensorType], exc: Exc
     location = op.attributes.get(LOCATION_ATTR)
     if not isinstance(location, StringAttr):
         return TypeInferenceError(message)
-    filename, _, line = location.data.rpartition(":")
     func = op.parent_op()
     while func is not None and not isinstance(func, functional.FuncOp):
         func = func.parent_op()
-    name = func.sym_name.data.split(".", 1)[0] if func is not None else "?"
+    return located_error(location.data, func.sym_name.data if func is not None else "?", message)
+
+
+def located_error(location: str, function: str, message: str) -> LocatedTypeInferenceError:
+    """An error at `location` (`file:line`) in IR function `function` (a specialization's symbol
+    names its Python function first: `f.t1`), showing the source line."""
+    filename, _, line = location.rpartition(":")
     source = linecache.getline(filename, int(line)).strip() if line.isdigit() else ""
     shown = f"\n    {source}\n" if source else "\n"
-    return LocatedTypeInferenceError(f"{location.data}: in batched function '{name}'{shown}{message}")
+    return LocatedTypeInferenceError(f"{location}: in batched function '{function.split('.', 1)[0]}'{shown}{message}")
 
 
 def check_integer_operands(requirement: Attribute, operands: Sequence[Fact]) -> None:

@@ -25,7 +25,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Block
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -40,6 +40,7 @@ from xdsl.transforms.dead_code_elimination import dce
 
 from abir import prims
 from abir.dialects import functional
+from abir.passes.analysis import LOCATION_ATTR
 from abir.passes.type_lattice import scalar_of
 from abir.types import is_value_type, tensor_type_of
 
@@ -108,7 +109,15 @@ class ArithConstantToFunctional(RewritePattern):
 
 def simplify_functional(module: ModuleOp) -> None:
     """Canonicalize, fold, CSE and DCE a functional module in place."""
+    locations = {
+        block: term.attributes[LOCATION_ATTR]
+        for block in _blocks(module)
+        if (term := block.last_op) is not None and LOCATION_ATTR in term.attributes
+    }  # fmt: skip
     CanonicalizePass().apply(Context(), module)  # xDSL's cf patterns: pass-through blocks, ...
+    for block in _blocks(module):  # the cf patterns build new terminators without `abir.loc`
+        if (term := block.last_op) is not None and block in locations:
+            term.attributes.setdefault(LOCATION_ATTR, locations[block])
     patterns = [SelectToWhere(), ArithConstantToFunctional(), DropIdentityAstype(), FoldConstantPrim()]
     PatternRewriteWalker(GreedyRewritePatternApplier(patterns), apply_recursively=True).rewrite_module(module)
     for func in module.ops:
@@ -116,6 +125,10 @@ def simplify_functional(module: ModuleOp) -> None:
             for block in func.body.blocks:  # xDSL's CSE leaves multi-block regions alone
                 cse(block)
     dce(module)
+
+
+def _blocks(module: ModuleOp) -> list[Block]:
+    return [block for func in module.ops if isinstance(func, functional.FuncOp) for block in func.body.blocks]
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ block); writes into dead variables vanish, and so do writes of the value the reg
 holds (`@x = @x`, as passing a recursive call's unchanged arguments makes: each write is a masked
 update of the whole batch on the machine); `stack.prim` -> `vm.prim`, `stack.constant` ->
 `vm.constant`, push/pop/peek -> `vm.push/pop/peek`; terminators map to `vm.jump`, `vm.branch`,
-`vm.call`, `vm.return` and `vm.halt`. Each `vm.block` keeps the `function` attribute of its
-terminator.
+`vm.call`, `vm.return` and `vm.halt`. Each `vm.block` keeps the `function` and `abir.loc`
+attributes of its terminator.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from xdsl.passes import ModulePass
 
 from abir.dialects import functional, stack, vm
 from abir.dialects.stack import StorageClass
-from abir.passes.analysis import FUNCTION_ATTR, the_program
+from abir.passes.analysis import FUNCTION_ATTR, LOCATION_ATTR, the_program
 from abir.passes.lower_calls import replace_module_body
 
 
@@ -141,8 +141,10 @@ def stack_to_vm(module: ModuleOp) -> ModuleOp:
     vm_blocks = []
     for block in blocks:
         kernel = vm.BlockOp(numbers[block], KernelBuilder(decls, numbers).translate(block))
-        if (term := block.last_op) is not None and FUNCTION_ATTR in term.attributes:
-            kernel.attributes[FUNCTION_ATTR] = term.attributes[FUNCTION_ATTR]
+        if (term := block.last_op) is not None:
+            for name in (FUNCTION_ATTR, LOCATION_ATTR):
+                if name in term.attributes:
+                    kernel.attributes[name] = term.attributes[name]
         vm_blocks.append(kernel)
     runtime = (StorageClass.REGISTER, StorageClass.STACK)
     ops: list[Operation] = [op.clone() for op in module.ops if isinstance(op, functional.OpaqueOp)]

@@ -3,13 +3,15 @@
 A fact is a builtin IR type plus `weak`, the mark of values computed from Python literals only
 (NEP 50: they take the type of what they meet). Joins at block arguments and returns keep the
 strong side when a weak value fits it, give a bool meeting a number that number, and report any
-other disagreement (`Conflicts` keeps the messages of the last round only).
+other disagreement (`Conflicts` keeps the messages of the last round only; where the IR records
+the Python lines the values come from, the message names them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr
@@ -39,6 +41,15 @@ def fmt(t: Attribute | Fact | None) -> str:
     if isinstance(t, Fact):
         return ("weak " if t.weak else "") + str(t.type)
     return str(t)
+
+
+def describe_fact(fact: Fact) -> str:
+    """A fact in NumPy's words: `an int64`, `a float64 array of shape (3,)`."""
+    tensor = fact.tensor
+    dtype = np.dtype(tensor.dtype).name
+    if tensor.shape:
+        return f"a {dtype} array of shape {tuple(tensor.shape)}"
+    return f"{'an' if dtype[0] in 'aeiou' else 'a'} {dtype}"
 
 
 def scalar_of(attr: Attribute) -> bool | int | float | None:
@@ -88,8 +99,10 @@ def join_values(a: Fact, b: Fact) -> Fact | None:
     `return n` on another give a bool to some members and a number to others; stacked, NumPy
     makes them all numbers (bool is a kind of int: `True` is 1, `~True` is -2). The bool is
     converted where it flows into the join (`cast_at_joins`)."""
+    if a.tensor.shape != b.tensor.shape:
+        return None  # some members would hold arrays of another shape (a weak number too)
     joined = join_facts(a, b)
-    if joined is not None or a.weak or b.weak or a.tensor.shape != b.tensor.shape:
+    if joined is not None or a.weak or b.weak:
         return joined
     kinds = {a.tensor.dtype.kind, b.tensor.dtype.kind}
     if len(kinds) == 2 and "b" in kinds and kinds <= set("biuf"):
@@ -117,25 +130,52 @@ def fmt_signature(facts: Sequence[Fact]) -> str:
     return "(" + ", ".join(fmt(f) for f in facts) + ")"
 
 
+@dataclass(frozen=True)
+class Conflict:
+    """Two facts that disagree where they meet, in IR function `function`; a `located` message
+    already names the Python file and line."""
+
+    function: str
+    message: str
+    located: bool = False
+
+
+Explain = Callable[[Fact, Any, Fact, Any], str | None]
+"""Given the facts that meet and where each comes from (the `origins` given to `join_all`), a
+located message for their conflict, or None to fall back to the plain one."""
+
+
 class Conflicts:
     """Collects join conflicts; only those of the final (stable) round are reported."""
 
     def __init__(self) -> None:
-        self.messages: list[str] = []
+        self.found: list[Conflict] = []
 
-    def join(self, a: Fact | None, b: Fact | None, where: str) -> Fact | None:
-        if a is None or b is None:
-            return a if b is None else b
-        joined = join_values(a, b)
-        if joined is not None:
-            return joined
-        self.messages.append(
-            f"{where}: values of types {fmt(a.type)} and {fmt(b.type)} meet; they must agree"
-        )
-        return a
-
-    def join_all(self, facts: Sequence[Fact | None], where: str) -> Fact | None:
+    def join_all(
+        self,
+        facts: Sequence[Fact | None],
+        where: str,
+        function: str = "?",
+        origins: Sequence[Any] | None = None,
+        explain: Explain | None = None,
+    ) -> Fact | None:
+        """The join of `facts` (None: not known yet); a conflict is recorded, and the first fact
+        kept. `where` names the join in IR terms; `explain` words it in Python's, given where
+        the facts come from (`origins`, one per fact)."""
         result: Fact | None = None
-        for fact in facts:
-            result = self.join(result, fact, where)
+        origin: Any = None
+        for index, fact in enumerate(facts):
+            location = origins[index] if origins is not None else None
+            if fact is None:
+                continue
+            if result is None:
+                result, origin = fact, location
+                continue
+            joined = join_values(result, fact)
+            if joined is not None:
+                result = joined
+                continue
+            explained = explain(result, origin, fact, location) if explain is not None else None
+            plain = f"{where}: values of types {fmt(result.type)} and {fmt(fact.type)} meet; they must agree"
+            self.found.append(Conflict(function, explained or plain, located=explained is not None))
         return result

@@ -75,6 +75,8 @@ class BlockPlan:
     """The per-member state keys (registers, stack pointers, pc, error flags) the block's
     kernel may change; every other key comes back from `BlockKernel.split` untouched (the
     same object), so traced backends pass only these through their conditional."""
+    location: str | None = None
+    """`file:line` of the Python code the block runs (its `abir.loc`), for error messages."""
     in_tail: bool = False
     """Whether the block is in the program's tail: the blocks from `Machine.tail_start` on, from
     which members only move to later blocks until they halt. A member there has nothing left
@@ -536,6 +538,11 @@ def _function_of(block: vm.BlockOp) -> str | None:
     return function.data if isinstance(function, StringAttr) else None
 
 
+def _location_of(block: vm.BlockOp) -> str | None:
+    location = block.attributes.get("abir.loc")
+    return location.data if isinstance(location, StringAttr) else None
+
+
 def _plan_block(
     block: vm.BlockOp, halt: int, pointers: Mapping[str, str], in_tail: bool = False, loops_to_itself: bool = False
 ) -> BlockPlan:
@@ -548,6 +555,7 @@ def _plan_block(
     return BlockPlan(
         index=block.number,
         function=_function_of(block),
+        location=_location_of(block),
         instructions=instructions,
         code=KernelCode.generate(block.number, instructions, uses_stacks),
         uses_stacks=uses_stacks,
@@ -842,6 +850,8 @@ class Machine:
         if not plan.function:
             return f"the program (vm block {block})"
         where = f"function {python_name(plan.function)!r}"
+        if plan.location is not None:
+            where += f" at {plan.location}"
         callee = self.plans[plan.callee].function if plan.callee is not None else None
         if callee and callee != plan.function:
             where += f" calling {python_name(callee)!r}"
@@ -889,7 +899,7 @@ class Machine:
         places = []
         for block in sorted({int(stopped_at[m]) for m in stopped}):
             members = stopped[stopped_at[stopped] == block]
-            places.append(f"{self._members(members)} at {self._describe(block)}")
+            places.append(f"{self._members(members)} in {self._describe(block)}")
         shown = "; ".join(places[:4]) + (f"; and {len(places) - 4} more places" if len(places) > 4 else "")
         raise StepLimitError(
             f"max_steps={max_steps} reached: {len(stopped)} member{'s' if len(stopped) > 1 else ''} still "
@@ -898,6 +908,7 @@ class Machine:
             "for these members (run them with dry_run=True)",
             members=stopped.tolist(),
             blocks=[int(stopped_at[m]) for m in stopped],
+            locations=[self.plans[int(stopped_at[m])].location for m in stopped],
         )
 
 

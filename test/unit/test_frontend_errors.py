@@ -255,6 +255,30 @@ def test_item_and_attribute_assignment():
     expect_error(g, "# here", "attribute assignment")
 
 
+def test_appending_to_a_list():
+    def f(n):
+        xs = []
+        i = 0
+        while i < n:
+            xs.append(i)  # here
+            i += 1
+        return n
+
+    error = expect_error(f, "# here", "`xs.append(...)` would change a list in place, but abir's tuples and lists are "
+                         "structures fixed at compile time")
+    assert "`xs[i] = v`" in error.suggestion
+
+
+def test_appending_to_an_array():
+    def f(n):
+        xs = n * 1.0
+        xs.append(n)  # here
+        return xs
+
+    error = expect_error(f, "# here", "'.append()' is a list method, but `xs` is a per-member array here")
+    assert "fixed-size array" in error.suggestion
+
+
 def test_unpacking_a_single_array():
     def f(x):
         a, b = x  # here

@@ -7,7 +7,10 @@ member, or the program is rejected with an error naming the user's line and what
 * item assignment (`x[i] = v`, `x[i] += v`, `x[a:b] = w`, `x[i, j] = v`) updates the member's own
   array as NumPy does, aliases included, or is rejected where NumPy would change an array that
   abir cannot follow (an argument, a view, a module-level array);
-* `np.random` / `random`, `print` and float `range()` bounds, which would silently differ, are errors.
+* `x in (a, b)` compares `x` with each element as Python does (a bool per member);
+* `np.random` / `random`, `print` and float `range()` bounds, which would silently differ, are errors;
+* values of different types meeting where paths join (an `if`, a loop, two returns) are errors
+  naming the variable, both types and the lines of both paths.
 
 Every program runs on NumPy, JAX and TensorFlow and is checked against plain Python per member.
 """
@@ -23,7 +26,7 @@ import pytest
 
 import abir
 from abir.context import Context
-from abir.errors import AbirError, UnsupportedSyntaxError
+from abir.errors import AbirError, TypeInferenceError, UnsupportedSyntaxError
 
 # -- programs (plain module-level Python, written for one member) ------------------------------
 
@@ -162,10 +165,32 @@ def flag_becomes_float(n):
     return x
 
 
+SMALL_PRIMES = {2, 3, 5, 7}
+EVENS = range(0, 10, 2)
+
+
+def membership(n, x):
+    """`in` and `not in` over literal tuples and lists, module-level sets and ranges, with
+    per-member elements too; a bool per member, as Python gives."""
+    if n in (1, 2):
+        kind = 10
+    elif n not in [3, 4.5, x]:
+        kind = 20
+    else:
+        kind = 30
+    return kind, n in SMALL_PRIMES, n in EVENS, x in (n, 2 * n), n in ()
+
+
+def membership_of_itself(x):
+    """An element that is the very object `x` matches by identity, NaN included."""
+    y = x
+    return x in (y,), x in (x + 0.0,), x not in (1.0, x * 2)
+
+
 PROGRAMS = [fib_ternary, fib_joined_if, steps_or, runaway, guarded_ternary, guarded_and, guarded_or,
             eager_arms, insertion_sort, histogram, slices_and_pairs, aliases_follow, namedtuple_field,
             swap_and_constants, twice, flag_and_call, call_or_flag, call_if_else_flag,
-            flag_or_number_returned, flag_becomes_float]  # fmt: skip
+            flag_or_number_returned, flag_becomes_float, membership, membership_of_itself]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -475,7 +500,7 @@ def test_an_alias_carried_separately_by_a_loop():
             b = b * 1.0
         return b
 
-    expect_error(f, "# here", "`a` holds an array that 'b' also holds when the loop at line")
+    expect_error(f, "# here", "`a` holds an array that 'a' and 'b' may share when the loop at line")
 
 
 def test_a_join_of_two_arrays_is_a_possible_alias():
@@ -565,6 +590,93 @@ def test_integer_range_bounds_need_no_check():
     batched = ctx.batch()(f)
     assert "abir.integer_operands" not in str(ctx.module())
     np.testing.assert_array_equal(batched(np.arange(6).reshape(2, 3)), [1, 7])
+
+
+# -- `in` -------------------------------------------------------------------------------------------
+
+
+def test_membership_in_tuples_lists_sets_and_ranges(batched, backend):
+    n = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8])
+    x = np.array([0, 5, 1, 6, 4, 9, 3, 14, 8])
+    assert_matches_python(batched, membership, [n, x], backend)
+    result = batched["membership"](n, x, backend=backend)
+    assert all(np.asarray(leaf).dtype == np.bool_ for leaf in result[1:])
+
+
+def test_membership_of_the_value_itself(batched, backend):
+    assert_matches_python(batched, membership_of_itself, [np.array([np.nan, 1.0, 2.0, -0.0])], backend)
+
+
+def test_membership_of_an_array_is_an_error():
+    def f(v):
+        return 1 in (v, 2)  # here
+
+    expect_error(f, "# here", "`1 in (v, 2)` compares `1` with each element, and here a comparison gives a "
+                 "per-member array", np.ones((2, 3)), error=AbirError)
+
+
+def test_membership_in_an_array_is_an_error():
+    def f(n):
+        return n in TABLE  # here
+
+    expect_error(f, "# here", "`in` with per-member values is supported over a tuple, list or set", np.array([1]))
+
+
+# -- types meeting at joins ---------------------------------------------------------------------
+
+
+def test_an_int_and_a_float_meeting_after_an_if():
+    def f(n, x):
+        y = n * 2
+        if n > 1:
+            y = x * 0.5  # here
+        return y
+
+    error = expect_error(f, "# here", "variable 'y' is an int64 on the path from line", np.array([1, 2]),
+                         np.array([0.5, 1.0]), error=TypeInferenceError)
+    assert f"and a float64 on the path from line {line_of(f, '# here')};" in str(error)
+    assert "`float(...)`" in str(error) and "in batched function 'f'" in str(error)
+
+
+def test_a_loop_changing_the_dtype_of_a_variable():
+    def f(n, x):
+        acc = n
+        i = 0
+        while i < n:  # here
+            acc = acc * x
+            i += 1
+        return acc
+
+    error = expect_error(f, "# here", "variable 'acc' is an int64 when the loop at line", np.array([1, 2]),
+                         np.array([0.5, 1.0]), error=TypeInferenceError)
+    assert f"a float64 at the end of an iteration (line {line_of(f, 'i += 1')})" in str(error)
+
+
+def test_a_number_meeting_an_array_is_an_error():
+    """Members whose loop never ran would hold a number, the others an array (it used to crash
+    when a weak literal took the array's type)."""
+
+    def f(v, n):
+        acc = 0.0
+        for i in range(n):  # here
+            acc = acc + v * i
+        return acc
+
+    error = expect_error(f, "# here", "variable 'acc' is a float64 when the loop at line", np.ones((2, 3)),
+                         np.array([0, 2]), error=TypeInferenceError)
+    assert "a float64 array of shape (3,) at the end of an iteration" in str(error)
+    assert "`np.zeros(3)`" in str(error)
+
+
+def test_returns_of_two_dtypes():
+    def f(n, x):
+        if n > 0:
+            return n
+        return x  # here
+
+    error = expect_error(f, "# here", "function 'f' returns an int64 at line", np.array([1, 2]),
+                         np.array([0.5, 1.0]), error=TypeInferenceError)
+    assert f"and a float64 at line {line_of(f, '# here')};" in str(error)
 
 
 TABLE = np.arange(4)

@@ -14,6 +14,8 @@ error naming the user's line.
   scalars sharing a value across iterations, or joining an integer-index read with a number,
   are not taken for shared arrays.
 * An integer power with a negative exponent never raises on the junk rows of inactive members.
+* A scalar read of an array carried into or out of a loop is a copy, not a second name for the
+  array (the array is item-assigned later); a row or slice carried so still shares its array.
 """
 
 from __future__ import annotations
@@ -537,11 +539,56 @@ def element_or_call_result_into_a_loop(d):
     return v4, v1
 
 
+def element_carried_by_an_inner_loop():
+    """Seed 12, program 20 (shrunk, with a return): the inner loop carries `v6`, a scalar read of
+    `w1`, and the next unrolled iteration assigns into `w1`. The read counted as sharing `w1`'s
+    array, which made `w1` foreign to the function."""
+    w1 = np.zeros(3)
+    for i5 in (0, 0, 0):
+        w1[0] = 0.0
+        v6 = w1[i5]
+        for _i7 in range(0, 0, 1):
+            v6 = 0.0
+    return w1, v6
+
+
+def elements_carried_by_inner_loops(n):
+    w = np.zeros(3)
+    for j in (0, 1, 2):
+        w[j] = n * 1.0 + j
+        v = w[j]
+        for _ in range(n % 3):
+            v = v + w[(j + 1) % 3]
+        w[(j + 2) % 3] = v
+    return w, v
+
+
+def element_read_in_a_loop_then_write(n):
+    w = np.zeros(3) + n
+    v = 0.0
+    for i in range(n % 4):
+        v = w[i % 3]
+    w[0] = -1.0
+    return w, v
+
+
+def element_carried_then_write(n):
+    w = np.arange(3.0) + n
+    v = w[1]
+    i = 0
+    while i < n:
+        v = v + 1.0
+        i += 1
+    w[1] = -1.0
+    return w, v
+
+
 FUZZ_PROGRAMS = [
     returns_nothing, plus_one, helper_result_into_a_call_returning_nothing,
     helpers_with_computed_compile_time_arguments, batched_value_into_a_constant, per_member_index_into_a_constant,
     call_on_an_element_then_write, calls_on_elements_in_a_loop, call_on_an_element_then_update,
-    element_or_call_result_into_a_loop,
+    element_or_call_result_into_a_loop, element_carried_by_an_inner_loop, elements_carried_by_inner_loops,
+    element_read_in_a_loop_then_write, element_carried_then_write,
 ]  # fmt: skip
 
 
@@ -593,6 +640,56 @@ def test_a_sequence_into_one_element_is_numpys_error():
                                      call_on_an_element_then_update, element_or_call_result_into_a_loop])
 def test_a_call_given_an_element_is_not_a_view(fuzz_batched, backend, program):
     assert_matches_python(fuzz_batched[program.__name__], [np.array([0, 1, 4])], backend)
+
+
+def test_an_element_carried_by_a_loop_is_a_copy(fuzz_batched, backend):
+    assert_matches_python(fuzz_batched["element_carried_by_an_inner_loop"], [], backend)
+    for program in ["elements_carried_by_inner_loops", "element_read_in_a_loop_then_write",
+                    "element_carried_then_write"]:
+        assert_matches_python(fuzz_batched[program], [np.array([0, 1, 2, 5])], backend)
+
+
+def row_carried_then_write(n):
+    m = np.zeros((2, 3)) + n
+    v = m[1]
+    i = 0
+    while i < n:  # here
+        v = v + 1.0
+        i += 1
+    m[1, 1] = -1.0
+    return m, v
+
+
+def row_read_in_a_loop_then_write(n):
+    m = np.zeros((2, 3)) + n
+    v = np.zeros(3)
+    for i in range(n):
+        v = m[i % 2]
+    m[1, 1] = -1.0  # here
+    return m, v
+
+
+def slice_carried_then_write(n):
+    a = np.zeros(3) + n
+    b = a
+    v = b[1:]
+    i = 0
+    while i < n:
+        v = v * 2.0
+        i += 1
+    a[1] = -1.0  # here
+    return a, v
+
+
+def test_a_view_carried_by_a_loop_still_shares_its_array():
+    """A row or a slice carried into or out of a loop is a view: NumPy would change it when
+    its array changes in place (for the members whose loop did not rebind it)."""
+    expect_error(row_carried_then_write, "# here", "variable 'v' is an item of `m` with axes of its own",
+                 np.array([0, 1]))
+    expect_error(row_read_in_a_loop_then_write, "# here", "variable 'v' is an item of `m` with axes of its own",
+                 np.array([0, 1]))
+    expect_error(slice_carried_then_write, "# here",
+                 "`a` holds an array that 'v' and 'a' may share when the loop at line", np.array([0, 1]))
 
 
 def call_on_a_row_then_write(x):

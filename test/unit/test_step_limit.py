@@ -9,6 +9,7 @@ KeyboardInterrupt) runs between launches.
 
 from __future__ import annotations
 
+import inspect
 import signal
 import threading
 
@@ -74,7 +75,31 @@ def test_runaway_members_are_named(backend):
         collatz(np.array([1, 0, 27, -3, 5]), backend=backend, max_steps=400)
     assert info.value.members == [1, 3]
     assert "max_steps=400 reached: 2 members still running" in str(info.value)
-    assert "batch members 1, 3 at function 'collatz'" in str(info.value)
+    assert "batch members 1, 3 in function 'collatz' at " in str(info.value)
+
+
+def lines_of(function, first: str, last: str) -> range:
+    """The lines of this file from the line of `function` containing `first` to the one with `last`."""
+    lines, start = inspect.getsourcelines(function)
+    begin = next(i for i, line in enumerate(lines) if first in line)
+    end = next(i for i, line in enumerate(lines) if last in line)
+    return range(start + begin, start + end + 1)
+
+
+@pytest.mark.parametrize("make", [abir.NumpyBackend, abir.JaxBackend, abir.TensorFlowBackend],
+                         ids=["numpy", "jax", "tf"])
+def test_each_member_is_named_with_the_line_where_it_stands(make):
+    loop = lines_of(collatz.__wrapped__, "while n != 1", "steps += 1")
+    recursion = lines_of(countdown.__wrapped__, "if n <= 0", "return countdown")
+    for function, args, lines in [(collatz, [1, 0, 27, -3], loop), (countdown, [3, 500], recursion)]:
+        with pytest.raises(abir.StepLimitError) as info:
+            function(np.array(args), backend=make(), max_steps=300, max_stack_depth=600)
+        error = info.value
+        assert len(error.locations) == len(error.members) > 0
+        for location in error.locations:
+            filename, _, line = location.rpartition(":")
+            assert filename == __file__ and int(line) in lines, location
+            assert f"in function '{function.__name__}' at {location} (vm block" in str(error)
 
 
 @pytest.mark.parametrize(

@@ -44,7 +44,7 @@ functional.func @no_results() {
 }
 
 functional.func @with_attrs(%a: i1) -> i1 attributes {note = 1 : i64} {
-  functional.return {tag} %a : i1
+  functional.return %a : i1 {tag}
 }
 
 functional.func @unknown_result(%a: !functional.unknown) -> !functional.unknown {
@@ -89,7 +89,7 @@ functional.func @unknown_result(%a: !functional.unknown) -> !functional.unknown 
 // CHECK-NEXT:     functional.return
 // CHECK-NEXT:   }
 // CHECK-LABEL: functional.func @with_attrs(%a: i1) -> i1 attributes {note = 1 : i64} {
-// CHECK-NEXT:     functional.return {tag} %a : i1
+// CHECK-NEXT:     functional.return %a : i1 {tag}
 // CHECK-NEXT:   }
 // CHECK-LABEL: functional.func @unknown_result(%a: !functional.unknown) -> !functional.unknown {
 // CHECK-NEXT:     functional.return %a : !functional.unknown
