@@ -83,13 +83,13 @@ n = np.repeat([1, 5, 9, 13], 8)
 deep = n.copy()
 deep[27] = 20
 raises(lambda: batched_fib(put(deep), backend=backend, max_stack_depth=12),
-       "stack overflow in function 'fib' (vm block")
+       "stack overflow in function 'fib' at ")
 raises(lambda: batched_fib(put(deep), backend=backend, max_stack_depth=12),
        "batch member 27 recursed deeper than max_stack_depth=12")
 far = np.full(32, 10.0)
 far[13] = 1e300
 raises(lambda: halving(put(far), 0.3, backend=backend, max_steps=30),
-       "max_steps=30 reached: 1 member still running (batch member 13 at function 'halving_steps'")
+       "max_steps=30 reached: 1 member still running (batch member 13 in function 'halving_steps' at ")
 
 # each shard's machine runs and stops on its own: its counts are those of a run of its members
 # alone, and the shard whose members all halt at once leaves its loop after one sweep

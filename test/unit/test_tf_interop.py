@@ -67,7 +67,7 @@ def test_abir_tf_function_raises_abirs_errors_after_the_call(jit_compile):
     np.testing.assert_array_equal(steps.numpy(), halving(x, 0.3, dry_run=True)[1])
     with pytest.raises(abir.StackOverflowError, match="function 'fib'.*batch member 1 recursed deeper than max_stack_depth=3"):
         deep(tf.constant([3, 9]), tf.constant(x))
-    with pytest.raises(abir.StepLimitError, match="max_steps=20 reached: 1 member still running .batch member 1 at function 'halving_steps'"):
+    with pytest.raises(abir.StepLimitError, match="max_steps=20 reached: 1 member still running .batch member 1 in function 'halving_steps' at "):
         deep(tf.constant([3, 4]), tf.constant(np.array([1.0, 1e300])))
     # a call of another shape traces again; each trace's errors are checked with its own flags
     with pytest.raises(abir.StackOverflowError, match="batch member 2 recursed"):
