@@ -485,15 +485,17 @@ class BackendProtocol(Protocol):
 
     @abc.abstractmethod
     def asarray(self, value: Any, dtype: Any = None) -> Any:
-        """abir extension: a NumPy array, Python scalar or backend array as a backend array."""
+        """abir extension: convert a NumPy array, Python scalar or this backend's array to this
+        backend's array."""
 
     @abc.abstractmethod
     def to_numpy(self, value: Any) -> np.ndarray:
-        """abir extension: a NumPy copy of a backend array (for errors, results and tests)."""
+        """abir extension: a NumPy copy of one of this backend's arrays (used for errors and tests)."""
 
     @abc.abstractmethod
     def is_native(self, value: Any) -> bool:
-        """abir extension: whether `value` already is one of the backend's arrays."""
+        """abir extension: whether `value` is already this backend's array type (results keep the
+        caller's kind)."""
 
     @abc.abstractmethod
     def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
@@ -527,8 +529,9 @@ class BackendProtocol(Protocol):
     # ----- abir's extensions: computing and updating ------------------------------------------
     @abc.abstractmethod
     def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
-        """abir extension: builtin primitive `name` (`abir.prims`) on whole-batch arrays with
-        NumPy semantics, the result in `result_dtype` (None: NumPy's)."""
+        """abir extension: run a builtin Array-API primitive (`abir.prims`) with NumPy semantics on
+        whole-batch arrays. `result_dtype` is the inferred NumPy dtype of the result (used by
+        `astype`, and to pin the dtype where the library's promotion would differ from NumPy's)."""
 
     @abc.abstractmethod
     def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
@@ -536,8 +539,9 @@ class BackendProtocol(Protocol):
 
     @abc.abstractmethod
     def stack_write(self, stack: Any, index: Any, value: Any, mask: Any) -> Any:
-        """abir extension: `stack` ([D, B, ...]) with `stack[index[b], b] = value[b]` where
-        `mask[b]`; may update `stack` in place."""
+        """abir extension: return `stack` ([D, B, *shape]) with `stack[index[b], b] = value[b]` for
+        members where `mask[b]`; others unchanged. Indices of unmasked members may be out of range.
+        An update by index, never a mask over the whole stack."""
 
     @abc.abstractmethod
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
@@ -546,7 +550,7 @@ class BackendProtocol(Protocol):
 
     @abc.abstractmethod
     def stack_read(self, stack: Any, index: Any) -> Any:
-        """abir extension: `stack[clip(index[b], 0, D - 1), b]` for every member b."""
+        """abir extension: `stack[clip(index[b], 0, D-1), b]` for every member b: shape [B, *shape]."""
 
     @abc.abstractmethod
     def known_none(self, mask: Any) -> bool:
@@ -730,27 +734,6 @@ class Backend(BackendProtocol):
         check({key: self.to_numpy(value) for key, value in values.items()})
 
     # ----- arrays -------------------------------------------------------------------------
-    @abc.abstractmethod
-    def asarray(self, value: Any, dtype: Any = None) -> Any:
-        """Convert a NumPy array, Python scalar or this backend's array to this backend's array."""
-
-    @abc.abstractmethod
-    def to_numpy(self, value: Any) -> np.ndarray:
-        """A NumPy copy of one of this backend's arrays (used for errors and tests)."""
-
-    @abc.abstractmethod
-    def is_native(self, value: Any) -> bool:
-        """Whether `value` is already this backend's array type (results keep the caller's kind)."""
-
-    @abc.abstractmethod
-    def zeros(self, shape: Sequence[int], dtype: Any) -> Any: ...
-
-    @abc.abstractmethod
-    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any: ...
-
-    @abc.abstractmethod
-    def arange(self, n: int, dtype: Any = np.int32) -> Any: ...
-
     def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]]) -> State:
         """Zero arrays by state key (`shapes` maps each key to its shape and dtype): the machine's
         initial state, made in one call so a backend can make them all at once."""
@@ -772,12 +755,6 @@ class Backend(BackendProtocol):
         return self.zeros((max_stack_depth, batch_size, *type.shape), type.dtype)
 
     # ----- primitives ---------------------------------------------------------------------
-    @abc.abstractmethod
-    def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
-        """Run a builtin Array-API primitive (`abir.prims`) with NumPy semantics on whole-batch
-        arrays. `result_dtype` is the inferred NumPy dtype of the result (used by `astype`, and
-        to pin the dtype where the library's promotion would differ from NumPy's)."""
-
     def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         """Call a user's opaque primitive on whole-batch arrays of this backend."""
         return fn(*args)
@@ -788,12 +765,6 @@ class Backend(BackendProtocol):
         """`mask` is bool [B]; `new` and `old` are [B, *shape] (new may broadcast). Broadcasts the
         mask over the trailing dimensions."""
 
-    @abc.abstractmethod
-    def stack_write(self, stack: Any, index: Any, value: Any, mask: Any) -> Any:
-        """Return `stack` ([D, B, *shape]) with `stack[index[b], b] = value[b]` for members where
-        `mask[b]`; others unchanged. Indices of unmasked members may be out of range. An update by
-        index, never a mask over the whole stack."""
-
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
         """Return `stack` ([D, B, *shape]) with `stack[rows[b], b] = value[b]` for every member b
         whose row is in [0, D); a row of D means "no write" (`value` may broadcast)."""
@@ -801,10 +772,6 @@ class Backend(BackendProtocol):
         return self.stack_write(
             stack, rows, value, self.builtin_prim("less", [rows, np.int32(depth)], np.bool_)
         )
-
-    @abc.abstractmethod
-    def stack_read(self, stack: Any, index: Any) -> Any:
-        """`stack[clip(index[b], 0, D-1), b]` for every member b: shape [B, *shape]."""
 
     def known_none(self, mask: Any) -> bool:
         """Whether bool `mask` is known to be all false right now (lets an eager backend skip
@@ -866,9 +833,6 @@ class Backend(BackendProtocol):
         return entry[1]
 
     # ----- the reference's interface (`BackendProtocol` documents each method) ---------------
-    @abc.abstractmethod
-    def reduce_min(self, t: Any, name: str | None = None) -> Any: ...
-
     def any(self, t: Any, name: str | None = None) -> Any:
         """By `reduce_min` over the negation (a backend may use its library's reduction)."""
         none = self.builtin_prim("logical_not", [t], np.bool_)
