@@ -857,17 +857,7 @@ class Backend(BackendProtocol):
     def create_variable(
         self, name: str | None, alloc: Any, type_: TensorType, max_stack_depth: int, batch_size: int
     ) -> Any:
-        kind = variables.allocation_kind(alloc)
-        if kind == "dead":
-            return variables.NullVariable()
-        if kind == "temporary":
-            return variables.TemporaryVariable.empty()
-        type_ = TensorType(np.dtype(type_[0]), tuple(type_[1]))
-        value = self.create_register(batch_size, type_)
-        if kind == "register":
-            return variables.RegisterVariable(self, value)
-        stack = self.create_stack(max_stack_depth, batch_size, type_)
-        return variables.FullVariable(self, value, stack, self.zeros((batch_size,), variables.INDEX_DTYPE))
+        return variables.new_variable(self, alloc, type_, max_stack_depth, batch_size)
 
     def equal(self, t1: Any, t2: Any, name: str | None = None) -> Any:
         return self.builtin_prim("equal", [t1, t2], np.bool_)

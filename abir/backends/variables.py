@@ -27,6 +27,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from abir.types import TensorType
+
 
 class VariableBackend(Protocol):
     """The methods of `abir.backends.base.BackendProtocol` a variable uses (named here so that
@@ -39,6 +41,9 @@ class VariableBackend(Protocol):
     def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any: ...
     def stack_write(self, stack: Any, index: Any, value: Any, mask: Any) -> Any: ...
     def stack_read(self, stack: Any, index: Any) -> Any: ...
+    def zeros(self, shape: Sequence[int], dtype: Any) -> Any: ...
+    def create_register(self, batch_size: int, type: TensorType) -> Any: ...
+    def create_stack(self, max_stack_depth: int, batch_size: int, type: TensorType) -> Any: ...
 
 INDEX_DTYPE = np.dtype(np.int32)
 """The dtype of a variable's per-member stack pointer."""
@@ -66,6 +71,24 @@ def allocation_kind(alloc: Any) -> str:
             f"unknown variable allocation {alloc!r}; use one of {', '.join(map(repr, ALLOCATIONS))}"
         )
     return kind
+
+
+def new_variable(
+    backend: VariableBackend, alloc: Any, type_: Any, max_stack_depth: int, batch_size: int
+) -> NullVariable | TemporaryVariable | RegisterVariable | FullVariable:
+    """`create_variable`'s variable: by `allocation_kind(alloc)`, zero-valued, of per-member type
+    `type_` (a `TensorType` or a `(dtype, shape)` pair), on `backend`'s arrays."""
+    kind = allocation_kind(alloc)
+    if kind == "dead":
+        return NullVariable()
+    if kind == "temporary":
+        return TemporaryVariable.empty()
+    type_ = TensorType(np.dtype(type_[0]), tuple(type_[1]))
+    value = backend.create_register(batch_size, type_)
+    if kind == "register":
+        return RegisterVariable(backend, value)
+    stack = backend.create_stack(max_stack_depth, batch_size, type_)
+    return FullVariable(backend, value, stack, backend.zeros((batch_size,), INDEX_DTYPE))
 
 
 class NullVariable:

@@ -76,16 +76,7 @@ class CountingNumpyBackend(abir.BackendProtocol):
     def create_variable(
         self, name: str | None, alloc: Any, type_: TensorType, max_stack_depth: int, batch_size: int
     ) -> Any:
-        kind = variables.allocation_kind(alloc)
-        if kind == "dead":
-            return variables.NullVariable()
-        if kind == "temporary":
-            return variables.TemporaryVariable.empty()
-        value = self.create_register(batch_size, TensorType(*type_))
-        if kind == "register":
-            return variables.RegisterVariable(self, value)
-        stack = self.create_stack(max_stack_depth, batch_size, TensorType(*type_))
-        return variables.FullVariable(self, value, stack, np.zeros(batch_size, np.int32))
+        return variables.new_variable(self, alloc, type_, max_stack_depth, batch_size)
 
     def equal(self, t1: Any, t2: Any, name: str | None = None) -> Any:
         return np.equal(t1, t2)
