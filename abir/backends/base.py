@@ -479,6 +479,9 @@ class BackendProtocol(Protocol):
     backend (`priority` or `flow`)."""
     superblocks: bool
     """abir extension: whether the compiler forms superblocks (`form-superblocks`) for it."""
+    immutable_arrays: bool
+    """abir extension: whether its arrays cannot change once made (JAX, TF), so that one zero
+    state can start every run of the same shapes (`Machine.initial_state`)."""
     last_stats: RunStats | None
     """abir extension: what the last `run` did, if the backend counts it (set to None by the
     machine before each run)."""
@@ -487,6 +490,11 @@ class BackendProtocol(Protocol):
     def asarray(self, value: Any, dtype: Any = None) -> Any:
         """abir extension: convert a NumPy array, Python scalar or this backend's array to this
         backend's array."""
+
+    def run_input(self, array: np.ndarray) -> Any:
+        """abir extension: a NumPy input leaf (cast and broadcast on the host) as the machine's
+        `run` takes it in its initial state; by default this backend's array (`asarray`)."""
+        return self.asarray(array, array.dtype)
 
     @abc.abstractmethod
     def to_numpy(self, value: Any) -> np.ndarray:
@@ -630,6 +638,7 @@ class Backend(BackendProtocol):
     `priority` when each step runs the block `scheduler` picks, `flow` when each iteration
     sweeps all blocks in index order."""
     superblocks: bool = False
+    immutable_arrays: bool = False
     """Whether the compiler merges branch arms into their blocks for this backend
     (`form-superblocks`): a traced backend pays for each block run (a conditional, the masks,
     the pc) more than for the ops of a larger block; an eager one pays for every op it runs,

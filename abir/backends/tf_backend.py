@@ -407,6 +407,7 @@ class TensorFlowBackend(Backend):
 
     name = "tensorflow"
     superblocks = True
+    immutable_arrays = True
 
     def __init__(
         self,

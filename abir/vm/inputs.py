@@ -68,9 +68,11 @@ def batch_size_of(caller: str, names: Sequence[str], shapes: Sequence[tuple[int,
 
 
 def prepare_inputs(
-    names: Sequence[str], types: Sequence[TensorType], args: Sequence[Any], backend: Backend
+    names: Sequence[str], types: Sequence[TensorType], args: Sequence[Any], backend: Backend, for_run: bool = False
 ) -> tuple[int, list[Any]]:
-    """Check the leaves against the input types; return (B, leaves as `[B, *shape]` arrays)."""
+    """Check the leaves against the input types; return (B, leaves as `[B, *shape]` arrays).
+    `for_run`: the leaves go into a machine run's state, so NumPy ones are as the backend's
+    `run_input` keeps them."""
     if len(args) != len(types):
         raise TypeError(f"the program takes {len(types)} input(s) ({', '.join(names)}), got {len(args)}")
     shapes = []
@@ -83,7 +85,10 @@ def prepare_inputs(
         shapes.append(shape)
         arrays.append(np.asarray(value, want_dtype) if _on_host(value) else backend.asarray(value, want_dtype))
     batch = batch_size_of("the program", [f"input {name!r}" for name in names], shapes)
-    leaves = [_broadcast(backend, array, shape, batch, want) for array, shape, want in zip(arrays, shapes, types, strict=True)]
+    leaves = [
+        _broadcast(backend, array, shape, batch, want, for_run)
+        for array, shape, want in zip(arrays, shapes, types, strict=True)
+    ]
     return batch, leaves
 
 
@@ -93,13 +98,15 @@ def _on_host(value: Any) -> bool:
     return _is_python_scalar(value) or isinstance(value, np.ndarray | np.generic)
 
 
-def _broadcast(backend: Backend, array: Any, shape: tuple[int, ...], batch: int, want: TensorType) -> Any:
+def _broadcast(
+    backend: Backend, array: Any, shape: tuple[int, ...], batch: int, want: TensorType, for_run: bool
+) -> Any:
     """Reshape scalars to a size-1 batch and spread size-1 batches to B."""
     if len(getattr(array, "shape", ())) == 0:
         array = array[None]
     if isinstance(array, np.ndarray):
         full = np.broadcast_to(array, (batch, *want.shape)).copy() if shape[0] != batch else array
-        return backend.asarray(full, array.dtype)
+        return backend.run_input(full) if for_run else backend.asarray(full, array.dtype)
     if shape[0] == batch:
         return array
     return backend.where(backend.full_mask(batch), array, backend.create_register(batch, want))
