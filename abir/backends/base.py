@@ -99,6 +99,13 @@ def loops_to_itself(kernel: Any) -> bool:
     return bool(getattr(getattr(kernel, "plan", None), "loops_to_itself", False))
 
 
+def writes_whole_stacks(kernel: Any) -> bool:
+    """Whether the kernel's block writes whole stacks (`kernel.plan.writes_whole_stacks`: a
+    request with rows None, see `stack_scatter`). Such requests cannot be padded into the
+    fixed-size requests of a switch over split kernels, nor scattered into compacted columns."""
+    return bool(getattr(getattr(kernel, "plan", None), "writes_whole_stacks", False))
+
+
 def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
     """The per-member keys (of `keys`) that `kernel.split` may change: its `register_writes`
     when it declares them, else all of them."""
@@ -479,9 +486,10 @@ class BackendProtocol(Protocol):
     backend (`priority` or `flow`)."""
     superblocks: bool
     """abir extension: whether the compiler forms superblocks (`form-superblocks`) for it."""
-    immutable_arrays: bool
+    immutable_arrays: bool = False
     """abir extension: whether its arrays cannot change once made (JAX, TF), so that one zero
-    state can start every run of the same shapes (`Machine.initial_state`)."""
+    state can start every run of the same shapes (`Machine.initial_state`); False unless a
+    backend says so."""
     last_stats: RunStats | None
     """abir extension: what the last `run` did, if the backend counts it (set to None by the
     machine before each run)."""
@@ -554,7 +562,8 @@ class BackendProtocol(Protocol):
     @abc.abstractmethod
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
         """abir extension: `stack` with `stack[rows[b], b] = value[b]` for rows in [0, D) (a row
-        of D writes nothing); may update `stack` in place."""
+        of D writes nothing); may update `stack` in place. `rows` None: `value` is the whole new
+        stack (`state_ops.descend` writes many rows per member at once)."""
 
     @abc.abstractmethod
     def stack_read(self, stack: Any, index: Any) -> Any:
@@ -638,7 +647,6 @@ class Backend(BackendProtocol):
     `priority` when each step runs the block `scheduler` picks, `flow` when each iteration
     sweeps all blocks in index order."""
     superblocks: bool = False
-    immutable_arrays: bool = False
     """Whether the compiler merges branch arms into their blocks for this backend
     (`form-superblocks`): a traced backend pays for each block run (a conditional, the masks,
     the pc) more than for the ops of a larger block; an eager one pays for every op it runs,
@@ -776,7 +784,10 @@ class Backend(BackendProtocol):
 
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
         """Return `stack` ([D, B, *shape]) with `stack[rows[b], b] = value[b]` for every member b
-        whose row is in [0, D); a row of D means "no write" (`value` may broadcast)."""
+        whose row is in [0, D); a row of D means "no write" (`value` may broadcast); `rows`
+        None: `value` is the whole new stack."""
+        if rows is None:
+            return value
         depth = int(stack.shape[0])
         return self.stack_write(
             stack, rows, value, self.builtin_prim("less", [rows, np.int32(depth)], np.bool_)

@@ -71,6 +71,7 @@ from abir.backends.base import (
     separate_stacks,
     splittable,
     tail_start_of,
+    writes_whole_stacks,
 )
 from abir.types import TensorType
 
@@ -427,6 +428,8 @@ class JaxBackend(Backend):
         loop the stack is a loop-carried buffer, so XLA updates it in place (O(B) per push).
         A stack of at most `ONE_HOT_STACK_MAX` elements is rewritten whole instead, by a
         select on a one-hot row mask: one fused kernel where the scatter takes three."""
+        if rows is None:
+            return value
         batch = stack.shape[1]
         rows = jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (batch,))
         value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), stack.shape[1:])
@@ -493,7 +496,7 @@ class JaxBackend(Backend):
         loop iterations to run (`Backend.run_in_launches`)."""
         if self.execution == "sweep":
             return self._sweep_loop(kernels, halt_index, stack_keys)
-        if splittable(kernels):
+        if splittable(kernels) and not any(writes_whole_stacks(kernel) for kernel in kernels):
             return self._split_loop(kernels, halt_index, stack_keys)
 
         def loop(state: State, iterations: Any) -> State:
@@ -925,7 +928,7 @@ def _compact_rows(
     `split` stands for `kernel.split`; `stack_keys` are the state's stacks."""
     batch = int(template["pc"].shape[0])
     rows = max(1, batch // COMPACT_FRACTION)
-    if rows >= batch or not splittable([kernel]):
+    if rows >= batch or not splittable([kernel]) or writes_whole_stacks(kernel):
         return None
     if _row_work(split or kernel.split, template, stack_keys) < COMPACT_MIN_ROW_WORK:  # type: ignore[attr-defined]
         return None

@@ -96,6 +96,9 @@ class _ScratchStacks:
         for key, requests in writes.items():
             stack = self.flat[key]
             for rows, value in requests:
+                if rows is None:  # the whole new stack (`state_ops.descend`)
+                    self.views[key][...] = value
+                    continue
                 if rows is not last:
                     last, flat_rows = rows, _flat_rows(np.asarray(rows), self.batch)
                 stack[flat_rows] = value
@@ -279,6 +282,9 @@ class NumpyBackend(Backend):
 
     def stack_scatter(self, stack: np.ndarray, rows: Any, value: Any) -> np.ndarray:
         """In place: only the members with a row below the depth are touched."""
+        if rows is None:
+            stack[...] = value
+            return stack
         rows = np.asarray(rows)
         members = np.flatnonzero(rows < stack.shape[0])
         if members.size:

@@ -72,6 +72,7 @@ from abir.backends.base import (
     separate_stacks,
     splittable,
     tail_start_of,
+    writes_whole_stacks,
 )
 
 # Prims TF lacks kernels for on 8/16-bit integers: computed in int32, then cast back (the
@@ -586,6 +587,8 @@ class TensorFlowBackend(Backend):
 
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
         """Members whose row is out of range rewrite the value they hold at the clipped row."""
+        if rows is None:
+            return value
         depth = stack.shape[0]
         rows = tf.broadcast_to(as_tensor(rows, tf.int32), tf.shape(stack)[1:2])
         coords = self._coords(stack, rows)
@@ -646,7 +649,7 @@ class TensorFlowBackend(Backend):
         loop iterations to run (`Backend.run_in_launches`)."""
         if self.execution == "sweep":
             return self._sweep_loop(kernels, halt_index, stack_keys)
-        if splittable(kernels):
+        if splittable(kernels) and not any(writes_whole_stacks(kernel) for kernel in kernels):
             return self._split_loop(kernels, halt_index, stack_keys)
 
         def loop(state: State, iterations: tf.Tensor) -> State:

@@ -84,7 +84,7 @@ from abir.dialects.stack import (
     SymbolList,
     refs,
 )
-from abir.types import is_value_type
+from abir.types import is_value_type, tensor_type_of
 
 RUNTIME_STORAGE = (StorageClass.REGISTER, StorageClass.STACK)
 
@@ -430,6 +430,107 @@ class CallOp(IRDLOperation):
         _check_targets(self, [self.target.value.data, self.return_target.value.data])
 
 
+DESCENT_PREDICATES = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+"""The comparisons a `vm.descend` may end on (`counter + offset <predicate> bound`)."""
+
+
+@irdl_op_definition
+class DescendOp(IRDLOperation):
+    """A block that calls itself while an integer counter steps toward a base case, all of its
+    iterations at once (`summarize-descents`). Per member, iteration i (from 0) starts with the
+    counter at `c0 + i * step`; it ends the descent, jumping to `exit_target`, when
+    `counter + offset <predicate> bound` holds at its start. Each iteration pushes `pushes` in
+    order: the counter (its value before the update, or after it where `pushes_updated` says
+    1) or a variable the block does not write; the pushes with `pushes_before_exit` 1 happen in
+    the final iteration too (they came before the exit test). Every full iteration also pushes
+    `return_target` on the program-counter stack. The counter ends at its final iteration's
+    start value, plus `step` when `update_before_exit` is 1. A member that never reaches the
+    base case overflows a stack, as the iterations would."""
+
+    name = "vm.descend"
+    counter = prop_def(SymbolRefAttr)
+    step = prop_def(IntegerAttr[I64])
+    predicate = prop_def(StringAttr)
+    offset = prop_def(IntegerAttr[I64])
+    bound = prop_def(IntegerAttr[I64])
+    update_before_exit = prop_def(IntegerAttr[I64])
+    pushes = prop_def(ArrayAttr[SymbolRefAttr])
+    pushes_updated = prop_def(ArrayAttr[IntegerAttr[I64]])
+    pushes_before_exit = prop_def(ArrayAttr[IntegerAttr[I64]])
+    exit_target = prop_def(IntegerAttr[I64])
+    return_target = prop_def(IntegerAttr[I64])
+    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock()))
+    assembly_format = (
+        "$counter `step` $step `until` $predicate $offset `,` $bound `exit` $exit_target `return` $return_target "
+        "`update_first` $update_before_exit `pushes` $pushes `updated` $pushes_updated `early` $pushes_before_exit "
+        "attr-dict"
+    )
+
+    def __init__(
+        self,
+        counter: str,
+        step: int,
+        predicate: str,
+        offset: int,
+        bound: int,
+        update_before_exit: bool,
+        pushes: Sequence[tuple[str, bool, bool]],
+        exit_target: int,
+        return_target: int,
+    ):
+        def flags(values: Sequence[bool]) -> ArrayAttr[IntegerAttr[I64]]:
+            return ArrayAttr([IntegerAttr(int(v), 64) for v in values])
+
+        super().__init__(
+            properties={
+                "counter": SymbolRefAttr(counter),
+                "step": IntegerAttr(step, 64),
+                "predicate": StringAttr(predicate),
+                "offset": IntegerAttr(offset, 64),
+                "bound": IntegerAttr(bound, 64),
+                "update_before_exit": IntegerAttr(int(update_before_exit), 64),
+                "pushes": ArrayAttr([SymbolRefAttr(name) for name, _, _ in pushes]),
+                "pushes_updated": flags([updated for _, updated, _ in pushes]),
+                "pushes_before_exit": flags([before for _, _, before in pushes]),
+                "exit_target": IntegerAttr(exit_target, 64),
+                "return_target": IntegerAttr(return_target, 64),
+            }
+        )
+
+    def push_list(self) -> list[tuple[str, bool, bool]]:
+        """(variable, pushes the updated counter, pushed before the exit test) per push."""
+        return [
+            (name.string_value(), bool(updated.value.data), bool(before.value.data))
+            for name, updated, before in zip(self.pushes.data, self.pushes_updated.data, self.pushes_before_exit.data, strict=True)
+        ]
+
+    def verify_(self) -> None:
+        _check_targets(self, [self.exit_target.value.data, self.return_target.value.data])
+        if self.predicate.data not in DESCENT_PREDICATES:
+            raise VerifyException(f"vm.descend ends on one of {', '.join(DESCENT_PREDICATES)}, got {self.predicate.data!r}")
+        if self.step.value.data == 0:
+            raise VerifyException("vm.descend needs a non-zero step: a counter that does not move never reaches its base case")
+        if not len(self.pushes.data) == len(self.pushes_updated.data) == len(self.pushes_before_exit.data):
+            raise VerifyException("vm.descend needs one pushes_updated and one pushes_before_exit flag per push")
+        for flag in (self.update_before_exit, *self.pushes_updated.data, *self.pushes_before_exit.data):
+            if flag.value.data not in (0, 1):
+                raise VerifyException(f"vm.descend flags are 0 or 1, got {flag.value.data}")
+        counter = lookup_var(self, self.counter)
+        if not (isinstance(counter.type, IntegerType) and counter.type.width.data > 1):
+            raise VerifyException(f"the counter of vm.descend must be an integer variable, @{self.counter.string_value()} is {counter.type}")
+        names = [name.string_value() for name in self.pushes.data]
+        for name, updated, _ in self.push_list():
+            var = lookup_var(self, SymbolRefAttr(name))
+            if not var.is_stack:
+                raise VerifyException(f"vm.descend pushes @{name}, whose storage class is register; only stack variables keep saved values")
+            if tensor_type_of(var.type).shape:
+                raise VerifyException(f"vm.descend pushes @{name}: only scalar variables")
+            if updated and name != self.counter.string_value():
+                raise VerifyException(f"vm.descend pushes the updated value of @{name}, which is not its counter")
+        if len(set(names)) != len(names):
+            raise VerifyException("vm.descend pushes each variable at most once per iteration")
+
+
 @irdl_op_definition
 class ReturnOp(IRDLOperation):
     """Pop the program-counter stack into pc."""
@@ -465,6 +566,7 @@ Vm = Dialect(
         BranchOp,
         ExitIfOp,
         CallOp,
+        DescendOp,
         ReturnOp,
         HaltOp,
     ],

@@ -25,6 +25,7 @@ PASSES: dict[str, tuple[str, str]] = {
     "form-superblocks": ("abir.passes.form_superblocks", "FormSuperblocksPass"),
     "merge-identical-blocks": ("abir.passes.merge_identical_blocks", "MergeIdenticalBlocksPass"),
     "order-sweeps": ("abir.passes.order_sweeps", "OrderSweepsPass"),
+    "summarize-descents": ("abir.passes.summarize_descents", "SummarizeDescentsPass"),
     "abir-lower": ("abir.passes.pipeline", "AbirLowerPass"),
 }
 """Every abir pass by name: (module, class). Only real, working passes are listed here."""

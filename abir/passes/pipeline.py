@@ -40,6 +40,7 @@ from abir.passes.schedule_blocks import MergeBlocksPass, ScheduleBlocksPass
 from abir.passes.simplify import simplify_functional
 from abir.passes.stack_optimize import StackOptimizePass
 from abir.passes.stack_to_vm import StackToVmPass
+from abir.passes.summarize_descents import SummarizeDescentsPass
 
 
 def compile_functional(
@@ -91,6 +92,7 @@ def vm_passes(block_order: str = "priority", superblocks: bool = True) -> tuple[
         *((FormSuperblocksPass(),) if superblocks else ()),
         MergeIdenticalBlocksPass(),
         *((OrderSweepsPass(),) if block_order == "flow" else ()),
+        SummarizeDescentsPass(),  # last: the passes before it see the self-call it summarizes
     )
 
 

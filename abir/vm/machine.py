@@ -91,6 +91,9 @@ class BlockPlan:
     loops_to_itself: bool = False
     """Whether the block may jump to itself (a loop whose body is one block): a sweeping
     execution repeats it while members stand there."""
+    writes_whole_stacks: bool = False
+    """Whether its kernel writes whole stacks (`vm.descend`; `Backend.stack_scatter` with rows
+    None)."""
 
 
 # ----- instructions ---------------------------------------------------------------------------
@@ -348,7 +351,20 @@ class Return:
         )
 
 
-Instruction = Read | Constant | Builtin | ArrayPrim | Opaque | Write | Push | Restore | Jump | Branch | ExitIf | Call | Return
+@dataclass(frozen=True)
+class Descend:
+    """`vm.descend`: a self-calling block's iterations at once (`state_ops.descend`)."""
+
+    descent: state_ops.Descent
+
+    def render(self, source: _KernelSource) -> None:
+        source.namespace["descent"] = self.descent
+        source.emit("descend(backend, frame, descent, mask)")
+
+
+Instruction = (
+    Read | Constant | Builtin | ArrayPrim | Opaque | Write | Push | Restore | Jump | Branch | ExitIf | Call | Descend | Return
+)
 
 
 # ----- planning --------------------------------------------------------------------------
@@ -377,13 +393,16 @@ def stack_pointers(blocks: Sequence[vm.BlockOp]) -> dict[str, str]:
     peeked by exactly the same ops always hold the same number of saved values, so they share
     one pointer (named after the first of them): a push or pop of such a group moves one pointer
     and computes one row index (NUTS's `build_tree`: 9 stack variables, 3 pointers)."""
-    ops_of: dict[str, list[tuple[int, int]]] = {}
+    ops_of: dict[str, list[tuple[int, int, int]]] = {}
     for block in blocks:
         for position, op in enumerate(block.body.block.ops):
             if isinstance(op, vm.PushOp | vm.PopOp | vm.PeekOp):
                 for name in _var_names(op):
-                    ops_of.setdefault(name, []).append((block.number, position))
-    owner: dict[tuple[tuple[int, int], ...], str] = {}
+                    ops_of.setdefault(name, []).append((block.number, position, 0))
+            elif isinstance(op, vm.DescendOp):  # each of its pushes moves its own pointer
+                for i, ref in enumerate(op.pushes.data):
+                    ops_of.setdefault(ref.string_value(), []).append((block.number, position, i))
+    owner: dict[tuple[tuple[int, int, int], ...], str] = {}
     return {
         name: state_ops.pointer_key(owner.setdefault(tuple(ops), name)) for name, ops in sorted(ops_of.items())
     }
@@ -430,6 +449,8 @@ def _plan_op(  # noqa: C901
             return ExitIf(slots.use(op.cond), op.target.value.data)
         case vm.CallOp():
             return Call(op.target.value.data, op.return_target.value.data)
+        case vm.DescendOp():
+            return Descend(_descent(op, pointers))
         case vm.ReturnOp():
             return Return()
         case vm.HaltOp():
@@ -437,7 +458,21 @@ def _plan_op(  # noqa: C901
     raise NotImplementedError(f"the machine cannot execute {op.name}")
 
 
-STACK_OPS = (vm.PushOp, vm.PopOp, vm.PeekOp, vm.CallOp, vm.ReturnOp)
+def _descent(op: vm.DescendOp, pointers: Mapping[str, str]) -> state_ops.Descent:
+    return state_ops.Descent(
+        counter=op.counter.string_value(),
+        step=op.step.value.data,
+        predicate=op.predicate.data,
+        offset=op.offset.value.data,
+        bound=op.bound.value.data,
+        update_first=bool(op.update_before_exit.value.data),
+        pushes=tuple((name, pointers[name], updated, early) for name, updated, early in op.push_list()),
+        exit_target=op.exit_target.value.data,
+        return_target=op.return_target.value.data,
+    )
+
+
+STACK_OPS = (vm.PushOp, vm.PopOp, vm.PeekOp, vm.CallOp, vm.DescendOp, vm.ReturnOp)
 
 
 def _pending_requests(ops: Sequence[Operation]) -> tuple[set[int], tuple[tuple[str, int], ...]]:
@@ -472,6 +507,9 @@ def _pending_requests(ops: Sequence[Operation]) -> tuple[set[int], tuple[tuple[s
                     push(state_ops.stack_key(name))
             case vm.CallOp():
                 push(state_ops.PC_STACK)
+            case vm.DescendOp():  # one write of each whole stack
+                for key in (*(state_ops.stack_key(ref.string_value()) for ref in op.pushes.data), state_ops.PC_STACK):
+                    requests[key] = requests.get(key, 0) + 1
             case vm.PopOp():
                 for name in _var_names(op):
                     take_back(position, state_ops.stack_key(name))
@@ -498,6 +536,10 @@ def _register_writes(ops: Sequence[Operation], pointers: Mapping[str, str]) -> t
             keys[state_ops.UNDERFLOW] = None
         elif isinstance(op, vm.CallOp):
             keys[state_ops.PC_SP] = keys[state_ops.OVERFLOW] = None
+        elif isinstance(op, vm.DescendOp):
+            keys[state_ops.register_key(op.counter.string_value())] = None
+            keys.update(dict.fromkeys(pointers[ref.string_value()] for ref in op.pushes.data))
+            keys[state_ops.PC_SP] = keys[state_ops.OVERFLOW] = None
         elif isinstance(op, vm.ReturnOp):
             keys[state_ops.PC_SP] = keys[state_ops.UNDERFLOW] = None
     return tuple(keys)
@@ -513,6 +555,8 @@ def _successors(blocks: Sequence[vm.BlockOp]) -> list[set[int]]:
         term = block.body.block.last_op
         if isinstance(term, vm.CallOp):
             return_sites.setdefault(functions[term.target.value.data], set()).add(term.return_target.value.data)
+        elif isinstance(term, vm.DescendOp):  # its iterations called the block's own function
+            return_sites.setdefault(functions[block.number], set()).add(term.return_target.value.data)
     successors = []
     for index, block in enumerate(blocks):
         exits = {op.target.value.data for op in block.body.block.ops if isinstance(op, vm.ExitIfOp)}
@@ -523,6 +567,8 @@ def _successors(blocks: Sequence[vm.BlockOp]) -> list[set[int]]:
                 exits |= {term.then_target.value.data, term.else_target.value.data}
             case vm.CallOp() as term:
                 exits.add(term.target.value.data)
+            case vm.DescendOp() as term:
+                exits.add(term.exit_target.value.data)
             case vm.ReturnOp():
                 exits |= return_sites.get(functions[index], set())
         successors.append(exits)
@@ -564,11 +610,13 @@ def _plan_block(
         instructions=instructions,
         code=KernelCode.generate(block.number, instructions, uses_stacks),
         uses_stacks=uses_stacks,
-        callee=terminator.target.value.data if isinstance(terminator, vm.CallOp) else None,
+        callee=terminator.target.value.data if isinstance(terminator, vm.CallOp)
+        else block.number if isinstance(terminator, vm.DescendOp) else None,
         stack_writes=stack_writes,
         register_writes=_register_writes(ops, pointers),
         in_tail=in_tail,
         loops_to_itself=loops_to_itself,
+        writes_whole_stacks=isinstance(terminator, vm.DescendOp),
     )
 
 
@@ -578,6 +626,7 @@ _KERNEL_NAMES: dict[str, Any] = {
     "Frame": Frame,
     "stack_push": state_ops.stack_push,
     "stack_top": state_ops.stack_top,
+    "descend": state_ops.descend,
     "finish": state_ops.finish,
     "count_step": state_ops.count_step,
     "lookup_opaque": lookup_opaque,

@@ -34,7 +34,8 @@ writes nothing out of range: it marks the member, and `finish` records `1 + bloc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -216,6 +217,120 @@ def call(backend: Backend, frame: Frame, target: int, return_target: int, mask: 
     """`vm.call`: save `return_target` on the program-counter stack, then pc := target."""
     stack_push(backend, frame, PC_SP, [(PC_STACK, _int(backend, return_target))], mask)
     set_pc(backend, frame, target, mask)
+
+
+@dataclass(frozen=True)
+class Descent:
+    """What a `vm.descend` does (its op's properties, with the state keys it touches)."""
+
+    counter: str
+    step: int
+    predicate: str
+    offset: int
+    bound: int
+    update_first: bool
+    pushes: tuple[tuple[str, str, bool, bool], ...]
+    """(variable, its stack pointer key, pushes the updated counter, pushed before the exit test)."""
+    exit_target: int
+    return_target: int
+
+
+def descend(backend: Backend, frame: Frame, descent: Descent, mask: Any) -> None:
+    """`vm.descend`: every iteration of a self-calling block at once, for the masked members.
+
+    Iteration i starts with the counter at `c0 + i * step`; the first one whose test holds
+    (`descent_length`) is the last: it makes only the pushes before the exit test. Each stack
+    gets its pushes as one write of the whole stack (`None` rows: the request is the new
+    stack); a member that would push beyond a stack's depth overflows, as its iterations would."""
+    prim = backend.builtin_prim
+    start = frame.regs[register_key(descent.counter)]
+    pc_depth = int(frame.stacks[PC_STACK].shape[0])
+    full = descent_length(backend, descent, start, pc_depth + 1)
+    full = backend.where(mask, full, _int(backend, 0))
+    bad = _span_write(backend, frame, PC_STACK, PC_SP, full, mask, lambda _: _int(backend, descent.return_target))
+    for name, pointer, updated, early in descent.pushes:
+        count = prim("add", (full, _int(backend, 1)), INT32) if early else full
+        value = _counter_values(backend, descent, start, int(updated)) if name == descent.counter else _same(frame, name)
+        bad = prim("logical_or", (bad, _span_write(backend, frame, stack_key(name), pointer, count, mask, value)), BOOL)
+    write(backend, frame, descent.counter, _counter_values(backend, descent, start, int(descent.update_first))(full), mask)
+    set_pc(backend, frame, descent.exit_target, mask)
+    frame.overflow = _either(backend, frame.overflow, bad)
+
+
+def _counter_values(backend: Backend, descent: Descent, start: Any, shift: int) -> Callable[[Any], Any]:
+    """Iteration offsets -> the counter at their start (`shift` 0) or after their update (1)."""
+    prim = backend.builtin_prim
+
+    dtype = np.dtype(backend.type_of(start).dtype)
+
+    def value(offsets: Any) -> Any:
+        moves = prim("add", (offsets, _int(backend, shift)), INT32)
+        return prim("add", (start, prim("multiply", (moves, np.asarray(descent.step, dtype)), dtype)), dtype)
+
+    return value
+
+
+def _same(frame: Frame, name: str) -> Callable[[Any], Any]:
+    """Iteration offsets -> the (unchanging) value of variable `name`."""
+    return lambda offsets: frame.regs[register_key(name)]
+
+
+def descent_length(backend: Backend, descent: Descent, start: Any, never: int) -> Any:
+    """Per member, the first i >= 0 with `start + offset + i * step <predicate> bound` (int32),
+    or `never` when no i does. The counter moves by a constant, so each comparison has a closed
+    form: an equality is met at one i or none, an order once crossed stays."""
+    prim = backend.builtin_prim
+    dtype = np.dtype(backend.type_of(start).dtype)
+    step, predicate = descent.step, descent.predicate
+    x = prim("add", (start, np.asarray(descent.offset, dtype)), dtype)
+    bound = descent.bound + {"greater": 1, "less": -1}.get(predicate, 0)  # integers: > K is >= K + 1
+    gap = prim("subtract", (np.asarray(bound, dtype), x), dtype)  # bound - x
+    zero = np.asarray(0, dtype)
+    if predicate == "equal":
+        steps = prim("floor_divide", (gap, np.asarray(step, dtype)), dtype)
+        exact = prim("equal", (prim("remainder", (gap, np.asarray(step, dtype)), dtype), zero), BOOL)
+        reached = prim("logical_and", (exact, prim("greater_equal", (steps, zero), BOOL)), BOOL)
+        found = steps
+    elif predicate == "not_equal":
+        reached = np.bool_(True)
+        found = prim("where", (prim("equal", (gap, zero), BOOL), np.asarray(1, dtype), zero), dtype)
+    else:  # x_i >= bound (greater, greater_equal) or x_i <= bound (less, less_equal)
+        upward = predicate in ("greater", "greater_equal")
+        already = prim("greater_equal" if upward else "less_equal", (x, np.asarray(bound, dtype)), BOOL)
+        toward = step > 0 if upward else step < 0
+        distance = gap if upward else prim("negative", (gap,), dtype)  # > 0 when not already there
+        pace = abs(step)
+        steps = prim("floor_divide", (prim("add", (distance, np.asarray(pace - 1, dtype)), dtype), np.asarray(pace, dtype)), dtype)
+        found = prim("where", (already, zero, steps), dtype)
+        reached = already if not toward else np.bool_(True)
+    capped = prim("minimum", (found, np.asarray(never, dtype)), dtype)
+    length = prim("where", (reached, capped, np.asarray(never, dtype)), dtype)
+    return prim("astype", (length,), INT32)
+
+
+def _span_write(
+    backend: Backend, frame: Frame, stack: str, pointer: str, count: Any, mask: Any, value: Callable[[Any], Any]
+) -> Any:
+    """Push `count[b]` values per masked member at once: row `sp[b] + j` of `stack` gets
+    `value(j)` (j from 0; an int32 [D, 1] grid of offsets broadcast against the members),
+    `pointer` moves by `count`; returns the masked members for whom they do not fit."""
+    prim = backend.builtin_prim
+    old = frame.stacks[stack]
+    depth = int(old.shape[0])
+    sp = frame.regs[pointer]
+    offsets = prim("subtract", (np.arange(depth, dtype=np.int32)[:, None], sp), INT32)
+    end = prim("add", (sp, count), INT32)
+    fits = prim("less_equal", (end, _int(backend, depth)), BOOL)
+    inside = prim(
+        "logical_and",
+        (prim("logical_and", (mask, prim("greater_equal", (offsets, _int(backend, 0)), BOOL)), BOOL),
+         prim("less", (offsets, count), BOOL)),
+        BOOL,
+    )  # fmt: skip
+    new = prim("where", (inside, value(offsets), old), backend.type_of(old).dtype)  # NumPy broadcasting, [D, B]
+    frame.writes.setdefault(stack, []).append((None, new))
+    frame.regs[pointer] = backend.where(mask, prim("where", (fits, end, _int(backend, depth)), INT32), sp)
+    return prim("logical_and", (mask, prim("logical_not", (fits,), BOOL)), BOOL)
 
 
 def return_(backend: Backend, frame: Frame, mask: Any) -> None:

@@ -236,7 +236,7 @@ def loop_members(blocks: list[vm.BlockOp]) -> set[int]:
 
 
 def assert_bookkeeping_first(blocks: list[vm.BlockOp]) -> None:
-    has_prim = [any(isinstance(o, vm.PrimOp | vm.ConstantOp) for o in b.body.block.ops) for b in blocks[1:]]
+    has_prim = [any(isinstance(o, vm.PrimOp | vm.ConstantOp | vm.DescendOp) for o in b.body.block.ops) for b in blocks[1:]]
     assert has_prim == sorted(has_prim)
 
 

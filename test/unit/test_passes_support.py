@@ -125,6 +125,7 @@ builtin.module {
 # Reference interpreters (unbatched, one member, plain NumPy scalars) for the stack and vm dialects
 # ---------------------------------------------------------------------------------------------
 
+import operator  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -286,8 +287,43 @@ def run_vm(module: ModuleOp, args: list[Any], max_steps: int = 100_000) -> tuple
                 case vm.CallOp():
                     pcs.append(op.return_target.value.data)
                     pc = op.target.value.data
+                case vm.DescendOp():
+                    pc = descend_one_by_one(op, values, saved, pcs, max_steps)
                 case vm.ReturnOp():
                     pc = pcs.pop()
                 case vm.HaltOp():
                     return [values[r.string_value()] for r in program.outputs.data], step + 1
+    raise Overflow("too many steps")
+
+
+COMPARE = {
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+    "less": operator.lt,
+    "less_equal": operator.le,
+    "greater": operator.gt,
+    "greater_equal": operator.ge,
+}
+
+
+def descend_one_by_one(
+    op: vm.DescendOp, values: dict[str, Any], saved: dict[str, list[Any]], pcs: list[int], max_steps: int
+) -> int:
+    """`vm.descend` as the iterations it stands for, one at a time (the reference for its
+    closed form in `abir.vm.state_ops.descend`); returns the exit block."""
+    counter = op.counter.string_value()
+    test = COMPARE[op.predicate.data]
+    for _ in range(max_steps):
+        start = values[counter]
+        finished = test(start + op.offset.value.data, op.bound.value.data)
+        for name, updated, early in op.push_list():
+            if early or not finished:
+                value = start + op.step.value.data if updated else values[name]
+                saved.setdefault(name, []).append(value)
+        if finished:
+            if op.update_before_exit.value.data:
+                values[counter] = start + op.step.value.data
+            return op.exit_target.value.data
+        values[counter] = start + op.step.value.data
+        pcs.append(op.return_target.value.data)
     raise Overflow("too many steps")

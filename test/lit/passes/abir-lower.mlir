@@ -2,7 +2,8 @@
 // The whole pipeline from functional IR whose entry parameters are typed to vm kernels.
 
 // Recursive fibonacci on i32: stacks for n and the first call's result only; the two blocks
-// that are only a call (one per recursive call) are copied into the blocks that branch to them.
+// that are only a call (one per recursive call) are copied into the blocks that branch to them,
+// and the descent to a leaf (block 3, which called itself) is one vm.descend.
 builtin.module {
   functional.func @fib(%n: i32) -> !functional.unknown {
     %c2 = functional.constant weak 2 : i64
@@ -44,62 +45,53 @@ builtin.module {
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "fib"} {
-// CHECK-NEXT:       %4 = vm.constant 1 : i32
-// CHECK-NEXT:       %5 = vm.read @fib.n : i32
-// CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.push @fib.n
-// CHECK-NEXT:       %7 = vm.constant 2 : i32
-// CHECK-NEXT:       %8 = vm.prim "greater"(%6, %7) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.write @fib.n, %6 : i32
-// CHECK-NEXT:       %9 = vm.prim "logical_not"(%8) : (i1) -> i1
-// CHECK-NEXT:       vm.exit_if %9, 4
-// CHECK-NEXT:       vm.call 3, return 5
+// CHECK-NEXT:       vm.descend @fib.n step -1 until "less_equal" -1, 2 exit 4 return 5 update_first 1 pushes [@fib.n] updated [0 : i64] early [1 : i64]
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "fib"} {
-// CHECK-NEXT:       %10 = vm.constant 1 : i64
+// CHECK-NEXT:       %4 = vm.constant 1 : i64
 // CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %11 = vm.constant 2 : i32
-// CHECK-NEXT:       %12 = vm.read @fib.n : i32
-// CHECK-NEXT:       %13 = vm.prim "subtract"(%12, %11) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.write @fib.f1, %10 : i64
+// CHECK-NEXT:       %5 = vm.constant 2 : i32
+// CHECK-NEXT:       %6 = vm.read @fib.n : i32
+// CHECK-NEXT:       %7 = vm.prim "subtract"(%6, %5) : (i32, i32) -> i32
+// CHECK-NEXT:       vm.write @fib.f1, %4 : i64
 // CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       %14 = vm.constant 2 : i32
-// CHECK-NEXT:       %15 = vm.prim "greater"(%13, %14) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.write @fib.result0, %10 : i64
-// CHECK-NEXT:       vm.write @fib.n, %13 : i32
-// CHECK-NEXT:       %16 = vm.prim "logical_not"(%15) : (i1) -> i1
-// CHECK-NEXT:       vm.exit_if %16, 6
+// CHECK-NEXT:       %8 = vm.constant 2 : i32
+// CHECK-NEXT:       %9 = vm.prim "greater"(%7, %8) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.write @fib.result0, %4 : i64
+// CHECK-NEXT:       vm.write @fib.n, %7 : i32
+// CHECK-NEXT:       %10 = vm.prim "logical_not"(%9) : (i1) -> i1
+// CHECK-NEXT:       vm.exit_if %10, 6
 // CHECK-NEXT:       vm.call 3, return 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %17 = vm.constant 2 : i32
-// CHECK-NEXT:       %18 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %19 = vm.read @fib.n : i32
-// CHECK-NEXT:       %20 = vm.prim "subtract"(%19, %17) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.write @fib.f1, %18 : i64
+// CHECK-NEXT:       %11 = vm.constant 2 : i32
+// CHECK-NEXT:       %12 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %13 = vm.read @fib.n : i32
+// CHECK-NEXT:       %14 = vm.prim "subtract"(%13, %11) : (i32, i32) -> i32
+// CHECK-NEXT:       vm.write @fib.f1, %12 : i64
 // CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       %21 = vm.constant 2 : i32
-// CHECK-NEXT:       %22 = vm.prim "greater"(%20, %21) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.write @fib.n, %20 : i32
-// CHECK-NEXT:       %23 = vm.prim "logical_not"(%22) : (i1) -> i1
-// CHECK-NEXT:       vm.exit_if %23, 6
+// CHECK-NEXT:       %15 = vm.constant 2 : i32
+// CHECK-NEXT:       %16 = vm.prim "greater"(%14, %15) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.write @fib.n, %14 : i32
+// CHECK-NEXT:       %17 = vm.prim "logical_not"(%16) : (i1) -> i1
+// CHECK-NEXT:       vm.exit_if %17, 6
 // CHECK-NEXT:       vm.call 3, return 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 6 attributes {function = "fib"} {
-// CHECK-NEXT:       %24 = vm.constant 1 : i64
+// CHECK-NEXT:       %18 = vm.constant 1 : i64
 // CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %25 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %26 = vm.prim "add"(%25, %24) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.result0, %26 : i64
+// CHECK-NEXT:       %19 = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %20 = vm.prim "add"(%19, %18) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.result0, %20 : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 7 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %27 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %28 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %29 = vm.prim "add"(%27, %28) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.result0, %29 : i64
+// CHECK-NEXT:       %21 = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %22 = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %23 = vm.prim "add"(%21, %22) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.result0, %23 : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }

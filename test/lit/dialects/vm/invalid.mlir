@@ -438,3 +438,74 @@ vm.program @main() -> () {
 
 // CHECK: operand 'cond' at position 0 does not verify:
 // CHECK-NEXT: Expected attribute i1 but got i64
+
+// -----
+
+vm.var @d : i64 stack
+vm.program @f(@d) -> (@d) {
+  vm.block 0 {
+    vm.descend @d step 0 until "equal" 0, 0 exit 1 return 1 update_first 0 pushes [@d] updated [0] early [0]
+  }
+  vm.block 1 {
+    vm.halt
+  }
+}
+
+// CHECK: vm.descend needs a non-zero step: a counter that does not move never reaches its base case
+
+// -----
+
+vm.var @d : i64 stack
+vm.program @f(@d) -> (@d) {
+  vm.block 0 {
+    vm.descend @d step -1 until "around" 0, 0 exit 1 return 1 update_first 0 pushes [@d] updated [0] early [0]
+  }
+  vm.block 1 {
+    vm.halt
+  }
+}
+
+// CHECK: vm.descend ends on one of equal, not_equal, less, less_equal, greater, greater_equal, got 'around'
+
+// -----
+
+vm.var @d : i64 stack
+vm.var @r : i64 register
+vm.program @f(@d) -> (@d) {
+  vm.block 0 {
+    vm.descend @d step -1 until "equal" 0, 0 exit 1 return 1 update_first 0 pushes [@r] updated [0] early [0]
+  }
+  vm.block 1 {
+    vm.halt
+  }
+}
+
+// CHECK: vm.descend pushes @r, whose storage class is register; only stack variables keep saved values
+
+// -----
+
+vm.var @d : f64 stack
+vm.program @f(@d) -> (@d) {
+  vm.block 0 {
+    vm.descend @d step -1 until "equal" 0, 0 exit 1 return 1 update_first 0 pushes [@d] updated [0] early [0]
+  }
+  vm.block 1 {
+    vm.halt
+  }
+}
+
+// CHECK: the counter of vm.descend must be an integer variable, @d is f64
+
+// -----
+
+vm.var @d : i64 stack
+vm.program @f(@d) -> (@d) {
+  vm.block 0 {
+    vm.descend @d step -1 until "equal" 0, 0 exit 7 return 1 update_first 0 pushes [@d] updated [0] early [0]
+  }
+  vm.block 1 {
+    vm.halt
+  }
+}
+
+// CHECK: jump to block 7, but the program has blocks 0..1
