@@ -16,9 +16,10 @@ A block is summarized when, besides its terminator `vm.call <itself>, return R`:
 * it has exactly one side exit `vm.exit_if`, on a comparison (`equal` ... `greater_equal`, maybe
   negated by `logical_not`) of the counter (before or after its update, plus constants) with a
   constant;
-* it reads no variable but the counter, and pushes each variable at most once, one per push:
-  the counter or a variable it does not write (a stack variable, so the value a callee sees is
-  the same at every level);
+* it reads no variable but the counter, and pushes each variable at most once: the counter or
+  a variable it does not write (the same value at every level). Each pushed variable gets a
+  stack pointer of its own (`abir.vm.machine.stack_pointers`), also where a `vm.push` pushed
+  several together;
 * it uses only integer constants and those prims.
 
 Each iteration counts as one block run in the statistics and for `max_steps` only once for the
@@ -152,9 +153,10 @@ def _summarize(ops: list[Operation], counter: str, return_target: int) -> vm.Des
                 if not isinstance(cond, _Test):
                     raise _NotADescent
                 test, exit_target = cond, op.target.value.data
-            case vm.PushOp() if len(op.vars.data) == 1:
-                name = op.vars.data[0].string_value()
-                pushes.append((name, name == counter and step is not None, test is None))
+            case vm.PushOp():
+                for ref in op.vars.data:
+                    name = ref.string_value()
+                    pushes.append((name, name == counter and step is not None, test is None))
             case _:
                 raise _NotADescent
     names = [name for name, _, _ in pushes]
