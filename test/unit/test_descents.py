@@ -16,6 +16,7 @@ with the pass disabled.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -219,7 +220,7 @@ class Batched:
 
 
 def batched_functions() -> Batched:
-    context = abir.Context()
+    context = abir.Context(cache_size=4 * len(CASES) * len(BACKENDS))  # every compiled program stays
     return Batched(context, {case.name: context.batch_uncurried(case.program) for case in CASES})
 
 
@@ -229,21 +230,18 @@ def batched() -> Batched:
     return batched_functions()
 
 
-def pipeline_without_descents(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Lower to vm without the `summarize-descents` pass (when the pipeline has it)."""
+@contextmanager
+def without_descents(monkeypatch: pytest.MonkeyPatch) -> Iterator[Batched]:
+    """Every program, batched in a fresh Context whose programs are compiled in this `with`
+    without the `summarize-descents` pass (the pipeline's other vm passes unchanged)."""
     passes = pipeline.vm_passes
 
     def without(*args: Any, **kwargs: Any) -> tuple[Any, ...]:
         return tuple(p for p in passes(*args, **kwargs) if getattr(p, "name", None) != SUMMARIZE_DESCENTS)
 
-    monkeypatch.setattr(pipeline, "vm_passes", without)
-
-
-@pytest.fixture
-def batched_without_descents(monkeypatch: pytest.MonkeyPatch) -> Iterator[Batched]:
-    """Every program, batched in a fresh Context whose programs are lowered without the pass."""
-    pipeline_without_descents(monkeypatch)
-    yield batched_functions()
+    with monkeypatch.context() as patch:
+        patch.setattr(pipeline, "vm_passes", without)
+        yield batched_functions()
 
 
 # ----- helpers ------------------------------------------------------------------------------------
@@ -386,14 +384,15 @@ def recursion_depth(program: Callable[..., Any], args: Sequence[Any], cap: int =
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", OVERFLOW_CASES, ids=case_id)
 def test_runaway_members_overflow_as_without_the_pass(
-    batched, batched_without_descents, case: Case, backend: str
+    batched, monkeypatch: pytest.MonkeyPatch, case: Case, backend: str
 ) -> None:
     message = overflow_message(batched[case.name], case.overflow_args, backend)
     members = ", ".join(str(m) for m in case.overflowing)
     assert f"function '{case.name}'" in message, message
     assert f"member{'s' if len(case.overflowing) > 1 else ''} {members} recursed deeper" in message, message
     assert f"max_stack_depth={MAX_DEPTH}" in message, message
-    assert message == overflow_message(batched_without_descents[case.name], case.overflow_args, backend)
+    with without_descents(monkeypatch) as unsummarized:
+        assert message == overflow_message(unsummarized[case.name], case.overflow_args, backend)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -441,11 +440,12 @@ def test_the_descent_is_summarized(batched, case: Case, backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", SUPERBLOCK_BACKENDS)
-def test_disabling_the_pass_leaves_the_self_call(batched_without_descents, backend: str) -> None:
+def test_disabling_the_pass_leaves_the_self_call(monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
     """The pass-disabled runs above really run without the pass."""
     require_descend_op()
     case = CASES[0]
-    blocks = blocks_of(lowered(batched_without_descents, case, backend), case.name)
+    with without_descents(monkeypatch) as unsummarized:
+        blocks = blocks_of(lowered(unsummarized, case, backend), case.name)
     assert not any(descends(block) for block in blocks), (
         f"vm_passes() without {SUMMARIZE_DESCENTS!r} still summarizes"
     )
