@@ -185,10 +185,56 @@ def test_errors_of_a_run_staged_in_scan_or_vmap_name_the_function_and_the_limit(
     np.testing.assert_array_equal(np.asarray(scanned(jnp.array([[3, 4], [4, 3]]))), [[2, 3], [3, 2]])
     with pytest.raises(jax.errors.JaxRuntimeError, match="'fib'.*batch member 1 recursed deeper than max_stack_depth=3"):
         scanned(jnp.array([[3, 4], [4, 9]])).block_until_ready()
-    # vmap folds V calls of B members into one run: call v's member b is member v * B + b
-    mapped = jax.jit(jax.vmap(lambda n: batched_fib(n, backend=BACKEND, max_stack_depth=3)))
-    with pytest.raises(jax.errors.JaxRuntimeError, match="'fib'.*batch member 3 recursed deeper than max_stack_depth=3"):
-        mapped(jnp.array([[3, 4], [4, 9]])).block_until_ready()
+
+
+def _staged_failure(run, error_type):
+    """The `JaxRuntimeError` running a staged computation raises, and the abir error it carries."""
+    with pytest.raises(jax.errors.JaxRuntimeError) as raised:
+        jax.block_until_ready(run())
+    error = abir.staged_error(raised.value)
+    assert isinstance(error, error_type), raised.value
+    assert str(error) in str(raised.value)
+    return error
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_errors_under_vmap_name_the_vmap_index_and_the_member_in_its_call(jit):
+    """vmap folds its V calls of B members into one run; an error names each failing member as
+    the user sees it: its index in its call's batch and the call's index along the mapped axis
+    (`err.members`, `err.vmap_indices`: element [v, b] of the results)."""
+    mapped = jax.vmap(lambda n: batched_fib(n, backend=BACKEND, max_stack_depth=3))
+    mapped = jax.jit(mapped) if jit else mapped
+    n = jnp.array([[3, 4, 2], [4, 9, 9]])
+    error = _staged_failure(lambda: mapped(n), StackOverflowError)
+    assert "'fib'" in str(error)
+    assert "batch members 1 (vmap index 1), 2 (vmap index 1) recursed deeper than max_stack_depth=3" in str(error)
+    assert (error.members, error.vmap_indices) == ([1, 2], [(1,), (1,)])
+    np.testing.assert_array_equal(np.asarray(n)[1, [1, 2]], [9, 9])  # the members the user passed
+
+    limited = jax.vmap(lambda n: batched_countdown(n, backend=BACKEND, max_steps=50))
+    error = _staged_failure(lambda: limited(jnp.array([[3, 4], [-1, 5], [2, 2]])), StepLimitError)
+    assert "max_steps=50 reached: 1 member still running (batch member 0 (vmap index 1) in function 'countdown'" in str(error)
+    assert (error.members, error.vmap_indices) == ([0], [(1,)])
+
+
+def test_errors_under_nested_vmap_name_every_vmap_index():
+    """Nested vmaps fold one by one; an error names the indices along every mapped axis,
+    outermost first, with `in_axes` moving the axes as the user wrote them."""
+    inner = jax.vmap(lambda n: batched_fib(n, backend=BACKEND, max_stack_depth=3))
+    n = np.full((2, 3, 4), 3)
+    n[1, 2, 0] = 9
+    error = _staged_failure(lambda: jax.vmap(inner)(jnp.asarray(n)), StackOverflowError)
+    assert "batch member 0 (vmap indices 1, 2) recursed" in str(error)
+    assert (error.members, error.vmap_indices) == ([0], [(1, 2)])
+    # the outer vmap maps axis 1 of its argument: the member is n[1, 2, 0] -> [2, 1, 0] there
+    swapped = np.ascontiguousarray(n.transpose(1, 0, 2))
+    error = _staged_failure(lambda: jax.jit(jax.vmap(inner, in_axes=1))(jnp.asarray(swapped)), StackOverflowError)
+    assert (error.members, error.vmap_indices) == ([0], [(1, 2)])
+    assert swapped[2, 1, 0] == 9
+
+
+def test_staged_error_ignores_errors_that_are_not_abirs():
+    assert abir.staged_error(jax.errors.JaxRuntimeError("INTERNAL: something else")) is None
 
 
 def test_vmap_folds_the_mapped_axis_into_one_run():
