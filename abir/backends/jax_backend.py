@@ -815,8 +815,17 @@ def _check_and_keep(check: Callable[[dict[str, np.ndarray]], None], flags: dict[
     try:
         check(flags)
     except AbirError as error:
-        _staged_errors.append(error)
+        _staged_errors.append(_detached(error))
         raise
+
+
+def _detached(error: AbirError) -> AbirError:
+    """A copy of `error`'s message and attributes without its traceback, whose frames (the
+    callback's, JAX's) hold the machine: a kept error must not keep its program alive."""
+    copy = BaseException.__new__(type(error))
+    copy.args = error.args
+    copy.__dict__.update(error.__dict__)
+    return copy
 
 
 def staged_error(error: BaseException) -> AbirError | None:

@@ -97,23 +97,37 @@ def test_a_standalone_jax_run_has_numpys_dtypes_whatever_the_setting(x64):
 
 
 FRESH_PROCESS = """
-import numpy as np, jax.numpy as jnp, abir
+import numpy as np, jax, jax.numpy as jnp, abir
 from test_jax_interop import batched_fib
-batched_fib(np.array([3, 7]), backend=abir.JaxBackend())
-import jax
-print(jax.config.jax_enable_x64, jnp.arange(3.0).dtype)
+
+def setting():
+    return f"{jax.config.jax_enable_x64}:{jnp.arange(3.0).dtype}"
+
+seen = [setting()]
+backend = abir.JaxBackend()
+seen.append(setting())
+batched_fib(np.array([3, 7]), backend=backend)
+seen.append(setting())
+jax.block_until_ready(jax.jit(jax.vmap(lambda n: batched_fib(n, backend=backend)))(jnp.ones((2, 3), int)))
+seen.append(setting())
+print(*seen)
 """
 
 
-def test_using_the_jax_backend_leaves_the_process_x64_setting_alone():
-    """In a fresh process (nothing else has touched JAX's configuration): importing abir's JAX
-    backend, creating one and running on it leaves `jax_enable_x64` off for the user's code."""
+@pytest.mark.parametrize("x64", [False, True])
+def test_using_the_jax_backend_leaves_the_process_x64_setting_alone(x64):
+    """In a fresh process (nothing else has touched JAX's configuration), with 64-bit types off
+    (JAX's default) or on (`JAX_ENABLE_X64=1`): importing abir's JAX backend, creating one and
+    running on it, standalone or staged under jit and vmap, leaves `jax_enable_x64` and the
+    user's `jnp.arange(3.0).dtype` as they were."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(pathlib.Path(__file__).parent), *sys.path])}
     env.pop("JAX_ENABLE_X64", None)
+    if x64:
+        env["JAX_ENABLE_X64"] = "1"
     out = subprocess.run(
         [sys.executable, "-c", FRESH_PROCESS], env=env, capture_output=True, text=True, check=True
     )
-    assert out.stdout.split() == ["False", "float32"]
+    assert out.stdout.split() == [f"{x64}:{'float64' if x64 else 'float32'}"] * 4
 
 
 @pytest.mark.parametrize("x64", [False, True])
