@@ -12,6 +12,7 @@ from abir import random  # counter-based per-member draws (imports only NumPy)
 from abir.errors import (
     AbirError,
     HelperError,
+    MemberRunError,
     StackOverflowError,
     StackUnderflowError,
     StepLimitError,
@@ -31,6 +32,7 @@ _LAZY = {
     "BackendProtocol": ("abir.backends.base", "BackendProtocol"),
     "run_module": ("abir.running", "run_module"),
     "tf_function": ("abir.backends.tf_backend", "tf_function"),
+    "staged_error": ("abir.backends.jax_backend", "staged_error"),
 }
 
 
@@ -51,6 +53,7 @@ __all__ = [
     "Context",
     "HelperError",
     "JaxBackend",
+    "MemberRunError",
     "NumpyBackend",
     "RunStats",
     "StackOverflowError",
@@ -63,6 +66,7 @@ __all__ = [
     "UnsupportedSyntaxError",
     "random",
     "run_module",
+    "staged_error",
     "tf_function",
     "truthy",
 ]

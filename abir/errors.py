@@ -50,24 +50,44 @@ class TypeInferenceError(TypeError, AbirError):
     """Types that cannot be determined, or that disagree with a user's `type_inference`."""
 
 
-class StackOverflowError(RuntimeError, AbirError):
-    """A member's recursion went deeper than `max_stack_depth`."""
+class MemberRunError(RuntimeError, AbirError):
+    """A run in which some members failed. `members` lists them by their index in the batch of
+    the call; under `jax.vmap`, whose mapped calls run as one batch, `vmap_indices` gives each
+    one's indices along the mapped axes (outermost first: member `members[i]` of the call at
+    `vmap_indices[i]`, element `[*vmap_indices[i], members[i]]` of the results); outside vmap
+    each is `()`."""
+
+    def __init__(
+        self, message: str, *, members: list[int] | None = None, vmap_indices: list[tuple[int, ...]] | None = None
+    ):
+        super().__init__(message)
+        self.members = members if members is not None else []
+        self.vmap_indices = vmap_indices if vmap_indices is not None else [() for _ in self.members]
 
 
-class StackUnderflowError(RuntimeError, AbirError):
+class StackOverflowError(MemberRunError):
+    """Members' recursion went deeper than `max_stack_depth` (`members`: which)."""
+
+
+class StackUnderflowError(MemberRunError):
     """A member popped a value that was never pushed (a compiler bug, reported clearly)."""
 
 
-class StepLimitError(RuntimeError, AbirError):
-    """Members still running after `max_steps` blocks. `members` lists them (batch indices),
-    `blocks` the vm block where each stopped and `locations` its Python `file:line` (None where
-    the program does not record one)."""
+class StepLimitError(MemberRunError):
+    """Members still running after `max_steps` blocks. `members` lists them (batch indices;
+    `vmap_indices` under `jax.vmap`), `blocks` the vm block where each stopped and `locations`
+    its Python `file:line` (None where the program does not record one)."""
 
     def __init__(
-        self, message: str, *, members: list[int], blocks: list[int], locations: list[str | None] | None = None
+        self,
+        message: str,
+        *,
+        members: list[int],
+        blocks: list[int],
+        locations: list[str | None] | None = None,
+        vmap_indices: list[tuple[int, ...]] | None = None,
     ):
-        super().__init__(message)
-        self.members = members
+        super().__init__(message, members=members, vmap_indices=vmap_indices)
         self.blocks = blocks
         self.locations = locations if locations is not None else [None] * len(members)
 

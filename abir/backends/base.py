@@ -609,6 +609,12 @@ class BackendProtocol(Protocol):
         """abir extension: `run(leaves)` for traced argument leaves (staged into the caller's
         computation)."""
 
+    def mapped_axes(self) -> tuple[int, ...]:
+        """abir extension: for a run being staged under `jax.vmap`, whose mapped calls are
+        folded into its batch, the sizes of the mapped axes, outermost first (errors name members
+        by their call's vmap indices); `()` otherwise."""
+        return ()
+
     @abc.abstractmethod
     def batch_sharding(self, leaves: Sequence[Any]) -> Any:
         """abir extension: how `leaves` are split over devices along the batch axis, or None."""

@@ -43,6 +43,7 @@ changed for the rest of the process.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import warnings
@@ -73,6 +74,7 @@ from abir.backends.base import (
     tail_start_of,
     writes_whole_stacks,
 )
+from abir.errors import AbirError
 from abir.types import TensorType
 
 
@@ -172,6 +174,7 @@ class JaxBackend(Backend):
         self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
         self.shard_stats: list[RunStats] | None = None  # per shard, after a sharded run with collect_stats
         self._shards: list[_ShardTrace] = []  # the shard_map bodies being traced
+        self._folds: list[int] = []  # the vmapped axes folded into the run being traced, innermost first
 
     def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
         """64-bit types for abir's own run (NumPy's int64 and float64), whatever the process's
@@ -184,6 +187,11 @@ class JaxBackend(Backend):
 
     def is_traced(self, value: Any) -> bool:
         return isinstance(value, jax.core.Tracer)
+
+    def mapped_axes(self) -> tuple[int, ...]:
+        """The sizes of the `jax.vmap` axes folded into the batch of the run being staged,
+        outermost first (nested vmaps apply their rules innermost first)."""
+        return tuple(reversed(self._folds))
 
     def stage_run(self, run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> list[Any]:
         """`run` as a `jax.custom_batching.custom_vmap` function of the array leaves (Python
@@ -204,7 +212,11 @@ class JaxBackend(Backend):
             if not any(in_batched):  # e.g. the primal part of a vmapped jvp: the same for every call
                 outputs = unstaged(*arrays)
                 return outputs, tuple(False for _ in outputs)
-            return _fold_mapped_axis(staged, axis_size, in_batched, arrays)
+            self._folds.append(axis_size)
+            try:
+                return _fold_mapped_axis(staged, axis_size, in_batched, arrays)
+            finally:
+                self._folds.pop()
 
         try:
             return list(staged(*(leaves[i] for i in positions)))
@@ -244,9 +256,12 @@ class JaxBackend(Backend):
         ends when they have halted, with no communication between devices). Arguments of B
         members are split along the batch axis (put there if they live elsewhere, as NumPy
         arrays do); arguments shared by all members are copied to every device. The results carry the same sharding.
-        Errors surface as for a staged run (`check_when_run`), naming members by their index in
-        the whole batch. With `collect_stats`, each shard's machine counts its own run
-        (`shard_stats`, one `RunStats` per shard in mesh order; `last_stats` is None)."""
+        Each shard returns its error flags with its results, and the call raises abir's own
+        error from them (`StackOverflowError`, `StepLimitError`), naming members by their index
+        in the whole batch, as a run on one device does: the sharded program has no host
+        callback, so a failed run leaves no failed runtime token behind (JAX would raise it
+        again from its exit handler). With `collect_stats`, each shard's machine counts its own
+        run (`shard_stats`, one `RunStats` per shard in mesh order; `last_stats` is None)."""
         sharding = self.batch_sharding(leaves)
         assert sharding is not None
         batch = max((int(leaf.shape[0]) for leaf in leaves if getattr(leaf, "shape", ())), default=1)
@@ -262,31 +277,36 @@ class JaxBackend(Backend):
         constants = tuple((i, leaves[i]) for i in range(len(leaves)) if i not in positions)
         shapes = tuple((tuple(a.shape), np.dtype(a.dtype).str) for a in arrays)
         key = (cache_key, sharding.mesh, batch_spec, specs, shapes, constants, self.collect_stats)
-        sharded = cache.get(key)
-        if sharded is None:
+        entry = cache.get(key)
+        if entry is None:
+            checks: list[_ShardCheck] = []  # filled when `sharded` is traced, on its first call
 
-            def per_shard(*shard: Any) -> tuple[Any, Any]:
+            def per_shard(*shard: Any) -> tuple[Any, Any, Any]:
                 merged = list(leaves)
                 for position, array in zip(positions, shard, strict=True):
                     merged[position] = array
-                trace = _ShardTrace(lax.axis_index(axes) * (batch // shards))
+                trace = _ShardTrace(batch // shards)
                 self._shards.append(trace)
                 try:  # no custom_vmap (stage_run): nothing vmaps this body, and the counters leave it
                     outputs = tuple(run(merged))
                 finally:
                     self._shards.pop()
-                return outputs, _stacked_counters(trace.counters)
+                checks[:] = trace.checks
+                return outputs, _stacked_counters(trace.counters), trace.flags
 
             sharded = jax.jit(
                 jax.shard_map(per_shard, mesh=sharding.mesh, in_specs=specs, out_specs=batch_spec, check_vma=False)
             )
-            cache[key] = sharded
+            entry = cache[key] = (sharded, checks)
+        sharded, checks = entry
         placed = [
             jax.device_put(a, jax.sharding.NamedSharding(sharding.mesh, spec)) for a, spec in zip(arrays, specs, strict=True)
         ]
-        outputs, counters = sharded(*placed)
+        outputs, counters, flags = sharded(*placed)
         self.last_stats = None
         self.shard_stats = None if counters is None else _shard_stats(counters, shards)
+        for check, values in zip(checks, flags, strict=True):
+            check.raise_if_failed(values)
         return list(outputs)
 
     def check_when_run(
@@ -302,22 +322,21 @@ class JaxBackend(Backend):
         if not any(self.is_traced(value) for value in values.values()):
             super().check_when_run(check, values, normal, summary)
             return
-        flags = dict(values)
         normal = normal or {}
+        if self._shards:  # a shard's flags leave its shard_map body (`run_sharded`)
+            members = self._shards[-1].members
+            self._shards[-1].flags.append({key: value[:members] for key, value in values.items()})  # no padding rows
+            self._shards[-1].checks.append(_ShardCheck(check, normal))
+            return
+        flags = dict(values)
         raised = functools.reduce(
             jnp.logical_or, [jnp.any(value != normal.get(key, 0)) for key, value in flags.items()]
         )
-        # in a shard, members are numbered in the whole batch: the shard's first is `offset`
-        offset = self._shards[-1].offset if self._shards else jnp.int32(0)
 
-        def in_batch(host: dict[str, Any], offset: Any) -> dict[str, np.ndarray]:
-            start = int(offset)
-            return {key: np.pad(np.asarray(v), (start, 0), constant_values=normal.get(key, 0)) for key, v in host.items()}
+        def call_check(flags: dict[str, Any]) -> None:
+            jax.debug.callback(functools.partial(_check_and_keep, check), flags)
 
-        def call_check(flags: dict[str, Any], offset: Any) -> None:
-            jax.debug.callback(lambda host, offset: check(in_batch(host, offset)), flags, offset)
-
-        lax.cond(raised, call_check, lambda flags, offset: None, flags, offset)
+        lax.cond(raised, call_check, lambda flags: None, flags)
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> Any:
@@ -797,13 +816,65 @@ def _run_stats(counters: dict[str, Any]) -> RunStats:
     )
 
 
-class _ShardTrace:
-    """A shard_map body being traced (`JaxBackend.run_sharded`): the batch index of its first
-    member (traced) and the counters of its run, when collected."""
+STAGED_ERRORS_KEPT = 16
+"""How many of the latest errors raised by staged runs `staged_error` can return."""
 
-    def __init__(self, offset: Any):
-        self.offset = offset
+_staged_errors: collections.deque[AbirError] = collections.deque(maxlen=STAGED_ERRORS_KEPT)
+
+
+def _check_and_keep(check: Callable[[dict[str, np.ndarray]], None], flags: dict[str, np.ndarray]) -> None:
+    """`check` (a callback of a staged computation), keeping the abir error it raises: JAX
+    turns it into a `JaxRuntimeError` that carries only its text."""
+    try:
+        check(flags)
+    except AbirError as error:
+        _staged_errors.append(_detached(error))
+        raise
+
+
+def _detached(error: AbirError) -> AbirError:
+    """A copy of `error`'s message and attributes without its traceback, whose frames (the
+    callback's, JAX's) hold the machine: a kept error must not keep its program alive."""
+    copy = BaseException.__new__(type(error))
+    copy.args = error.args
+    copy.__dict__.update(error.__dict__)
+    return copy
+
+
+def staged_error(error: BaseException) -> AbirError | None:
+    """The abir error (`StackOverflowError`, `StepLimitError`, with `members`, `vmap_indices`,
+    ...) that a run staged into a JAX computation raised, given the `jax.errors.JaxRuntimeError`
+    running that computation raised (which carries only its message); None if `error` does not
+    come from one of the last `STAGED_ERRORS_KEPT` such errors."""
+    text = str(error)
+    return next((raised for raised in reversed(_staged_errors) if str(raised) in text), None)
+
+
+class _ShardTrace:
+    """A shard_map body being traced (`JaxBackend.run_sharded`): its number of members, the
+    counters of its run, when collected, and the error flags of its runs (outputs of the body)
+    with the checks that raise abir's errors from them."""
+
+    def __init__(self, members: int):
+        self.members = members
         self.counters: dict[str, Any] | None = None
+        self.flags: list[dict[str, Any]] = []
+        self.checks: list[_ShardCheck] = []
+
+
+class _ShardCheck:
+    """How to check one run's error flags once the sharded call returns them (per member of
+    the whole batch): `check` raises abir's error; `normal` is each flag's value without one."""
+
+    def __init__(self, check: Callable[[dict[str, np.ndarray]], None], normal: Mapping[str, int]):
+        self.check = check
+        self.normal = dict(normal)
+
+    def raise_if_failed(self, values: Mapping[str, Any]) -> None:
+        """abir's own error if some member's flag in `values` (the whole batch's) is not normal."""
+        host = {key: np.asarray(value) for key, value in values.items()}
+        if any(np.any(value != self.normal.get(key, 0)) for key, value in host.items()):
+            self.check(host)
 
 
 def _stacked_counters(counters: dict[str, Any] | None) -> dict[str, Any] | None:

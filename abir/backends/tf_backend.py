@@ -33,7 +33,8 @@ Called on the symbolic tensors of a `tf.function`, a run is staged into that gra
 are checked where the graph allows (`check_when_run`): collected as extra outputs of an
 `abir.tf_function` (`tf_function`, `CheckedFunction`: raised on the host after each call, also
 under XLA), else asserted in the graph; under a plain `tf.function(jit_compile=True)`, where XLA
-drops assertions, a warning and poisoned results of the failing members.
+drops assertions, poisoned results of the failing members and a warning, once per batched
+function and limits in a process (not per call or trace).
 
 Builtin prims follow NumPy semantics: operands are cast to the dtype NumPy computes in, the
 result to the dtype NumPy gives, and integer division by zero yields 0 as in NumPy (TF would
@@ -454,8 +455,8 @@ class TensorFlowBackend(Backend):
         `tf.debugging.Assert` in the caller's graph fails with `summary` and the values
         (`tf.errors.InvalidArgumentError`) when some value is not its `normal` one. Under
         `tf.function(jit_compile=True)` nothing can raise (XLA compiles assertions away): the
-        call warns (`UnreportedErrorsWarning`) and the failing members' results are poisoned
-        (`stage_run`)."""
+        failing members' results are poisoned (`stage_run`), and the first such trace of a
+        batched function and limits warns (`UnreportedErrorsWarning`)."""
         if not any(self.is_traced(value) for value in values.values()):
             super().check_when_run(check, values, normal, summary)
             return
@@ -1132,15 +1133,32 @@ def _check_in_graph(pending: PendingCheck) -> tf.Tensor | None:
     if not _compiled_by_xla():
         pending.assert_in_graph()
         return None
+    _warn_once(pending.summary)
+    return pending.failed_members()
+
+
+_WARNED: set[str] = set()
+"""The staged runs (`PendingCheck.summary`: the function and its limits) that
+`UnreportedErrorsWarning` was issued for in this process."""
+
+
+def _warn_once(summary: str) -> None:
+    """`UnreportedErrorsWarning` for a run staged under plain XLA, pointing at the user's line,
+    once per batched function and limits (`summary`) in the process: tracing again (another
+    input shape, another `tf.function`) and calling add none, whatever the warning filters."""
+    if summary in _WARNED:
+        return
+    _WARNED.add(summary)
+    run, _, causes = summary.removeprefix("abir: ").partition(" failed: ")
     warnings.warn(
-        "abir: a run staged into tf.function(jit_compile=True) cannot raise its errors (XLA drops assertions); "
-        "the results of failing members are NaN (floats) or the dtype's minimum (integers) instead. Decorate the "
-        "function with abir.tf_function(jit_compile=True) instead of tf.function: it raises abir's error after "
-        f"each call. Unreported here: {pending.summary.removeprefix('abir: ')}",
+        f"abir: {run} is inside tf.function(jit_compile=True), where nothing can raise (XLA drops assertions): "
+        "if it fails, the results of the failing members are NaN (floats) or the dtype's minimum (integers) and "
+        "nothing else tells. Decorate the function with abir.tf_function(jit_compile=True) instead of "
+        "tf.function: it raises abir's error after each call. Errors this run would not report: "
+        f"{causes.split(' (per member')[0]}. (Shown once per batched function and limits.)",
         UnreportedErrorsWarning,
         stacklevel=_user_stacklevel(),
     )
-    return pending.failed_members()
 
 
 def _user_stacklevel() -> int:

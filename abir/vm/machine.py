@@ -898,7 +898,8 @@ class Machine:
         self.last_stats = backend.last_stats
         if backend.is_traced(state[state_ops.PC]):
             keys = (state_ops.OVERFLOW, state_ops.UNDERFLOW, *((state_ops.STOPPED_AT,) if counting else ()))
-            check = functools.partial(self._raise_run_errors, backend, max_stack_depth, max_steps)
+            names = MemberNames(batch, backend.mapped_axes())
+            check = functools.partial(self._raise_run_errors, backend, max_stack_depth, max_steps, names)
             limit = "" if max_steps is None else f", or reached max_steps={max_steps}"
             summary = (
                 f"abir: the staged run of '{self.name}' failed: a member recursed deeper than max_stack_depth="
@@ -926,41 +927,46 @@ class Machine:
             where += f" calling {python_name(callee)!r}"
         return f"{where} (vm block {block} of IR function @{plan.function})"
 
-    @staticmethod
-    def _members(members: np.ndarray, shown: int = 8) -> str:
-        listed = ", ".join(str(m) for m in members[:shown])
-        more = f" and {len(members) - shown} more" if len(members) > shown else ""
-        return f"batch member{'s' if len(members) > 1 else ''} {listed}{more}"
-
     def _raise_run_errors(
-        self, backend: Backend, max_stack_depth: int, max_steps: int | None, flags: dict[str, np.ndarray]
+        self,
+        backend: Backend,
+        max_stack_depth: int,
+        max_steps: int | None,
+        names: MemberNames,
+        flags: dict[str, np.ndarray],
     ) -> None:
         """The errors of a staged run, from host copies of its error flags."""
-        self._raise_errors(backend, flags, max_stack_depth)
+        self._raise_errors(backend, flags, max_stack_depth, names)
         if max_steps is not None:
-            self._raise_step_limit(backend, flags, max_steps)
+            self._raise_step_limit(backend, flags, max_steps, names)
 
-    def _raise_errors(self, backend: Backend, state: State, max_stack_depth: int) -> None:
+    def _raise_errors(
+        self, backend: Backend, state: State, max_stack_depth: int, names: MemberNames | None = None
+    ) -> None:
+        names = names or MemberNames()
         overflow = backend.to_numpy(state[state_ops.OVERFLOW])
         if overflow.any():
             members = np.flatnonzero(overflow)
             raise StackOverflowError(
                 f"stack overflow in {self._describe(int(overflow[members[0]]) - 1)}: "
-                f"{self._members(members)} recursed deeper than max_stack_depth={max_stack_depth}. Pass a larger "
+                f"{names.describe(members)} recursed deeper than max_stack_depth={max_stack_depth}. Pass a larger "
                 f"max_stack_depth= (e.g. max_stack_depth={2 * max_stack_depth}), or check that the "
-                "recursion terminates"
+                "recursion terminates",
+                **names.attributes(members),
             )
         underflow = backend.to_numpy(state[state_ops.UNDERFLOW])
         if underflow.any():
             members = np.flatnonzero(underflow)
             raise StackUnderflowError(
                 f"stack underflow in {self._describe(int(underflow[members[0]]) - 1)}: "
-                f"{self._members(members)} restored a value that was never saved. This is a bug in abir's "
-                "lowering (or in hand-written vm IR); please report it with the program"
+                f"{names.describe(members)} restored a value that was never saved. This is a bug in abir's "
+                "lowering (or in hand-written vm IR); please report it with the program",
+                **names.attributes(members),
             )
 
 
-    def _raise_step_limit(self, backend: Backend, state: State, max_steps: int) -> None:
+    def _raise_step_limit(self, backend: Backend, state: State, max_steps: int, names: MemberNames | None = None) -> None:
+        names = names or MemberNames()
         stopped_at = backend.to_numpy(state[state_ops.STOPPED_AT])
         stopped = np.flatnonzero(stopped_at >= 0)
         if not len(stopped):
@@ -968,17 +974,51 @@ class Machine:
         places = []
         for block in sorted({int(stopped_at[m]) for m in stopped}):
             members = stopped[stopped_at[stopped] == block]
-            places.append(f"{self._members(members)} in {self._describe(block)}")
+            places.append(f"{names.describe(members)} in {self._describe(block)}")
         shown = "; ".join(places[:4]) + (f"; and {len(places) - 4} more places" if len(places) > 4 else "")
         raise StepLimitError(
             f"max_steps={max_steps} reached: {len(stopped)} member{'s' if len(stopped) > 1 else ''} still "
             f"running ({shown}). Each member may run at most max_steps blocks of the program; pass a "
             "larger max_steps= if the program is just long, or check that its loops and recursion end "
             "for these members (run them with dry_run=True)",
-            members=stopped.tolist(),
             blocks=[int(stopped_at[m]) for m in stopped],
             locations=[self.plans[int(stopped_at[m])].location for m in stopped],
+            **names.attributes(stopped),
         )
+
+
+class MemberNames:
+    """How a run names its members to the user: by their index in the batch, or, for a run of
+    the calls of a `jax.vmap` folded into one batch (`mapped`: the sizes of the vmapped axes,
+    outermost first; row `(v_1 * V_2 + v_2) * B + b` is member `b` of the call at `(v_1, v_2)`),
+    by their index in their call's batch and the call's vmap indices."""
+
+    def __init__(self, batch: int = 0, mapped: Sequence[int] = ()):
+        self.mapped = tuple(int(size) for size in mapped)
+        self.per_call = batch // max(1, int(np.prod(self.mapped)))
+
+    def attributes(self, members: np.ndarray) -> dict[str, Any]:
+        """The error's `members` (in their call's batch) and `vmap_indices`."""
+        if not self.mapped:
+            return {"members": members.tolist(), "vmap_indices": [() for _ in members]}
+        calls, within = np.divmod(members, self.per_call)
+        indices = np.unravel_index(calls, self.mapped)
+        return {
+            "members": within.tolist(),
+            "vmap_indices": [tuple(int(axis[i]) for axis in indices) for i in range(len(members))],
+        }
+
+    def describe(self, members: np.ndarray, shown: int = 8) -> str:
+        """`batch member 3`, `batch members 1, 4`; under vmap `batch member 1 (vmap index 2)`."""
+        found = self.attributes(members)
+        names = [str(m) for m in found["members"][:shown]]
+        if self.mapped:
+            names = [
+                f"{name} (vmap {'index' if len(v) == 1 else 'indices'} {', '.join(map(str, v))})"
+                for name, v in zip(names, found["vmap_indices"], strict=False)
+            ]
+        more = f" and {len(members) - shown} more" if len(members) > shown else ""
+        return f"batch member{'s' if len(members) > 1 else ''} {', '.join(names)}{more}"
 
 
 def check_max_steps(max_steps: Any) -> None:

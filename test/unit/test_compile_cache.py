@@ -11,6 +11,7 @@ between nearby batch sizes.
 from __future__ import annotations
 
 import gc
+import logging
 import weakref
 
 import numpy as np
@@ -155,3 +156,35 @@ def test_pad_batch_is_checked():
         batched(np.array([3]), pad_batch=1)
     with pytest.raises(ValueError, match="stackless"):
         batched(np.array([3]), pad_batch=True, stackless=True)
+
+
+def _fail_staged_and_forget() -> weakref.ref:
+    """A staged run of fib in a fresh context that overflows; a weak reference to its machine."""
+    import jax
+
+    ctx = abir.Context()
+    batched = ctx.batch_uncurried(fib)
+    staged = jax.jit(lambda n: batched(n, backend=abir.JaxBackend(), max_stack_depth=3))
+    with pytest.raises(jax.errors.JaxRuntimeError) as raised:
+        jax.block_until_ready(staged(np.array([3, 9])))
+    assert abir.staged_error(raised.value).members == [1]
+    (program,) = ctx.compile_cache.values()
+    return weakref.ref(program.machine)
+
+
+def test_the_errors_kept_for_staged_error_do_not_keep_their_context_alive():
+    """A run staged into the user's `jax.jit` is part of the user's computation, which JAX's own
+    caches keep (`jax.clear_caches()` drops them); the error `abir.staged_error` keeps for it
+    holds no reference to the program."""
+    jax = pytest.importorskip("jax")
+    # JAX logs a failing callback's exception with its traceback, whose frames hold the machine,
+    # and pytest keeps the records of a test for its report: no record here
+    logger = logging.getLogger("jax._src.debugging")
+    logger.disabled = True
+    try:
+        machine = _fail_staged_and_forget()
+    finally:
+        logger.disabled = False
+    jax.clear_caches()
+    gc.collect()
+    assert machine() is None

@@ -447,8 +447,10 @@ def test_stackless_matches(ctx):
 
 
 def test_stack_overflow_names_function_and_depth(ctx, backend):
-    with pytest.raises(abir.StackOverflowError, match=r"rec_sum.*max_stack_depth.*5|max_stack_depth.*5.*rec_sum"):
-        batched(ctx, rec_sum, np.array([3, 50]), backend=backend, max_stack_depth=5)
+    with pytest.raises(abir.StackOverflowError, match=r"rec_sum.*max_stack_depth.*5|max_stack_depth.*5.*rec_sum") as raised:
+        batched(ctx, rec_sum, np.array([3, 50, 1, 60]), backend=backend, max_stack_depth=5)
+    assert "batch members 1, 3 recursed" in str(raised.value)
+    assert (raised.value.members, raised.value.vmap_indices) == ([1, 3], [(), ()])
 
 
 def test_stack_overflow_names_the_python_function_of_a_specialization(ctx):

@@ -97,23 +97,37 @@ def test_a_standalone_jax_run_has_numpys_dtypes_whatever_the_setting(x64):
 
 
 FRESH_PROCESS = """
-import numpy as np, jax.numpy as jnp, abir
+import numpy as np, jax, jax.numpy as jnp, abir
 from test_jax_interop import batched_fib
-batched_fib(np.array([3, 7]), backend=abir.JaxBackend())
-import jax
-print(jax.config.jax_enable_x64, jnp.arange(3.0).dtype)
+
+def setting():
+    return f"{jax.config.jax_enable_x64}:{jnp.arange(3.0).dtype}"
+
+seen = [setting()]
+backend = abir.JaxBackend()
+seen.append(setting())
+batched_fib(np.array([3, 7]), backend=backend)
+seen.append(setting())
+jax.block_until_ready(jax.jit(jax.vmap(lambda n: batched_fib(n, backend=backend)))(jnp.ones((2, 3), int)))
+seen.append(setting())
+print(*seen)
 """
 
 
-def test_using_the_jax_backend_leaves_the_process_x64_setting_alone():
-    """In a fresh process (nothing else has touched JAX's configuration): importing abir's JAX
-    backend, creating one and running on it leaves `jax_enable_x64` off for the user's code."""
+@pytest.mark.parametrize("x64", [False, True])
+def test_using_the_jax_backend_leaves_the_process_x64_setting_alone(x64):
+    """In a fresh process (nothing else has touched JAX's configuration), with 64-bit types off
+    (JAX's default) or on (`JAX_ENABLE_X64=1`): importing abir's JAX backend, creating one and
+    running on it, standalone or staged under jit and vmap, leaves `jax_enable_x64` and the
+    user's `jnp.arange(3.0).dtype` as they were."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(pathlib.Path(__file__).parent), *sys.path])}
     env.pop("JAX_ENABLE_X64", None)
+    if x64:
+        env["JAX_ENABLE_X64"] = "1"
     out = subprocess.run(
         [sys.executable, "-c", FRESH_PROCESS], env=env, capture_output=True, text=True, check=True
     )
-    assert out.stdout.split() == ["False", "float32"]
+    assert out.stdout.split() == [f"{x64}:{'float64' if x64 else 'float32'}"] * 4
 
 
 @pytest.mark.parametrize("x64", [False, True])
@@ -185,10 +199,56 @@ def test_errors_of_a_run_staged_in_scan_or_vmap_name_the_function_and_the_limit(
     np.testing.assert_array_equal(np.asarray(scanned(jnp.array([[3, 4], [4, 3]]))), [[2, 3], [3, 2]])
     with pytest.raises(jax.errors.JaxRuntimeError, match="'fib'.*batch member 1 recursed deeper than max_stack_depth=3"):
         scanned(jnp.array([[3, 4], [4, 9]])).block_until_ready()
-    # vmap folds V calls of B members into one run: call v's member b is member v * B + b
-    mapped = jax.jit(jax.vmap(lambda n: batched_fib(n, backend=BACKEND, max_stack_depth=3)))
-    with pytest.raises(jax.errors.JaxRuntimeError, match="'fib'.*batch member 3 recursed deeper than max_stack_depth=3"):
-        mapped(jnp.array([[3, 4], [4, 9]])).block_until_ready()
+
+
+def _staged_failure(run, error_type):
+    """The `JaxRuntimeError` running a staged computation raises, and the abir error it carries."""
+    with pytest.raises(jax.errors.JaxRuntimeError) as raised:
+        jax.block_until_ready(run())
+    error = abir.staged_error(raised.value)
+    assert isinstance(error, error_type), raised.value
+    assert str(error) in str(raised.value)
+    return error
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_errors_under_vmap_name_the_vmap_index_and_the_member_in_its_call(jit):
+    """vmap folds its V calls of B members into one run; an error names each failing member as
+    the user sees it: its index in its call's batch and the call's index along the mapped axis
+    (`err.members`, `err.vmap_indices`: element [v, b] of the results)."""
+    mapped = jax.vmap(lambda n: batched_fib(n, backend=BACKEND, max_stack_depth=3))
+    mapped = jax.jit(mapped) if jit else mapped
+    n = jnp.array([[3, 4, 2], [4, 9, 9]])
+    error = _staged_failure(lambda: mapped(n), StackOverflowError)
+    assert "'fib'" in str(error)
+    assert "batch members 1 (vmap index 1), 2 (vmap index 1) recursed deeper than max_stack_depth=3" in str(error)
+    assert (error.members, error.vmap_indices) == ([1, 2], [(1,), (1,)])
+    np.testing.assert_array_equal(np.asarray(n)[1, [1, 2]], [9, 9])  # the members the user passed
+
+    limited = jax.vmap(lambda n: batched_countdown(n, backend=BACKEND, max_steps=50))
+    error = _staged_failure(lambda: limited(jnp.array([[3, 4], [-1, 5], [2, 2]])), StepLimitError)
+    assert "max_steps=50 reached: 1 member still running (batch member 0 (vmap index 1) in function 'countdown'" in str(error)
+    assert (error.members, error.vmap_indices) == ([0], [(1,)])
+
+
+def test_errors_under_nested_vmap_name_every_vmap_index():
+    """Nested vmaps fold one by one; an error names the indices along every mapped axis,
+    outermost first, with `in_axes` moving the axes as the user wrote them."""
+    inner = jax.vmap(lambda n: batched_fib(n, backend=BACKEND, max_stack_depth=3))
+    n = np.full((2, 3, 4), 3)
+    n[1, 2, 0] = 9
+    error = _staged_failure(lambda: jax.vmap(inner)(jnp.asarray(n)), StackOverflowError)
+    assert "batch member 0 (vmap indices 1, 2) recursed" in str(error)
+    assert (error.members, error.vmap_indices) == ([0], [(1, 2)])
+    # the outer vmap maps axis 1 of its argument: the member is n[1, 2, 0] -> [2, 1, 0] there
+    swapped = np.ascontiguousarray(n.transpose(1, 0, 2))
+    error = _staged_failure(lambda: jax.jit(jax.vmap(inner, in_axes=1))(jnp.asarray(swapped)), StackOverflowError)
+    assert (error.members, error.vmap_indices) == ([0], [(1, 2)])
+    assert swapped[2, 1, 0] == 9
+
+
+def test_staged_error_ignores_errors_that_are_not_abirs():
+    assert abir.staged_error(jax.errors.JaxRuntimeError("INTERNAL: something else")) is None
 
 
 def test_vmap_folds_the_mapped_axis_into_one_run():

@@ -87,17 +87,36 @@ def test_abir_tf_function_inside_other_functions():
 
 
 def test_under_plain_xla_a_staged_run_warns_and_poisons_failing_members():
-    halving_xla = tf.function(lambda x: halving(x, 0.3, backend=abir.TensorFlowBackend(), max_steps=20), jit_compile=True)
-    fib_xla = tf.function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend(), max_stack_depth=3), jit_compile=True)
-    with pytest.warns(UnreportedErrorsWarning, match="abir.tf_function.*staged run of 'halving_steps'"):
+    """XLA cannot raise: the first trace warns, naming abir.tf_function and the errors the run
+    would not report, and failing members' results are poisoned. (Limits unique to this test:
+    the warning is issued once per batched function and limits in a process.)"""
+    halving_xla = tf.function(lambda x: halving(x, 0.3, backend=abir.TensorFlowBackend(), max_steps=21), jit_compile=True)
+    fib_xla = tf.function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend(), max_stack_depth=4), jit_compile=True)
+    with pytest.warns(UnreportedErrorsWarning, match="abir.tf_function.*reached max_steps=21") as warned:
         values, steps = halving_xla(tf.constant(np.array([10.0, 1e300, 5.0])))
+    assert "staged run of 'halving_steps'" in str(warned[0].message) and warned[0].filename == __file__
     assert np.isnan(values.numpy()[1]) and steps.numpy()[1] == np.iinfo(np.int64).min
     np.testing.assert_array_equal(steps.numpy()[[0, 2]], halving(np.array([10.0, 5.0]), 0.3, dry_run=True)[1])
-    with pytest.warns(UnreportedErrorsWarning, match="max_stack_depth=3"):
+    with pytest.warns(UnreportedErrorsWarning, match="max_stack_depth=4"):
         np.testing.assert_array_equal(fib_xla(tf.constant([3, 9, 4])).numpy(), [2, np.iinfo(np.int64).min, 3])
     with warnings.catch_warnings():  # without XLA the graph's assertion raises: no warning
         warnings.simplefilter("error", UnreportedErrorsWarning)
         tf.function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend()))(tf.constant([3, 4]))
+
+
+def test_under_plain_xla_the_warning_comes_once_not_per_call_or_trace():
+    """A correct program is not flooded: later calls, traces for other shapes and other
+    tf.functions staging the same batched function with the same limits warn no more."""
+    staged = tf.function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend(), max_stack_depth=5), jit_compile=True)
+    with pytest.warns(UnreportedErrorsWarning, match="max_stack_depth=5") as warned:
+        np.testing.assert_array_equal(staged(tf.constant([3, 4])).numpy(), [2, 3])
+    assert len(warned) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnreportedErrorsWarning)
+        np.testing.assert_array_equal(staged(tf.constant([3, 4])).numpy(), [2, 3])
+        np.testing.assert_array_equal(staged(tf.constant([3, 4, 5])).numpy(), [2, 3, 5])
+        again = tf.function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend(), max_stack_depth=5) + 1, jit_compile=True)
+        np.testing.assert_array_equal(again(tf.constant([6])).numpy(), [9])
 
 
 def test_abir_tf_function_run_eagerly_raises_at_once():
