@@ -257,7 +257,7 @@ class ArrayLowering(LoweringState):
             return self._scan(node, method, base, args, kwargs, first=0)
         if method == "astype":
             params = self._bind(node, method, args, kwargs, ["dtype"], required=1)
-            return self._astype(node, base, params["dtype"])
+            return self.astype(node, base, params["dtype"])
         if method == "reshape":
             shape = args[0] if len(args) == 1 else tuple(args)
             if kwargs:
@@ -343,8 +343,9 @@ class ArrayLowering(LoweringState):
         axis = self._axis_value(node, self.compile_time(node, bound.get("axis", Static(None)), "axis"), False)
         return self.batch_op(node, SCANS[name], {"axis": axis}, [self.array_operand(node, x)])
 
-    def _astype(self, node: ast.Call, x: Any, dtype: Any) -> SSAValue:
-        if isinstance(dtype, _LikeDtype):
+    def astype(self, node: ast.Call, x: Any, dtype: Any) -> SSAValue:
+        """`x.astype(dtype)`: a compile-time dtype, or `y.dtype` of a batched `y` (`LikeDtype`)."""
+        if isinstance(dtype, LikeDtype):
             return self.batch_op(node, "astype_like", {}, [self.materialize(x, node), dtype.array])
         dtype = self.compile_time(node, dtype, "the dtype")
         return self.astype_op(node, self.materialize(x, node), dtype)
@@ -459,8 +460,8 @@ class ArrayLowering(LoweringState):
         return self.shape_fact(node, args[0], what, 0 if what == "len" else None)
 
 
-class _LikeDtype:
-    """`y.dtype` where `y` is batched: only usable as the argument of `astype`."""
+class LikeDtype:
+    """`y.dtype` where `y` is batched: only usable as the argument of `astype` (`x.astype(y.dtype)`)."""
 
     def __init__(self, array: SSAValue):
         self.array = array

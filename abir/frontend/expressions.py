@@ -35,9 +35,19 @@ from xdsl.ir import SSAValue
 from abir import prims
 from abir.dialects.functional import CallOp, UnknownType
 from abir.dry_run import truthy
-from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, _LikeDtype
-from abir.frontend.state import UnknownResultStructure, _what, describe_structure
-from abir.frontend.values import MaybeUndefined, Static, awaits_result_structure, flatten, stand_in, unflatten
+from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, LikeDtype
+from abir.frontend.state import UnknownResultStructure, describe_structure
+from abir.frontend.values import (
+    MaybeUndefined,
+    Static,
+    awaits_result_structure,
+    describe_object,
+    drop_none,
+    flatten,
+    stand_in,
+    unflatten,
+    unwrap_statics,
+)
 from abir.opaque import CallSite, Helper, helper_result_structure
 
 BINARY_PRIMS: dict[type[ast.operator], str] = {
@@ -227,7 +237,7 @@ class ExpressionLowering(ArrayLowering):
                 try:
                     values.extend(Static(v) for v in value.value)
                 except TypeError as error:
-                    raise self.source.error(e, f"cannot unpack {_what(value.value)}: {error}") from None
+                    raise self.source.error(e, f"cannot unpack {describe_object(value.value)}: {error}") from None
                 continue
             what = "`*args` in calls" if in_call else "starred expressions (`*x`)"
             raise self.source.error(
@@ -282,7 +292,7 @@ class ExpressionLowering(ArrayLowering):
             base = self.expr(node.value)
         index = self.expr(node.slice)
         if isinstance(index, tuple | list) and all(isinstance(leaf, Static) for leaf in flatten(index)[0]):
-            index = Static(_unwrap(index))
+            index = Static(unwrap_statics(index))
         if isinstance(base, tuple | list | Static) and isinstance(index, Static):
             container = base.value if isinstance(base, Static) else base
             try:
@@ -398,7 +408,7 @@ class ExpressionLowering(ArrayLowering):
             elements = [Static(v) for v in container.value]
         if elements is not None and len(elements) <= MAX_MEMBERSHIP_ELEMENTS and all(map(_is_number, elements)):
             return elements
-        what = _what(container.value) if isinstance(container, Static) else (
+        what = describe_object(container.value) if isinstance(container, Static) else (
             "a per-member array" if isinstance(container, SSAValue) else "this structure"
         )  # fmt: skip
         left = self.source.segment(node.left)
@@ -601,7 +611,7 @@ class ExpressionLowering(ArrayLowering):
                 if isinstance(like, SSAValue):
                     if len(node.args) + len(node.keywords) != 1:
                         raise self.source.error(node, "astype() takes only the dtype here")
-                    return self._astype(node, receiver, _LikeDtype(like))
+                    return self.astype(node, receiver, LikeDtype(like))
         if method in LIST_METHODS:
             raise self.source.error(
                 node, f"'.{method}()' is a list method, but `{self.source.segment(node.func.value)}` is a per-member "
@@ -654,7 +664,7 @@ class ExpressionLowering(ArrayLowering):
         if pending := next((a for a in arguments if awaits_result_structure(a)), None):
             return stand_in(pending)  # a helper's result of unknown structure: lowered again once known
         for arg in arguments:
-            leaves, treedef = flatten(_drop_none(arg))
+            leaves, treedef = flatten(drop_none(arg))
             flat_args += [self.materialize(leaf, node) for leaf in leaves]
             treedefs.append(treedef)
         symbol, output = self.services.call_target(name, tuple(treedefs), node)
@@ -675,11 +685,11 @@ class ExpressionLowering(ArrayLowering):
         if fn in (tuple, list) and len(args) == 1 and isinstance(args[0], Static):
             return Static(fn(args[0].value))
         if not builds_structure:
-            args, kwargs = [_unwrap(a) for a in args], {k: _unwrap(v) for k, v in kwargs.items()}
+            args, kwargs = [unwrap_statics(a) for a in args], {k: unwrap_statics(v) for k, v in kwargs.items()}
         try:
             result = fn(*args, **kwargs)
         except Exception as e:
-            raise self.source.error(node, f"calling {_what(fn)} at compile time raised {type(e).__name__}: {e}") from None
+            raise self.source.error(node, f"calling {describe_object(fn)} at compile time raised {type(e).__name__}: {e}") from None
         if builds_structure:
             return result
         return self.computed_static(result, [*args, *kwargs.values()])
@@ -747,17 +757,6 @@ def _static_key(value: Any) -> Any:
     if isinstance(value, np.ndarray) and value.dtype != object:
         return (np.ndarray, value.dtype.str, value.shape, value.tobytes())
     return id(value)
-
-
-def _unwrap(value: Any) -> Any:
-    leaves, treedef = flatten(value)
-    return unflatten(treedef, [leaf.value if isinstance(leaf, Static) else leaf for leaf in leaves])
-
-
-def _drop_none(value: Any) -> Any:
-    """Compile-time `None` leaves become empty structure nodes (no array)."""
-    leaves, treedef = flatten(value)
-    return unflatten(treedef, [None if isinstance(leaf, Static) and leaf.value is None else leaf for leaf in leaves])
 
 
 def _is_structure_builder(fn: Any) -> bool:

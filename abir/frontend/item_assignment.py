@@ -56,6 +56,7 @@ from xdsl.ir import Block, SSAValue
 from abir.array_ops import IndexComponent
 from abir.array_prims import format_index
 from abir.dialects.functional import ARRAY_OPERAND_ERROR_ATTR, IN_PLACE_RESULT_ATTR, PrimOp
+from abir.errors import UnsupportedSyntaxError
 from abir.frontend.aliases import (
     Binding,
     Root,
@@ -65,9 +66,10 @@ from abir.frontend.aliases import (
     rebind,
     statements_from,
 )
-from abir.frontend.expressions import ExpressionLowering, _unwrap
-from abir.frontend.state import Env, _what
-from abir.frontend.values import MaybeUndefined, Static, flatten
+from abir.frontend.expressions import ExpressionLowering
+from abir.frontend.source import FunctionSource
+from abir.frontend.state import Env
+from abir.frontend.values import MaybeUndefined, Static, describe_object, flatten, unwrap_statics
 
 IN_PLACE_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.iadd,
@@ -88,6 +90,20 @@ OPERATOR_SYMBOLS: dict[type[ast.operator], str] = {
     ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**",
     ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.MatMult: "@",
 }  # fmt: skip
+
+
+def assignment_target_error(source: FunctionSource, target: ast.expr) -> UnsupportedSyntaxError:
+    """The error for assigning to `target` where abir cannot: a starred target, an attribute, or
+    an item of something that is not an array (a tuple or list: values are immutable)."""
+    if isinstance(target, ast.Starred):
+        return source.error(target, "starred assignment (`a, *rest = ...`) is not supported",
+                            "unpack every element by name")
+    what = "item" if isinstance(target, ast.Subscript) else "attribute"
+    return source.error(
+        target,
+        f"{what} assignment is not supported (values are immutable)",
+        "build a new value and assign it to a variable, e.g. `state = state._replace(x=...)` for namedtuples",
+    )
 
 
 @dataclass(frozen=True)
@@ -242,10 +258,10 @@ class ItemAssignmentLowering(ExpressionLowering):
             )
         array = self.expr(target.value)
         if isinstance(array, tuple | list):
-            raise self._assignment_target_error(target)  # type: ignore[attr-defined]
+            raise assignment_target_error(self.source, target)
         if isinstance(array, Static) and not self.aliases.roots_of(array):
             raise self.source.error(
-                target, f"item assignment into {_what(array.value)} is not supported (Python raises TypeError)",
+                target, f"item assignment into {describe_object(array.value)} is not supported (Python raises TypeError)",
                 "assign into an array",
             )
         if not any(b.value is array for b in bindings(self.env)):
@@ -256,7 +272,7 @@ class ItemAssignmentLowering(ExpressionLowering):
     def _target_index(self, target: ast.Subscript) -> tuple[list[IndexComponent], list[SSAValue]]:
         index = self.expr(target.slice)
         if isinstance(index, tuple | list) and all(isinstance(leaf, Static) for leaf in flatten(index)[0]):
-            index = Static(_unwrap(index))
+            index = Static(unwrap_statics(index))
         return self.index_components(target, index)
 
     def _update(

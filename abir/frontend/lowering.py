@@ -23,8 +23,7 @@ from xdsl.ir import Block, Region, SSAValue
 from abir.dialects.functional import INTEGER_OPERANDS_ATTR, ConstantOp, FuncOp, PrimOp, UnknownType
 from abir.frontend.aliases import item_assigned_names
 from abir.frontend.cfg import FunctionGraph
-from abir.frontend.expressions import _drop_none
-from abir.frontend.item_assignment import ItemAssignmentLowering, OwnedHeaderLeaf
+from abir.frontend.item_assignment import ItemAssignmentLowering, OwnedHeaderLeaf, assignment_target_error
 from abir.frontend.source import FunctionSource
 from abir.frontend.state import (
     Arrival,
@@ -37,6 +36,7 @@ from abir.frontend.values import (
     MaybeUndefined,
     Static,
     awaits_result_structure,
+    drop_none,
     flatten,
     is_materializable,
     stand_in,
@@ -202,7 +202,7 @@ class FunctionLowering(ItemAssignmentLowering):
             self.augmented_item_assignment(node, node.target)
             return
         if not isinstance(node.target, ast.Name):
-            raise self._assignment_target_error(node.target)
+            raise assignment_target_error(self.source, node.target)
         self.augmented_name_assignment(node, node.target)
 
     def assign(self, target: ast.expr, value: Any) -> None:
@@ -216,23 +216,12 @@ class FunctionLowering(ItemAssignmentLowering):
         if isinstance(target, ast.Subscript):
             self.assign_item(target, value)
             return
-        raise self._assignment_target_error(target)
-
-    def _assignment_target_error(self, target: ast.expr):
-        if isinstance(target, ast.Starred):
-            return self.source.error(target, "starred assignment (`a, *rest = ...`) is not supported",
-                                     "unpack every element by name")
-        what = "item" if isinstance(target, ast.Subscript) else "attribute"
-        return self.source.error(
-            target,
-            f"{what} assignment is not supported (values are immutable)",
-            "build a new value and assign it to a variable, e.g. `state = state._replace(x=...)` for namedtuples",
-        )
+        raise assignment_target_error(self.source, target)
 
     def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> list[Any]:
         for element in target.elts:
             if isinstance(element, ast.Starred):
-                raise self._assignment_target_error(element)
+                raise assignment_target_error(self.source, element)
         count = len(target.elts)
         if isinstance(value, Static) and isinstance(value.value, tuple | list):
             parts = [Static(v) for v in value.value]
@@ -257,7 +246,7 @@ class FunctionLowering(ItemAssignmentLowering):
     def _return(self, value: Any, node: ast.Return) -> None:
         if self.returns and awaits_result_structure(value):  # a helper's result: lowered again once known
             value = unflatten(self.returns[0].treedef, [stand_in(value)] * self.returns[0].treedef.num_leaves)
-        leaves, treedef = flatten(_drop_none(value))
+        leaves, treedef = flatten(drop_none(value))
         site = ReturnSite(treedef, self.source.lineno(node))
         if self.returns and self.returns[0].treedef != treedef:
             first = self.returns[0]
@@ -514,7 +503,7 @@ class FunctionLowering(ItemAssignmentLowering):
             if not isinstance(header_leaf, Static)
         }  # fmt: skip
         for origin, env in back:
-            edge = self._edge_to(origin, header)
+            edge = self.edge_to(origin, header)
             for variable in carried:
                 leaves = self._carried_leaves(node, variable, env.get(variable.name))
                 for header_leaf, leaf in zip(variable.header_leaves, leaves, strict=True):

@@ -28,6 +28,7 @@ from abir.frontend.values import (
     Static,
     awaits_result_structure,
     constant_op,
+    describe_object,
     flatten,
     is_materializable,
     stand_in,
@@ -135,7 +136,7 @@ class LoweringState:
             if not is_materializable(value.value):
                 raise self.source.error(
                     node,
-                    f"{_what(value.value)} cannot be used as a batched value",
+                    f"{describe_object(value.value)} cannot be used as a batched value",
                     "only numbers, booleans and NumPy arrays can become per-member tensors; "
                     "use it at compile time only (attribute access, calls)",
                 )
@@ -160,7 +161,7 @@ class LoweringState:
             try:
                 return Static(bool(value.value))
             except Exception as e:
-                raise self.source.error(node, f"cannot take the truth value of {_what(value.value)}: {e}") from None
+                raise self.source.error(node, f"cannot take the truth value of {describe_object(value.value)}: {e}") from None
         if isinstance(value, tuple | list):
             return Static(len(value) > 0)
         if value.type == i1:
@@ -209,14 +210,15 @@ class LoweringState:
             self.current, self.env = arrivals[0]
             return
         target = self.graph.new_block()
-        edges = [self._edge_to(origin, target) for origin, _ in arrivals]
+        edges = [self.edge_to(origin, target) for origin, _ in arrivals]
         envs = [env for _, env in arrivals]
         merged: Env = {}
         for name in _ordered_union(envs):
             merged[name] = self._merge_variable(name, [env.get(name) for env in envs], edges, target, node)
         self.current, self.env = target, merged
 
-    def _edge_to(self, origin: Block | Edge, target: Block) -> Edge:
+    def edge_to(self, origin: Block | Edge, target: Block) -> Edge:
+        """The edge from `origin` (a jump from the open end of a block, or a branch edge) to `target`."""
         edge = self.graph.jump(origin) if isinstance(origin, Block) else origin
         edge.target = target
         return edge
@@ -300,9 +302,3 @@ def _ordered_union(envs: list[Env]) -> list[str]:
     for env in envs:
         names.update(dict.fromkeys(env))
     return list(names)
-
-
-def _what(value: Any) -> str:
-    if callable(value):
-        return f"the callable {getattr(value, '__qualname__', repr(value))}"
-    return f"the {type(value).__name__} {value!r}"
