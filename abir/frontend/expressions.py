@@ -36,7 +36,9 @@ from abir import prims
 from abir.dialects.functional import CallOp, UnknownType
 from abir.dry_run import truthy
 from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, LikeDtype
-from abir.frontend.state import UnknownResultStructure, describe_structure
+from abir.frontend.cfg import FunctionGraph
+from abir.frontend.source import FunctionSource
+from abir.frontend.state import LoweringState, ProgramServices, UnknownResultStructure, describe_structure
 from abir.frontend.values import (
     MaybeUndefined,
     Static,
@@ -147,12 +149,16 @@ def eager_safe(node: ast.expr) -> bool:
     )
 
 
-class ExpressionLowering(ArrayLowering):
+class ExpressionLowering(LoweringState):
     """Turns expression ASTs into frontend values, emitting operations into `self.current`."""
 
     local_names: set[str]
     abandoned: list[UnknownResultStructure]
     """Calls of unknown result structure whose operand was left out of a join this round."""
+
+    def __init__(self, source: FunctionSource, graph: FunctionGraph, services: ProgramServices):
+        super().__init__(source, graph, services)
+        self.arrays = ArrayLowering(self)
 
     def expr(self, node: ast.expr, n_results: int | None = None) -> Any:
         method = getattr(self, f"expr_{type(node).__name__}", None)
@@ -254,7 +260,7 @@ class ExpressionLowering(ArrayLowering):
     def attribute(self, node: ast.Attribute, base: Any) -> Any:
         """`base.attr` for an already evaluated `base`."""
         if isinstance(base, SSAValue):
-            return self.array_attribute(node, base)
+            return self.arrays.array_attribute(node, base)
         if isinstance(base, Static):
             try:
                 return Static(getattr(base.value, node.attr))
@@ -286,7 +292,7 @@ class ExpressionLowering(ArrayLowering):
                 if not (isinstance(dim, Static) and isinstance(dim.value, int | np.integer)):
                     raise self.source.error(node, "x.shape[...] of a batched value takes one compile-time int",
                                             "write x.shape[0], x.shape[1], ... or len(x)")
-                return self.shape_fact(node, shape_of, "shape", int(dim.value))
+                return self.arrays.shape_fact(node, shape_of, "shape", int(dim.value))
             base = self.attribute(node.value, shape_of)
         else:
             base = self.expr(node.value)
@@ -300,7 +306,7 @@ class ExpressionLowering(ArrayLowering):
             except Exception as e:
                 raise self.source.error(node, f"indexing failed at compile time: {e}") from None
             return self.computed_static(item, [base]) if isinstance(base, Static) else item
-        return self.index_array(node, base, index)
+        return self.arrays.index_array(node, base, index)
 
     def expr_Slice(self, node: ast.Slice) -> Static:
         parts = [None if p is None else self.leaf(p) for p in (node.lower, node.upper, node.step)]
@@ -327,7 +333,7 @@ class ExpressionLowering(ArrayLowering):
         if isinstance(left, Static) and isinstance(right, Static) or _both_structures(left, right):
             return self._static_apply(node, BINARY_OPERATORS[op_type], left, right)
         if op_type not in BINARY_PRIMS:  # `@`: the members' matrix product
-            return self.array_function(node, np.matmul, [left, right], {})  # type: ignore[arg-type]
+            return self.arrays.array_function(node, np.matmul, [left, right], {})  # type: ignore[arg-type]
         operands = [self.materialize(v, node) for v in (left, right)]
         return self.prim(BINARY_PRIMS[op_type], operands)
 
@@ -389,7 +395,7 @@ class ExpressionLowering(ArrayLowering):
                 "the truth value of an array is ambiguous)",
                 "test single numbers with `in`; for an element-wise test of an array write `(x == 1) | (x == 2)`",
             )
-            matches = self.batch_op(node, "check_scalar", {"message": str(error)}, [matches])
+            matches = self.arrays.batch_op(node, "check_scalar", {"message": str(error)}, [matches])
             self.booleans.add(matches)
         if isinstance(op, ast.NotIn):
             return Static(not matches.value) if isinstance(matches, Static) else self.prim("logical_not", [matches])
@@ -560,7 +566,7 @@ class ExpressionLowering(ArrayLowering):
         leaves, _ = flatten((args, kwargs))
         if all(isinstance(leaf, Static) for leaf in leaves) or _is_structure_builder(fn):
             return self._static_call(node, fn, args, kwargs)
-        if (lowered := self.array_function(node, fn, args, kwargs)) is not NotImplemented:
+        if (lowered := self.arrays.array_function(node, fn, args, kwargs)) is not NotImplemented:
             return lowered
         if (builtin := self._builtin_prim(fn, args, kwargs)) is not None:
             return self.prim(builtin, [self.materialize(a, node) for a in args])
@@ -611,7 +617,7 @@ class ExpressionLowering(ArrayLowering):
                 if isinstance(like, SSAValue):
                     if len(node.args) + len(node.keywords) != 1:
                         raise self.source.error(node, "astype() takes only the dtype here")
-                    return self.astype(node, receiver, LikeDtype(like))
+                    return self.arrays.astype(node, receiver, LikeDtype(like))
         if method in LIST_METHODS:
             raise self.source.error(
                 node, f"'.{method}()' is a list method, but `{self.source.segment(node.func.value)}` is a per-member "
@@ -619,7 +625,7 @@ class ExpressionLowering(ArrayLowering):
                 FIXED_SIZE_SUGGESTION,
             )
         args, kwargs = self._arguments(node)
-        return self.array_method(node, receiver, method, args, kwargs)
+        return self.arrays.array_method(node, receiver, method, args, kwargs)
 
     def _callee(self, node: ast.Call, receiver: Any = None) -> str | Static:
         """The batched function name called, or the compile-time callable (`receiver`: the

@@ -126,14 +126,14 @@ class ItemAssignmentLowering(ExpressionLowering):
         """`target = value` for a subscript target, `value` already evaluated (as Python does)."""
         array = self._target_array(target)
         components, operands = self._target_index(target)
-        self._update(target, array, self.array_operand(target, value), components, operands)
+        self._update(target, array, self.arrays.array_operand(target, value), components, operands)
 
     def augmented_item_assignment(self, node: ast.AugAssign, target: ast.Subscript) -> None:
         """`x[i] op= v`: read `x[i]` once, combine, write back (NumPy buffers `x[idx] += v`, so a
         repeated index in an index array is written once, as here)."""
         array = self._target_array(target)
         components, operands = self._target_index(target)
-        current = self.batch_op(target, "getitem", {"index": format_index(components)},
+        current = self.arrays.batch_op(target, "getitem", {"index": format_index(components)},
                                 [self.materialize(array, target), *operands])
         combined = self.binary(node, type(node.op), current, self.expr(node.value))
         self._update(target, array, self.materialize(combined, node), components, operands)
@@ -166,7 +166,7 @@ class ItemAssignmentLowering(ExpressionLowering):
         self.aliases.in_place_updates += 1
         for binding in self._exact_holders(name, current):
             old = self.materialize(binding.value, node)
-            follower = self.batch_op(node, "after_in_place", {}, [old, updated])
+            follower = self.arrays.batch_op(node, "after_in_place", {}, [old, updated])
             self.aliases.follows(follower, updated)
             rebind(self.env, binding.name, binding.position, follower)
         self.assign_name(name, updated, node)
@@ -273,7 +273,7 @@ class ItemAssignmentLowering(ExpressionLowering):
         index = self.expr(target.slice)
         if isinstance(index, tuple | list) and all(isinstance(leaf, Static) for leaf in flatten(index)[0]):
             index = Static(unwrap_statics(index))
-        return self.index_components(target, index)
+        return self.arrays.index_components(target, index)
 
     def _update(
         self, target: ast.Subscript, array: SSAValue | Static, value: SSAValue,
@@ -290,7 +290,7 @@ class ItemAssignmentLowering(ExpressionLowering):
                 f"assign into a copy: {copy}",
             )
         same = self._other_holders(target, name, array, self.env)
-        updated = self.batch_op(target, "setitem", {"index": format_index(components)},
+        updated = self.arrays.batch_op(target, "setitem", {"index": format_index(components)},
                                 [self.materialize(array, target.value), value, *operands])
         self.aliases.same(updated, array)
         self.aliases.in_place_updates += 1
@@ -335,7 +335,7 @@ class ItemAssignmentLowering(ExpressionLowering):
             )
 
         site = ast.Name(binding.name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset)
-        checked = self.batch_op(site, "check_scalar", {"message": str(view_error())}, [value])
+        checked = self.arrays.batch_op(site, "check_scalar", {"message": str(view_error())}, [value])
         rebind(env, binding.name, binding.position, checked)
 
     def _require_scalar_arguments(self, node: ast.AST, name: str, binding: Binding, reads: list[SSAValue]) -> None:
@@ -352,7 +352,7 @@ class ItemAssignmentLowering(ExpressionLowering):
 
         site = ast.Name(binding.name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset)
         for read in reads:
-            self.batch_op(site, "check_scalar", {"message": str(view_error())}, [read])
+            self.arrays.batch_op(site, "check_scalar", {"message": str(view_error())}, [read])
 
     # -- loops --------------------------------------------------------------------------------
 
@@ -421,7 +421,7 @@ class ItemAssignmentLowering(ExpressionLowering):
                 if isinstance(entry, Static):
                     rebind(self.env, member, position, arg)
                     continue
-                follower = self.batch_op(node, "after_in_place", {}, [entry, arg])
+                follower = self.arrays.batch_op(node, "after_in_place", {}, [entry, arg])
                 self.aliases.follows(follower, arg)
                 rebind(self.env, member, position, follower)
 
@@ -458,7 +458,7 @@ class ItemAssignmentLowering(ExpressionLowering):
         self, node: ast.stmt, leaf: OwnedHeaderLeaf, value: Any, env: Env, error: Exception
     ) -> None:
         """Pass `value` on through a check raising `error` at type inference if it has axes."""
-        checked = self.batch_op(node, "check_scalar", {"message": str(error)}, [self.materialize(value, node)])
+        checked = self.arrays.batch_op(node, "check_scalar", {"message": str(error)}, [self.materialize(value, node)])
         rebind(env, leaf.name, leaf.position, checked)
 
     def _sharers(
