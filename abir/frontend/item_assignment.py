@@ -66,9 +66,11 @@ from abir.frontend.aliases import (
     rebind,
     statements_from,
 )
+from abir.frontend.arrays import ArrayLowering
+from abir.frontend.cfg import FunctionGraph
 from abir.frontend.expressions import ExpressionLowering
 from abir.frontend.source import FunctionSource
-from abir.frontend.state import Env
+from abir.frontend.state import Env, LoweringState, ProgramServices
 from abir.frontend.values import MaybeUndefined, Static, describe_object, flatten, unwrap_statics
 
 IN_PLACE_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
@@ -117,8 +119,13 @@ class OwnedHeaderLeaf:
     group: tuple[tuple[str, int], ...] = ()
 
 
-class ItemAssignmentLowering(ExpressionLowering):
+class ItemAssignmentLowering(LoweringState):
     """Item assignment statements, and the loop bookkeeping they need."""
+
+    def __init__(self, source: FunctionSource, graph: FunctionGraph, services: ProgramServices, local_names: set[str]):
+        super().__init__(source, graph, services, local_names)
+        self.arrays = ArrayLowering(self)
+        self.expressions = ExpressionLowering(self, self.arrays)
 
     # -- statements ---------------------------------------------------------------------------
 
@@ -135,25 +142,25 @@ class ItemAssignmentLowering(ExpressionLowering):
         components, operands = self._target_index(target)
         current = self.arrays.batch_op(target, "getitem", {"index": format_index(components)},
                                 [self.materialize(array, target), *operands])
-        combined = self.binary(node, type(node.op), current, self.expr(node.value))
+        combined = self.expressions.binary(node, type(node.op), current, self.expressions.expr(node.value))
         self._update(target, array, self.materialize(combined, node), components, operands)
 
     def augmented_name_assignment(self, node: ast.AugAssign, target: ast.Name) -> None:
         """`x op= v`: NumPy updates an array `x` in place (in its dtype and shape; every variable
         holding that array sees the change), Python rebinds a scalar `x`."""
         name = target.id
-        current = self.expr_Name(ast.Name(name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset))
-        value = self.expr(node.value)
+        current = self.expressions.expr(ast.Name(name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset))
+        value = self.expressions.expr(node.value)
         if isinstance(current, Static) and isinstance(current.value, np.ndarray) and current.value.ndim > 0:
             self._update_static_in_place(node, name, current, value)
         elif isinstance(current, SSAValue) and not self.known_scalar(current):
             self._update_in_place(node, name, current, value)
         else:
-            self.assign_name(name, self.binary(node, type(node.op), current, value), node)
+            self.assign_name(name, self.expressions.binary(node, type(node.op), current, value), node)
 
     def _update_in_place(self, node: ast.AugAssign, name: str, current: SSAValue, value: Any) -> None:
         """`x op= v` for a batched `x` that may be a per-member array or scalar."""
-        updated = self.binary(node, type(node.op), current, value)
+        updated = self.expressions.binary(node, type(node.op), current, value)
         op = updated.owner
         assert isinstance(op, PrimOp) and op.operands[0] is current, "the update's first operand is `x`"
         obstacle = self._in_place_obstacle(node, name, current)
@@ -186,7 +193,7 @@ class ItemAssignmentLowering(ExpressionLowering):
             updated: Any = Static(array)
             self.aliases.fresh_static(updated, [], self.names.values())
         else:
-            updated = self.binary(node, type(node.op), current, value)
+            updated = self.expressions.binary(node, type(node.op), current, value)
             assert isinstance(updated.owner, PrimOp)
             updated.owner.attributes[IN_PLACE_RESULT_ATTR] = StringAttr(str(self._in_place_type_error(node, name)))
             self.aliases.same(updated, current)
@@ -256,7 +263,7 @@ class ItemAssignmentLowering(ExpressionLowering):
                 target, f"assigning into an item of `{inner}` is not supported",
                 "index the array once: `x[i, j] = v` instead of `x[i][j] = v`",
             )
-        array = self.expr(target.value)
+        array = self.expressions.expr(target.value)
         if isinstance(array, tuple | list):
             raise assignment_target_error(self.source, target)
         if isinstance(array, Static) and not self.aliases.roots_of(array):
@@ -270,7 +277,7 @@ class ItemAssignmentLowering(ExpressionLowering):
         return array
 
     def _target_index(self, target: ast.Subscript) -> tuple[list[IndexComponent], list[SSAValue]]:
-        index = self.expr(target.slice)
+        index = self.expressions.expr(target.slice)
         if isinstance(index, tuple | list) and all(isinstance(leaf, Static) for leaf in flatten(index)[0]):
             index = Static(unwrap_statics(index))
         return self.arrays.index_components(target, index)

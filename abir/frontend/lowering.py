@@ -114,15 +114,14 @@ class FunctionLowering(ItemAssignmentLowering):
     ):
         n_inputs = sum(t.num_leaves for t in arg_treedefs)
         self.region = Region(Block(arg_types=[UnknownType()] * n_inputs))
-        super().__init__(source, FunctionGraph(self.region, source.location(source.tree)), services)
+        graph = FunctionGraph(self.region, source.location(source.tree))
+        super().__init__(source, graph, services, local_names(source.tree))
         self.graph.locate(self.graph.entry)
         self.symbol = symbol
         self.arg_treedefs = arg_treedefs
-        self.local_names = local_names(source.tree)
         self.loops: list[LoopFrame] = []
         self.returns: list[ReturnSite] = []
         self.unknown: UnknownResultStructure | None = None
-        self.abandoned: list[UnknownResultStructure] = []
         self._owned_at_header: dict[Block, tuple[list[OwnedHeaderLeaf], int]] = {}
         """Per loop header: its owned arguments, and how many in-place updates preceded the body."""
         self._hidden_names = 0
@@ -136,7 +135,7 @@ class FunctionLowering(ItemAssignmentLowering):
         output = self.returns[0].treedef if self.returns else None
         n_outputs = output.num_leaves if output is not None else 0
         func = FuncOp(self.symbol, ([UnknownType()] * len(self.graph.entry.args), [UnknownType()] * n_outputs), self.region)
-        self.unknown = self.unknown or next(iter(self.abandoned), None)
+        self.unknown = self.unknown or next(iter(self.expressions.abandoned), None)
         if self.unknown is None:
             self.graph.finalize()
         return LoweredFunction(func, output, self.unknown)
@@ -183,19 +182,19 @@ class FunctionLowering(ItemAssignmentLowering):
         pass
 
     def stmt_Expr(self, node: ast.Expr) -> None:
-        self.expr(node.value)
+        self.expressions.expr(node.value)
 
     def stmt_Assign(self, node: ast.Assign) -> None:
         n_results = None
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple | ast.List):
             n_results = len(node.targets[0].elts)
-        value = self.expr(node.value, n_results) if isinstance(node.value, ast.Call) else self.expr(node.value)
+        value = self.expressions.expr(node.value, n_results) if isinstance(node.value, ast.Call) else self.expressions.expr(node.value)
         for target in node.targets:
             self.assign(target, value)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
-            self.assign(node.target, self.expr(node.value))
+            self.assign(node.target, self.expressions.expr(node.value))
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         if isinstance(node.target, ast.Subscript):
@@ -241,7 +240,7 @@ class FunctionLowering(ItemAssignmentLowering):
         return parts
 
     def stmt_Return(self, node: ast.Return) -> None:
-        self._return(Static(None) if node.value is None else self.expr(node.value), node)
+        self._return(Static(None) if node.value is None else self.expressions.expr(node.value), node)
 
     def _return(self, value: Any, node: ast.Return) -> None:
         if self.returns and awaits_result_structure(value):  # a helper's result: lowered again once known
@@ -263,7 +262,7 @@ class FunctionLowering(ItemAssignmentLowering):
     # -- branches ---------------------------------------------------------------------------
 
     def stmt_If(self, node: ast.If) -> None:
-        condition = self.as_condition(self.leaf(node.test), node.test)
+        condition = self.as_condition(self.expressions.leaf(node.test), node.test)
         if isinstance(condition, Static):
             self.statements(node.body if condition.value else node.orelse)
             return
@@ -299,7 +298,7 @@ class FunctionLowering(ItemAssignmentLowering):
 
     def stmt_While(self, node: ast.While) -> None:
         header, carried = self._enter_loop(node, assigned_names(node.body, node.test))
-        condition = self.as_condition(self.leaf(node.test), node.test)
+        condition = self.as_condition(self.expressions.leaf(node.test), node.test)
         self._loop(node, header, carried, condition)
 
     def stmt_For(self, node: ast.For) -> None:
@@ -307,7 +306,7 @@ class FunctionLowering(ItemAssignmentLowering):
         if isinstance(iterable, ast.Call) and self._is_range(iterable.func):
             self._range_loop(node, iterable)
             return
-        self._unrolled_loop(node, self.expr(iterable))
+        self._unrolled_loop(node, self.expressions.expr(iterable))
 
     def _is_range(self, func: ast.expr) -> bool:
         return isinstance(func, ast.Name) and func.id not in self.local_names and self.names.get(func.id) is range
@@ -341,7 +340,7 @@ class FunctionLowering(ItemAssignmentLowering):
         self._loop(node, header, carried, condition, prologue, latch)
 
     def _range_bound(self, node: ast.expr) -> Any:
-        value = self.leaf(node)
+        value = self.expressions.leaf(node)
         if isinstance(value, Static):
             if not isinstance(value.value, int | np.integer):
                 raise self.source.error(node, f"range() arguments must be integers, got {value.value!r}",

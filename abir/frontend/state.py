@@ -92,10 +92,14 @@ def describe_structure(treedef: optree.PyTreeSpec) -> str:
 class LoweringState:
     """Emission point, environment and join logic for one function specialization."""
 
-    def __init__(self, source: FunctionSource, graph: FunctionGraph, services: ProgramServices):
+    def __init__(
+        self, source: FunctionSource, graph: FunctionGraph, services: ProgramServices, local_names: set[str]
+    ):
         self.source = source
         self.graph = graph
         self.services = services
+        self.local_names = local_names
+        """The names the function assigns: a read of one never falls back to the enclosing scope."""
         self.current: Block | None = graph.entry
         self.env: Env = {}
         self.booleans: set[SSAValue] = set()
