@@ -22,11 +22,14 @@ from xdsl.ir import Block, Region, SSAValue
 
 from abir.dialects.functional import INTEGER_OPERANDS_ATTR, ConstantOp, FuncOp, PrimOp, UnknownType
 from abir.frontend.aliases import item_assigned_names
+from abir.frontend.arrays import ArrayLowering
 from abir.frontend.cfg import FunctionGraph
+from abir.frontend.expressions import ExpressionLowering
 from abir.frontend.item_assignment import ItemAssignmentLowering, OwnedHeaderLeaf, assignment_target_error
 from abir.frontend.source import FunctionSource
 from abir.frontend.state import (
     Arrival,
+    LoweringState,
     ProgramServices,
     ReturnSite,
     UnknownResultStructure,
@@ -102,7 +105,7 @@ class LoweredFunction:
     """The first call whose callee's result structure was unknown (the body is incomplete)."""
 
 
-class FunctionLowering(ItemAssignmentLowering):
+class FunctionLowering(LoweringState):
     """Lowers the body of `source` for the given parameter structures into `functional.func`."""
 
     def __init__(
@@ -116,6 +119,9 @@ class FunctionLowering(ItemAssignmentLowering):
         self.region = Region(Block(arg_types=[UnknownType()] * n_inputs))
         graph = FunctionGraph(self.region, source.location(source.tree))
         super().__init__(source, graph, services, local_names(source.tree))
+        self.arrays = ArrayLowering(self)
+        self.expressions = ExpressionLowering(self, self.arrays)
+        self.item_assignment = ItemAssignmentLowering(self, self.arrays, self.expressions)
         self.graph.locate(self.graph.entry)
         self.symbol = symbol
         self.arg_treedefs = arg_treedefs
@@ -198,11 +204,11 @@ class FunctionLowering(ItemAssignmentLowering):
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         if isinstance(node.target, ast.Subscript):
-            self.augmented_item_assignment(node, node.target)
+            self.item_assignment.augmented_item_assignment(node, node.target)
             return
         if not isinstance(node.target, ast.Name):
             raise assignment_target_error(self.source, node.target)
-        self.augmented_name_assignment(node, node.target)
+        self.item_assignment.augmented_name_assignment(node, node.target)
 
     def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
@@ -213,7 +219,7 @@ class FunctionLowering(ItemAssignmentLowering):
                 self.assign(element, part)
             return
         if isinstance(target, ast.Subscript):
-            self.assign_item(target, value)
+            self.item_assignment.assign_item(target, value)
             return
         raise assignment_target_error(self.source, target)
 
@@ -399,7 +405,7 @@ class FunctionLowering(ItemAssignmentLowering):
         (variables the loop assigns, or assigns items of)."""
         mutated = [n for n in item_assigned_names(node.body) if n in self.local_names and n not in assigned]
         assigned = [*assigned, *mutated]
-        sharers = self.sharers_at_entry(node, assigned)
+        sharers = self.item_assignment.sharers_at_entry(node, assigned)
         owned: list[OwnedHeaderLeaf] = []
         entry = self.block
         header = self.graph.new_block()
@@ -423,14 +429,14 @@ class FunctionLowering(ItemAssignmentLowering):
                 edge.args.append(self.materialize(leaf, node, entry))
                 header_leaves.append(arg)
                 shared_with = sharers.get((name, position), [])
-                kept = self.header_argument_roots(node, arg, name, position, leaf, shared_with, assigned)
+                kept = self.item_assignment.header_argument_roots(node, arg, name, position, leaf, shared_with, assigned)
                 if kept is not None:
                     owned.append(kept)
             header_env[name] = unflatten(treedef, header_leaves)
             carried.append(Carried(name, treedef, header_leaves, entry_leaves))
         self._owned_at_header[header] = (owned, self.aliases.in_place_updates)
         self.current, self.env = header, header_env
-        self.follow_at_header(node, owned)  # the same array under other names
+        self.item_assignment.follow_at_header(node, owned)  # the same array under other names
         return header, carried
 
     def _loop(
@@ -494,7 +500,7 @@ class FunctionLowering(ItemAssignmentLowering):
         for origin, env in back:
             if owned:
                 assert isinstance(origin, Block), "a back edge leaves from the end of a block"
-                self.check_back_edge(node, owned, origin, env, updates_in_body)
+                self.item_assignment.check_back_edge(node, owned, origin, env, updates_in_body)
         incoming = {
             header_leaf: [entry_leaf]
             for variable in carried
