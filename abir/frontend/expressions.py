@@ -396,7 +396,9 @@ class ExpressionLowering:
             matches = self.arrays.batch_op(node, "check_scalar", {"message": str(error)}, [matches])
             self.state.booleans.add(matches)
         if isinstance(op, ast.NotIn):
-            return Static(not matches.value) if isinstance(matches, Static) else self.state.prim("logical_not", [matches])
+            if isinstance(matches, Static):
+                return Static(not matches.value)
+            return self.state.prim("logical_not", [matches])
         return matches
 
     def _membership_elements(self, node: ast.Compare, op: ast.cmpop, container: Any) -> list[Any]:
@@ -440,7 +442,8 @@ class ExpressionLowering:
             raise self.source.error(
                 node, f"`{_op_text(op)}` on batched values is not supported", "compare with ==, !=, <, <=, > or >="
             )
-        return self.state.prim(COMPARE_PRIMS[type(op)], [self.state.materialize(left, node), self.state.materialize(right, node)])
+        operands = [self.state.materialize(left, node), self.state.materialize(right, node)]
+        return self.state.prim(COMPARE_PRIMS[type(op)], operands)
 
     def _and(self, accumulated: Any, value: Any, node: ast.AST) -> Any:
         """Conjunction of two comparison results, folding compile-time ones."""
@@ -693,7 +696,9 @@ class ExpressionLowering:
         try:
             result = fn(*args, **kwargs)
         except Exception as e:
-            raise self.source.error(node, f"calling {describe_object(fn)} at compile time raised {type(e).__name__}: {e}") from None
+            raise self.source.error(
+                node, f"calling {describe_object(fn)} at compile time raised {type(e).__name__}: {e}"
+            ) from None
         if builds_structure:
             return result
         return self.computed_static(result, [*args, *kwargs.values()])

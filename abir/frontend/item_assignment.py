@@ -270,7 +270,8 @@ class ItemAssignmentLowering:
             raise assignment_target_error(self.source, target)
         if isinstance(array, Static) and not self.aliases.roots_of(array):
             raise self.source.error(
-                target, f"item assignment into {describe_object(array.value)} is not supported (Python raises TypeError)",
+                target,
+                f"item assignment into {describe_object(array.value)} is not supported (Python raises TypeError)",
                 "assign into an array",
             )
         if not any(b.value is array for b in bindings(self.state.env)):
@@ -467,7 +468,8 @@ class ItemAssignmentLowering:
         self, node: ast.stmt, leaf: OwnedHeaderLeaf, value: Any, env: Env, error: Exception
     ) -> None:
         """Pass `value` on through a check raising `error` at type inference if it has axes."""
-        checked = self.arrays.batch_op(node, "check_scalar", {"message": str(error)}, [self.state.materialize(value, node)])
+        operand = self.state.materialize(value, node)
+        checked = self.arrays.batch_op(node, "check_scalar", {"message": str(error)}, [operand])
         rebind(env, leaf.name, leaf.position, checked)
 
     def _sharers(

@@ -157,7 +157,8 @@ class FunctionLowering:
             leaves = [next(args) for _ in range(treedef.num_leaves)]
             for leaf in leaves:
                 leaf.name_hint = param.arg
-                self.state.aliases.foreign(leaf, f"the argument '{param.arg}' of '{self.source.name}', which the caller holds")
+                reason = f"the argument '{param.arg}' of '{self.source.name}', which the caller holds"
+                self.state.aliases.foreign(leaf, reason)
             self.state.assign_name(param.arg, unflatten(treedef, list(leaves)), param)
 
 
@@ -226,7 +227,10 @@ class StatementLowering:
         n_results = None
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple | ast.List):
             n_results = len(node.targets[0].elts)
-        value = self.expressions.expr(node.value, n_results) if isinstance(node.value, ast.Call) else self.expressions.expr(node.value)
+        if isinstance(node.value, ast.Call):
+            value = self.expressions.expr(node.value, n_results)
+        else:
+            value = self.expressions.expr(node.value)
         for target in node.targets:
             self.assign(target, value)
 
@@ -347,7 +351,8 @@ class StatementLowering:
         self._unrolled_loop(node, self.expressions.expr(iterable))
 
     def _is_range(self, func: ast.expr) -> bool:
-        return isinstance(func, ast.Name) and func.id not in self.state.local_names and self.state.names.get(func.id) is range
+        state = self.state
+        return isinstance(func, ast.Name) and func.id not in state.local_names and state.names.get(func.id) is range
 
     def _range_loop(self, node: ast.For, call: ast.Call) -> None:
         if not isinstance(node.target, ast.Name):
@@ -461,7 +466,9 @@ class StatementLowering:
                 edge.args.append(self.state.materialize(leaf, node, entry))
                 header_leaves.append(arg)
                 shared_with = sharers.get((name, position), [])
-                kept = self.item_assignment.header_argument_roots(node, arg, name, position, leaf, shared_with, assigned)
+                kept = self.item_assignment.header_argument_roots(
+                    node, arg, name, position, leaf, shared_with, assigned
+                )
                 if kept is not None:
                     owned.append(kept)
             header_env[name] = unflatten(treedef, header_leaves)
@@ -595,12 +602,14 @@ class StatementLowering:
             self.statements(node.body)
             self.loops.pop()
             breaks += frame.breaks
-            self.state.merge(frame.continues + ([(self.state.block, self.state.env)] if self.state.current is not None else []), node)
+            open_end = [(self.state.block, self.state.env)] if self.state.current is not None else []
+            self.state.merge(frame.continues + open_end, node)
             if self.state.current is None:
                 break
         if self.state.current is not None and node.orelse:
             self.statements(node.orelse)
-        self.state.merge(([(self.state.block, self.state.env)] if self.state.current is not None else []) + breaks, node)
+        open_end = [(self.state.block, self.state.env)] if self.state.current is not None else []
+        self.state.merge(open_end + breaks, node)
 
 
 def local_names(tree: ast.FunctionDef) -> set[str]:

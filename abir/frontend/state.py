@@ -165,7 +165,9 @@ class LoweringState:
             try:
                 return Static(bool(value.value))
             except Exception as e:
-                raise self.source.error(node, f"cannot take the truth value of {describe_object(value.value)}: {e}") from None
+                raise self.source.error(
+                    node, f"cannot take the truth value of {describe_object(value.value)}: {e}"
+                ) from None
         if isinstance(value, tuple | list):
             return Static(len(value) > 0)
         if value.type == i1:
