@@ -1,8 +1,11 @@
-"""The state shared by statement and expression lowering: where code goes and what names hold.
+"""The state the lowerers of one function share: where code goes and what names hold.
 
 `LoweringState` owns the function's `FunctionGraph`, the block receiving operations (`current`,
 `None` after a `return`/`break`/`continue`), the environment mapping variable names to frontend
-values, and the helpers that emit primitive operations and merge environments at joins.
+values, the facts known about values (booleans, integers by construction, aliasing), and the
+helpers that emit primitive operations and merge environments at joins. `FunctionLowering`
+creates one per specialization and hands it to each lowerer (statements, expressions, arrays,
+item assignment); none of them keeps a copy of `current` or `env`.
 """
 
 from __future__ import annotations
@@ -90,7 +93,8 @@ def describe_structure(treedef: optree.PyTreeSpec) -> str:
 
 
 class LoweringState:
-    """Emission point, environment and join logic for one function specialization."""
+    """Emission point, environment and join logic for one function specialization, shared by
+    the lowerers `FunctionLowering` gives it to."""
 
     def __init__(
         self, source: FunctionSource, graph: FunctionGraph, services: ProgramServices, local_names: set[str]
