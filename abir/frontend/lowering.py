@@ -36,7 +36,6 @@ from abir.frontend.state import (
     Arrival,
     LoweringState,
     ProgramServices,
-    ReturnSite,
     UnknownResultStructure,
     describe_structure,
 )
@@ -97,6 +96,14 @@ class Carried:
     treedef: optree.PyTreeSpec
     header_leaves: list[Any]
     entry_leaves: list[Any]
+
+
+@dataclass(frozen=True)
+class ReturnSite:
+    """A `return` lowered: the structure it returns and its line (every return must agree)."""
+
+    treedef: optree.PyTreeSpec
+    lineno: int
 
 
 @dataclass

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -78,13 +77,9 @@ class ProgramServices(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class ReturnSite:
-    treedef: optree.PyTreeSpec
-    lineno: int
-
-
 def describe_structure(treedef: optree.PyTreeSpec) -> str:
+    """How an error message names the structure of a value: `a single value`, `None`, `the
+    structure (*, *)`."""
     if treedef == LEAF:
         return "a single value"
     if treedef.num_nodes == 1 and treedef.num_leaves == 0:
