@@ -91,8 +91,15 @@ def aliasing(name: str, params: dict[str, Any]) -> str | None:
     return VIEW
 
 
-class ArrayLowering(LoweringState):
-    """Indexing, attributes and methods of batched values; axis-aware NumPy functions."""
+class ArrayLowering:
+    """Indexing, attributes and methods of batched values; axis-aware NumPy functions.
+
+    It emits array prims into the current block of `state`, which it shares with the other
+    lowerers of the function."""
+
+    def __init__(self, state: LoweringState):
+        self.state = state
+        self.source = state.source
 
     # -- emission ---------------------------------------------------------------------------------
 
@@ -102,13 +109,13 @@ class ArrayLowering(LoweringState):
         op = PrimOp(name, list(operands), [UnknownType()], params)
         op.attributes[LOCATION_ATTR] = StringAttr(self.source.location(node))
         op.attributes[SOURCE_ATTR] = StringAttr(self.source.segment(node))
-        self.block.add_op(op)
+        self.state.block.add_op(op)
         result = op.res[0]
         kind = aliasing(name, params)
         if kind is None:
-            self.aliases.fresh(result)
+            self.state.aliases.fresh(result)
         else:
-            self.aliases.derived(result, operands[:1], kind)
+            self.state.aliases.derived(result, operands[:1], kind)
         return result
 
     def astype_op(self, node: ast.AST, value: SSAValue, dtype: Any) -> SSAValue:
@@ -118,10 +125,10 @@ class ArrayLowering(LoweringState):
         except TypeError as e:
             raise self.source.error(node, f"cannot convert a batched value to {dtype!r}: {e}") from None
         op = PrimOp("astype", [value], [element])
-        self.block.add_op(op)
+        self.state.block.add_op(op)
         if element == i1:
-            self.booleans.add(op.res[0])
-        self.aliases.fresh(op.res[0])
+            self.state.booleans.add(op.res[0])
+        self.state.aliases.fresh(op.res[0])
         return op.res[0]
 
     def array_operand(self, node: ast.AST, value: Any) -> SSAValue:
@@ -131,10 +138,10 @@ class ArrayLowering(LoweringState):
                 raise self.source.error(node, "nested lists of batched values cannot become one array",
                                         "build the array in steps with np.stack")
             if all(isinstance(v, Static) for v in value):
-                return self.materialize(Static(np.asarray([v.value for v in value])), node)
-            leaves = [self.materialize(v, node) for v in value]
+                return self.state.materialize(Static(np.asarray([v.value for v in value])), node)
+            leaves = [self.state.materialize(v, node) for v in value]
             return self.batch_op(node, "stack", {"axis": 0}, leaves)
-        return self.materialize(value, node)
+        return self.state.materialize(value, node)
 
     def compile_time(self, node: ast.AST, value: Any, what: str) -> Any:
         """The Python value of a compile-time argument (structures of statics included)."""
@@ -155,7 +162,7 @@ class ArrayLowering(LoweringState):
                     "stack them into one array first (`np.stack([a, b, c])[i]`), or branch with if/elif",
                 )
             base = Static(np.asarray([v.value for v in base]))
-        array = self.materialize(base, node.value)
+        array = self.state.materialize(base, node.value)
         components, operands = self.index_components(node, index)
         return self.batch_op(node, "getitem", {"index": array_prims.format_index(components)}, [array, *operands])
 
@@ -220,7 +227,7 @@ class ArrayLowering(LoweringState):
             fact = self.batch_op(node, "dim", {"axis": dim or 0}, [value])
         else:
             fact = self.batch_op(node, what, {}, [value])
-        self.integer_values.add(fact)
+        self.state.integer_values.add(fact)
         return fact
 
     # -- attributes ---------------------------------------------------------------------------------
@@ -257,7 +264,7 @@ class ArrayLowering(LoweringState):
             return self._scan(node, method, base, args, kwargs, first=0)
         if method == "astype":
             params = self._bind(node, method, args, kwargs, ["dtype"], required=1)
-            return self._astype(node, base, params["dtype"])
+            return self.astype(node, base, params["dtype"])
         if method == "reshape":
             shape = args[0] if len(args) == 1 else tuple(args)
             if kwargs:
@@ -272,18 +279,18 @@ class ArrayLowering(LoweringState):
             self._bind(node, method, args, kwargs, [])
             flat = self._reshape(node, base, Static((-1,)))
             if method == "flatten":  # a copy (ravel is a view when it can be)
-                self.aliases.fresh(flat)
+                self.state.aliases.fresh(flat)
             return flat
         if method == "squeeze":
             params = self._bind(node, method, args, kwargs, ["axis"])
             return self._squeeze(node, base, params.get("axis", Static(None)))
         if method == "copy":
             self._bind(node, method, args, kwargs, [])
-            return self.prim("copy", [base])
+            return self.state.prim("copy", [base])
         if method == "item":
             self._bind(node, method, args, kwargs, [])
             item = self._reshape(node, base, Static(()))
-            self.aliases.fresh(item)  # a Python number
+            self.state.aliases.fresh(item)  # a Python number
             return item
         if method == "clip":
             params = self._bind(node, method, args, kwargs, ["min", "max"], required=2)
@@ -343,11 +350,12 @@ class ArrayLowering(LoweringState):
         axis = self._axis_value(node, self.compile_time(node, bound.get("axis", Static(None)), "axis"), False)
         return self.batch_op(node, SCANS[name], {"axis": axis}, [self.array_operand(node, x)])
 
-    def _astype(self, node: ast.Call, x: Any, dtype: Any) -> SSAValue:
-        if isinstance(dtype, _LikeDtype):
-            return self.batch_op(node, "astype_like", {}, [self.materialize(x, node), dtype.array])
+    def astype(self, node: ast.Call, x: Any, dtype: Any) -> SSAValue:
+        """`x.astype(dtype)`: a compile-time dtype, or `y.dtype` of a batched `y` (`LikeDtype`)."""
+        if isinstance(dtype, LikeDtype):
+            return self.batch_op(node, "astype_like", {}, [self.state.materialize(x, node), dtype.array])
         dtype = self.compile_time(node, dtype, "the dtype")
-        return self.astype_op(node, self.materialize(x, node), dtype)
+        return self.astype_op(node, self.state.materialize(x, node), dtype)
 
     def _reshape(self, node: ast.AST, x: Any, shape: Any) -> SSAValue:
         shape = self.compile_time(node, shape, "the shape")
@@ -355,23 +363,23 @@ class ArrayLowering(LoweringState):
         if not all(isinstance(d, int | np.integer) for d in shape) or sum(1 for d in shape if d == -1) > 1:
             raise self.source.error(node, f"a per-member shape must be ints (at most one -1), got {shape!r}")
         shape = tuple(int(d) for d in shape)
-        return self.batch_op(node, "reshape", {"shape": shape}, [self.materialize(x, node)])
+        return self.batch_op(node, "reshape", {"shape": shape}, [self.state.materialize(x, node)])
 
     def _transpose(self, node: ast.AST, x: Any, axes: Any) -> SSAValue:
         axes = self.compile_time(node, axes, "the axes")
         axes = None if axes is None else tuple(int(a) for a in axes)
-        return self.batch_op(node, "permute_dims", {"axes": axes}, [self.materialize(x, node)])
+        return self.batch_op(node, "permute_dims", {"axes": axes}, [self.state.materialize(x, node)])
 
     def _squeeze(self, node: ast.AST, x: Any, axis: Any) -> SSAValue:
         axis = self._axis_value(node, self.compile_time(node, axis, "axis"))
-        return self.batch_op(node, "squeeze", {"axis": axis}, [self.materialize(x, node)])
+        return self.batch_op(node, "squeeze", {"axis": axis}, [self.state.materialize(x, node)])
 
     def _clip(self, node: ast.AST, x: Any, low: Any, high: Any) -> Any:
-        value = self.materialize(x, node)
+        value = self.state.materialize(x, node)
         if not (isinstance(high, Static) and high.value is None):
-            value = self.prim("minimum", [value, self.materialize(high, node)])
+            value = self.state.prim("minimum", [value, self.state.materialize(high, node)])
         if not (isinstance(low, Static) and low.value is None):
-            value = self.prim("maximum", [value, self.materialize(low, node)])
+            value = self.state.prim("maximum", [value, self.state.materialize(low, node)])
         return value
 
     def _product(self, node: ast.AST, name: str, a: Any, b: Any) -> SSAValue:
@@ -418,7 +426,7 @@ class ArrayLowering(LoweringState):
             axis = self.compile_time(node, bound.get("axis", Static(0)), "axis")
             if fn is np.stack or axis is not None:
                 axis = self._axis_value(node, axis, allow_tuple=False)
-            leaves = [self.materialize(a, node) for a in arrays]
+            leaves = [self.state.materialize(a, node) for a in arrays]
             return self.batch_op(node, "concat" if fn is np.concatenate else "stack", {"axis": axis}, leaves)
         return self._shape_changing_function(node, fn, args, kwargs)
 
@@ -444,7 +452,7 @@ class ArrayLowering(LoweringState):
             if len(args) != 1 or kwargs or not isinstance(args[0], SSAValue):
                 return NotImplemented
             if fn is builtins.bool:
-                return self.as_condition(args[0], node)
+                return self.state.as_condition(args[0], node)
             dtype = {builtins.float: np.float64, builtins.int: np.int64}.get(fn, fn)
             return self.astype_op(node, args[0], dtype)
         return NotImplemented
@@ -459,8 +467,8 @@ class ArrayLowering(LoweringState):
         return self.shape_fact(node, args[0], what, 0 if what == "len" else None)
 
 
-class _LikeDtype:
-    """`y.dtype` where `y` is batched: only usable as the argument of `astype`."""
+class LikeDtype:
+    """`y.dtype` where `y` is batched: only usable as the argument of `astype` (`x.astype(y.dtype)`)."""
 
     def __init__(self, array: SSAValue):
         self.array = array

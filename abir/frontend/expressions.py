@@ -35,9 +35,19 @@ from xdsl.ir import SSAValue
 from abir import prims
 from abir.dialects.functional import CallOp, UnknownType
 from abir.dry_run import truthy
-from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, _LikeDtype
-from abir.frontend.state import UnknownResultStructure, _what, describe_structure
-from abir.frontend.values import MaybeUndefined, Static, awaits_result_structure, flatten, stand_in, unflatten
+from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, LikeDtype
+from abir.frontend.state import LoweringState, UnknownResultStructure, describe_structure
+from abir.frontend.values import (
+    MaybeUndefined,
+    Static,
+    awaits_result_structure,
+    describe_object,
+    drop_none,
+    flatten,
+    stand_in,
+    unflatten,
+    unwrap_statics,
+)
 from abir.opaque import CallSite, Helper, helper_result_structure
 
 BINARY_PRIMS: dict[type[ast.operator], str] = {
@@ -137,12 +147,16 @@ def eager_safe(node: ast.expr) -> bool:
     )
 
 
-class ExpressionLowering(ArrayLowering):
-    """Turns expression ASTs into frontend values, emitting operations into `self.current`."""
+class ExpressionLowering:
+    """Turns expression ASTs into frontend values, emitting operations into `state.current`;
+    array syntax on batched values goes to `arrays`."""
 
-    local_names: set[str]
-    abandoned: list[UnknownResultStructure]
-    """Calls of unknown result structure whose operand was left out of a join this round."""
+    def __init__(self, state: LoweringState, arrays: ArrayLowering):
+        self.state = state
+        self.source = state.source
+        self.arrays = arrays
+        self.abandoned: list[UnknownResultStructure] = []
+        """Calls of unknown result structure whose operand was left out of a join this round."""
 
     def expr(self, node: ast.expr, n_results: int | None = None) -> Any:
         method = getattr(self, f"expr_{type(node).__name__}", None)
@@ -166,7 +180,7 @@ class ExpressionLowering(ArrayLowering):
     def compile_time_value(self, node: ast.expr) -> Static:
         """Evaluate an expression that reads no local variable, once, at compile time."""
         used = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-        batched = sorted(used & self.local_names)
+        batched = sorted(used & self.state.local_names)
         if batched:
             kind = type(node).__name__
             raise self.source.error(
@@ -176,7 +190,7 @@ class ExpressionLowering(ArrayLowering):
             )
         code = compile(ast.Expression(body=node), self.source.filename, "eval")
         try:
-            return Static(eval(code, dict(self.names)))
+            return Static(eval(code, dict(self.state.names)))
         except Exception as e:
             raise self.source.error(node, f"evaluating this at compile time raised {type(e).__name__}: {e}") from None
 
@@ -187,8 +201,8 @@ class ExpressionLowering(ArrayLowering):
 
     def expr_Name(self, node: ast.Name) -> Any:
         name = node.id
-        if name in self.env:
-            value = self.env[name]
+        if name in self.state.env:
+            value = self.state.env[name]
             if isinstance(value, MaybeUndefined):
                 raise self.source.error(
                     node,
@@ -198,12 +212,12 @@ class ExpressionLowering(ArrayLowering):
                     "before the `if` or the loop",
                 )
             return value
-        if name in self.local_names:
+        if name in self.state.local_names:
             raise self.source.error(
                 node, f"variable '{name}' is used before it is assigned", f"assign '{name}' before this line"
             )
-        if name in self.names:
-            return Static(self.names[name])
+        if name in self.state.names:
+            return Static(self.state.names[name])
         raise self.source.error(node, f"name '{name}' is not defined", "define it or import it at module level")
 
     def expr_Tuple(self, node: ast.Tuple) -> tuple:
@@ -227,7 +241,7 @@ class ExpressionLowering(ArrayLowering):
                 try:
                     values.extend(Static(v) for v in value.value)
                 except TypeError as error:
-                    raise self.source.error(e, f"cannot unpack {_what(value.value)}: {error}") from None
+                    raise self.source.error(e, f"cannot unpack {describe_object(value.value)}: {error}") from None
                 continue
             what = "`*args` in calls" if in_call else "starred expressions (`*x`)"
             raise self.source.error(
@@ -244,7 +258,7 @@ class ExpressionLowering(ArrayLowering):
     def attribute(self, node: ast.Attribute, base: Any) -> Any:
         """`base.attr` for an already evaluated `base`."""
         if isinstance(base, SSAValue):
-            return self.array_attribute(node, base)
+            return self.arrays.array_attribute(node, base)
         if isinstance(base, Static):
             try:
                 return Static(getattr(base.value, node.attr))
@@ -276,13 +290,13 @@ class ExpressionLowering(ArrayLowering):
                 if not (isinstance(dim, Static) and isinstance(dim.value, int | np.integer)):
                     raise self.source.error(node, "x.shape[...] of a batched value takes one compile-time int",
                                             "write x.shape[0], x.shape[1], ... or len(x)")
-                return self.shape_fact(node, shape_of, "shape", int(dim.value))
+                return self.arrays.shape_fact(node, shape_of, "shape", int(dim.value))
             base = self.attribute(node.value, shape_of)
         else:
             base = self.expr(node.value)
         index = self.expr(node.slice)
         if isinstance(index, tuple | list) and all(isinstance(leaf, Static) for leaf in flatten(index)[0]):
-            index = Static(_unwrap(index))
+            index = Static(unwrap_statics(index))
         if isinstance(base, tuple | list | Static) and isinstance(index, Static):
             container = base.value if isinstance(base, Static) else base
             try:
@@ -290,7 +304,7 @@ class ExpressionLowering(ArrayLowering):
             except Exception as e:
                 raise self.source.error(node, f"indexing failed at compile time: {e}") from None
             return self.computed_static(item, [base]) if isinstance(base, Static) else item
-        return self.index_array(node, base, index)
+        return self.arrays.index_array(node, base, index)
 
     def expr_Slice(self, node: ast.Slice) -> Static:
         parts = [None if p is None else self.leaf(p) for p in (node.lower, node.upper, node.step)]
@@ -304,7 +318,7 @@ class ExpressionLowering(ArrayLowering):
 
     def expr_NamedExpr(self, node: ast.NamedExpr) -> Any:
         value = self.expr(node.value)
-        self.assign_name(node.target.id, value, node)
+        self.state.assign_name(node.target.id, value, node)
         return value
 
     # -- operators --------------------------------------------------------------------------
@@ -317,9 +331,9 @@ class ExpressionLowering(ArrayLowering):
         if isinstance(left, Static) and isinstance(right, Static) or _both_structures(left, right):
             return self._static_apply(node, BINARY_OPERATORS[op_type], left, right)
         if op_type not in BINARY_PRIMS:  # `@`: the members' matrix product
-            return self.array_function(node, np.matmul, [left, right], {})  # type: ignore[arg-type]
-        operands = [self.materialize(v, node) for v in (left, right)]
-        return self.prim(BINARY_PRIMS[op_type], operands)
+            return self.arrays.array_function(node, np.matmul, [left, right], {})  # type: ignore[arg-type]
+        operands = [self.state.materialize(v, node) for v in (left, right)]
+        return self.state.prim(BINARY_PRIMS[op_type], operands)
 
     def _static_apply(self, node: ast.AST, fn: Any, *values: Any) -> Any:
         try:
@@ -332,7 +346,7 @@ class ExpressionLowering(ArrayLowering):
         """A compile-time result: a new array of the function's unless it shares memory with the
         inputs or the enclosing scope (see `AliasTracker.fresh_static`)."""
         static = Static(result)
-        self.aliases.fresh_static(static, inputs, self.names.values())
+        self.state.aliases.fresh_static(static, inputs, self.state.names.values())
         return static
 
     def expr_UnaryOp(self, node: ast.UnaryOp) -> Any:
@@ -340,10 +354,10 @@ class ExpressionLowering(ArrayLowering):
         if isinstance(operand, Static):
             return self._static_apply(node, UNARY_OPERATORS[type(node.op)], operand)
         if isinstance(node.op, ast.Not):
-            condition = self.as_condition(operand, node)
+            condition = self.state.as_condition(operand, node)
             assert isinstance(condition, SSAValue)
-            return self.prim("logical_not", [condition])
-        return self.prim(UNARY_PRIMS[type(node.op)], [operand])
+            return self.state.prim("logical_not", [condition])
+        return self.state.prim(UNARY_PRIMS[type(node.op)], [operand])
 
     def expr_Compare(self, node: ast.Compare) -> Any:
         result: Any = None
@@ -379,10 +393,12 @@ class ExpressionLowering(ArrayLowering):
                 "the truth value of an array is ambiguous)",
                 "test single numbers with `in`; for an element-wise test of an array write `(x == 1) | (x == 2)`",
             )
-            matches = self.batch_op(node, "check_scalar", {"message": str(error)}, [matches])
-            self.booleans.add(matches)
+            matches = self.arrays.batch_op(node, "check_scalar", {"message": str(error)}, [matches])
+            self.state.booleans.add(matches)
         if isinstance(op, ast.NotIn):
-            return Static(not matches.value) if isinstance(matches, Static) else self.prim("logical_not", [matches])
+            if isinstance(matches, Static):
+                return Static(not matches.value)
+            return self.state.prim("logical_not", [matches])
         return matches
 
     def _membership_elements(self, node: ast.Compare, op: ast.cmpop, container: Any) -> list[Any]:
@@ -398,7 +414,7 @@ class ExpressionLowering(ArrayLowering):
             elements = [Static(v) for v in container.value]
         if elements is not None and len(elements) <= MAX_MEMBERSHIP_ELEMENTS and all(map(_is_number, elements)):
             return elements
-        what = _what(container.value) if isinstance(container, Static) else (
+        what = describe_object(container.value) if isinstance(container, Static) else (
             "a per-member array" if isinstance(container, SSAValue) else "this structure"
         )  # fmt: skip
         left = self.source.segment(node.left)
@@ -415,7 +431,7 @@ class ExpressionLowering(ArrayLowering):
             return accumulated if accumulated.value else value
         if isinstance(value, Static):
             return value if value.value else accumulated
-        return self.prim("logical_or", [accumulated, value])
+        return self.state.prim("logical_or", [accumulated, value])
 
     def _compare(self, node: ast.Compare, op: ast.cmpop, left: Any, right: Any) -> Any:
         if isinstance(left, Static) and isinstance(right, Static):
@@ -426,7 +442,8 @@ class ExpressionLowering(ArrayLowering):
             raise self.source.error(
                 node, f"`{_op_text(op)}` on batched values is not supported", "compare with ==, !=, <, <=, > or >="
             )
-        return self.prim(COMPARE_PRIMS[type(op)], [self.materialize(left, node), self.materialize(right, node)])
+        operands = [self.state.materialize(left, node), self.state.materialize(right, node)]
+        return self.state.prim(COMPARE_PRIMS[type(op)], operands)
 
     def _and(self, accumulated: Any, value: Any, node: ast.AST) -> Any:
         """Conjunction of two comparison results, folding compile-time ones."""
@@ -436,7 +453,7 @@ class ExpressionLowering(ArrayLowering):
             return value if accumulated.value else accumulated
         if isinstance(value, Static):
             return accumulated if value.value else value
-        return self.prim("logical_and", [accumulated, value])
+        return self.state.prim("logical_and", [accumulated, value])
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
         result = self.leaf(node.values[0])
@@ -450,43 +467,43 @@ class ExpressionLowering(ArrayLowering):
             return left if decided else self.leaf(right_node)
         if not eager_safe(right_node):
             return self._short_circuit(node, is_and, left, right_node)
-        right = self.materialize(self.leaf(right_node), node)
-        if left in self.booleans and right in self.booleans:
-            return self.prim("logical_and" if is_and else "logical_or", [left, right])
-        condition = self.as_condition(left, node)
+        right = self.state.materialize(self.leaf(right_node), node)
+        if left in self.state.booleans and right in self.state.booleans:
+            return self.state.prim("logical_and" if is_and else "logical_or", [left, right])
+        condition = self.state.as_condition(left, node)
         chosen = [right, left] if is_and else [left, right]
         return self._where(node, condition, *chosen)
 
     def _where(self, node: ast.AST, condition: SSAValue, a: Any, b: Any) -> SSAValue:
         """`a` where `condition` holds, else `b`: in Python one of the two objects itself."""
-        result = self.prim("where", [condition, self.materialize(a, node), self.materialize(b, node)])
-        self.aliases.derived(result, [a, b])
+        result = self.state.prim("where", [condition, self.state.materialize(a, node), self.state.materialize(b, node)])
+        self.state.aliases.derived(result, [a, b])
         return result
 
     def _short_circuit(self, node: ast.BoolOp, is_and: bool, left: Any, right_node: ast.expr) -> Any:
         """`a and f(x)` runs `f` only where `a` holds: branch, then join the two values."""
-        condition = self.as_condition(left, node)
+        condition = self.state.as_condition(left, node)
         assert isinstance(condition, SSAValue)
-        saved = dict(self.env)
-        true_edge, false_edge = self.graph.branch(self.block, condition)
+        saved = dict(self.state.env)
+        true_edge, false_edge = self.state.graph.branch(self.state.block, condition)
         evaluate_edge, skip_edge = (true_edge, false_edge) if is_and else (false_edge, true_edge)
         arrivals = [(skip_edge, {**saved, RESULT: left})]
-        arrivals += self._operand_arm(evaluate_edge, saved, lambda: self.materialize(self.leaf(right_node), node))
+        arrivals += self._operand_arm(evaluate_edge, saved, lambda: self.state.materialize(self.leaf(right_node), node))
         return self._join_value(arrivals, node)
 
     def _operand_arm(self, edge: Any, saved: dict[str, Any], evaluate: Any) -> list:
         """The arrival of one operand lowered in a new block reached along `edge`; none when it
         calls a function whose result structure is unknown yet (a recursion being lowered): that
         path is abandoned for this round, and the other operand gives the structure."""
-        self.current = self.graph.new_block()
-        edge.target = self.current
-        self.env = dict(saved)
+        self.state.current = self.state.graph.new_block()
+        edge.target = self.state.current
+        self.state.env = dict(saved)
         try:
             value = evaluate()
         except UnknownResultStructure as unknown:
             self.abandoned.append(unknown)
             return []
-        return [(self.block, {**self.env, RESULT: value})]
+        return [(self.state.block, {**self.state.env, RESULT: value})]
 
     def _join_value(self, arrivals: list, node: ast.AST) -> Any:
         if not arrivals:  # every operand was abandoned: so is the expression
@@ -498,17 +515,17 @@ class ExpressionLowering(ArrayLowering):
                 f"({', '.join(sorted(map(describe_structure, structures)))})",
                 "make both arms tuples/lists of the same length, or both single values",
             )
-        self.merge(arrivals, node)
-        return self.env.pop(RESULT)
+        self.state.merge(arrivals, node)
+        return self.state.env.pop(RESULT)
 
     def expr_IfExp(self, node: ast.IfExp) -> Any:
-        condition = self.as_condition(self.leaf(node.test), node.test)
+        condition = self.state.as_condition(self.leaf(node.test), node.test)
         if isinstance(condition, Static):
             return self.expr(node.body if condition.value else node.orelse)
         if eager_safe(node.body) and eager_safe(node.orelse):
             return self._select(node, condition, self.expr(node.body), self.expr(node.orelse))
-        saved = dict(self.env)
-        true_edge, false_edge = self.graph.branch(self.block, condition)
+        saved = dict(self.state.env)
+        true_edge, false_edge = self.state.graph.branch(self.state.block, condition)
         arrivals = []
         for edge, branch in ((true_edge, node.body), (false_edge, node.orelse)):
             arrivals += self._operand_arm(edge, saved, lambda branch=branch: self.expr(branch))
@@ -550,13 +567,13 @@ class ExpressionLowering(ArrayLowering):
         leaves, _ = flatten((args, kwargs))
         if all(isinstance(leaf, Static) for leaf in leaves) or _is_structure_builder(fn):
             return self._static_call(node, fn, args, kwargs)
-        if (lowered := self.array_function(node, fn, args, kwargs)) is not NotImplemented:
+        if (lowered := self.arrays.array_function(node, fn, args, kwargs)) is not NotImplemented:
             return lowered
         if (builtin := self._builtin_prim(fn, args, kwargs)) is not None:
-            return self.prim(builtin, [self.materialize(a, node) for a in args])
+            return self.state.prim(builtin, [self.state.materialize(a, node) for a in args])
         result = self._opaque_call(node, fn, args, kwargs, n_results)
         if isinstance(result, SSAValue) and _returns_new_array(fn, kwargs):
-            self.aliases.fresh(result)
+            self.state.aliases.fresh(result)
         return result
 
     def _check_per_member_meaning(self, node: ast.Call, fn: Any) -> None:
@@ -601,7 +618,7 @@ class ExpressionLowering(ArrayLowering):
                 if isinstance(like, SSAValue):
                     if len(node.args) + len(node.keywords) != 1:
                         raise self.source.error(node, "astype() takes only the dtype here")
-                    return self._astype(node, receiver, _LikeDtype(like))
+                    return self.arrays.astype(node, receiver, LikeDtype(like))
         if method in LIST_METHODS:
             raise self.source.error(
                 node, f"'.{method}()' is a list method, but `{self.source.segment(node.func.value)}` is a per-member "
@@ -609,14 +626,14 @@ class ExpressionLowering(ArrayLowering):
                 FIXED_SIZE_SUGGESTION,
             )
         args, kwargs = self._arguments(node)
-        return self.array_method(node, receiver, method, args, kwargs)
+        return self.arrays.array_method(node, receiver, method, args, kwargs)
 
     def _callee(self, node: ast.Call, receiver: Any = None) -> str | Static:
         """The batched function name called, or the compile-time callable (`receiver`: the
         already evaluated object of an attribute call `receiver.name(...)`)."""
         func = node.func
-        if isinstance(func, ast.Name) and func.id not in self.local_names and func.id in self.names:
-            name = self.services.batched_callee(self.names[func.id])
+        if isinstance(func, ast.Name) and func.id not in self.state.local_names and func.id in self.state.names:
+            name = self.state.services.batched_callee(self.state.names[func.id])
             if name is not None:
                 return name
         if receiver is not None:
@@ -628,7 +645,7 @@ class ExpressionLowering(ArrayLowering):
             raise self.source.error(
                 node, "calling a batched value is not supported", "call functions by their name"
             )
-        if self.services.batched_callee(value.value) is not None:
+        if self.state.services.batched_callee(value.value) is not None:
             raise self.source.error(
                 node,
                 "a batched function must be called directly by its own name",
@@ -654,10 +671,10 @@ class ExpressionLowering(ArrayLowering):
         if pending := next((a for a in arguments if awaits_result_structure(a)), None):
             return stand_in(pending)  # a helper's result of unknown structure: lowered again once known
         for arg in arguments:
-            leaves, treedef = flatten(_drop_none(arg))
-            flat_args += [self.materialize(leaf, node) for leaf in leaves]
+            leaves, treedef = flatten(drop_none(arg))
+            flat_args += [self.state.materialize(leaf, node) for leaf in leaves]
             treedefs.append(treedef)
-        symbol, output = self.services.call_target(name, tuple(treedefs), node)
+        symbol, output = self.state.services.call_target(name, tuple(treedefs), node)
         if output is None:
             raise UnknownResultStructure(node, name)
         results = self.call_op(symbol, flat_args, output.num_leaves)
@@ -665,9 +682,9 @@ class ExpressionLowering(ArrayLowering):
 
     def call_op(self, symbol: str, args: list[SSAValue], n_results: int) -> list[SSAValue]:
         op = CallOp(SymbolRefAttr(symbol), args, [UnknownType()] * n_results)
-        self.block.add_op(op)
+        self.state.block.add_op(op)
         for result in op.res:
-            self.aliases.call_result(result, args)
+            self.state.aliases.call_result(result, args)
         return list(op.res)
 
     def _static_call(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:
@@ -675,11 +692,13 @@ class ExpressionLowering(ArrayLowering):
         if fn in (tuple, list) and len(args) == 1 and isinstance(args[0], Static):
             return Static(fn(args[0].value))
         if not builds_structure:
-            args, kwargs = [_unwrap(a) for a in args], {k: _unwrap(v) for k, v in kwargs.items()}
+            args, kwargs = [unwrap_statics(a) for a in args], {k: unwrap_statics(v) for k, v in kwargs.items()}
         try:
             result = fn(*args, **kwargs)
         except Exception as e:
-            raise self.source.error(node, f"calling {_what(fn)} at compile time raised {type(e).__name__}: {e}") from None
+            raise self.source.error(
+                node, f"calling {describe_object(fn)} at compile time raised {type(e).__name__}: {e}"
+            ) from None
         if builds_structure:
             return result
         return self.computed_static(result, [*args, *kwargs.values()])
@@ -707,10 +726,10 @@ class ExpressionLowering(ArrayLowering):
         key = (self.source.function, node.lineno, node.col_offset, treedef, arguments_key, n_results)
         hint = getattr(fn, "__name__", None) or type(fn).__name__
         helper = Helper(call_with_batched_leaves, fn, CallSite.of(self.source, node))
-        symbol = self.services.opaque(key, hint, self.source.segment(node), helper)
+        symbol = self.state.services.opaque(key, hint, self.source.segment(node), helper)
         if (structure := helper_result_structure(symbol)) is not None:  # learned by type inference
-            return unflatten(structure, self.opaque_prim(symbol, batched, structure.num_leaves))
-        results = self.opaque_prim(symbol, batched, n_results or 1)
+            return unflatten(structure, self.state.opaque_prim(symbol, batched, structure.num_leaves))
+        results = self.state.opaque_prim(symbol, batched, n_results or 1)
         return tuple(results) if n_results is not None else results[0]
 
 
@@ -747,17 +766,6 @@ def _static_key(value: Any) -> Any:
     if isinstance(value, np.ndarray) and value.dtype != object:
         return (np.ndarray, value.dtype.str, value.shape, value.tobytes())
     return id(value)
-
-
-def _unwrap(value: Any) -> Any:
-    leaves, treedef = flatten(value)
-    return unflatten(treedef, [leaf.value if isinstance(leaf, Static) else leaf for leaf in leaves])
-
-
-def _drop_none(value: Any) -> Any:
-    """Compile-time `None` leaves become empty structure nodes (no array)."""
-    leaves, treedef = flatten(value)
-    return unflatten(treedef, [None if isinstance(leaf, Static) and leaf.value is None else leaf for leaf in leaves])
 
 
 def _is_structure_builder(fn: Any) -> bool:

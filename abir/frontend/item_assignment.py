@@ -56,6 +56,7 @@ from xdsl.ir import Block, SSAValue
 from abir.array_ops import IndexComponent
 from abir.array_prims import format_index
 from abir.dialects.functional import ARRAY_OPERAND_ERROR_ATTR, IN_PLACE_RESULT_ATTR, PrimOp
+from abir.errors import UnsupportedSyntaxError
 from abir.frontend.aliases import (
     Binding,
     Root,
@@ -65,9 +66,11 @@ from abir.frontend.aliases import (
     rebind,
     statements_from,
 )
-from abir.frontend.expressions import ExpressionLowering, _unwrap
-from abir.frontend.state import Env, _what
-from abir.frontend.values import MaybeUndefined, Static, flatten
+from abir.frontend.arrays import ArrayLowering
+from abir.frontend.expressions import ExpressionLowering
+from abir.frontend.source import FunctionSource
+from abir.frontend.state import Env, LoweringState
+from abir.frontend.values import MaybeUndefined, Static, describe_object, flatten, unwrap_statics
 
 IN_PLACE_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: operator.iadd,
@@ -90,6 +93,20 @@ OPERATOR_SYMBOLS: dict[type[ast.operator], str] = {
 }  # fmt: skip
 
 
+def assignment_target_error(source: FunctionSource, target: ast.expr) -> UnsupportedSyntaxError:
+    """The error for assigning to `target` where abir cannot: a starred target, an attribute, or
+    an item of something that is not an array (a tuple or list: values are immutable)."""
+    if isinstance(target, ast.Starred):
+        return source.error(target, "starred assignment (`a, *rest = ...`) is not supported",
+                            "unpack every element by name")
+    what = "item" if isinstance(target, ast.Subscript) else "attribute"
+    return source.error(
+        target,
+        f"{what} assignment is not supported (values are immutable)",
+        "build a new value and assign it to a variable, e.g. `state = state._replace(x=...)` for namedtuples",
+    )
+
+
 @dataclass(frozen=True)
 class OwnedHeaderLeaf:
     """A loop header argument assumed to hold an array no other variable holds, except `group`:
@@ -101,8 +118,16 @@ class OwnedHeaderLeaf:
     group: tuple[tuple[str, int], ...] = ()
 
 
-class ItemAssignmentLowering(ExpressionLowering):
-    """Item assignment statements, and the loop bookkeeping they need."""
+class ItemAssignmentLowering:
+    """Item assignment statements, and the loop bookkeeping they need, on the function's `state`
+    (its `aliases` say which variables may share an array)."""
+
+    def __init__(self, state: LoweringState, arrays: ArrayLowering, expressions: ExpressionLowering):
+        self.state = state
+        self.source = state.source
+        self.aliases = state.aliases
+        self.arrays = arrays
+        self.expressions = expressions
 
     # -- statements ---------------------------------------------------------------------------
 
@@ -110,50 +135,50 @@ class ItemAssignmentLowering(ExpressionLowering):
         """`target = value` for a subscript target, `value` already evaluated (as Python does)."""
         array = self._target_array(target)
         components, operands = self._target_index(target)
-        self._update(target, array, self.array_operand(target, value), components, operands)
+        self._update(target, array, self.arrays.array_operand(target, value), components, operands)
 
     def augmented_item_assignment(self, node: ast.AugAssign, target: ast.Subscript) -> None:
         """`x[i] op= v`: read `x[i]` once, combine, write back (NumPy buffers `x[idx] += v`, so a
         repeated index in an index array is written once, as here)."""
         array = self._target_array(target)
         components, operands = self._target_index(target)
-        current = self.batch_op(target, "getitem", {"index": format_index(components)},
-                                [self.materialize(array, target), *operands])
-        combined = self.binary(node, type(node.op), current, self.expr(node.value))
-        self._update(target, array, self.materialize(combined, node), components, operands)
+        current = self.arrays.batch_op(target, "getitem", {"index": format_index(components)},
+                                [self.state.materialize(array, target), *operands])
+        combined = self.expressions.binary(node, type(node.op), current, self.expressions.expr(node.value))
+        self._update(target, array, self.state.materialize(combined, node), components, operands)
 
     def augmented_name_assignment(self, node: ast.AugAssign, target: ast.Name) -> None:
         """`x op= v`: NumPy updates an array `x` in place (in its dtype and shape; every variable
         holding that array sees the change), Python rebinds a scalar `x`."""
         name = target.id
-        current = self.expr_Name(ast.Name(name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset))
-        value = self.expr(node.value)
+        current = self.expressions.expr(ast.Name(name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset))
+        value = self.expressions.expr(node.value)
         if isinstance(current, Static) and isinstance(current.value, np.ndarray) and current.value.ndim > 0:
             self._update_static_in_place(node, name, current, value)
-        elif isinstance(current, SSAValue) and not self.known_scalar(current):
+        elif isinstance(current, SSAValue) and not self.state.known_scalar(current):
             self._update_in_place(node, name, current, value)
         else:
-            self.assign_name(name, self.binary(node, type(node.op), current, value), node)
+            self.state.assign_name(name, self.expressions.binary(node, type(node.op), current, value), node)
 
     def _update_in_place(self, node: ast.AugAssign, name: str, current: SSAValue, value: Any) -> None:
         """`x op= v` for a batched `x` that may be a per-member array or scalar."""
-        updated = self.binary(node, type(node.op), current, value)
+        updated = self.expressions.binary(node, type(node.op), current, value)
         op = updated.owner
         assert isinstance(op, PrimOp) and op.operands[0] is current, "the update's first operand is `x`"
         obstacle = self._in_place_obstacle(node, name, current)
         if obstacle is not None:
             op.attributes[ARRAY_OPERAND_ERROR_ATTR] = StringAttr(str(obstacle))
-            self.assign_name(name, updated, node)
+            self.state.assign_name(name, updated, node)
             return
         op.attributes[IN_PLACE_RESULT_ATTR] = StringAttr(str(self._in_place_type_error(node, name)))
         self.aliases.same(updated, current)
         self.aliases.in_place_updates += 1
         for binding in self._exact_holders(name, current):
-            old = self.materialize(binding.value, node)
-            follower = self.batch_op(node, "after_in_place", {}, [old, updated])
+            old = self.state.materialize(binding.value, node)
+            follower = self.arrays.batch_op(node, "after_in_place", {}, [old, updated])
             self.aliases.follows(follower, updated)
-            rebind(self.env, binding.name, binding.position, follower)
-        self.assign_name(name, updated, node)
+            rebind(self.state.env, binding.name, binding.position, follower)
+        self.state.assign_name(name, updated, node)
 
     def _update_static_in_place(self, node: ast.AugAssign, name: str, current: Static, value: Any) -> None:
         """`x op= v` for a compile-time array `x`."""
@@ -168,21 +193,21 @@ class ItemAssignmentLowering(ExpressionLowering):
                     node, f"evaluating this at compile time raised {type(e).__name__}: {e}"
                 ) from None
             updated: Any = Static(array)
-            self.aliases.fresh_static(updated, [], self.names.values())
+            self.aliases.fresh_static(updated, [], self.state.names.values())
         else:
-            updated = self.binary(node, type(node.op), current, value)
+            updated = self.expressions.binary(node, type(node.op), current, value)
             assert isinstance(updated.owner, PrimOp)
             updated.owner.attributes[IN_PLACE_RESULT_ATTR] = StringAttr(str(self._in_place_type_error(node, name)))
             self.aliases.same(updated, current)
         self.aliases.in_place_updates += 1
         for binding in self._exact_holders(name, current):
-            rebind(self.env, binding.name, binding.position, updated)
-        self.assign_name(name, updated, node)
+            rebind(self.state.env, binding.name, binding.position, updated)
+        self.state.assign_name(name, updated, node)
 
     def _exact_holders(self, name: str, array: Any) -> list[Binding]:
         """The variables other than `name` holding `array` itself (hidden ones are never arrays)."""
         return [
-            b for b in bindings(self.env)
+            b for b in bindings(self.state.env)
             if b.name != name and b.name.isidentifier() and self.aliases.holds_exactly(b.value, array)
         ]  # fmt: skip
 
@@ -197,13 +222,13 @@ class ItemAssignmentLowering(ExpressionLowering):
                 f"{reason}: NumPy would change that array too",
                 f"write `{rebinding}` to make a new array, or `{name} = {name}.copy()` before updating it in place",
             )
-        for binding in list(bindings(self.env)):
+        for binding in list(bindings(self.state.env)):
             if binding.name == name or not binding.name.isidentifier() or not self.aliases.shares(binding.value, current):
                 continue
             if self.aliases.holds_exactly(binding.value, current):
                 continue
             if self.aliases.copy_if_scalar(binding.value, current):
-                self._require_copy(node, name, binding, self.env, current)
+                self._require_copy(node, name, binding, self.state.env, current)
                 continue
             return self.source.error(
                 node, f"`{statement}` updates the array `{name}` holds in place (in NumPy), and variable "
@@ -240,24 +265,25 @@ class ItemAssignmentLowering(ExpressionLowering):
                 target, f"assigning into an item of `{inner}` is not supported",
                 "index the array once: `x[i, j] = v` instead of `x[i][j] = v`",
             )
-        array = self.expr(target.value)
+        array = self.expressions.expr(target.value)
         if isinstance(array, tuple | list):
-            raise self._assignment_target_error(target)  # type: ignore[attr-defined]
+            raise assignment_target_error(self.source, target)
         if isinstance(array, Static) and not self.aliases.roots_of(array):
             raise self.source.error(
-                target, f"item assignment into {_what(array.value)} is not supported (Python raises TypeError)",
+                target,
+                f"item assignment into {describe_object(array.value)} is not supported (Python raises TypeError)",
                 "assign into an array",
             )
-        if not any(b.value is array for b in bindings(self.env)):
+        if not any(b.value is array for b in bindings(self.state.env)):
             raise self.source.error(target, f"`{self.source.segment(target.value)}` is not a variable's array",
                                     "assign the array to a variable first, then into its items")
         return array
 
     def _target_index(self, target: ast.Subscript) -> tuple[list[IndexComponent], list[SSAValue]]:
-        index = self.expr(target.slice)
+        index = self.expressions.expr(target.slice)
         if isinstance(index, tuple | list) and all(isinstance(leaf, Static) for leaf in flatten(index)[0]):
-            index = Static(_unwrap(index))
-        return self.index_components(target, index)
+            index = Static(unwrap_statics(index))
+        return self.arrays.index_components(target, index)
 
     def _update(
         self, target: ast.Subscript, array: SSAValue | Static, value: SSAValue,
@@ -273,15 +299,15 @@ class ItemAssignmentLowering(ExpressionLowering):
                 "would change that array in place",
                 f"assign into a copy: {copy}",
             )
-        same = self._other_holders(target, name, array, self.env)
-        updated = self.batch_op(target, "setitem", {"index": format_index(components)},
-                                [self.materialize(array, target.value), value, *operands])
+        same = self._other_holders(target, name, array, self.state.env)
+        updated = self.arrays.batch_op(target, "setitem", {"index": format_index(components)},
+                                [self.state.materialize(array, target.value), value, *operands])
         self.aliases.same(updated, array)
         self.aliases.in_place_updates += 1
         if isinstance(target.value, ast.Name):
             updated.name_hint = target.value.id
         for binding in same:
-            rebind(self.env, binding.name, binding.position, updated)
+            rebind(self.state.env, binding.name, binding.position, updated)
 
     def _other_holders(self, node: ast.AST, name: str, array: Any, env: Env) -> list[Binding]:
         """The bindings of `env` holding `array` itself (to rebind). Integer-index reads of it are
@@ -308,7 +334,7 @@ class ItemAssignmentLowering(ExpressionLowering):
                 f"make '{binding.name}' a copy where it is assigned (`.copy()`), or compute it again after the "
                 "item assignment",
             )
-        value = self.materialize(binding.value, node)
+        value = self.state.materialize(binding.value, node)
 
         def view_error() -> Exception:
             return self.source.error(
@@ -319,7 +345,7 @@ class ItemAssignmentLowering(ExpressionLowering):
             )
 
         site = ast.Name(binding.name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset)
-        checked = self.batch_op(site, "check_scalar", {"message": str(view_error())}, [value])
+        checked = self.arrays.batch_op(site, "check_scalar", {"message": str(view_error())}, [value])
         rebind(env, binding.name, binding.position, checked)
 
     def _require_scalar_arguments(self, node: ast.AST, name: str, binding: Binding, reads: list[SSAValue]) -> None:
@@ -336,7 +362,7 @@ class ItemAssignmentLowering(ExpressionLowering):
 
         site = ast.Name(binding.name, ast.Load(), lineno=node.lineno, col_offset=node.col_offset)
         for read in reads:
-            self.batch_op(site, "check_scalar", {"message": str(view_error())}, [read])
+            self.arrays.batch_op(site, "check_scalar", {"message": str(view_error())}, [read])
 
     # -- loops --------------------------------------------------------------------------------
 
@@ -348,13 +374,13 @@ class ItemAssignmentLowering(ExpressionLowering):
         `x op= v`) and it may be an array."""
         if not self.aliases.enabled:
             return {}
-        carried = {n: self.env[n] for n in names if n in self.env}
+        carried = {n: self.state.env[n] for n in names if n in self.state.env}
         assigns = assigns_items(node)
         updated = names_updated_in_place(statements_from(self.source.tree, node))  # in the loop or after it
         return {
             (b.name, b.position): self._sharers(
-                node, b.name, b.position, b.value, self.env,
-                assigns or b.name in updated and not self.known_scalar(b.value),
+                node, b.name, b.position, b.value, self.state.env,
+                assigns or b.name in updated and not self.state.known_scalar(b.value),
                 self._roots_updated(updated - {b.name}),
             )
             for b in list(bindings(carried))
@@ -362,8 +388,8 @@ class ItemAssignmentLowering(ExpressionLowering):
 
     def _roots_updated(self, names: set[str]) -> frozenset[Root]:
         """The roots of the arrays the variables `names` hold now."""
-        return self.aliases.roots_of_all(self.env[n] for n in names if n in self.env
-                                         and not isinstance(self.env[n], MaybeUndefined))
+        return self.aliases.roots_of_all(self.state.env[n] for n in names if n in self.state.env
+                                         and not isinstance(self.state.env[n], MaybeUndefined))
 
     def header_argument_roots(
         self, node: ast.stmt, arg: SSAValue, name: str, position: int, entry_value: Any, sharers: list[Binding],
@@ -375,7 +401,7 @@ class ItemAssignmentLowering(ExpressionLowering):
         the group to the argument, the back edges check it stays so), else a foreign array."""
         if not self.aliases.enabled:
             return None
-        follows = name in names_updated_in_place([node]) and not self.known_scalar(entry_value)
+        follows = name in names_updated_in_place([node]) and not self.state.known_scalar(entry_value)
         group = [
             b for b in sharers
             if self.aliases.holds_exactly(b.value, entry_value) and b.name != name and b.name not in carried
@@ -399,15 +425,15 @@ class ItemAssignmentLowering(ExpressionLowering):
         starts sees the loop's in-place updates of it, if it is an array (a follower; a
         compile-time array is one)."""
         for leaf in owned:
-            arg = flatten(self.env[leaf.name])[0][leaf.position]
+            arg = flatten(self.state.env[leaf.name])[0][leaf.position]
             for member, position in leaf.group:
-                entry = flatten(self.env[member])[0][position]
+                entry = flatten(self.state.env[member])[0][position]
                 if isinstance(entry, Static):
-                    rebind(self.env, member, position, arg)
+                    rebind(self.state.env, member, position, arg)
                     continue
-                follower = self.batch_op(node, "after_in_place", {}, [entry, arg])
+                follower = self.arrays.batch_op(node, "after_in_place", {}, [entry, arg])
                 self.aliases.follows(follower, arg)
-                rebind(self.env, member, position, follower)
+                rebind(self.state.env, member, position, follower)
 
     def check_back_edge(
         self, node: ast.stmt, owned: list[OwnedHeaderLeaf], origin: Block, env: Env, in_place: bool
@@ -418,8 +444,8 @@ class ItemAssignmentLowering(ExpressionLowering):
         place (`in_place`) that is an error if the variable is an array, which type inference
         checks (scalars are immutable); other loops merge the roots, so that updates after them
         see the sharing."""
-        saved = self.current
-        self.current = origin
+        saved = self.state.current
+        self.state.current = origin
         try:
             for leaf in owned:
                 if isinstance(env.get(leaf.name), MaybeUndefined | None):
@@ -436,13 +462,14 @@ class ItemAssignmentLowering(ExpressionLowering):
                     self._require_scalar_at_back_edge(node, leaf, value, env, error)
                 self.aliases.union_values([value, *(b.value for b in sharers)], leaf.root)
         finally:
-            self.current = saved
+            self.state.current = saved
 
     def _require_scalar_at_back_edge(
         self, node: ast.stmt, leaf: OwnedHeaderLeaf, value: Any, env: Env, error: Exception
     ) -> None:
         """Pass `value` on through a check raising `error` at type inference if it has axes."""
-        checked = self.batch_op(node, "check_scalar", {"message": str(error)}, [self.materialize(value, node)])
+        operand = self.state.materialize(value, node)
+        checked = self.arrays.batch_op(node, "check_scalar", {"message": str(error)}, [operand])
         rebind(env, leaf.name, leaf.position, checked)
 
     def _sharers(

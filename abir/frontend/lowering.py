@@ -1,4 +1,9 @@
-"""Lowering of one function specialization's statements to a `functional.func`.
+"""Lowering of one function specialization to a `functional.func`, and of its statements.
+
+`FunctionLowering` owns what lowering one function shares (`LoweringState`: the graph, the
+current block, the environment) and the lowerers working on it, each given the state and the
+lowerers it calls: `StatementLowering` (here), `ExpressionLowering` (`expressions.py`),
+`ArrayLowering` (`arrays.py`) and `ItemAssignmentLowering` (`item_assignment.py`).
 
 SSA construction follows the structure of the Python source: each branch and loop body is
 lowered with its own copy of the environment; at joins (`merge`) variables with different values
@@ -22,14 +27,15 @@ from xdsl.ir import Block, Region, SSAValue
 
 from abir.dialects.functional import INTEGER_OPERANDS_ATTR, ConstantOp, FuncOp, PrimOp, UnknownType
 from abir.frontend.aliases import item_assigned_names
+from abir.frontend.arrays import ArrayLowering
 from abir.frontend.cfg import FunctionGraph
-from abir.frontend.expressions import _drop_none
-from abir.frontend.item_assignment import ItemAssignmentLowering, OwnedHeaderLeaf
+from abir.frontend.expressions import ExpressionLowering
+from abir.frontend.item_assignment import ItemAssignmentLowering, OwnedHeaderLeaf, assignment_target_error
 from abir.frontend.source import FunctionSource
 from abir.frontend.state import (
     Arrival,
+    LoweringState,
     ProgramServices,
-    ReturnSite,
     UnknownResultStructure,
     describe_structure,
 )
@@ -37,6 +43,7 @@ from abir.frontend.values import (
     MaybeUndefined,
     Static,
     awaits_result_structure,
+    drop_none,
     flatten,
     is_materializable,
     stand_in,
@@ -91,6 +98,14 @@ class Carried:
     entry_leaves: list[Any]
 
 
+@dataclass(frozen=True)
+class ReturnSite:
+    """A `return` lowered: the structure it returns and its line (every return must agree)."""
+
+    treedef: optree.PyTreeSpec
+    lineno: int
+
+
 @dataclass
 class LoweredFunction:
     """One specialization's function and what its lowering learnt."""
@@ -102,8 +117,12 @@ class LoweredFunction:
     """The first call whose callee's result structure was unknown (the body is incomplete)."""
 
 
-class FunctionLowering(ItemAssignmentLowering):
-    """Lowers the body of `source` for the given parameter structures into `functional.func`."""
+class FunctionLowering:
+    """Lowers the body of `source` for the given parameter structures into `functional.func`.
+
+    It owns the function's `LoweringState` (graph, current block, environment) and the lowerers
+    that share it: `statements` (control flow and assignment), `expressions`, `arrays` (array
+    syntax on batched values) and `item_assignment` (in-place updates)."""
 
     def __init__(
         self,
@@ -114,54 +133,80 @@ class FunctionLowering(ItemAssignmentLowering):
     ):
         n_inputs = sum(t.num_leaves for t in arg_treedefs)
         self.region = Region(Block(arg_types=[UnknownType()] * n_inputs))
-        super().__init__(source, FunctionGraph(self.region, source.location(source.tree)), services)
-        self.graph.locate(self.graph.entry)
+        graph = FunctionGraph(self.region, source.location(source.tree))
+        graph.locate(graph.entry)
+        self.source = source
         self.symbol = symbol
         self.arg_treedefs = arg_treedefs
-        self.local_names = local_names(source.tree)
-        self.loops: list[LoopFrame] = []
-        self.returns: list[ReturnSite] = []
-        self.unknown: UnknownResultStructure | None = None
-        self.abandoned: list[UnknownResultStructure] = []
-        self._owned_at_header: dict[Block, tuple[list[OwnedHeaderLeaf], int]] = {}
-        """Per loop header: its owned arguments, and how many in-place updates preceded the body."""
-        self._hidden_names = 0
+        self.state = LoweringState(source, graph, services, local_names(source.tree))
+        self.arrays = ArrayLowering(self.state)
+        self.expressions = ExpressionLowering(self.state, self.arrays)
+        self.item_assignment = ItemAssignmentLowering(self.state, self.arrays, self.expressions)
+        self.statements = StatementLowering(self.state, self.expressions, self.item_assignment)
 
     def lower(self) -> LoweredFunction:
         self._bind_parameters()
-        self.statements(self.source.tree.body)
-        if self.current is not None:
-            last = self.source.tree.body[-1]
-            self._return(Static(None), ast.Return(lineno=getattr(last, "end_lineno", last.lineno), col_offset=0))
-        output = self.returns[0].treedef if self.returns else None
+        self.statements.function_body(self.source.tree.body)
+        returns = self.statements.returns
+        output = returns[0].treedef if returns else None
         n_outputs = output.num_leaves if output is not None else 0
-        func = FuncOp(self.symbol, ([UnknownType()] * len(self.graph.entry.args), [UnknownType()] * n_outputs), self.region)
-        self.unknown = self.unknown or next(iter(self.abandoned), None)
-        if self.unknown is None:
-            self.graph.finalize()
-        return LoweredFunction(func, output, self.unknown)
+        graph = self.state.graph
+        func = FuncOp(self.symbol, ([UnknownType()] * len(graph.entry.args), [UnknownType()] * n_outputs), self.region)
+        unknown = self.statements.unknown or next(iter(self.expressions.abandoned), None)
+        if unknown is None:
+            graph.finalize()
+        return LoweredFunction(func, output, unknown)
 
     def _bind_parameters(self) -> None:
         params = self.source.tree.args.posonlyargs + self.source.tree.args.args
-        args = iter(self.graph.entry.args)
+        args = iter(self.state.graph.entry.args)
         for param, treedef in zip(params, self.arg_treedefs, strict=True):
             leaves = [next(args) for _ in range(treedef.num_leaves)]
             for leaf in leaves:
                 leaf.name_hint = param.arg
-                self.aliases.foreign(leaf, f"the argument '{param.arg}' of '{self.source.name}', which the caller holds")
-            self.assign_name(param.arg, unflatten(treedef, list(leaves)), param)
+                reason = f"the argument '{param.arg}' of '{self.source.name}', which the caller holds"
+                self.state.aliases.foreign(leaf, reason)
+            self.state.assign_name(param.arg, unflatten(treedef, list(leaves)), param)
+
+
+class StatementLowering:
+    """Statements: assignments, `return`, and the control flow of `if`, `while`, `for`,
+    `break` and `continue` (joins and loop headers with block arguments), on the function's
+    `state`; expressions go to `expressions`, item assignment and in-place updates to
+    `item_assignment`."""
+
+    def __init__(self, state: LoweringState, expressions: ExpressionLowering, item_assignment: ItemAssignmentLowering):
+        self.state = state
+        self.source = state.source
+        self.expressions = expressions
+        self.item_assignment = item_assignment
+        self.loops: list[LoopFrame] = []
+        self.returns: list[ReturnSite] = []
+        self.unknown: UnknownResultStructure | None = None
+        """The first call whose callee's result structure was unknown (the rest of its statements
+        were abandoned)."""
+        self._owned_at_header: dict[Block, tuple[list[OwnedHeaderLeaf], int]] = {}
+        """Per loop header: its owned arguments, and how many in-place updates preceded the body."""
+        self._hidden_names = 0
+
+    def function_body(self, body: list[ast.stmt]) -> None:
+        """The statements of a function body, and the `return None` Python adds at its end."""
+        self.statements(body)
+        if self.state.current is not None:
+            last = body[-1]
+            self._return(Static(None), ast.Return(lineno=getattr(last, "end_lineno", last.lineno), col_offset=0))
 
     # -- statements -------------------------------------------------------------------------
 
     def statements(self, body: list[ast.stmt]) -> None:
         for stmt in body:
-            if self.current is None:
+            if self.state.current is None:
                 return  # unreachable code after return, break or continue
             try:
                 self.statement(stmt)
             except UnknownResultStructure as e:
                 self.unknown = self.unknown or e
-                self.current = None
+                self.state.current = None
 
     def statement(self, node: ast.stmt) -> None:
         kind = type(node).__name__
@@ -171,68 +216,60 @@ class FunctionLowering(ItemAssignmentLowering):
         method: Callable[[Any], None] | None = getattr(self, f"stmt_{kind}", None)
         if method is None:
             raise self.source.error(node, f"the statement {kind} is not supported")
-        enclosing = self.graph.location
-        self.graph.location = self.source.location(node)
-        self.graph.locate(self.block)
+        enclosing = self.state.graph.location
+        self.state.graph.location = self.source.location(node)
+        self.state.graph.locate(self.state.block)
         try:
             method(node)
         finally:
-            self.graph.location = enclosing
+            self.state.graph.location = enclosing
 
     def stmt_Pass(self, node: ast.Pass) -> None:
         pass
 
     def stmt_Expr(self, node: ast.Expr) -> None:
-        self.expr(node.value)
+        self.expressions.expr(node.value)
 
     def stmt_Assign(self, node: ast.Assign) -> None:
         n_results = None
         if len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple | ast.List):
             n_results = len(node.targets[0].elts)
-        value = self.expr(node.value, n_results) if isinstance(node.value, ast.Call) else self.expr(node.value)
+        if isinstance(node.value, ast.Call):
+            value = self.expressions.expr(node.value, n_results)
+        else:
+            value = self.expressions.expr(node.value)
         for target in node.targets:
             self.assign(target, value)
 
     def stmt_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
-            self.assign(node.target, self.expr(node.value))
+            self.assign(node.target, self.expressions.expr(node.value))
 
     def stmt_AugAssign(self, node: ast.AugAssign) -> None:
         if isinstance(node.target, ast.Subscript):
-            self.augmented_item_assignment(node, node.target)
+            self.item_assignment.augmented_item_assignment(node, node.target)
             return
         if not isinstance(node.target, ast.Name):
-            raise self._assignment_target_error(node.target)
-        self.augmented_name_assignment(node, node.target)
+            raise assignment_target_error(self.source, node.target)
+        self.item_assignment.augmented_name_assignment(node, node.target)
 
     def assign(self, target: ast.expr, value: Any) -> None:
         if isinstance(target, ast.Name):
-            self.assign_name(target.id, value, target)
+            self.state.assign_name(target.id, value, target)
             return
         if isinstance(target, ast.Tuple | ast.List):
             for element, part in zip(target.elts, self._unpack(target, value), strict=True):
                 self.assign(element, part)
             return
         if isinstance(target, ast.Subscript):
-            self.assign_item(target, value)
+            self.item_assignment.assign_item(target, value)
             return
-        raise self._assignment_target_error(target)
-
-    def _assignment_target_error(self, target: ast.expr):
-        if isinstance(target, ast.Starred):
-            return self.source.error(target, "starred assignment (`a, *rest = ...`) is not supported",
-                                     "unpack every element by name")
-        what = "item" if isinstance(target, ast.Subscript) else "attribute"
-        return self.source.error(
-            target,
-            f"{what} assignment is not supported (values are immutable)",
-            "build a new value and assign it to a variable, e.g. `state = state._replace(x=...)` for namedtuples",
-        )
+        raise assignment_target_error(self.source, target)
 
     def _unpack(self, target: ast.Tuple | ast.List, value: Any) -> list[Any]:
         for element in target.elts:
             if isinstance(element, ast.Starred):
-                raise self._assignment_target_error(element)
+                raise assignment_target_error(self.source, element)
         count = len(target.elts)
         if isinstance(value, Static) and isinstance(value.value, tuple | list):
             parts = [Static(v) for v in value.value]
@@ -252,12 +289,12 @@ class FunctionLowering(ItemAssignmentLowering):
         return parts
 
     def stmt_Return(self, node: ast.Return) -> None:
-        self._return(Static(None) if node.value is None else self.expr(node.value), node)
+        self._return(Static(None) if node.value is None else self.expressions.expr(node.value), node)
 
     def _return(self, value: Any, node: ast.Return) -> None:
         if self.returns and awaits_result_structure(value):  # a helper's result: lowered again once known
             value = unflatten(self.returns[0].treedef, [stand_in(value)] * self.returns[0].treedef.num_leaves)
-        leaves, treedef = flatten(_drop_none(value))
+        leaves, treedef = flatten(drop_none(value))
         site = ReturnSite(treedef, self.source.lineno(node))
         if self.returns and self.returns[0].treedef != treedef:
             first = self.returns[0]
@@ -268,40 +305,40 @@ class FunctionLowering(ItemAssignmentLowering):
                 "return the same tuple/list/namedtuple structure on every path",
             )
         self.returns.append(site)
-        self.graph.ret(self.block, [self.materialize(leaf, node) for leaf in leaves])
-        self.current = None
+        self.state.graph.ret(self.state.block, [self.state.materialize(leaf, node) for leaf in leaves])
+        self.state.current = None
 
     # -- branches ---------------------------------------------------------------------------
 
     def stmt_If(self, node: ast.If) -> None:
-        condition = self.as_condition(self.leaf(node.test), node.test)
+        condition = self.state.as_condition(self.expressions.leaf(node.test), node.test)
         if isinstance(condition, Static):
             self.statements(node.body if condition.value else node.orelse)
             return
-        saved = dict(self.env)
-        true_edge, false_edge = self.graph.branch(self.block, condition)
+        saved = dict(self.state.env)
+        true_edge, false_edge = self.state.graph.branch(self.state.block, condition)
         arrivals: list[Arrival] = []
         for edge, body in ((true_edge, node.body), (false_edge, node.orelse)):
             if not body:
                 arrivals.append((edge, dict(saved)))
                 continue
-            self.current = self.graph.new_block()
-            edge.target = self.current
-            self.env = dict(saved)
+            self.state.current = self.state.graph.new_block()
+            edge.target = self.state.current
+            self.state.env = dict(saved)
             self.statements(body)
-            if self.current is not None:
-                arrivals.append((self.current, self.env))
-        self.merge(arrivals, node)
+            if self.state.current is not None:
+                arrivals.append((self.state.current, self.state.env))
+        self.state.merge(arrivals, node)
 
     # -- loops ------------------------------------------------------------------------------
 
     def stmt_Break(self, node: ast.Break) -> None:
-        self._innermost_loop(node).breaks.append((self.block, self.env))
-        self.current = None
+        self._innermost_loop(node).breaks.append((self.state.block, self.state.env))
+        self.state.current = None
 
     def stmt_Continue(self, node: ast.Continue) -> None:
-        self._innermost_loop(node).continues.append((self.block, self.env))
-        self.current = None
+        self._innermost_loop(node).continues.append((self.state.block, self.state.env))
+        self.state.current = None
 
     def _innermost_loop(self, node: ast.stmt) -> LoopFrame:
         if not self.loops:
@@ -310,7 +347,7 @@ class FunctionLowering(ItemAssignmentLowering):
 
     def stmt_While(self, node: ast.While) -> None:
         header, carried = self._enter_loop(node, assigned_names(node.body, node.test))
-        condition = self.as_condition(self.leaf(node.test), node.test)
+        condition = self.state.as_condition(self.expressions.leaf(node.test), node.test)
         self._loop(node, header, carried, condition)
 
     def stmt_For(self, node: ast.For) -> None:
@@ -318,10 +355,11 @@ class FunctionLowering(ItemAssignmentLowering):
         if isinstance(iterable, ast.Call) and self._is_range(iterable.func):
             self._range_loop(node, iterable)
             return
-        self._unrolled_loop(node, self.expr(iterable))
+        self._unrolled_loop(node, self.expressions.expr(iterable))
 
     def _is_range(self, func: ast.expr) -> bool:
-        return isinstance(func, ast.Name) and func.id not in self.local_names and self.names.get(func.id) is range
+        state = self.state
+        return isinstance(func, ast.Name) and func.id not in state.local_names and state.names.get(func.id) is range
 
     def _range_loop(self, node: ast.For, call: ast.Call) -> None:
         if not isinstance(node.target, ast.Name):
@@ -333,26 +371,26 @@ class FunctionLowering(ItemAssignmentLowering):
             (Static(0), bounds[0], Static(1)) if len(bounds) == 1 else (*bounds, Static(1))[:3]
         )
         counter = self._hidden_name("range")
-        self.env[counter] = start
+        self.state.env[counter] = start
         header, carried = self._enter_loop(node, [counter, *assigned_names(node.body, node.target)])
-        count = self.materialize(self.env[counter], node)
+        count = self.state.materialize(self.state.env[counter], node)
         if all(isinstance(b, Static) or self._known_integer(b) for b in bounds):
-            self.integer_values.add(count)
+            self.state.integer_values.add(count)
             requirement = None
         else:
             requirement = self._integer_requirement(call)
-        condition = self._range_condition(node, count, self.materialize(stop, node), step, requirement)
+        condition = self._range_condition(node, count, self.state.materialize(stop, node), step, requirement)
 
         def prologue() -> None:
-            self.assign_name(node.target.id, count, node.target)
+            self.state.assign_name(node.target.id, count, node.target)
 
         def latch() -> None:
-            self.env[counter] = self.prim("add", [count, self.materialize(step, node)])
+            self.state.env[counter] = self.state.prim("add", [count, self.state.materialize(step, node)])
 
         self._loop(node, header, carried, condition, prologue, latch)
 
     def _range_bound(self, node: ast.expr) -> Any:
-        value = self.leaf(node)
+        value = self.expressions.leaf(node)
         if isinstance(value, Static):
             if not isinstance(value.value, int | np.integer):
                 raise self.source.error(node, f"range() arguments must be integers, got {value.value!r}",
@@ -364,7 +402,7 @@ class FunctionLowering(ItemAssignmentLowering):
         """Whether `value` is an integer by construction (an integer constant, a conversion to an
         integer type, a shape fact, a range counter, integer arithmetic of those): its range()
         needs no check."""
-        if value in self.integer_values:
+        if value in self.state.integer_values:
             return True
         op = value.owner
         if isinstance(op, ConstantOp | PrimOp) and isinstance(value.type, IntegerType):
@@ -388,7 +426,7 @@ class FunctionLowering(ItemAssignmentLowering):
         self, node: ast.For, count: Any, stop: Any, step: Any, requirement: StringAttr | None
     ) -> Any:
         def compare(name: str, operands: list[Any]) -> SSAValue:
-            result = self.prim(name, operands)
+            result = self.state.prim(name, operands)
             if requirement is not None:
                 result.owner.attributes[INTEGER_OPERANDS_ATTR] = requirement  # type: ignore[union-attr]
             return result
@@ -397,10 +435,10 @@ class FunctionLowering(ItemAssignmentLowering):
             if step.value == 0:
                 raise self.source.error(node.iter, "range() step must not be zero")
             return compare("less" if step.value > 0 else "greater", [count, stop])
-        zero = self.materialize(Static(0), node)
-        upward = self.prim("logical_and", [compare("greater", [step, zero]), compare("less", [count, stop])])
-        downward = self.prim("logical_and", [compare("less", [step, zero]), compare("greater", [count, stop])])
-        return self.prim("logical_or", [upward, downward])
+        zero = self.state.materialize(Static(0), node)
+        upward = self.state.prim("logical_and", [compare("greater", [step, zero]), compare("less", [count, stop])])
+        downward = self.state.prim("logical_and", [compare("less", [step, zero]), compare("greater", [count, stop])])
+        return self.state.prim("logical_or", [upward, downward])
 
     def _hidden_name(self, kind: str) -> str:
         self._hidden_names += 1
@@ -409,40 +447,42 @@ class FunctionLowering(ItemAssignmentLowering):
     def _enter_loop(self, node: ast.stmt, assigned: list[str]) -> tuple[Block, list[Carried]]:
         """Jump to a new loop header with one block argument per leaf of each carried variable
         (variables the loop assigns, or assigns items of)."""
-        mutated = [n for n in item_assigned_names(node.body) if n in self.local_names and n not in assigned]
+        mutated = [n for n in item_assigned_names(node.body) if n in self.state.local_names and n not in assigned]
         assigned = [*assigned, *mutated]
-        sharers = self.sharers_at_entry(node, assigned)
+        sharers = self.item_assignment.sharers_at_entry(node, assigned)
         owned: list[OwnedHeaderLeaf] = []
-        entry = self.block
-        header = self.graph.new_block()
-        edge = self.graph.jump(entry)
+        entry = self.state.block
+        header = self.state.graph.new_block()
+        edge = self.state.graph.jump(entry)
         edge.target = header
-        header_env = dict(self.env)
+        header_env = dict(self.state.env)
         carried: list[Carried] = []
         for name in assigned:
-            value = self.env.get(name)
+            value = self.state.env.get(name)
             if value is None or isinstance(value, MaybeUndefined):
                 header_env[name] = MaybeUndefined(name, self.source.lineno(node))
                 continue
             leaves, treedef = flatten(value)
             header_leaves: list[Any] = []
-            entry_leaves = flatten(self.env[name])[0]  # as rebound by the copy checks of `sharers_at_entry`
+            entry_leaves = flatten(self.state.env[name])[0]  # as rebound by the copy checks of `sharers_at_entry`
             for position, leaf in enumerate(leaves):
                 if isinstance(leaf, Static) and not is_materializable(leaf.value):
                     header_leaves.append(leaf)  # checked to stay the same object at the back edges
                     continue
-                arg = self.graph.add_argument(header, name)
-                edge.args.append(self.materialize(leaf, node, entry))
+                arg = self.state.graph.add_argument(header, name)
+                edge.args.append(self.state.materialize(leaf, node, entry))
                 header_leaves.append(arg)
                 shared_with = sharers.get((name, position), [])
-                kept = self.header_argument_roots(node, arg, name, position, leaf, shared_with, assigned)
+                kept = self.item_assignment.header_argument_roots(
+                    node, arg, name, position, leaf, shared_with, assigned
+                )
                 if kept is not None:
                     owned.append(kept)
             header_env[name] = unflatten(treedef, header_leaves)
             carried.append(Carried(name, treedef, header_leaves, entry_leaves))
-        self._owned_at_header[header] = (owned, self.aliases.in_place_updates)
-        self.current, self.env = header, header_env
-        self.follow_at_header(node, owned)  # the same array under other names
+        self._owned_at_header[header] = (owned, self.state.aliases.in_place_updates)
+        self.state.current, self.state.env = header, header_env
+        self.item_assignment.follow_at_header(node, owned)  # the same array under other names
         return header, carried
 
     def _loop(
@@ -458,18 +498,18 @@ class FunctionLowering(ItemAssignmentLowering):
         normal_exit: Arrival | None = None
         if isinstance(condition, Static):
             if not condition.value:
-                normal_exit = (self.block, dict(self.env))
+                normal_exit = (self.state.block, dict(self.state.env))
         else:
-            true_edge, false_edge = self.graph.branch(self.block, condition)
-            normal_exit = (false_edge, dict(self.env))
-            self.current = self.graph.new_block()
-            true_edge.target = self.current
+            true_edge, false_edge = self.state.graph.branch(self.state.block, condition)
+            normal_exit = (false_edge, dict(self.state.env))
+            self.state.current = self.state.graph.new_block()
+            true_edge.target = self.state.current
         frame = LoopFrame()
-        if self.current is not None and (normal_exit is None or normal_exit[0] is not self.current):
+        if self.state.current is not None and (normal_exit is None or normal_exit[0] is not self.state.current):
             self._loop_body(node, header, carried, frame, prologue, latch)
         if normal_exit is not None:
             exits += self._else_clause(node, normal_exit)
-        self.merge(exits + frame.breaks, node)
+        self.state.merge(exits + frame.breaks, node)
 
     def _loop_body(self, node, header, carried, frame, prologue, latch) -> None:  # noqa: ANN001
         self.loops.append(frame)
@@ -477,13 +517,13 @@ class FunctionLowering(ItemAssignmentLowering):
             prologue()
         self.statements(node.body)
         self.loops.pop()
-        back = frame.continues + ([(self.block, self.env)] if self.current is not None else [])
+        back = frame.continues + ([(self.state.block, self.state.env)] if self.state.current is not None else [])
         if latch is not None:
-            self.merge(back, node)
-            if self.current is None:
+            self.state.merge(back, node)
+            if self.state.current is None:
                 return
             latch()
-            back = [(self.block, self.env)]
+            back = [(self.state.block, self.state.env)]
         self._close_loop(node, header, carried, back)
 
     def _else_clause(self, node: ast.While | ast.For, normal_exit: Arrival) -> list[Arrival]:
@@ -491,22 +531,22 @@ class FunctionLowering(ItemAssignmentLowering):
             return [normal_exit]
         origin, env = normal_exit
         if isinstance(origin, Block):
-            self.current = origin
+            self.state.current = origin
         else:
-            self.current = self.graph.new_block()
-            origin.target = self.current
-        self.env = dict(env)
+            self.state.current = self.state.graph.new_block()
+            origin.target = self.state.current
+        self.state.env = dict(env)
         self.statements(node.orelse)
-        return [(self.block, self.env)] if self.current is not None else []
+        return [(self.state.block, self.state.env)] if self.state.current is not None else []
 
     def _close_loop(self, node: ast.stmt, header: Block, carried: list[Carried], back: list[Arrival]) -> None:
         """Back edges to the header, passing the carried variables' values at the end of an iteration."""
         owned, updates_before = self._owned_at_header.pop(header, ([], 0))
-        updates_in_body = self.aliases.in_place_updates > updates_before
+        updates_in_body = self.state.aliases.in_place_updates > updates_before
         for origin, env in back:
             if owned:
                 assert isinstance(origin, Block), "a back edge leaves from the end of a block"
-                self.check_back_edge(node, owned, origin, env, updates_in_body)
+                self.item_assignment.check_back_edge(node, owned, origin, env, updates_in_body)
         incoming = {
             header_leaf: [entry_leaf]
             for variable in carried
@@ -514,19 +554,19 @@ class FunctionLowering(ItemAssignmentLowering):
             if not isinstance(header_leaf, Static)
         }  # fmt: skip
         for origin, env in back:
-            edge = self._edge_to(origin, header)
+            edge = self.state.edge_to(origin, header)
             for variable in carried:
                 leaves = self._carried_leaves(node, variable, env.get(variable.name))
                 for header_leaf, leaf in zip(variable.header_leaves, leaves, strict=True):
                     if isinstance(header_leaf, Static):
                         self._check_static_invariant(node, variable.name, header_leaf, leaf)
                     else:
-                        edge.args.append(self.materialize(leaf, node, edge.source))
-                        self.aliases.union_values([header_leaf, leaf])  # one array from iteration to iteration
+                        edge.args.append(self.state.materialize(leaf, node, edge.source))
+                        self.state.aliases.union_values([header_leaf, leaf])  # one array from iteration to iteration
                         incoming[header_leaf].append(leaf)
         for header_leaf, leaves in incoming.items():
-            self.aliases.loop_joined(header_leaf, leaves)
-        self.current = None
+            self.state.aliases.loop_joined(header_leaf, leaves)
+        self.state.current = None
 
     def _carried_leaves(self, node: ast.stmt, variable: Carried, value: Any) -> list[Any]:
         if value is None or isinstance(value, MaybeUndefined):
@@ -569,12 +609,14 @@ class FunctionLowering(ItemAssignmentLowering):
             self.statements(node.body)
             self.loops.pop()
             breaks += frame.breaks
-            self.merge(frame.continues + ([(self.block, self.env)] if self.current is not None else []), node)
-            if self.current is None:
+            open_end = [(self.state.block, self.state.env)] if self.state.current is not None else []
+            self.state.merge(frame.continues + open_end, node)
+            if self.state.current is None:
                 break
-        if self.current is not None and node.orelse:
+        if self.state.current is not None and node.orelse:
             self.statements(node.orelse)
-        self.merge(([(self.block, self.env)] if self.current is not None else []) + breaks, node)
+        open_end = [(self.state.block, self.state.env)] if self.state.current is not None else []
+        self.state.merge(open_end + breaks, node)
 
 
 def local_names(tree: ast.FunctionDef) -> set[str]:

@@ -1,15 +1,17 @@
-"""The state shared by statement and expression lowering: where code goes and what names hold.
+"""The state the lowerers of one function share: where code goes and what names hold.
 
 `LoweringState` owns the function's `FunctionGraph`, the block receiving operations (`current`,
 `None` after a `return`/`break`/`continue`), the environment mapping variable names to frontend
-values, and the helpers that emit primitive operations and merge environments at joins.
+values, the facts known about values (booleans, integers by construction, aliasing), and the
+helpers that emit primitive operations and merge environments at joins. `FunctionLowering`
+creates one per specialization and hands it to each lowerer (statements, expressions, arrays,
+item assignment); none of them keeps a copy of `current` or `env`.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,6 +30,7 @@ from abir.frontend.values import (
     Static,
     awaits_result_structure,
     constant_op,
+    describe_object,
     flatten,
     is_materializable,
     stand_in,
@@ -74,13 +77,9 @@ class ProgramServices(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class ReturnSite:
-    treedef: optree.PyTreeSpec
-    lineno: int
-
-
 def describe_structure(treedef: optree.PyTreeSpec) -> str:
+    """How an error message names the structure of a value: `a single value`, `None`, `the
+    structure (*, *)`."""
     if treedef == LEAF:
         return "a single value"
     if treedef.num_nodes == 1 and treedef.num_leaves == 0:
@@ -89,12 +88,17 @@ def describe_structure(treedef: optree.PyTreeSpec) -> str:
 
 
 class LoweringState:
-    """Emission point, environment and join logic for one function specialization."""
+    """Emission point, environment and join logic for one function specialization, shared by
+    the lowerers `FunctionLowering` gives it to."""
 
-    def __init__(self, source: FunctionSource, graph: FunctionGraph, services: ProgramServices):
+    def __init__(
+        self, source: FunctionSource, graph: FunctionGraph, services: ProgramServices, local_names: set[str]
+    ):
         self.source = source
         self.graph = graph
         self.services = services
+        self.local_names = local_names
+        """The names the function assigns: a read of one never falls back to the enclosing scope."""
         self.current: Block | None = graph.entry
         self.env: Env = {}
         self.booleans: set[SSAValue] = set()
@@ -135,7 +139,7 @@ class LoweringState:
             if not is_materializable(value.value):
                 raise self.source.error(
                     node,
-                    f"{_what(value.value)} cannot be used as a batched value",
+                    f"{describe_object(value.value)} cannot be used as a batched value",
                     "only numbers, booleans and NumPy arrays can become per-member tensors; "
                     "use it at compile time only (attribute access, calls)",
                 )
@@ -160,7 +164,9 @@ class LoweringState:
             try:
                 return Static(bool(value.value))
             except Exception as e:
-                raise self.source.error(node, f"cannot take the truth value of {_what(value.value)}: {e}") from None
+                raise self.source.error(
+                    node, f"cannot take the truth value of {describe_object(value.value)}: {e}"
+                ) from None
         if isinstance(value, tuple | list):
             return Static(len(value) > 0)
         if value.type == i1:
@@ -209,14 +215,15 @@ class LoweringState:
             self.current, self.env = arrivals[0]
             return
         target = self.graph.new_block()
-        edges = [self._edge_to(origin, target) for origin, _ in arrivals]
+        edges = [self.edge_to(origin, target) for origin, _ in arrivals]
         envs = [env for _, env in arrivals]
         merged: Env = {}
         for name in _ordered_union(envs):
             merged[name] = self._merge_variable(name, [env.get(name) for env in envs], edges, target, node)
         self.current, self.env = target, merged
 
-    def _edge_to(self, origin: Block | Edge, target: Block) -> Edge:
+    def edge_to(self, origin: Block | Edge, target: Block) -> Edge:
+        """The edge from `origin` (a jump from the open end of a block, or a branch edge) to `target`."""
         edge = self.graph.jump(origin) if isinstance(origin, Block) else origin
         edge.target = target
         return edge
@@ -300,9 +307,3 @@ def _ordered_union(envs: list[Env]) -> list[str]:
     for env in envs:
         names.update(dict.fromkeys(env))
     return list(names)
-
-
-def _what(value: Any) -> str:
-    if callable(value):
-        return f"the callable {getattr(value, '__qualname__', repr(value))}"
-    return f"the {type(value).__name__} {value!r}"

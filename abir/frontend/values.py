@@ -65,6 +65,25 @@ def unflatten(treedef: optree.PyTreeSpec, leaves: list[Any]) -> Any:
     return optree.tree_unflatten(treedef, leaves)
 
 
+def unwrap_statics(value: Any) -> Any:
+    """`value` with each `Static` leaf replaced by its Python object (batched leaves kept)."""
+    leaves, treedef = flatten(value)
+    return unflatten(treedef, [leaf.value if isinstance(leaf, Static) else leaf for leaf in leaves])
+
+
+def drop_none(value: Any) -> Any:
+    """Compile-time `None` leaves become empty structure nodes (no array)."""
+    leaves, treedef = flatten(value)
+    return unflatten(treedef, [None if isinstance(leaf, Static) and leaf.value is None else leaf for leaf in leaves])
+
+
+def describe_object(value: Any) -> str:
+    """How an error message names a compile-time object: `the callable f`, `the int 3`."""
+    if callable(value):
+        return f"the callable {getattr(value, '__qualname__', repr(value))}"
+    return f"the {type(value).__name__} {value!r}"
+
+
 LEAF = optree.tree_structure(0)
 """The structure of a single array."""
 
