@@ -260,7 +260,6 @@ def descend(backend: Backend, frame: Frame, descent: Descent, mask: Any) -> None
 def _counter_values(backend: Backend, descent: Descent, start: Any, shift: int) -> Callable[[Any], Any]:
     """Iteration offsets -> the counter at their start (`shift` 0) or after their update (1)."""
     prim = backend.builtin_prim
-
     dtype = np.dtype(backend.type_of(start).dtype)
 
     def value(offsets: Any) -> Any:
