@@ -94,8 +94,8 @@ builtin.module {
 // CHECK-NEXT:       %k = vm.read @k : i64
 // CHECK-NEXT:       %c3 = vm.constant 3 : i64
 // CHECK-NEXT:       %more = vm.prim "less"(%k, %c3) : (i64, i64) -> i1
-// CHECK-NEXT:       %0 = vm.prim "logical_not"(%more) : (i1) -> i1
-// CHECK-NEXT:       vm.exit_if %0, 3
+// CHECK-NEXT:       %[[NOT:[^ ,:)]+]] = vm.prim "logical_not"(%more) : (i1) -> i1
+// CHECK-NEXT:       vm.exit_if %[[NOT]], 3
 // CHECK-NEXT:       vm.call 5, return 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "main"} {
