@@ -71,6 +71,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from abir import array_prims, prims
 from abir.dialects.functional import (
+    ConstantLiteral,
     ConstantValue,
     PrimHead,
     decode_params,
@@ -134,7 +135,13 @@ class SymbolList(CustomDirective):
         if (first := parser.parse_optional_symbol_name()) is not None:
             names.append(SymbolRefAttr(first))
             while parser.parse_optional_punctuation(",") is not None:
-                names.append(SymbolRefAttr(parser.parse_symbol_name()))
+                if (name := parser.parse_optional_symbol_name()) is None:
+                    parser.raise_error("expected a variable after ',': a symbol such as @x")
+                names.append(SymbolRefAttr(name))
+        else:
+            word = parser._current_token  # noqa: SLF001 (a bare word without a dot is no op name)
+            if word.kind == MLIRTokenKind.BARE_IDENT and "." not in word.text:
+                parser.raise_error(f"expected a variable, written as a symbol: @{word.text}", word.span)
         self.names.set(state, ArrayAttr(names))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
@@ -275,7 +282,8 @@ class ConstantOp(IRDLOperation):
 
     traits = traits_def(_InProgram())
 
-    assembly_format = "$var `=` (`weak` $weak^)? $value attr-dict"
+    custom_directives = (ConstantLiteral,)
+    assembly_format = "$var `=` (`weak` $weak^)? custom<ConstantLiteral>($value) attr-dict"
 
     def __init__(self, var: str | SymbolRefAttr, value: Attribute):
         super().__init__(properties={"var": refs([var]).data[0], "value": value})

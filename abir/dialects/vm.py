@@ -70,6 +70,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from abir.dialects.functional import (
+    ConstantLiteral,
     PrimEffects,
     PrimSpeculatable,
     SSAPrimOpBase,
@@ -320,7 +321,8 @@ class ConstantOp(IRDLOperation):
 
     traits = traits_def(Pure(), ConstantLike(), _InBlock())
 
-    assembly_format = "$value attr-dict"
+    custom_directives = (ConstantLiteral,)
+    assembly_format = "custom<ConstantLiteral>($value) attr-dict"
 
     def __init__(self, value: Attribute):
         super().__init__(properties={"value": value}, result_types=[value.get_type()])  # type: ignore[attr-defined]

@@ -75,4 +75,4 @@ builtin.module {
 // CHECK-NEXT:   stack.halt
 // CHECK-NEXT: }
 
-// BAD: ValueError: schedule-blocks order must be one of priority, flow, got 'fastest'
+// BAD: abir-opt: error: schedule-blocks order must be one of priority, flow, got 'fastest'

@@ -293,7 +293,8 @@ vm.program @main() -> () {
   }
 }
 
-// CHECK: attribute expected
+// CHECK: invalid.mlir:[[# @LINE - 5]]:22
+// CHECK: expected a constant value: an integer or float with its type (`2 : i64`, `0.5 : f64`), `true`, `false`, or `dense<[1, 2]> : tensor<2xi64>`
 
 // -----
 
@@ -438,3 +439,15 @@ vm.program @main() -> () {
 
 // CHECK: operand 'cond' at position 0 does not verify:
 // CHECK-NEXT: Expected attribute i1 but got i64
+
+// -----
+
+vm.program @main() -> () {
+  vm.block 0 {
+    %c = vm.constant "one"
+    vm.halt
+  }
+}
+
+// CHECK: invalid.mlir:[[# @LINE - 5]]:22
+// CHECK: "one" is not a constant value; expected an integer or float with its type
