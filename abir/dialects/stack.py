@@ -125,6 +125,22 @@ class OptionalStorage(CustomDirective):
 
 
 @irdl_custom_directive
+class VarType(CustomDirective):
+    """A variable's per-member type (`i64`, `tensor<3xf64>`); custom to say so where it is missing."""
+
+    type: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if (type_ := parser.parse_optional_type()) is None:
+            parser.raise_error("expected the variable's per-member type, such as i64, f32 or tensor<3xf64>")
+        self.type.set(state, type_)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_attribute(self.type.get(op))  # type: ignore[arg-type]
+
+
+@irdl_custom_directive
 class SymbolList(CustomDirective):
     """`@a, @b`, possibly empty: an array of symbol references (variables) without brackets."""
 
@@ -202,8 +218,8 @@ class VarOp(IRDLOperation):
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
 
-    custom_directives = (OptionalStorage,)
-    assembly_format = "$sym_name `:` $type custom<OptionalStorage>($storage) attr-dict"
+    custom_directives = (VarType, OptionalStorage)
+    assembly_format = "$sym_name `:` custom<VarType>($type) custom<OptionalStorage>($storage) attr-dict"
 
     def __init__(self, name: str, type: Attribute, storage: StorageClass | None = None):
         props: dict[str, Attribute] = {"sym_name": StringAttr(name), "type": type}

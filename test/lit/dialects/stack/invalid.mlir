@@ -365,3 +365,10 @@ stack.program @main(x) -> (@x) {
 
 // CHECK: invalid.mlir:[[# @LINE - 4]]:21
 // CHECK: expected a variable, written as a symbol: @x
+
+// -----
+
+stack.var @x : register
+
+// CHECK: invalid.mlir:[[# @LINE - 2]]:16
+// CHECK: expected the variable's per-member type, such as i64, f32 or tensor<3xf64>
