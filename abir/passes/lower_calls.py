@@ -276,7 +276,7 @@ def replace_module_body(target: ModuleOp, source: ModuleOp) -> None:
 @dataclass(frozen=True)
 class LowerCallsPass(ModulePass):
     """Lower a typed functional module to one stack program entered at `entry` (default: the
-    module's `abir.entry` attribute or its only fully typed function)."""
+    module's `abir.entry` attribute, which infer-types records, else chosen as infer-types does)."""
 
     name = "lower-calls"
 

@@ -121,8 +121,8 @@ def lower_to_vm(
 
 @dataclass(frozen=True)
 class AbirLowerPass(ModulePass):
-    """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default:
-    the module's `abir.entry` attribute, its only function, or its only fully typed one); arg-types, the entry's
+    """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default: as
+    for infer-types, the only function no other function calls when nothing else decides); arg-types, the entry's
     parameter types when the IR leaves them unknown (as for infer-types); block-order, the
     schedule-blocks policy (priority or flow); superblocks, whether to run form-superblocks."""
 
