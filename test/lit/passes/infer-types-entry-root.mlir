@@ -14,10 +14,10 @@ builtin.module {
   }
 }
 
-// CHECK-LABEL: builtin.module attributes {abir.entry = "main"} {
-// CHECK:         functional.func @twice(%[[X:[^ ,:)]+]]: i32) -> i32 {
-// CHECK-NEXT:      %[[Y:[^ ,:)]+]] = functional.prim "add"(%[[X]], %[[X]]) : (i32, i32) -> i32
+// CHECK:       builtin.module attributes {abir.entry = "main"} {
+// CHECK-LABEL:   functional.func @twice(%x: i32) -> i32 {
+// CHECK-NEXT:      %[[Y:[^ ,:)]+]] = functional.prim "add"(%x, %x) : (i32, i32) -> i32
 // CHECK-NEXT:      functional.return %[[Y]] : i32
-// CHECK:         functional.func @main(%[[X:[^ ,:)]+]]: i32) -> i32 {
-// CHECK-NEXT:      %[[Y:[^ ,:)]+]] = functional.call @twice(%[[X]]) : (i32) -> i32
+// CHECK-LABEL:   functional.func @main(%x: i32) -> i32 {
+// CHECK-NEXT:      %[[Y:[^ ,:)]+]] = functional.call @twice(%x) : (i32) -> i32
 // CHECK-NEXT:      functional.return %[[Y]] : i32
