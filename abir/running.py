@@ -25,7 +25,7 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from abir.calling import resolve_backend
-from abir.dialects import functional, make_context, vm
+from abir.dialects import functional, make_context, verify_error_text, vm
 from abir.errors import AbirError
 from abir.opaque import register_opaque
 from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of
@@ -74,7 +74,7 @@ def parse_module(text: str, name: str = "<text>") -> ModuleOp:
     try:
         module.verify()
     except VerifyException as e:
-        raise ModuleRunError(f"{name}: the module does not verify: {e}") from None
+        raise ModuleRunError(f"{name}: the module does not verify: {verify_error_text(e)}") from None
     return module
 
 

@@ -1,5 +1,6 @@
 """abir's dialects (one file each) and the registry of every dialect abir-opt understands."""
 
+import re
 from collections.abc import Callable
 
 from xdsl.ir import Dialect
@@ -62,3 +63,40 @@ def make_context():
     for name, factory in get_all_dialects().items():
         ctx.register_dialect(name, factory)
     return ctx
+
+
+def verify_error_text(error: Exception) -> str:
+    """A verifier's message followed by where it fails: the op xDSL's verifier marks in the module
+    it attaches to the error as a note (printed generically, the marker line under the op), and
+    the symbol of the function or program around it. Ops read from text carry no file position,
+    so the op itself is the location."""
+    for note in getattr(error, "__notes__", ()):
+        lines = note.splitlines()
+        marked = next((i for i, line in enumerate(lines) if i > 0 and _MARKER.fullmatch(line)), None)
+        if marked is None:
+            continue
+        op_line = lines[marked - 1]
+        where = f"\n  at: {op_line.strip()}"
+        if (symbol := _enclosing_symbol(lines[: marked - 1], _indent(op_line))) is not None:
+            where += f"\n  in: @{symbol}"
+        return f"{error}{where}"
+    return str(error)
+
+
+_MARKER = re.compile(r"\s*\^+-*")
+"""The line xDSL's diagnostic printer puts under the failing op (`^^^^^^----`)."""
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _enclosing_symbol(lines: list[str], indent: int) -> str | None:
+    """The `sym_name` of the nearest line above indented less than `indent` that has one."""
+    for line in reversed(lines):
+        if _indent(line) < indent and not line.lstrip().startswith("^"):  # block labels are not ops
+            indent = _indent(line)
+            if (start := line.find('sym_name = "')) >= 0:
+                start += len('sym_name = "')
+                return line[start : line.index('"', start)]
+    return None

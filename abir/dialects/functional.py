@@ -257,6 +257,22 @@ class CallSymbolUser(SymbolUserOpInterface):
         _check_types(f"results of call to @{name}", ftype.outputs.data, op.result_types)
 
 
+@irdl_custom_directive
+class Callee(CustomDirective):
+    """The callee of a call, `@fib`; custom to say so when the `@` is missing."""
+
+    callee: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if (name := parser.parse_optional_symbol_name()) is None:
+            parser.raise_error("expected the called function's symbol, such as @fib")
+        self.callee.set(state, SymbolRefAttr(name))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_attribute(self.callee.get(op))  # type: ignore[arg-type]
+
+
 @irdl_op_definition
 class CallOp(IRDLOperation):
     """A batched call of a function of the same module (static callee; recursion allowed)."""
@@ -269,12 +285,29 @@ class CallOp(IRDLOperation):
 
     traits = traits_def(CallSymbolUser())
 
-    assembly_format = "$callee `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
+    custom_directives = (Callee,)
+    assembly_format = "custom<Callee>($callee) `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
 
     def __init__(self, callee: str | SymbolRefAttr, arguments: Sequence[SSAValue | Operation], result_types: Sequence[Attribute]):
         if isinstance(callee, str):
             callee = SymbolRefAttr(callee)
         super().__init__(operands=[list(arguments)], result_types=[list(result_types)], properties={"callee": callee})
+
+
+@irdl_custom_directive
+class SourceText(CustomDirective):
+    """An opaque callable's source text, a string literal; custom to say so where it is missing."""
+
+    source: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if (text := parser.parse_optional_str_literal()) is None:
+            parser.raise_error('expected the callable\'s source text as a string literal, such as "lambda x: x"')
+        self.source.set(state, StringAttr(text))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_attribute(self.source.get(op))  # type: ignore[arg-type]
 
 
 @irdl_op_definition
@@ -292,7 +325,8 @@ class OpaqueOp(IRDLOperation):
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
 
-    assembly_format = "$sym_name $source attr-dict"
+    custom_directives = (SourceText,)
+    assembly_format = "$sym_name custom<SourceText>($source) attr-dict"
 
     def __init__(self, name: str, source: str):
         super().__init__(properties={"sym_name": StringAttr(name), "source": StringAttr(source)})
@@ -569,6 +603,46 @@ def typed_constant_value(value_type: VarConstraint) -> Any:
     )
 
 
+CONSTANT_SYNTAX = (
+    "an integer or float with its type (`2 : i64`, `0.5 : f64`), `true`, `false`, or "
+    "`dense<[1, 2]> : tensor<2xi64>`"
+)
+"""What `functional.constant`, `stack.constant` and `vm.constant` accept as their value."""
+
+
+def end_of_parsed(parser: Parser, start: int) -> int:
+    """Where the text parsed since `start` ends, before the whitespace the lexer has skipped
+    (`parser.pos` is the start of the next token, often on the next line)."""
+    text = parser.lexer.input.content[start : parser.pos]
+    return start + len(text.rstrip())
+
+
+@irdl_custom_directive
+class ConstantLiteral(CustomDirective):
+    """A constant's value: `2 : i64`, `true`, `dense<[1, 2]> : tensor<2xi64>`.
+
+    Custom so that a value of the wrong kind is reported where it is written, saying what a
+    constant can be; the declarative `$value` says "attribute expected", or names no location for
+    an attribute of another kind (a string)."""
+
+    value: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        start = parser.pos
+        value = parser.parse_optional_attribute()
+        if not isinstance(value, IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr):
+            if value is None:
+                parser.raise_error(f"expected a constant value: {CONSTANT_SYNTAX}")
+            parser.raise_error(
+                f"{value} is not a constant value; expected {CONSTANT_SYNTAX}", start, end_of_parsed(parser, start)
+            )
+        self.value.set(state, value)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_attribute(self.value.get(op))  # type: ignore[arg-type]
+
+
 def verify_constant_value(value: Attribute) -> None:
     """Shared by `functional.constant` and `vm.constant`: the value has a per-member type."""
     value_type = value.get_type()  # type: ignore[attr-defined]
@@ -593,7 +667,8 @@ class ConstantOp(IRDLOperation):
 
     traits = traits_def(Pure(), ConstantLike())
 
-    assembly_format = "(`weak` $weak^)? $value attr-dict"
+    custom_directives = (ConstantLiteral,)
+    assembly_format = "(`weak` $weak^)? custom<ConstantLiteral>($value) attr-dict"
 
     def __init__(self, value: Attribute, weak: bool = False):
         props: dict[str, Attribute] = {"value": value}

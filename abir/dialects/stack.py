@@ -71,6 +71,7 @@ from xdsl.utils.str_enum import StrEnum
 
 from abir import array_prims, prims
 from abir.dialects.functional import (
+    ConstantLiteral,
     ConstantValue,
     PrimHead,
     decode_params,
@@ -124,6 +125,22 @@ class OptionalStorage(CustomDirective):
 
 
 @irdl_custom_directive
+class VarType(CustomDirective):
+    """A variable's per-member type (`i64`, `tensor<3xf64>`); custom to say so where it is missing."""
+
+    type: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        if (type_ := parser.parse_optional_type()) is None:
+            parser.raise_error("expected the variable's per-member type, such as i64, f32 or tensor<3xf64>")
+        self.type.set(state, type_)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        state.print_whitespace(printer)
+        printer.print_attribute(self.type.get(op))  # type: ignore[arg-type]
+
+
+@irdl_custom_directive
 class SymbolList(CustomDirective):
     """`@a, @b`, possibly empty: an array of symbol references (variables) without brackets."""
 
@@ -134,7 +151,13 @@ class SymbolList(CustomDirective):
         if (first := parser.parse_optional_symbol_name()) is not None:
             names.append(SymbolRefAttr(first))
             while parser.parse_optional_punctuation(",") is not None:
-                names.append(SymbolRefAttr(parser.parse_symbol_name()))
+                if (name := parser.parse_optional_symbol_name()) is None:
+                    parser.raise_error("expected a variable after ',': a symbol such as @x")
+                names.append(SymbolRefAttr(name))
+        else:
+            word = parser._current_token  # noqa: SLF001 (a bare word without a dot is no op name)
+            if word.kind == MLIRTokenKind.BARE_IDENT and "." not in word.text:
+                parser.raise_error(f"expected a variable, written as a symbol: @{word.text}", word.span)
         self.names.set(state, ArrayAttr(names))
 
     def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
@@ -195,8 +218,8 @@ class VarOp(IRDLOperation):
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
 
-    custom_directives = (OptionalStorage,)
-    assembly_format = "$sym_name `:` $type custom<OptionalStorage>($storage) attr-dict"
+    custom_directives = (VarType, OptionalStorage)
+    assembly_format = "$sym_name `:` custom<VarType>($type) custom<OptionalStorage>($storage) attr-dict"
 
     def __init__(self, name: str, type: Attribute, storage: StorageClass | None = None):
         props: dict[str, Attribute] = {"sym_name": StringAttr(name), "type": type}
@@ -275,7 +298,8 @@ class ConstantOp(IRDLOperation):
 
     traits = traits_def(_InProgram())
 
-    assembly_format = "$var `=` (`weak` $weak^)? $value attr-dict"
+    custom_directives = (ConstantLiteral,)
+    assembly_format = "$var `=` (`weak` $weak^)? custom<ConstantLiteral>($value) attr-dict"
 
     def __init__(self, var: str | SymbolRefAttr, value: Attribute):
         super().__init__(properties={"var": refs([var]).data[0], "value": value})

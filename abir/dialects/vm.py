@@ -58,6 +58,15 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
+from xdsl.irdl.declarative_assembly_format import (
+    AttributeVariable,
+    CustomDirective,
+    ParsingState,
+    PrintingState,
+    irdl_custom_directive,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
 from xdsl.traits import (
     ConstantLike,
     HasParent,
@@ -70,9 +79,11 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from abir.dialects.functional import (
+    ConstantLiteral,
     PrimEffects,
     PrimSpeculatable,
     SSAPrimOpBase,
+    end_of_parsed,
     typed_constant_value,
     verify_constant_value,
     verify_opaque_callee,
@@ -82,6 +93,7 @@ from abir.dialects.stack import (
     StorageAttr,
     StorageClass,
     SymbolList,
+    VarType,
     refs,
 )
 from abir.types import is_value_type, tensor_type_of
@@ -96,6 +108,31 @@ def lookup_var(op: Operation, name: SymbolRefAttr) -> VarOp:
     return decl
 
 
+@irdl_custom_directive
+class RuntimeStorage(CustomDirective):
+    """The storage class of a machine variable, `register` or `stack`; custom to say that these
+    two are the machine's (the enum's own syntax lists the stack dialect's four)."""
+
+    storage: AttributeVariable
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        start = parser.pos
+        if (word := parser.parse_optional_keyword_in([s.value for s in StorageClass])) not in RUNTIME_STORAGE:
+            found = f", not {word} (temporaries are SSA values inside a block, dead ones vanish)" if word else ""
+            parser.raise_error(
+                f"expected the variable's storage class: register or stack{found}",
+                start if word is not None else None,
+                end_of_parsed(parser, start) if word is not None else None,
+            )
+        self.storage.set(state, StorageAttr(StorageClass(word)))
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        storage = self.storage.get(op)
+        assert isinstance(storage, StorageAttr)
+        state.print_whitespace(printer)
+        printer.print_string(storage.data.value)
+
+
 @irdl_op_definition
 class VarOp(IRDLOperation):
     """A machine variable: its per-member type and its storage class (register or stack)."""
@@ -108,7 +145,8 @@ class VarOp(IRDLOperation):
 
     traits = traits_def(SymbolOpInterface(), HasParent(ModuleOp))
 
-    assembly_format = "$sym_name `:` $type $storage attr-dict"
+    custom_directives = (VarType, RuntimeStorage)
+    assembly_format = "$sym_name `:` custom<VarType>($type) custom<RuntimeStorage>($storage) attr-dict"
 
     def __init__(self, name: str, type: Attribute, storage: StorageClass):
         super().__init__(properties={"sym_name": StringAttr(name), "type": type, "storage": StorageAttr(storage)})
@@ -320,7 +358,8 @@ class ConstantOp(IRDLOperation):
 
     traits = traits_def(Pure(), ConstantLike(), _InBlock())
 
-    assembly_format = "$value attr-dict"
+    custom_directives = (ConstantLiteral,)
+    assembly_format = "custom<ConstantLiteral>($value) attr-dict"
 
     def __init__(self, value: Attribute):
         super().__init__(properties={"value": value}, result_types=[value.get_type()])  # type: ignore[attr-defined]

@@ -42,7 +42,10 @@ def the_program(module: ModuleOp) -> stack.ProgramOp:
     """The module's one `stack.program`."""
     programs = [op for op in module.ops if isinstance(op, stack.ProgramOp)]
     if len(programs) != 1:
-        raise ValueError(f"expected one stack.program in the module, found {len(programs)}")
+        raise PassFailedException(
+            f"expected one stack.program in the module, found {len(programs)}; the stack passes run on "
+            "what lower-calls makes of a typed functional module"
+        )
     return programs[0]
 
 

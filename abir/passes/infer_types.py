@@ -682,8 +682,9 @@ def convert_constant(value: Attribute, want: Attribute, where: str) -> Attribute
 
 @dataclass(frozen=True)
 class InferTypesPass(ModulePass):
-    """Infer per-member types from `entry` (default: the module's `abir.entry` attribute, its only
-    function, or the one whose parameters are all typed); records the entry as `abir.entry`. Options:
+    """Infer per-member types from `entry` (default: the module's `abir.entry` attribute, else its
+    only function, its only function with typed parameters, or the only function no other function
+    calls; an error names the candidates when several remain); records the entry as `abir.entry`. Options:
     entry; arg-types, the entry's parameter types when the IR leaves them unknown (quote types
     with punctuation: `infer-types{entry=f arg-types=i64,"tensor<3xf64>"}`)."""
 

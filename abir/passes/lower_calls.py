@@ -30,6 +30,7 @@ from xdsl.dialects import cf
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from abir.dialects import functional, stack
 from abir.errors import TypeInferenceError
@@ -92,7 +93,7 @@ class CallLowering:
         self.entry = entry
         all_funcs = functions_of(module)
         if entry not in all_funcs:
-            raise ValueError(f"no function @{entry} in the module")
+            raise PassFailedException(f"no function @{entry} in the module; name one of {', '.join(all_funcs)}")
         self.graph = call_graph(module)
         live_funcs = reachable(self.graph, entry)
         self.funcs = {n: f for n, f in all_funcs.items() if n in live_funcs}
@@ -275,7 +276,7 @@ def replace_module_body(target: ModuleOp, source: ModuleOp) -> None:
 @dataclass(frozen=True)
 class LowerCallsPass(ModulePass):
     """Lower a typed functional module to one stack program entered at `entry` (default: the
-    module's `abir.entry` attribute or its only fully typed function)."""
+    module's `abir.entry` attribute, which infer-types records, else chosen as infer-types does)."""
 
     name = "lower-calls"
 

@@ -33,7 +33,7 @@ from abir.passes.fuse_blocks import FuseBlocksPass
 from abir.passes.if_convert import if_convert
 from abir.passes.infer_types import default_entry, infer_types, parse_arg_types
 from abir.passes.inline_calls import inline_calls
-from abir.passes.lower_calls import LowerCallsPass, replace_module_body
+from abir.passes.lower_calls import LowerCallsPass, lower_calls, replace_module_body
 from abir.passes.merge_identical_blocks import MergeIdenticalBlocksPass
 from abir.passes.order_sweeps import OrderSweepsPass
 from abir.passes.schedule_blocks import MergeBlocksPass, ScheduleBlocksPass
@@ -104,10 +104,10 @@ def run_passes(module: ModuleOp, passes: Sequence[ModulePass]) -> ModuleOp:
 
 
 def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
-    """The allocated, optimized stack module of a typed functional module (a new module)."""
-    lowered = typed_module.clone()
-    lowered.attributes.clear()  # the functional module's (`abir.entry`) do not describe the program
-    return run_passes(lowered, stack_passes(entry))
+    """The allocated, optimized stack module of a typed functional module (a new module; the typed
+    one is left as it is). `lower-calls` builds the stack module afresh, so nothing is cloned."""
+    lowered = lower_calls(typed_module, entry)
+    return run_passes(lowered, stack_passes(entry)[1:])
 
 
 def lower_to_vm(
@@ -123,8 +123,8 @@ def lower_to_vm(
 
 @dataclass(frozen=True)
 class AbirLowerPass(ModulePass):
-    """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default:
-    the module's `abir.entry` attribute, its only function, or its only fully typed one); arg-types, the entry's
+    """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default: as
+    for infer-types, the only function no other function calls when nothing else decides); arg-types, the entry's
     parameter types when the IR leaves them unknown (as for infer-types); block-order, the
     schedule-blocks policy (priority or flow); superblocks, whether to run form-superblocks."""
 
@@ -137,7 +137,8 @@ class AbirLowerPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         entry = self.entry or default_entry(op)
-        typed = op.clone()
-        infer_types(typed, entry, parse_arg_types(ctx, self.arg_types))
-        optimize_functional(typed)
-        replace_module_body(op, lower_to_vm(typed, entry, self.block_order, self.superblocks))
+        attributes = dict(op.attributes)  # infer-types records `abir.entry`, which the vm module drops
+        infer_types(op, entry, parse_arg_types(ctx, self.arg_types))
+        optimize_functional(op)
+        replace_module_body(op, lower_to_vm(op, entry, self.block_order, self.superblocks))
+        op.attributes = attributes

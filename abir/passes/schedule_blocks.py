@@ -37,6 +37,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from abir.dialects import stack
 from abir.passes.analysis import machine_successors, strongly_connected_components, the_program
@@ -152,7 +153,7 @@ def priority_order(program: stack.ProgramOp) -> list[Block]:
 
 def schedule_blocks(module: ModuleOp, order: str = "priority") -> None:
     if order not in ORDERS:
-        raise ValueError(f"schedule-blocks order must be one of {', '.join(ORDERS)}, got {order!r}")
+        raise PassFailedException(f"schedule-blocks order must be one of {', '.join(ORDERS)}, got {order!r}")
     program = the_program(module)
     blocks = list(program.body.blocks)
     new_order = flow_order(program) if order == "flow" else priority_order(program)

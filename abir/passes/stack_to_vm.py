@@ -20,6 +20,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
 
 from abir.dialects import functional, stack, vm
 from abir.dialects.stack import StorageClass
@@ -131,7 +132,7 @@ def stack_to_vm(module: ModuleOp) -> ModuleOp:
     decl_ops = [op for op in module.ops if isinstance(op, stack.VarOp)]
     missing = [op.sym_name.data for op in decl_ops if op.storage is None]
     if missing:
-        raise ValueError(f"variables {missing} have no storage class; run allocate-storage first")
+        raise PassFailedException(f"variables {missing} have no storage class; run allocate-storage first")
     decls = Declarations(
         {op.sym_name.data: op.type for op in decl_ops},
         {op.sym_name.data: op.storage.data for op in decl_ops},  # type: ignore[union-attr]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from abir.dialects import get_all_dialects
+from abir.dialects import get_all_dialects, verify_error_text
 from abir.errors import AbirError
 from abir.passes import PASSES, get_all_passes
 
@@ -71,7 +71,10 @@ def summary(doc: str) -> str:
 def main(args: Sequence[str] | None = None) -> None:
     try:
         AbirOptMain(description="abir modular optimizer driver", args=args).run()
-    except (AbirError, DiagnosticException, ParseError, ArgSpecParseError) as e:
+    except DiagnosticException as e:
+        print(f"abir-opt: error: {verify_error_text(e)}", file=sys.stderr)
+        sys.exit(1)
+    except (AbirError, ParseError, ArgSpecParseError) as e:
         print(f"abir-opt: error: {e}", file=sys.stderr)
         sys.exit(1)
 

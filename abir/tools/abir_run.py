@@ -21,7 +21,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from xdsl.utils.exceptions import DiagnosticException
 
+from abir.dialects import verify_error_text
 from abir.errors import AbirError
 from abir.running import ModuleRunError, parse_module, run_module
 
@@ -116,6 +118,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = run(options)
     except (AbirError, TypeError, ValueError, KeyError) as e:
         print(f"abir-run: error: {e}", file=sys.stderr)
+        return 1
+    except DiagnosticException as e:  # a pass of the lowering fails
+        print(f"abir-run: error: {verify_error_text(e)}", file=sys.stderr)
         return 1
     except RecursionError:
         print("abir-run: error: the module nests too deeply to compile", file=sys.stderr)

@@ -717,7 +717,7 @@ def test_vm_branch_condition_must_be_i1() -> None:
 
 
 def test_vm_constants_cannot_be_weak() -> None:
-    with pytest.raises(ParseError, match="attribute expected"):
+    with pytest.raises(ParseError, match="expected a constant value: an integer or float with its type"):
         parse(
             "vm.program @p() -> () {\n  vm.block 0 {\n    %c = vm.constant weak 1 : i64\n    vm.halt\n  }\n}"
         )

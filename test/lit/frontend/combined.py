@@ -54,5 +54,5 @@ print(ctx.module())
 # CHECK-NEXT:    functional.return %[[M1]] : i64
 
 # CHECK-LABEL: functional.func @flag(%x: !functional.unknown)
-# CHECK-NEXT:    %0 = functional.prim "astype"(%x) : (!functional.unknown) -> i1
-# CHECK-NEXT:    cf.cond_br %0, ^bb1, ^bb2
+# CHECK-NEXT:    %[[CAST:[^ ,:)]+]] = functional.prim "astype"(%x) : (!functional.unknown) -> i1
+# CHECK-NEXT:    cf.cond_br %[[CAST]], ^bb1, ^bb2

@@ -26,9 +26,10 @@ print(ctx.module())
 
 # CHECK-LABEL: functional.func @operators(%a: !functional.unknown, %b: !functional.unknown)
 # chained comparison: both comparisons, combined with logical_and
-# CHECK:       %1 = functional.prim "less"(%0, %a) : (i64, !functional.unknown) -> i1
-# CHECK-NEXT:  %2 = functional.prim "less_equal"(%a, %b) : (!functional.unknown, !functional.unknown) -> i1
-# CHECK-NEXT:  %lo = functional.prim "logical_and"(%1, %2) : (i1, i1) -> i1
+# CHECK-NEXT:  %[[C0:[^ ,:)]+]] = functional.constant weak 0 : i64
+# CHECK-NEXT:  %[[LT:[^ ,:)]+]] = functional.prim "less"(%[[C0]], %a) : (i64, !functional.unknown) -> i1
+# CHECK-NEXT:  %[[LE:[^ ,:)]+]] = functional.prim "less_equal"(%a, %b) : (!functional.unknown, !functional.unknown) -> i1
+# CHECK-NEXT:  %lo = functional.prim "logical_and"(%[[LT]], %[[LE]]) : (i1, i1) -> i1
 # `or` of two comparisons: logical_or
 # CHECK:       %either = functional.prim "logical_or"(%{{.*}}, %{{.*}}) : (i1, i1) -> i1
 # `a or b` on numbers keeps Python's value semantics: a where a is truthy, else b

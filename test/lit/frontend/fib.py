@@ -17,17 +17,19 @@ def fib(n):
 print(ctx.module())
 
 # CHECK-LABEL: functional.func @fib(%n: !functional.unknown) -> !functional.unknown {
-# CHECK-NEXT:   %0 = functional.constant weak 2 : i64
-# CHECK-NEXT:   %1 = functional.prim "greater"(%n, %0) : (!functional.unknown, i64) -> i1
-# CHECK-NEXT:   cf.cond_br %1, ^bb1, ^bb2
+# CHECK-NEXT:   %[[C2:[^ ,:)]+]] = functional.constant weak 2 : i64
+# CHECK-NEXT:   %[[GT:[^ ,:)]+]] = functional.prim "greater"(%n, %[[C2]]) : (!functional.unknown, i64) -> i1
+# CHECK-NEXT:   cf.cond_br %[[GT]], ^bb1, ^bb2
 # CHECK-NEXT: ^bb1:
-# CHECK-NEXT:   %2 = functional.constant weak 1 : i64
-# CHECK-NEXT:   %3 = functional.prim "subtract"(%n, %2) : (!functional.unknown, i64) -> !functional.unknown
-# CHECK-NEXT:   %4 = functional.call @fib(%3) : (!functional.unknown) -> !functional.unknown
-# CHECK:        %7 = functional.call @fib(%6) : (!functional.unknown) -> !functional.unknown
-# CHECK-NEXT:   %8 = functional.prim "add"(%4, %7) : (!functional.unknown, !functional.unknown) -> !functional.unknown
-# CHECK-NEXT:   functional.return %8 : !functional.unknown
+# CHECK-NEXT:   %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
+# CHECK-NEXT:   %[[SUB:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C1]]) : (!functional.unknown, i64) -> !functional.unknown
+# CHECK-NEXT:   %[[CALL_FIB:[^ ,:)]+]] = functional.call @fib(%[[SUB]]) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   %[[C2_1:[^ ,:)]+]] = functional.constant weak 2 : i64
+# CHECK-NEXT:   %[[SUB1:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C2_1]]) : (!functional.unknown, i64) -> !functional.unknown
+# CHECK-NEXT:   %[[CALL_FIB1:[^ ,:)]+]] = functional.call @fib(%[[SUB1]]) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   %[[ADD:[^ ,:)]+]] = functional.prim "add"(%[[CALL_FIB]], %[[CALL_FIB1]]) : (!functional.unknown, !functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   functional.return %[[ADD]] : !functional.unknown
 # CHECK-NEXT: ^bb2:
-# CHECK-NEXT:   %9 = functional.constant weak 1 : i64
-# CHECK-NEXT:   functional.return %9 : i64
+# CHECK-NEXT:   %[[C1_1:[^ ,:)]+]] = functional.constant weak 1 : i64
+# CHECK-NEXT:   functional.return %[[C1_1]] : i64
 # CHECK-NEXT: }

@@ -25,9 +25,9 @@ print(ctx.module())
 # CHECK-NOT:   functional.opaque
 # CHECK-LABEL: functional.func @histogram(%values: !functional.unknown, %n: !functional.unknown) -> !functional.unknown {
 # The compile-time np.zeros is a constant; the loop carries the array (`same` and `counts` are one).
-# CHECK-NEXT:    %0 = functional.constant weak 0 : i64
-# CHECK-NEXT:    %1 = functional.constant dense<0> : tensor<4xi64>
-# CHECK-NEXT:    cf.br ^bb1(%0, %1 : i64, tensor<4xi64>)
+# CHECK-NEXT:    %[[C0:[^ ,:)]+]] = functional.constant weak 0 : i64
+# CHECK-NEXT:    %[[DENSE:[^ ,:)]+]] = functional.constant dense<0> : tensor<4xi64>
+# CHECK-NEXT:    cf.br ^bb1(%[[C0]], %[[DENSE]] : i64, tensor<4xi64>)
 # CHECK-NEXT:  ^bb1(%k: !functional.unknown, %counts: !functional.unknown):
 # CHECK:       ^bb2:
 # CHECK-NEXT:    %[[BUCKET:.*]] = functional.prim "getitem" <{index = ["?"]}>(%values, %k)

@@ -22,20 +22,26 @@ def is_odd(n):
 print(ctx.module())
 
 # CHECK-LABEL: functional.func @is_even(%n: !functional.unknown) -> !functional.unknown {
-# CHECK:        %1 = functional.prim "equal"(%n, %0) : (!functional.unknown, i64) -> i1
-# CHECK-NEXT:   cf.cond_br %1, ^bb1, ^bb2
+# CHECK-NEXT:   %[[C0:[^ ,:)]+]] = functional.constant weak 0 : i64
+# CHECK-NEXT:   %[[EQ:[^ ,:)]+]] = functional.prim "equal"(%n, %[[C0]]) : (!functional.unknown, i64) -> i1
+# CHECK-NEXT:   cf.cond_br %[[EQ]], ^bb1, ^bb2
 # CHECK-NEXT: ^bb1:
-# CHECK-NEXT:   %2 = functional.constant weak true
-# CHECK-NEXT:   functional.return %2 : i1
+# CHECK-NEXT:   %[[TRUE:[^ ,:)]+]] = functional.constant weak true
+# CHECK-NEXT:   functional.return %[[TRUE]] : i1
 # CHECK-NEXT: ^bb2:
-# CHECK:        %5 = functional.call @is_odd(%4) : (!functional.unknown) -> !functional.unknown
-# CHECK-NEXT:   functional.return %5 : !functional.unknown
+# CHECK-NEXT:   %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
+# CHECK-NEXT:   %[[SUB:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C1]]) : (!functional.unknown, i64) -> !functional.unknown
+# CHECK-NEXT:   %[[CALL_IS_ODD:[^ ,:)]+]] = functional.call @is_odd(%[[SUB]]) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   functional.return %[[CALL_IS_ODD]] : !functional.unknown
 
 # CHECK-LABEL: functional.func @is_odd(%n: !functional.unknown) -> !functional.unknown {
-# CHECK:        %1 = functional.prim "not_equal"(%n, %0) : (!functional.unknown, i64) -> i1
-# CHECK-NEXT:   cf.cond_br %1, ^bb1, ^bb2(%1 : i1)
+# CHECK-NEXT:   %[[C0:[^ ,:)]+]] = functional.constant weak 0 : i64
+# CHECK-NEXT:   %[[NE:[^ ,:)]+]] = functional.prim "not_equal"(%n, %[[C0]]) : (!functional.unknown, i64) -> i1
+# CHECK-NEXT:   cf.cond_br %[[NE]], ^bb1, ^bb2(%[[NE]] : i1)
 # CHECK-NEXT: ^bb1:
-# CHECK:        %4 = functional.call @is_even(%3) : (!functional.unknown) -> !functional.unknown
-# CHECK-NEXT:   cf.br ^bb2(%4 : !functional.unknown)
-# CHECK-NEXT: ^bb2(%5: !functional.unknown):
-# CHECK-NEXT:   functional.return %5 : !functional.unknown
+# CHECK-NEXT:   %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
+# CHECK-NEXT:   %[[SUB:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C1]]) : (!functional.unknown, i64) -> !functional.unknown
+# CHECK-NEXT:   %[[CALL_IS_EVEN:[^ ,:)]+]] = functional.call @is_even(%[[SUB]]) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   cf.br ^bb2(%[[CALL_IS_EVEN]] : !functional.unknown)
+# CHECK-NEXT: ^bb2(%[[ARG:[^ ,:)]+]]: !functional.unknown):
+# CHECK-NEXT:   functional.return %[[ARG]] : !functional.unknown

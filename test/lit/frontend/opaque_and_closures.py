@@ -35,7 +35,7 @@ print(ctx.module())
 # CHECK-LABEL: functional.func @clip(%x: !functional.unknown)
 # CHECK-NEXT:   %lo, %hi = functional.prim @split_{{[0-9]+}}(%x) : (!functional.unknown) -> (!functional.unknown, !functional.unknown)
 # CHECK-NEXT:   %total = functional.prim "sum" <{axis = 0 : i64}>(%x) {{.*}} : (!functional.unknown) -> !functional.unknown
-# CHECK-NEXT:   %0 = functional.prim "sin"(%lo)
-# CHECK-NEXT:   %1 = functional.constant weak 3.000000e+00 : f64
-# CHECK-NEXT:   %2 = functional.prim "minimum"(%0, %1)
-# CHECK-NEXT:   functional.return %2, %hi, %total
+# CHECK-NEXT:   %[[SIN:[^ ,:)]+]] = functional.prim "sin"(%lo)
+# CHECK-NEXT:   %[[CST:[^ ,:)]+]] = functional.constant weak 3.000000e+00 : f64
+# CHECK-NEXT:   %[[MIN:[^ ,:)]+]] = functional.prim "minimum"(%[[SIN]], %[[CST]])
+# CHECK-NEXT:   functional.return %[[MIN]], %hi, %total

@@ -36,22 +36,34 @@ def main(x):
 print(ctx.module())
 
 # CHECK-LABEL: functional.func @main(%x: !functional.unknown) -> (!functional.unknown, !functional.unknown) {
-# CHECK-NEXT:    %0 = functional.constant weak 0 : i64
-# CHECK-NEXT:    %1, %2 = functional.call @step.s1(%x, %0) : (!functional.unknown, i64) -> (!functional.unknown, !functional.unknown)
-# CHECK-NEXT:    %first, %3, %4 = functional.call @pairs(%x) : (!functional.unknown) -> (!functional.unknown, !functional.unknown, !functional.unknown)
-# CHECK-NEXT:    functional.return %1, %4 : !functional.unknown, !functional.unknown
+# CHECK-NEXT:    %[[C0:[^ ,:)]+]] = functional.constant weak 0 : i64
+# CHECK-NEXT:    %[[S0:[^ ,:)]+]], %[[S1:[^ ,:)]+]] = functional.call @step.s1(%x, %[[C0]]) : (!functional.unknown, i64) -> (!functional.unknown, !functional.unknown)
+# CHECK-NEXT:    %first, %[[P1:[^ ,:)]+]], %[[P2:[^ ,:)]+]] = functional.call @pairs(%x) : (!functional.unknown) -> (!functional.unknown, !functional.unknown, !functional.unknown)
+# CHECK-NEXT:    functional.return %[[S0]], %[[P2]] : !functional.unknown, !functional.unknown
 
 # CHECK-LABEL: functional.func @step.s1(%s: !functional.unknown, %s_1: !functional.unknown) -> (!functional.unknown, !functional.unknown) {
-# CHECK:         %1 = functional.prim "greater"(%s_1, %0)
-# CHECK:         functional.return %s, %s_1 : !functional.unknown, !functional.unknown
-# CHECK:         %3 = functional.prim "multiply"(%s, %2)
-# CHECK:         %5 = functional.prim "add"(%s_1, %4)
-# CHECK-NEXT:    %6, %7 = functional.call @step.s1(%3, %5)
-# CHECK-NEXT:    functional.return %6, %7
+# CHECK-NEXT:    %[[C10:[^ ,:)]+]] = functional.constant weak 10 : i64
+# CHECK-NEXT:    %[[GT:[^ ,:)]+]] = functional.prim "greater"(%s_1, %[[C10]])
+# CHECK-NEXT:    cf.cond_br %[[GT]], ^bb1, ^bb2
+# CHECK-NEXT:  ^bb1:
+# CHECK-NEXT:    functional.return %s, %s_1 : !functional.unknown, !functional.unknown
+# CHECK-NEXT:  ^bb2:
+# CHECK-NEXT:    %[[C2:[^ ,:)]+]] = functional.constant weak 2 : i64
+# CHECK-NEXT:    %[[MUL:[^ ,:)]+]] = functional.prim "multiply"(%s, %[[C2]])
+# CHECK-NEXT:    %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
+# CHECK-NEXT:    %[[ADD:[^ ,:)]+]] = functional.prim "add"(%s_1, %[[C1]])
+# CHECK-NEXT:    %[[R0:[^ ,:)]+]], %[[R1:[^ ,:)]+]] = functional.call @step.s1(%[[MUL]], %[[ADD]])
+# CHECK-NEXT:    functional.return %[[R0]], %[[R1]]
 
 # The recursive call's result structure comes from the base case, lowered after it.
 # CHECK-LABEL: functional.func @pairs(%n: !functional.unknown) -> (!functional.unknown, !functional.unknown, !functional.unknown) {
-# CHECK:         %a, %b, %c = functional.call @pairs(%3)
-# CHECK:         %5 = functional.prim "add"(%a, %4)
-# CHECK-NEXT:    functional.return %5, %b, %c
-# CHECK:         functional.return %6, %n, %n : i64, !functional.unknown, !functional.unknown
+# CHECK:       ^bb1:
+# CHECK-NEXT:    %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
+# CHECK-NEXT:    %[[SUB:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C1]])
+# CHECK-NEXT:    %a, %b, %c = functional.call @pairs(%[[SUB]])
+# CHECK-NEXT:    %[[C1_1:[^ ,:)]+]] = functional.constant weak 1 : i64
+# CHECK-NEXT:    %[[ADD:[^ ,:)]+]] = functional.prim "add"(%a, %[[C1_1]])
+# CHECK-NEXT:    functional.return %[[ADD]], %b, %c
+# CHECK-NEXT:  ^bb2:
+# CHECK-NEXT:    %[[C0:[^ ,:)]+]] = functional.constant weak 0 : i64
+# CHECK-NEXT:    functional.return %[[C0]], %n, %n : i64, !functional.unknown, !functional.unknown

@@ -22,18 +22,21 @@ def collatz(x):
 print(ctx.module())
 
 # CHECK-LABEL: functional.func @collatz(%x: !functional.unknown) -> !functional.unknown {
-# CHECK-NEXT:   %0 = functional.constant weak 0 : i64
-# CHECK-NEXT:   cf.br ^bb1(%x, %0 : !functional.unknown, i64)
+# CHECK-NEXT:   %[[C0:[^ ,:)]+]] = functional.constant weak 0 : i64
+# CHECK-NEXT:   cf.br ^bb1(%x, %[[C0]] : !functional.unknown, i64)
 # CHECK-NEXT: ^bb1(%x_1: !functional.unknown, %count: !functional.unknown):
-# CHECK:        %2 = functional.prim "not_equal"(%x_1, %1) : (!functional.unknown, i64) -> i1
-# CHECK-NEXT:   cf.cond_br %2, ^bb2, ^bb6
+# CHECK-NEXT:   %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
+# CHECK-NEXT:   %[[NE:[^ ,:)]+]] = functional.prim "not_equal"(%x_1, %[[C1]]) : (!functional.unknown, i64) -> i1
+# CHECK-NEXT:   cf.cond_br %[[NE]], ^bb2, ^bb6
 # CHECK:      ^bb3:
-# CHECK:        %x_2 = functional.prim "floor_divide"(%x_1, %7) : (!functional.unknown, i64) -> !functional.unknown
+# CHECK-NEXT:   %[[C2:[^ ,:)]+]] = functional.constant weak 2 : i64
+# CHECK-NEXT:   %x_2 = functional.prim "floor_divide"(%x_1, %[[C2]]) : (!functional.unknown, i64) -> !functional.unknown
 # CHECK-NEXT:   cf.br ^bb5(%x_2 : !functional.unknown)
 # CHECK:      ^bb4:
 # CHECK:        cf.br ^bb5(%x_3 : !functional.unknown)
 # CHECK-NEXT: ^bb5(%x_4: !functional.unknown):
-# CHECK:        %count_1 = functional.prim "add"(%count, %11) : (!functional.unknown, i64) -> !functional.unknown
+# CHECK-NEXT:   %[[C1_1:[^ ,:)]+]] = functional.constant weak 1 : i64
+# CHECK-NEXT:   %count_1 = functional.prim "add"(%count, %[[C1_1]]) : (!functional.unknown, i64) -> !functional.unknown
 # CHECK-NEXT:   cf.br ^bb1(%x_4, %count_1 : !functional.unknown, !functional.unknown)
 # CHECK-NEXT: ^bb6:
 # CHECK-NEXT:   functional.return %count : !functional.unknown

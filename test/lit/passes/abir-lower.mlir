@@ -36,62 +36,62 @@ builtin.module {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "fib"} {
-// CHECK-NEXT:       %0 = vm.constant 2 : i32
-// CHECK-NEXT:       %1 = vm.read @fib.n : i32
-// CHECK-NEXT:       %2 = vm.prim "greater"(%1, %0) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.exit_if %2, 3
-// CHECK-NEXT:       %3 = vm.constant 1 : i64
-// CHECK-NEXT:       vm.write @fib.result0, %3 : i64
+// CHECK-NEXT:       %[[C2:[^ ,:)]+]] = vm.constant 2 : i32
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @fib.n : i32
+// CHECK-NEXT:       %[[GT:[^ ,:)]+]] = vm.prim "greater"(%[[N]], %[[C2]]) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.exit_if %[[GT]], 3
+// CHECK-NEXT:       %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:       vm.write @fib.result0, %[[C1]] : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.descend @fib.n step -1 until "less_equal" -1, 2 exit 4 return 5 update_first 1 pushes [@fib.n] updated [0 : i64] early [1 : i64]
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "fib"} {
-// CHECK-NEXT:       %4 = vm.constant 1 : i64
+// CHECK-NEXT:       %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
 // CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %5 = vm.constant 2 : i32
-// CHECK-NEXT:       %6 = vm.read @fib.n : i32
-// CHECK-NEXT:       %7 = vm.prim "subtract"(%6, %5) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.write @fib.f1, %4 : i64
+// CHECK-NEXT:       %[[C2:[^ ,:)]+]] = vm.constant 2 : i32
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @fib.n : i32
+// CHECK-NEXT:       %[[SUB:[^ ,:)]+]] = vm.prim "subtract"(%[[N]], %[[C2]]) : (i32, i32) -> i32
+// CHECK-NEXT:       vm.write @fib.f1, %[[C1]] : i64
 // CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       %8 = vm.constant 2 : i32
-// CHECK-NEXT:       %9 = vm.prim "greater"(%7, %8) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.write @fib.result0, %4 : i64
-// CHECK-NEXT:       vm.write @fib.n, %7 : i32
-// CHECK-NEXT:       %10 = vm.prim "logical_not"(%9) : (i1) -> i1
-// CHECK-NEXT:       vm.exit_if %10, 6
+// CHECK-NEXT:       %[[C2_1:[^ ,:)]+]] = vm.constant 2 : i32
+// CHECK-NEXT:       %[[GT:[^ ,:)]+]] = vm.prim "greater"(%[[SUB]], %[[C2_1]]) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.write @fib.result0, %[[C1]] : i64
+// CHECK-NEXT:       vm.write @fib.n, %[[SUB]] : i32
+// CHECK-NEXT:       %[[NOT:[^ ,:)]+]] = vm.prim "logical_not"(%[[GT]]) : (i1) -> i1
+// CHECK-NEXT:       vm.exit_if %[[NOT]], 6
 // CHECK-NEXT:       vm.call 3, return 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %11 = vm.constant 2 : i32
-// CHECK-NEXT:       %12 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %13 = vm.read @fib.n : i32
-// CHECK-NEXT:       %14 = vm.prim "subtract"(%13, %11) : (i32, i32) -> i32
-// CHECK-NEXT:       vm.write @fib.f1, %12 : i64
+// CHECK-NEXT:       %[[C2:[^ ,:)]+]] = vm.constant 2 : i32
+// CHECK-NEXT:       %[[RESULT0:[^ ,:)]+]] = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @fib.n : i32
+// CHECK-NEXT:       %[[SUB:[^ ,:)]+]] = vm.prim "subtract"(%[[N]], %[[C2]]) : (i32, i32) -> i32
+// CHECK-NEXT:       vm.write @fib.f1, %[[RESULT0]] : i64
 // CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       %15 = vm.constant 2 : i32
-// CHECK-NEXT:       %16 = vm.prim "greater"(%14, %15) : (i32, i32) -> i1
-// CHECK-NEXT:       vm.write @fib.n, %14 : i32
-// CHECK-NEXT:       %17 = vm.prim "logical_not"(%16) : (i1) -> i1
-// CHECK-NEXT:       vm.exit_if %17, 6
+// CHECK-NEXT:       %[[C2_1:[^ ,:)]+]] = vm.constant 2 : i32
+// CHECK-NEXT:       %[[GT:[^ ,:)]+]] = vm.prim "greater"(%[[SUB]], %[[C2_1]]) : (i32, i32) -> i1
+// CHECK-NEXT:       vm.write @fib.n, %[[SUB]] : i32
+// CHECK-NEXT:       %[[NOT:[^ ,:)]+]] = vm.prim "logical_not"(%[[GT]]) : (i1) -> i1
+// CHECK-NEXT:       vm.exit_if %[[NOT]], 6
 // CHECK-NEXT:       vm.call 3, return 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 6 attributes {function = "fib"} {
-// CHECK-NEXT:       %18 = vm.constant 1 : i64
+// CHECK-NEXT:       %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
 // CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %19 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %20 = vm.prim "add"(%19, %18) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.result0, %20 : i64
+// CHECK-NEXT:       %[[F1:[^ ,:)]+]] = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %[[ADD:[^ ,:)]+]] = vm.prim "add"(%[[F1]], %[[C1]]) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.result0, %[[ADD]] : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 7 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %21 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %22 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %23 = vm.prim "add"(%21, %22) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.result0, %23 : i64
+// CHECK-NEXT:       %[[F1:[^ ,:)]+]] = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %[[RESULT0:[^ ,:)]+]] = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %[[ADD:[^ ,:)]+]] = vm.prim "add"(%[[F1]], %[[RESULT0]]) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.result0, %[[ADD]] : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
@@ -125,30 +125,30 @@ builtin.module {
 // CHECK-NEXT:       vm.call 4, return 2
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 1 attributes {function = "tsum"} {
-// CHECK-NEXT:       %0 = vm.constant 1 : i64
-// CHECK-NEXT:       %1 = vm.read @tsum.n : i64
-// CHECK-NEXT:       %2 = vm.prim "subtract"(%1, %0) : (i64, i64) -> i64
-// CHECK-NEXT:       %3 = vm.read @tsum.acc : f64
-// CHECK-NEXT:       %4 = vm.prim "add"(%3, %1) : (f64, i64) -> f64
-// CHECK-NEXT:       %5 = vm.constant 0 : i64
-// CHECK-NEXT:       %6 = vm.prim "greater"(%2, %5) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.write @tsum.acc, %4 : f64
-// CHECK-NEXT:       vm.write @tsum.n, %2 : i64
-// CHECK-NEXT:       vm.branch %6, 1, 3
+// CHECK-NEXT:       %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @tsum.n : i64
+// CHECK-NEXT:       %[[SUB:[^ ,:)]+]] = vm.prim "subtract"(%[[N]], %[[C1]]) : (i64, i64) -> i64
+// CHECK-NEXT:       %[[ACC:[^ ,:)]+]] = vm.read @tsum.acc : f64
+// CHECK-NEXT:       %[[ADD:[^ ,:)]+]] = vm.prim "add"(%[[ACC]], %[[N]]) : (f64, i64) -> f64
+// CHECK-NEXT:       %[[C0:[^ ,:)]+]] = vm.constant 0 : i64
+// CHECK-NEXT:       %[[GT:[^ ,:)]+]] = vm.prim "greater"(%[[SUB]], %[[C0]]) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.write @tsum.acc, %[[ADD]] : f64
+// CHECK-NEXT:       vm.write @tsum.n, %[[SUB]] : i64
+// CHECK-NEXT:       vm.branch %[[GT]], 1, 3
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "tsum"} {
-// CHECK-NEXT:       %7 = vm.read @tsum.acc : f64
-// CHECK-NEXT:       vm.write @tsum.result0, %7 : f64
+// CHECK-NEXT:       %[[ACC:[^ ,:)]+]] = vm.read @tsum.acc : f64
+// CHECK-NEXT:       vm.write @tsum.result0, %[[ACC]] : f64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "tsum"} {
-// CHECK-NEXT:       %8 = vm.constant 0 : i64
-// CHECK-NEXT:       %9 = vm.read @tsum.n : i64
-// CHECK-NEXT:       %10 = vm.prim "greater"(%9, %8) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.branch %10, 1, 3
+// CHECK-NEXT:       %[[C0:[^ ,:)]+]] = vm.constant 0 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @tsum.n : i64
+// CHECK-NEXT:       %[[GT:[^ ,:)]+]] = vm.prim "greater"(%[[N]], %[[C0]]) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.branch %[[GT]], 1, 3
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
@@ -194,38 +194,38 @@ builtin.module {
 // CHECK-NEXT:       vm.call 3, return 2
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 1 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %0 = vm.constant 1 : i16
-// CHECK-NEXT:       %1 = vm.read @is_even.n : i16
-// CHECK-NEXT:       %2 = vm.prim "subtract"(%1, %0) : (i16, i16) -> i16
-// CHECK-NEXT:       %3 = vm.constant 0 : i16
-// CHECK-NEXT:       %4 = vm.prim "equal"(%2, %3) : (i16, i16) -> i1
-// CHECK-NEXT:       vm.write @is_odd.n, %2 : i16
-// CHECK-NEXT:       vm.exit_if %4, 5
-// CHECK-NEXT:       %5 = vm.constant 1 : i16
-// CHECK-NEXT:       %6 = vm.read @is_odd.n : i16
-// CHECK-NEXT:       %7 = vm.prim "subtract"(%6, %5) : (i16, i16) -> i16
-// CHECK-NEXT:       %8 = vm.constant 0 : i16
-// CHECK-NEXT:       %9 = vm.prim "equal"(%7, %8) : (i16, i16) -> i1
-// CHECK-NEXT:       vm.write @is_even.n, %7 : i16
-// CHECK-NEXT:       vm.branch %9, 4, 1
+// CHECK-NEXT:       %[[C1:[^ ,:)]+]] = vm.constant 1 : i16
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @is_even.n : i16
+// CHECK-NEXT:       %[[SUB:[^ ,:)]+]] = vm.prim "subtract"(%[[N]], %[[C1]]) : (i16, i16) -> i16
+// CHECK-NEXT:       %[[C0:[^ ,:)]+]] = vm.constant 0 : i16
+// CHECK-NEXT:       %[[EQ:[^ ,:)]+]] = vm.prim "equal"(%[[SUB]], %[[C0]]) : (i16, i16) -> i1
+// CHECK-NEXT:       vm.write @is_odd.n, %[[SUB]] : i16
+// CHECK-NEXT:       vm.exit_if %[[EQ]], 5
+// CHECK-NEXT:       %[[C1_1:[^ ,:)]+]] = vm.constant 1 : i16
+// CHECK-NEXT:       %[[N1:[^ ,:)]+]] = vm.read @is_odd.n : i16
+// CHECK-NEXT:       %[[SUB1:[^ ,:)]+]] = vm.prim "subtract"(%[[N1]], %[[C1_1]]) : (i16, i16) -> i16
+// CHECK-NEXT:       %[[C0_1:[^ ,:)]+]] = vm.constant 0 : i16
+// CHECK-NEXT:       %[[EQ1:[^ ,:)]+]] = vm.prim "equal"(%[[SUB1]], %[[C0_1]]) : (i16, i16) -> i1
+// CHECK-NEXT:       vm.write @is_even.n, %[[SUB1]] : i16
+// CHECK-NEXT:       vm.branch %[[EQ1]], 4, 1
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "is_even"} {
-// CHECK-NEXT:       %10 = vm.constant 0 : i16
-// CHECK-NEXT:       %11 = vm.read @is_even.n : i16
-// CHECK-NEXT:       %12 = vm.prim "equal"(%11, %10) : (i16, i16) -> i1
-// CHECK-NEXT:       vm.branch %12, 4, 1
+// CHECK-NEXT:       %[[C0:[^ ,:)]+]] = vm.constant 0 : i16
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @is_even.n : i16
+// CHECK-NEXT:       %[[EQ:[^ ,:)]+]] = vm.prim "equal"(%[[N]], %[[C0]]) : (i16, i16) -> i1
+// CHECK-NEXT:       vm.branch %[[EQ]], 4, 1
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "is_even"} {
-// CHECK-NEXT:       %13 = vm.constant true
-// CHECK-NEXT:       vm.write @is_even.result0, %13 : i1
+// CHECK-NEXT:       %[[TRUE:[^ ,:)]+]] = vm.constant true
+// CHECK-NEXT:       vm.write @is_even.result0, %[[TRUE]] : i1
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %14 = vm.constant false
-// CHECK-NEXT:       vm.write @is_even.result0, %14 : i1
+// CHECK-NEXT:       %[[FALSE:[^ ,:)]+]] = vm.constant false
+// CHECK-NEXT:       vm.write @is_even.result0, %[[FALSE]] : i1
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }

@@ -77,68 +77,68 @@ builtin.module {
   }
 }
 
-// CHECK:      builtin.module {
-// CHECK-NEXT:   vm.var @n : i64 stack
-// CHECK-NEXT:   vm.var @out : i64 register
-// CHECK-NEXT:   vm.var @k : i64 register
-// CHECK-NEXT:   vm.program @main(@n) -> (@out) {
-// CHECK-NEXT:     vm.block 0 {
-// CHECK-NEXT:       vm.call 1, return 4
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 1 attributes {function = "main"} {
-// CHECK-NEXT:       %z = vm.constant 0 : i64
-// CHECK-NEXT:       vm.write @k, %z : i64
-// CHECK-NEXT:       vm.jump 2
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 2 attributes {function = "main"} {
-// CHECK-NEXT:       %k = vm.read @k : i64
-// CHECK-NEXT:       %c3 = vm.constant 3 : i64
-// CHECK-NEXT:       %more = vm.prim "less"(%k, %c3) : (i64, i64) -> i1
-// CHECK-NEXT:       %0 = vm.prim "logical_not"(%more) : (i1) -> i1
-// CHECK-NEXT:       vm.exit_if %0, 3
-// CHECK-NEXT:       vm.call 5, return 7
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 3 attributes {function = "main"} {
-// CHECK-NEXT:       vm.return
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 4 {
-// CHECK-NEXT:       vm.halt
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 5 attributes {function = "tree"} {
-// CHECK-NEXT:       %n = vm.read @n : i64
-// CHECK-NEXT:       %c1 = vm.constant 1 : i64
-// CHECK-NEXT:       %leaf = vm.prim "less"(%n, %c1) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.exit_if %leaf, 6
-// CHECK-NEXT:       %n_1 = vm.read @n : i64
-// CHECK-NEXT:       %c1_1 = vm.constant 1 : i64
-// CHECK-NEXT:       %m = vm.prim "subtract"(%n_1, %c1_1) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.push @n
-// CHECK-NEXT:       vm.write @n, %m : i64
-// CHECK-NEXT:       vm.call 5, return 8
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 6 attributes {function = "tree"} {
-// CHECK-NEXT:       %n_2 = vm.read @n : i64
-// CHECK-NEXT:       vm.write @out, %n_2 : i64
-// CHECK-NEXT:       vm.return
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 7 attributes {function = "main"} {
-// CHECK-NEXT:       %out = vm.read @out : i64
-// CHECK-NEXT:       %c9 = vm.constant 9 : i64
-// CHECK-NEXT:       %stop = vm.prim "greater"(%out, %c9) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.exit_if %stop, 3
-// CHECK-NEXT:       %k_1 = vm.read @k : i64
-// CHECK-NEXT:       %c1_2 = vm.constant 1 : i64
-// CHECK-NEXT:       %k1 = vm.prim "add"(%k_1, %c1_2) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @k, %k1 : i64
-// CHECK-NEXT:       vm.jump 2
-// CHECK-NEXT:     }
-// CHECK-NEXT:     vm.block 8 attributes {function = "tree"} {
-// CHECK-NEXT:       vm.pop @n
-// CHECK-NEXT:       %out_1 = vm.read @out : i64
-// CHECK-NEXT:       %c1_3 = vm.constant 1 : i64
-// CHECK-NEXT:       %s = vm.prim "add"(%out_1, %c1_3) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @out, %s : i64
-// CHECK-NEXT:       vm.return
-// CHECK-NEXT:     }
-// CHECK-NEXT:   }
-// CHECK-NEXT: }
+// CHECK:       builtin.module {
+// CHECK-NEXT:    vm.var @n : i64 stack
+// CHECK-NEXT:    vm.var @out : i64 register
+// CHECK-NEXT:    vm.var @k : i64 register
+// CHECK-LABEL:   vm.program @main(@n) -> (@out) {
+// CHECK-NEXT:      vm.block 0 {
+// CHECK-NEXT:        vm.call 1, return 4
+// CHECK-NEXT:      }
+// CHECK-LABEL:     vm.block 1 attributes {function = "main"} {
+// CHECK-NEXT:        %[[Z:[^ ,:)]+]] = vm.constant 0 : i64
+// CHECK-NEXT:        vm.write @k, %[[Z]] : i64
+// CHECK-NEXT:        vm.jump 2
+// CHECK-NEXT:      }
+// CHECK-LABEL:     vm.block 2 attributes {function = "main"} {
+// CHECK-NEXT:        %[[K:[^ ,:)]+]] = vm.read @k : i64
+// CHECK-NEXT:        %[[C3:[^ ,:)]+]] = vm.constant 3 : i64
+// CHECK-NEXT:        %[[MORE:[^ ,:)]+]] = vm.prim "less"(%[[K]], %[[C3]]) : (i64, i64) -> i1
+// CHECK-NEXT:        %[[DONE:[^ ,:)]+]] = vm.prim "logical_not"(%[[MORE]]) : (i1) -> i1
+// CHECK-NEXT:        vm.exit_if %[[DONE]], 3
+// CHECK-NEXT:        vm.call 5, return 7
+// CHECK-NEXT:      }
+// CHECK-LABEL:     vm.block 3 attributes {function = "main"} {
+// CHECK-NEXT:        vm.return
+// CHECK-NEXT:      }
+// CHECK-LABEL:     vm.block 4 {
+// CHECK-NEXT:        vm.halt
+// CHECK-NEXT:      }
+// CHECK-LABEL:     vm.block 5 attributes {function = "tree"} {
+// CHECK-NEXT:        %[[N:[^ ,:)]+]] = vm.read @n : i64
+// CHECK-NEXT:        %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:        %[[LEAF:[^ ,:)]+]] = vm.prim "less"(%[[N]], %[[C1]]) : (i64, i64) -> i1
+// CHECK-NEXT:        vm.exit_if %[[LEAF]], 6
+// CHECK-NEXT:        %[[N_ARM:[^ ,:)]+]] = vm.read @n : i64
+// CHECK-NEXT:        %[[C1_ARM:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:        %[[M:[^ ,:)]+]] = vm.prim "subtract"(%[[N_ARM]], %[[C1_ARM]]) : (i64, i64) -> i64
+// CHECK-NEXT:        vm.push @n
+// CHECK-NEXT:        vm.write @n, %[[M]] : i64
+// CHECK-NEXT:        vm.call 5, return 8
+// CHECK-NEXT:      }
+// CHECK-LABEL:     vm.block 6 attributes {function = "tree"} {
+// CHECK-NEXT:        %[[N:[^ ,:)]+]] = vm.read @n : i64
+// CHECK-NEXT:        vm.write @out, %[[N]] : i64
+// CHECK-NEXT:        vm.return
+// CHECK-NEXT:      }
+// CHECK-LABEL:     vm.block 7 attributes {function = "main"} {
+// CHECK-NEXT:        %[[OUT:[^ ,:)]+]] = vm.read @out : i64
+// CHECK-NEXT:        %[[C9:[^ ,:)]+]] = vm.constant 9 : i64
+// CHECK-NEXT:        %[[STOP:[^ ,:)]+]] = vm.prim "greater"(%[[OUT]], %[[C9]]) : (i64, i64) -> i1
+// CHECK-NEXT:        vm.exit_if %[[STOP]], 3
+// CHECK-NEXT:        %[[K:[^ ,:)]+]] = vm.read @k : i64
+// CHECK-NEXT:        %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:        %[[K1:[^ ,:)]+]] = vm.prim "add"(%[[K]], %[[C1]]) : (i64, i64) -> i64
+// CHECK-NEXT:        vm.write @k, %[[K1]] : i64
+// CHECK-NEXT:        vm.jump 2
+// CHECK-NEXT:      }
+// CHECK-LABEL:     vm.block 8 attributes {function = "tree"} {
+// CHECK-NEXT:        vm.pop @n
+// CHECK-NEXT:        %[[OUT:[^ ,:)]+]] = vm.read @out : i64
+// CHECK-NEXT:        %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:        %[[S:[^ ,:)]+]] = vm.prim "add"(%[[OUT]], %[[C1]]) : (i64, i64) -> i64
+// CHECK-NEXT:        vm.write @out, %[[S]] : i64
+// CHECK-NEXT:        vm.return
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:  }

@@ -53,7 +53,7 @@ builtin.module {
   }
 }
 
-// CHECK:      stack.program @fib(@fib.n) -> (@fib.result0) {
+// CHECK-LABEL: stack.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:   stack.push_goto ^bb6, ^bb4
 // CHECK-NEXT: ^bb1:
 // CHECK-NEXT:   stack.constant @fib.one = 1 : i64
@@ -75,4 +75,4 @@ builtin.module {
 // CHECK-NEXT:   stack.halt
 // CHECK-NEXT: }
 
-// BAD: ValueError: schedule-blocks order must be one of priority, flow, got 'fastest'
+// BAD: abir-opt: error: schedule-blocks order must be one of priority, flow, got 'fastest'

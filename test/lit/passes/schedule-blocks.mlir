@@ -62,7 +62,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @fib.s : i64 temporary
 // CHECK-NEXT:   stack.var @fib.one : i64 temporary
 // CHECK-NEXT:   stack.var @fib.result0 : i64 register
-// CHECK-NEXT:   stack.program @fib(@fib.n) -> (@fib.result0) {
+// CHECK-LABEL: stack.program @fib(@fib.n) -> (@fib.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb1, ^bb2
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.halt
@@ -139,7 +139,7 @@ builtin.module {
 // CHECK-NEXT:   stack.var @gcd.ne : i1 temporary
 // CHECK-NEXT:   stack.var @gcd.r : i64 register
 // CHECK-NEXT:   stack.var @gcd.result0 : i64 register
-// CHECK-NEXT:   stack.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
+// CHECK-LABEL: stack.program @gcd(@gcd.a0, @gcd.b0) -> (@gcd.result0) {
 // CHECK-NEXT:     stack.push_goto ^bb3, ^bb4
 // CHECK-NEXT:   ^bb1:
 // CHECK-NEXT:     stack.write @gcd.a, @gcd.b = @gcd.b, @gcd.r

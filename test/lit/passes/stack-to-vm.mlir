@@ -60,41 +60,41 @@ builtin.module {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "fib"} {
-// CHECK-NEXT:       %0 = vm.constant 2 : i64
-// CHECK-NEXT:       %1 = vm.read @fib.n : i64
-// CHECK-NEXT:       %2 = vm.prim "greater"(%1, %0) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.branch %2, 3, 6
+// CHECK-NEXT:       %[[C2:[^ ,:)]+]] = vm.constant 2 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @fib.n : i64
+// CHECK-NEXT:       %[[GT:[^ ,:)]+]] = vm.prim "greater"(%[[N]], %[[C2]]) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.branch %[[GT]], 3, 6
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "fib"} {
-// CHECK-NEXT:       %3 = vm.constant 1 : i64
-// CHECK-NEXT:       %4 = vm.read @fib.n : i64
-// CHECK-NEXT:       %5 = vm.prim "subtract"(%4, %3) : (i64, i64) -> i64
+// CHECK-NEXT:       %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @fib.n : i64
+// CHECK-NEXT:       %[[SUB:[^ ,:)]+]] = vm.prim "subtract"(%[[N]], %[[C1]]) : (i64, i64) -> i64
 // CHECK-NEXT:       vm.push @fib.n
-// CHECK-NEXT:       vm.write @fib.n, %5 : i64
+// CHECK-NEXT:       vm.write @fib.n, %[[SUB]] : i64
 // CHECK-NEXT:       vm.call 2, return 4
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.pop @fib.n
-// CHECK-NEXT:       %6 = vm.constant 2 : i64
-// CHECK-NEXT:       %7 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %8 = vm.read @fib.n : i64
-// CHECK-NEXT:       %9 = vm.prim "subtract"(%8, %6) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.f1, %7 : i64
+// CHECK-NEXT:       %[[C2:[^ ,:)]+]] = vm.constant 2 : i64
+// CHECK-NEXT:       %[[RESULT0:[^ ,:)]+]] = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @fib.n : i64
+// CHECK-NEXT:       %[[SUB:[^ ,:)]+]] = vm.prim "subtract"(%[[N]], %[[C2]]) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.f1, %[[RESULT0]] : i64
 // CHECK-NEXT:       vm.push @fib.f1
-// CHECK-NEXT:       vm.write @fib.n, %9 : i64
+// CHECK-NEXT:       vm.write @fib.n, %[[SUB]] : i64
 // CHECK-NEXT:       vm.call 2, return 5
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "fib"} {
 // CHECK-NEXT:       vm.pop @fib.f1
-// CHECK-NEXT:       %10 = vm.read @fib.result0 : i64
-// CHECK-NEXT:       %11 = vm.read @fib.f1 : i64
-// CHECK-NEXT:       %12 = vm.prim "add"(%11, %10) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @fib.result0, %12 : i64
+// CHECK-NEXT:       %[[RESULT0:[^ ,:)]+]] = vm.read @fib.result0 : i64
+// CHECK-NEXT:       %[[F1:[^ ,:)]+]] = vm.read @fib.f1 : i64
+// CHECK-NEXT:       %[[ADD:[^ ,:)]+]] = vm.prim "add"(%[[F1]], %[[RESULT0]]) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @fib.result0, %[[ADD]] : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 6 attributes {function = "fib"} {
-// CHECK-NEXT:       %13 = vm.constant 1 : i64
-// CHECK-NEXT:       vm.write @fib.result0, %13 : i64
+// CHECK-NEXT:       %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:       vm.write @fib.result0, %[[C1]] : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
@@ -170,42 +170,42 @@ builtin.module {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "is_even"} {
-// CHECK-NEXT:       %0 = vm.constant 0 : i64
-// CHECK-NEXT:       %1 = vm.read @is_even.n : i64
-// CHECK-NEXT:       %2 = vm.prim "equal"(%1, %0) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.branch %2, 3, 4
+// CHECK-NEXT:       %[[C0:[^ ,:)]+]] = vm.constant 0 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @is_even.n : i64
+// CHECK-NEXT:       %[[EQ:[^ ,:)]+]] = vm.prim "equal"(%[[N]], %[[C0]]) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.branch %[[EQ]], 3, 4
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "is_even"} {
-// CHECK-NEXT:       %3 = vm.constant true
-// CHECK-NEXT:       vm.write @is_even.result0, %3 : i1
+// CHECK-NEXT:       %[[TRUE:[^ ,:)]+]] = vm.constant true
+// CHECK-NEXT:       vm.write @is_even.result0, %[[TRUE]] : i1
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %4 = vm.constant 1 : i64
-// CHECK-NEXT:       %5 = vm.read @is_even.n : i64
-// CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i64, i64) -> i64
-// CHECK-NEXT:       %7 = vm.constant 0 : i64
-// CHECK-NEXT:       %8 = vm.prim "equal"(%6, %7) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.write @is_odd.n, %6 : i64
-// CHECK-NEXT:       vm.branch %8, 5, 6
+// CHECK-NEXT:       %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @is_even.n : i64
+// CHECK-NEXT:       %[[SUB:[^ ,:)]+]] = vm.prim "subtract"(%[[N]], %[[C1]]) : (i64, i64) -> i64
+// CHECK-NEXT:       %[[C0:[^ ,:)]+]] = vm.constant 0 : i64
+// CHECK-NEXT:       %[[EQ:[^ ,:)]+]] = vm.prim "equal"(%[[SUB]], %[[C0]]) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.write @is_odd.n, %[[SUB]] : i64
+// CHECK-NEXT:       vm.branch %[[EQ]], 5, 6
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %9 = vm.constant false
-// CHECK-NEXT:       vm.write @is_even.result0, %9 : i1
+// CHECK-NEXT:       %[[FALSE:[^ ,:)]+]] = vm.constant false
+// CHECK-NEXT:       vm.write @is_even.result0, %[[FALSE]] : i1
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 6 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %10 = vm.constant 1 : i64
-// CHECK-NEXT:       %11 = vm.read @is_odd.n : i64
-// CHECK-NEXT:       %12 = vm.prim "subtract"(%11, %10) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @is_even.n, %12 : i64
+// CHECK-NEXT:       %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @is_odd.n : i64
+// CHECK-NEXT:       %[[SUB:[^ ,:)]+]] = vm.prim "subtract"(%[[N]], %[[C1]]) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @is_even.n, %[[SUB]] : i64
 // CHECK-NEXT:       vm.call 2, return 7
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 7 attributes {function = "is_odd"} {
-// CHECK-NEXT:       %13 = vm.read @is_even.result0 : i1
-// CHECK-NEXT:       %14 = vm.prim "logical_not"(%13) : (i1) -> i1
-// CHECK-NEXT:       %15 = vm.prim "logical_not"(%14) : (i1) -> i1
-// CHECK-NEXT:       vm.write @is_even.result0, %15 : i1
+// CHECK-NEXT:       %[[RESULT0:[^ ,:)]+]] = vm.read @is_even.result0 : i1
+// CHECK-NEXT:       %[[NOT:[^ ,:)]+]] = vm.prim "logical_not"(%[[RESULT0]]) : (i1) -> i1
+// CHECK-NEXT:       %[[NOT1:[^ ,:)]+]] = vm.prim "logical_not"(%[[NOT]]) : (i1) -> i1
+// CHECK-NEXT:       vm.write @is_even.result0, %[[NOT1]] : i1
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
@@ -259,32 +259,32 @@ builtin.module {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "gcd"} {
-// CHECK-NEXT:       %0 = vm.read @gcd.a0 : i64
-// CHECK-NEXT:       %1 = vm.read @gcd.b0 : i64
-// CHECK-NEXT:       vm.write @gcd.a, %0 : i64
-// CHECK-NEXT:       vm.write @gcd.b, %1 : i64
+// CHECK-NEXT:       %[[A0:[^ ,:)]+]] = vm.read @gcd.a0 : i64
+// CHECK-NEXT:       %[[B0:[^ ,:)]+]] = vm.read @gcd.b0 : i64
+// CHECK-NEXT:       vm.write @gcd.a, %[[A0]] : i64
+// CHECK-NEXT:       vm.write @gcd.b, %[[B0]] : i64
 // CHECK-NEXT:       vm.jump 5
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "gcd"} {
-// CHECK-NEXT:       %2 = vm.read @gcd.b : i64
-// CHECK-NEXT:       %3 = vm.read @gcd.r : i64
-// CHECK-NEXT:       vm.write @gcd.a, %2 : i64
-// CHECK-NEXT:       vm.write @gcd.b, %3 : i64
+// CHECK-NEXT:       %[[B:[^ ,:)]+]] = vm.read @gcd.b : i64
+// CHECK-NEXT:       %[[R:[^ ,:)]+]] = vm.read @gcd.r : i64
+// CHECK-NEXT:       vm.write @gcd.a, %[[B]] : i64
+// CHECK-NEXT:       vm.write @gcd.b, %[[R]] : i64
 // CHECK-NEXT:       vm.jump 5
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "gcd"} {
-// CHECK-NEXT:       %4 = vm.read @gcd.a : i64
-// CHECK-NEXT:       vm.write @gcd.result0, %4 : i64
+// CHECK-NEXT:       %[[A:[^ ,:)]+]] = vm.read @gcd.a : i64
+// CHECK-NEXT:       vm.write @gcd.result0, %[[A]] : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 5 attributes {function = "gcd"} {
-// CHECK-NEXT:       %5 = vm.constant 0 : i64
-// CHECK-NEXT:       %6 = vm.read @gcd.b : i64
-// CHECK-NEXT:       %7 = vm.prim "not_equal"(%6, %5) : (i64, i64) -> i1
-// CHECK-NEXT:       %8 = vm.read @gcd.a : i64
-// CHECK-NEXT:       %9 = vm.prim "remainder"(%8, %6) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @gcd.r, %9 : i64
-// CHECK-NEXT:       vm.branch %7, 3, 4
+// CHECK-NEXT:       %[[C0:[^ ,:)]+]] = vm.constant 0 : i64
+// CHECK-NEXT:       %[[B:[^ ,:)]+]] = vm.read @gcd.b : i64
+// CHECK-NEXT:       %[[NE:[^ ,:)]+]] = vm.prim "not_equal"(%[[B]], %[[C0]]) : (i64, i64) -> i1
+// CHECK-NEXT:       %[[A:[^ ,:)]+]] = vm.read @gcd.a : i64
+// CHECK-NEXT:       %[[REM:[^ ,:)]+]] = vm.prim "remainder"(%[[A]], %[[B]]) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @gcd.r, %[[REM]] : i64
+// CHECK-NEXT:       vm.branch %[[NE]], 3, 4
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
@@ -334,24 +334,24 @@ builtin.module {
 // CHECK-NEXT:       vm.halt
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 2 attributes {function = "tsum"} {
-// CHECK-NEXT:       %0 = vm.read @tsum.acc : i64
-// CHECK-NEXT:       vm.write @tsum.result0, %0 : i64
+// CHECK-NEXT:       %[[ACC:[^ ,:)]+]] = vm.read @tsum.acc : i64
+// CHECK-NEXT:       vm.write @tsum.result0, %[[ACC]] : i64
 // CHECK-NEXT:       vm.return
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 3 attributes {function = "tsum"} {
-// CHECK-NEXT:       %1 = vm.constant 0 : i64
-// CHECK-NEXT:       %2 = vm.read @tsum.n : i64
-// CHECK-NEXT:       %3 = vm.prim "greater"(%2, %1) : (i64, i64) -> i1
-// CHECK-NEXT:       vm.branch %3, 4, 2
+// CHECK-NEXT:       %[[C0:[^ ,:)]+]] = vm.constant 0 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @tsum.n : i64
+// CHECK-NEXT:       %[[GT:[^ ,:)]+]] = vm.prim "greater"(%[[N]], %[[C0]]) : (i64, i64) -> i1
+// CHECK-NEXT:       vm.branch %[[GT]], 4, 2
 // CHECK-NEXT:     }
 // CHECK-NEXT:     vm.block 4 attributes {function = "tsum"} {
-// CHECK-NEXT:       %4 = vm.constant 1 : i64
-// CHECK-NEXT:       %5 = vm.read @tsum.n : i64
-// CHECK-NEXT:       %6 = vm.prim "subtract"(%5, %4) : (i64, i64) -> i64
-// CHECK-NEXT:       %7 = vm.read @tsum.acc : i64
-// CHECK-NEXT:       %8 = vm.prim "add"(%7, %5) : (i64, i64) -> i64
-// CHECK-NEXT:       vm.write @tsum.n, %6 : i64
-// CHECK-NEXT:       vm.write @tsum.acc, %8 : i64
+// CHECK-NEXT:       %[[C1:[^ ,:)]+]] = vm.constant 1 : i64
+// CHECK-NEXT:       %[[N:[^ ,:)]+]] = vm.read @tsum.n : i64
+// CHECK-NEXT:       %[[SUB:[^ ,:)]+]] = vm.prim "subtract"(%[[N]], %[[C1]]) : (i64, i64) -> i64
+// CHECK-NEXT:       %[[ACC:[^ ,:)]+]] = vm.read @tsum.acc : i64
+// CHECK-NEXT:       %[[ADD:[^ ,:)]+]] = vm.prim "add"(%[[ACC]], %[[N]]) : (i64, i64) -> i64
+// CHECK-NEXT:       vm.write @tsum.n, %[[SUB]] : i64
+// CHECK-NEXT:       vm.write @tsum.acc, %[[ADD]] : i64
 // CHECK-NEXT:       vm.jump 3
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
@@ -384,14 +384,14 @@ builtin.module {
 
 // CHECK:      vm.block 0 {
 // CHECK-NEXT:   vm.push @walk.n
-// CHECK-NEXT:   %0 = vm.read @walk.n : i64
-// CHECK-NEXT:   %1 = vm.read @walk.k : i64
+// CHECK-NEXT:   %[[N:[^ ,:)]+]] = vm.read @walk.n : i64
+// CHECK-NEXT:   %[[K:[^ ,:)]+]] = vm.read @walk.k : i64
 // CHECK-NEXT:   vm.pop @walk.n
 // CHECK-NEXT:   vm.jump 1
 // CHECK-NEXT: }
 // CHECK-NEXT: vm.block 1 {
-// CHECK-NEXT:   %2 = vm.read @walk.n : i64
+// CHECK-NEXT:   %[[N:[^ ,:)]+]] = vm.read @walk.n : i64
 // CHECK-NEXT:   vm.pop @walk.n
-// CHECK-NEXT:   vm.write @walk.n, %2 : i64
+// CHECK-NEXT:   vm.write @walk.n, %[[N]] : i64
 // CHECK-NEXT:   vm.halt
 // CHECK-NEXT: }

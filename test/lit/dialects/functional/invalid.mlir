@@ -177,7 +177,9 @@ functional.func @f() -> i64 {
   functional.return %c : i64
 }
 
-// CHECK: Unexpected attribute "one"
+// CHECK: invalid.mlir:[[# @LINE - 4]]:28
+// CHECK-NEXT: functional.constant "one"
+// CHECK: "one" is not a constant value; expected an integer or float with its type (`2 : i64`, `0.5 : f64`), `true`, `false`, or `dense<[1, 2]> : tensor<2xi64>`
 
 // -----
 
@@ -204,3 +206,30 @@ functional.func @f(%x: i64) -> i64
 }) : () -> ()
 
 // CHECK: function @f: the entry block is the target of a branch; the entry block cannot be a branch target (branch to a separate loop-header block instead)
+
+// -----
+
+functional.func @f() -> i64 {
+  %c = functional.constant weak two : i64
+  functional.return %c : i64
+}
+
+// CHECK: invalid.mlir:[[# @LINE - 4]]:33
+// CHECK: expected a constant value: an integer or float with its type
+
+// -----
+
+functional.func @f(%x: i64) -> i64 {
+  %r = functional.call f(%x) : (i64) -> i64
+  functional.return %r : i64
+}
+
+// CHECK: invalid.mlir:[[# @LINE - 4]]:24
+// CHECK: expected the called function's symbol, such as @fib
+
+// -----
+
+functional.opaque @helper 42
+
+// CHECK: invalid.mlir:[[# @LINE - 2]]:27
+// CHECK: expected the callable's source text as a string literal, such as "lambda x: x"

@@ -321,3 +321,54 @@ stack.program @main() -> () {
 stack.var @x : i64 heap
 
 // CHECK: unknown storage class 'heap'; expected dead, temporary, register, stack
+
+// -----
+
+stack.var @x : i64 register
+stack.program @main(@x) -> (@x) {
+  stack.constant @x = two
+  stack.halt
+}
+
+// CHECK: invalid.mlir:[[# @LINE - 4]]:23
+// CHECK: expected a constant value: an integer or float with its type
+
+// -----
+
+stack.var @x : i64 register
+stack.var @y : i64 register
+stack.program @main(@x) -> (@y) {
+  stack.write y = @x
+  stack.halt
+}
+
+// CHECK: invalid.mlir:[[# @LINE - 4]]:15
+// CHECK: expected a variable, written as a symbol: @y
+
+// -----
+
+stack.var @x : i64 register
+stack.program @main(@x) -> (@x) {
+  stack.push @x,
+  stack.halt
+}
+
+// CHECK: invalid.mlir:[[# @LINE - 3]]:3
+// CHECK: expected a variable after ',': a symbol such as @x
+
+// -----
+
+stack.var @x : i64 register
+stack.program @main(x) -> (@x) {
+  stack.halt
+}
+
+// CHECK: invalid.mlir:[[# @LINE - 4]]:21
+// CHECK: expected a variable, written as a symbol: @x
+
+// -----
+
+stack.var @x : register
+
+// CHECK: invalid.mlir:[[# @LINE - 2]]:16
+// CHECK: expected the variable's per-member type, such as i64, f32 or tensor<3xf64>

@@ -8,13 +8,20 @@ vm.var @x : !functional.unknown register
 
 // -----
 
-vm.var @x : i64 temporary
+"vm.var"() <{sym_name = "x", type = i64, storage = #stack<storage temporary>}> : () -> ()
 
 // CHECK: variable @x has storage class temporary; the machine only holds register and stack variables (temporaries are SSA values inside a block)
 
 // -----
 
-vm.var @x : i64 dead
+vm.var @x : i64 temporary
+
+// CHECK: invalid.mlir:[[# @LINE - 2]]:17
+// CHECK: expected the variable's storage class: register or stack, not temporary (temporaries are SSA values inside a block, dead ones vanish)
+
+// -----
+
+"vm.var"() <{sym_name = "x", type = i64, storage = #stack<storage dead>}> : () -> ()
 
 // CHECK: variable @x has storage class dead; the machine only holds register and stack variables (temporaries are SSA values inside a block)
 
@@ -22,13 +29,14 @@ vm.var @x : i64 dead
 
 vm.var @x : i64
 
-// CHECK: Expected `dead`, `temporary`, `register`, or `stack`.
+// CHECK: expected the variable's storage class: register or stack
 
 // -----
 
 vm.var @x : i64 heap
 
-// CHECK: Expected `dead`, `temporary`, `register`, or `stack`.
+// CHECK: invalid.mlir:[[# @LINE - 2]]:17
+// CHECK: expected the variable's storage class: register or stack
 
 // -----
 
@@ -293,7 +301,8 @@ vm.program @main() -> () {
   }
 }
 
-// CHECK: attribute expected
+// CHECK: invalid.mlir:[[# @LINE - 5]]:22
+// CHECK: expected a constant value: an integer or float with its type (`2 : i64`, `0.5 : f64`), `true`, `false`, or `dense<[1, 2]> : tensor<2xi64>`
 
 // -----
 
@@ -438,6 +447,25 @@ vm.program @main() -> () {
 
 // CHECK: operand 'cond' at position 0 does not verify:
 // CHECK-NEXT: Expected attribute i1 but got i64
+
+// -----
+
+vm.program @main() -> () {
+  vm.block 0 {
+    %c = vm.constant "one"
+    vm.halt
+  }
+}
+
+// CHECK: invalid.mlir:[[# @LINE - 5]]:22
+// CHECK: "one" is not a constant value; expected an integer or float with its type
+
+// -----
+
+vm.var @x : int register
+
+// CHECK: invalid.mlir:[[# @LINE - 2]]:13
+// CHECK: expected the variable's per-member type, such as i64, f32 or tensor<3xf64>
 
 // -----
 
