@@ -36,6 +36,7 @@ from abir import prims
 from abir.dialects.functional import CallOp, UnknownType
 from abir.dry_run import truthy
 from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, _LikeDtype
+from abir.frontend.range_membership import range_arguments, range_membership
 from abir.frontend.state import UnknownResultStructure, _what, describe_structure
 from abir.frontend.values import MaybeUndefined, Static, awaits_result_structure, flatten, stand_in, unflatten
 from abir.opaque import CallSite, Helper, helper_result_structure
@@ -350,6 +351,13 @@ class ExpressionLowering(ArrayLowering):
         left = self.leaf(node.left)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             if isinstance(op, ast.In | ast.NotIn):
+                if self._is_range_call(comparator):
+                    if len(node.ops) > 1:
+                        raise self.source.error(node, f"`{_op_text(op)} range(...)` in a chained comparison is not "
+                                                "supported", "test it on its own: `(a < b) and (b in range(n))`")
+                    bounds = range_arguments(self, comparator)  # type: ignore[arg-type]
+                    found = range_membership(self, node, left, bounds, comparator)  # type: ignore[arg-type]
+                    return self._negated(found) if isinstance(op, ast.NotIn) else found
                 container = self.expr(comparator)
                 if not (isinstance(left, Static) and isinstance(container, Static)):
                     if len(node.ops) > 1:
@@ -363,11 +371,26 @@ class ExpressionLowering(ArrayLowering):
             left = right
         return result
 
+    def _is_range_call(self, node: ast.expr) -> bool:
+        """Whether `node` calls the builtin `range` (by its own name, not shadowed)."""
+        return (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in self.local_names
+            and self.names.get(node.func.id) is range
+        )  # fmt: skip
+
+    def _negated(self, found: Any) -> Any:
+        return Static(not found.value) if isinstance(found, Static) else self.prim("logical_not", [found])
+
     def _membership(self, node: ast.Compare, op: ast.In | ast.NotIn, left: Any, container: Any) -> Any:
         """`x in (a, b, ...)` with per-member values: Python compares `x` with each element in
         turn (an element that is `x` itself matches at once), which for numbers is `x == a or x ==
         b ...` as a bool; the comparisons cannot fail, so all run and are or-ed. Each member's
-        comparison must be one truth value, which is checked once types are known."""
+        comparison must be one truth value, which is checked once types are known. A compile-time
+        range is tested arithmetically, whatever its length (`range_membership`)."""
+        if isinstance(container, Static) and isinstance(container.value, range):
+            r = container.value
+            found = range_membership(self, node, left, (Static(r.start), Static(r.stop), Static(r.step)), node)  # type: ignore[arg-type]
+            return self._negated(found) if isinstance(op, ast.NotIn) else found
         matches: Any = Static(False)
         for element in self._membership_elements(node, op, container):
             found = Static(True) if element is left else self._compare(node, ast.Eq(), left, element)
@@ -381,9 +404,7 @@ class ExpressionLowering(ArrayLowering):
             )
             matches = self.batch_op(node, "check_scalar", {"message": str(error)}, [matches])
             self.booleans.add(matches)
-        if isinstance(op, ast.NotIn):
-            return Static(not matches.value) if isinstance(matches, Static) else self.prim("logical_not", [matches])
-        return matches
+        return self._negated(matches) if isinstance(op, ast.NotIn) else matches
 
     def _membership_elements(self, node: ast.Compare, op: ast.cmpop, container: Any) -> list[Any]:
         """The elements `x in container` compares with: the leaves of a tuple or list, or the
@@ -543,8 +564,8 @@ class ExpressionLowering(ArrayLowering):
         if fn is truthy:
             return self._truthy(node)
         if fn is range:
-            raise self.source.error(node, "range() is supported only as the iterable of a `for` loop",
-                                    "write `for i in range(...):`")
+            raise self.source.error(node, "range() is supported only as the iterable of a `for` loop "
+                                    "and after `in`/`not in`", "write `for i in range(...):` or `x in range(...)`")
         self._check_per_member_meaning(node, fn)
         args, kwargs = self._arguments(node)
         leaves, _ = flatten((args, kwargs))
