@@ -29,11 +29,11 @@ import random
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import SymbolRefAttr
+from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
 from xdsl.ir import SSAValue
 
 from abir import prims
-from abir.dialects.functional import CallOp, UnknownType
+from abir.dialects.functional import LOCATION_ATTR, CallOp, UnknownType
 from abir.dry_run import truthy
 from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, _LikeDtype
 from abir.frontend.range_membership import range_arguments, range_membership
@@ -681,11 +681,14 @@ class ExpressionLowering(ArrayLowering):
         symbol, output = self.services.call_target(name, tuple(treedefs), node)
         if output is None:
             raise UnknownResultStructure(node, name)
-        results = self.call_op(symbol, flat_args, output.num_leaves)
+        results = self.call_op(symbol, flat_args, output.num_leaves, node)
         return unflatten(output, results)
 
-    def call_op(self, symbol: str, args: list[SSAValue], n_results: int) -> list[SSAValue]:
+    def call_op(self, symbol: str, args: list[SSAValue], n_results: int, node: ast.AST) -> list[SSAValue]:
+        """A `functional.call` located at `node` (the machine names the line of a call a member
+        is making when its stack overflows or its steps run out there)."""
         op = CallOp(SymbolRefAttr(symbol), args, [UnknownType()] * n_results)
+        op.attributes[LOCATION_ATTR] = StringAttr(self.source.location(node))
         self.block.add_op(op)
         for result in op.res:
             self.aliases.call_result(result, args)

@@ -23,8 +23,8 @@ print(ctx.module())
 # CHECK-NEXT: ^bb1:
 # CHECK-NEXT:   %2 = functional.constant weak 1 : i64
 # CHECK-NEXT:   %3 = functional.prim "subtract"(%n, %2) : (!functional.unknown, i64) -> !functional.unknown
-# CHECK-NEXT:   %4 = functional.call @fib(%3) : (!functional.unknown) -> !functional.unknown
-# CHECK:        %7 = functional.call @fib(%6) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   %4 = functional.call @fib(%3) {abir.loc = "{{.*}}fib.py:13"} : (!functional.unknown) -> !functional.unknown
+# CHECK:        %7 = functional.call @fib(%6) {abir.loc = "{{.*}}fib.py:13"} : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:   %8 = functional.prim "add"(%4, %7) : (!functional.unknown, !functional.unknown) -> !functional.unknown
 # CHECK-NEXT:   functional.return %8 : !functional.unknown
 # CHECK-NEXT: ^bb2:

@@ -28,14 +28,14 @@ print(ctx.module())
 # CHECK-NEXT:   %2 = functional.constant weak true
 # CHECK-NEXT:   functional.return %2 : i1
 # CHECK-NEXT: ^bb2:
-# CHECK:        %5 = functional.call @is_odd(%4) : (!functional.unknown) -> !functional.unknown
+# CHECK:        %5 = functional.call @is_odd(%4) {abir.loc = "{{.*}}mutual_recursion.py:14"} : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:   functional.return %5 : !functional.unknown
 
 # CHECK-LABEL: functional.func @is_odd(%n: !functional.unknown) -> !functional.unknown {
 # CHECK:        %1 = functional.prim "not_equal"(%n, %0) : (!functional.unknown, i64) -> i1
 # CHECK-NEXT:   cf.cond_br %1, ^bb1, ^bb2(%1 : i1)
 # CHECK-NEXT: ^bb1:
-# CHECK:        %4 = functional.call @is_even(%3) : (!functional.unknown) -> !functional.unknown
+# CHECK:        %4 = functional.call @is_even(%3) {abir.loc = "{{.*}}mutual_recursion.py:19"} : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:   cf.br ^bb2(%4 : !functional.unknown)
 # CHECK-NEXT: ^bb2(%5: !functional.unknown):
 # CHECK-NEXT:   functional.return %5 : !functional.unknown

@@ -37,8 +37,8 @@ print(ctx.module())
 
 # CHECK-LABEL: functional.func @main(%x: !functional.unknown) -> (!functional.unknown, !functional.unknown) {
 # CHECK-NEXT:    %0 = functional.constant weak 0 : i64
-# CHECK-NEXT:    %1, %2 = functional.call @step.s1(%x, %0) : (!functional.unknown, i64) -> (!functional.unknown, !functional.unknown)
-# CHECK-NEXT:    %first, %3, %4 = functional.call @pairs(%x) : (!functional.unknown) -> (!functional.unknown, !functional.unknown, !functional.unknown)
+# CHECK-NEXT:    %1, %2 = functional.call @step.s1(%x, %0) {abir.loc = "{{.*}}structures.py:31"} : (!functional.unknown, i64) -> (!functional.unknown, !functional.unknown)
+# CHECK-NEXT:    %first, %3, %4 = functional.call @pairs(%x) {abir.loc = "{{.*}}structures.py:32"} : (!functional.unknown) -> (!functional.unknown, !functional.unknown, !functional.unknown)
 # CHECK-NEXT:    functional.return %1, %4 : !functional.unknown, !functional.unknown
 
 # CHECK-LABEL: functional.func @step.s1(%s: !functional.unknown, %s_1: !functional.unknown) -> (!functional.unknown, !functional.unknown) {

@@ -30,10 +30,10 @@ print(ctx.module())
 # CHECK-NEXT:  ^bb2:
 # CHECK-NEXT:    %2 = functional.constant weak 1 : i64
 # CHECK-NEXT:    %3 = functional.prim "subtract"(%n, %2) : (!functional.unknown, i64) -> !functional.unknown
-# CHECK-NEXT:    %4 = functional.call @fib(%3) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:    %4 = functional.call @fib(%3) {abir.loc = "{{.*}}ternary_recursion.py:14"} : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:    %5 = functional.constant weak 2 : i64
 # CHECK-NEXT:    %6 = functional.prim "subtract"(%n, %5) : (!functional.unknown, i64) -> !functional.unknown
-# CHECK-NEXT:    %7 = functional.call @fib(%6) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:    %7 = functional.call @fib(%6) {abir.loc = "{{.*}}ternary_recursion.py:14"} : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:    %8 = functional.prim "add"(%4, %7) : (!functional.unknown, !functional.unknown) -> !functional.unknown
 # CHECK-NEXT:    cf.br ^bb3(%8 : !functional.unknown)
 # CHECK-NEXT:  ^bb3(%9: !functional.unknown):
