@@ -6,8 +6,9 @@ of `step` whose quotient `q = d // step` satisfies `0 <= q < len(range)`. For a 
 remainder `d % step` is zero only if `x` is a whole number, so `2.0 in range(3)` is True and
 `2.5 in range(3)` False, as in Python. The length `-((start - stop) // step)` is computed from the
 bounds alone (at compile time when they are constants), so an empty range and a negative step
-need no case of their own; a per-member step of zero (Python's `ValueError`) gives an empty range,
-as a `for` loop over it runs no iteration.
+need no case of their own. Per-member operands are widened to int64 first, so that no
+subtraction wraps around in a narrow dtype. A per-member step of zero (Python's `ValueError`)
+gives an empty range, as a `for` loop over it runs no iteration.
 
 Python requires integer bounds: the prims computing the length from per-member bounds carry the
 requirement (`INTEGER_OPERANDS_ATTR`), which type inference reports at the user's line for a
@@ -86,7 +87,7 @@ def range_membership(emitter: Emitter, node: ast.Compare, x: Any, bounds: tuple[
             return Static(x.value in range(start.value, stop.value, step.value))
         except Exception as e:
             raise emitter.source.error(node, f"evaluating this at compile time raised {type(e).__name__}: {e}") from None
-    x = emitter.materialize(x, node)
+    x, start, stop, step = (_widened(emitter, node, v) for v in (emitter.materialize(x, node), start, stop, step))
     requirement = integer_requirement(emitter.source, call)
     length = _range_length(emitter, node, start, stop, step, requirement)
     offset = x if isinstance(start, Static) and start.value == 0 else _arith(emitter, node, "subtract", x, start)
@@ -109,6 +110,15 @@ def range_membership(emitter: Emitter, node: ast.Compare, x: Any, bounds: tuple[
     checked = emitter.batch_op(node, "check_scalar", {"message": str(error)}, [found])
     emitter.booleans.add(checked)
     return checked
+
+
+def _widened(emitter: Emitter, node: ast.AST, value: Any) -> Any:
+    """A per-member `value` in at least int64 (`value + np.int64(0)`: bools and narrower integers
+    become int64, floats stay floats), so that `x - start` cannot wrap around in `x`'s dtype
+    (`np.int8(-128) - 125` would be 3); a compile-time one as it is."""
+    if isinstance(value, Static):
+        return value
+    return emitter.prim("add", [emitter.materialize(value, node), emitter.materialize(Static(np.int64(0)), node)])
 
 
 def _range_length(

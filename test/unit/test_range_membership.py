@@ -215,3 +215,14 @@ def test_unpacked_arguments_of_range_are_an_error():
         return x in range(*(1, 2))  # here
 
     expect_error(f, "# here", "range() takes 1 to 3 positional arguments", np.array([1]))
+
+
+def test_narrow_integer_members_do_not_wrap_around(batched, backend):
+    # int8: -128 - 125 would wrap to 3 (in range(125, 135) by accident); uint8: 250 + 10 to 4
+    x = np.array([-128, -100, 120, 127, 0, 5], dtype=np.int8)
+    start, stop, step = (np.array([125, 50, -10, 120, -3, 5]), np.array([135, 60, 5, 128, 3, 6]),
+                         np.array([1, 1, 1, 7, 1, 1]))  # fmt: skip
+    assert_matches_python(batched, per_member_bounds, [x, start, stop, step], backend)
+    assert_matches_python(batched, constant_bounds, [np.array([250, 3, 9, 0, 255], dtype=np.uint8)], backend)
+    assert_matches_python(batched, per_member_bounds, [np.array([True, False, True]), np.array([0, 1, -2]),
+                                                       np.array([2, 2, 2]), np.array([1, 1, 3])], backend)
