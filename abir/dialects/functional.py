@@ -573,9 +573,14 @@ class PrimOp(SSAPrimOpBase):
 # Discardable attributes the frontend puts on a `functional.prim` for `infer-types`, which
 # reads and drops them (`abir.passes.prim_evaluation`):
 LOCATION_ATTR = "abir.loc"
-"""`"file:line"` of the Python construct an op comes from: on the array prims (until infer-types)
-and on the terminators of functional and stack blocks (the code their block runs; the passes
-keep it, stack-to-vm puts it on the vm block)."""
+"""`"file:line"` of the Python construct an op comes from: on the array prims (until infer-types),
+on `functional.call` (the call's own line) and on the terminators of functional and stack blocks
+(the code their block runs, the call for a block ending in one; the passes keep it, stack-to-vm
+puts it on the vm block)."""
+CALL_LOCATION_ATTR = "abir.call_loc"
+"""`"file:line"` of the call a stack or vm op saves state for: on `stack.push`/`stack.push_goto`
+and `vm.push`/`vm.call` (set by lower-calls, kept by the passes), so that a stack overflow names
+the call being made even where a block holds code of several statements."""
 SOURCE_ATTR = "abir.source"
 """The Python construct's text (`"v[i]"`)."""
 INTEGER_OPERANDS_ATTR = "abir.integer_operands"

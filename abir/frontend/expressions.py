@@ -29,13 +29,14 @@ import random
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import SymbolRefAttr
+from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
 from xdsl.ir import SSAValue
 
 from abir import prims
-from abir.dialects.functional import CallOp, UnknownType
+from abir.dialects.functional import LOCATION_ATTR, CallOp, UnknownType
 from abir.dry_run import truthy
 from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, LikeDtype
+from abir.frontend.range_membership import range_arguments, range_membership
 from abir.frontend.state import LoweringState, UnknownResultStructure, describe_structure
 from abir.frontend.values import (
     MaybeUndefined,
@@ -364,6 +365,13 @@ class ExpressionLowering:
         left = self.leaf(node.left)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
             if isinstance(op, ast.In | ast.NotIn):
+                if self._is_range_call(comparator):
+                    if len(node.ops) > 1:
+                        raise self.source.error(node, f"`{_op_text(op)} range(...)` in a chained comparison is not "
+                                                "supported", "test it on its own: `(a < b) and (b in range(n))`")
+                    bounds = range_arguments(self, comparator)  # type: ignore[arg-type]
+                    found = range_membership(self, node, left, bounds, comparator)  # type: ignore[arg-type]
+                    return self._negated(found) if isinstance(op, ast.NotIn) else found
                 container = self.expr(comparator)
                 if not (isinstance(left, Static) and isinstance(container, Static)):
                     if len(node.ops) > 1:
@@ -377,11 +385,26 @@ class ExpressionLowering:
             left = right
         return result
 
+    def _is_range_call(self, node: ast.expr) -> bool:
+        """Whether `node` calls the builtin `range` (by its own name, not shadowed)."""
+        return (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id not in self.state.local_names
+            and self.state.names.get(node.func.id) is range
+        )  # fmt: skip
+
+    def _negated(self, found: Any) -> Any:
+        return Static(not found.value) if isinstance(found, Static) else self.state.prim("logical_not", [found])
+
     def _membership(self, node: ast.Compare, op: ast.In | ast.NotIn, left: Any, container: Any) -> Any:
         """`x in (a, b, ...)` with per-member values: Python compares `x` with each element in
         turn (an element that is `x` itself matches at once), which for numbers is `x == a or x ==
         b ...` as a bool; the comparisons cannot fail, so all run and are or-ed. Each member's
-        comparison must be one truth value, which is checked once types are known."""
+        comparison must be one truth value, which is checked once types are known. A compile-time
+        range is tested arithmetically, whatever its length (`range_membership`)."""
+        if isinstance(container, Static) and isinstance(container.value, range):
+            r = container.value
+            found = range_membership(self, node, left, (Static(r.start), Static(r.stop), Static(r.step)), node)  # type: ignore[arg-type]
+            return self._negated(found) if isinstance(op, ast.NotIn) else found
         matches: Any = Static(False)
         for element in self._membership_elements(node, op, container):
             found = Static(True) if element is left else self._compare(node, ast.Eq(), left, element)
@@ -395,11 +418,7 @@ class ExpressionLowering:
             )
             matches = self.arrays.batch_op(node, "check_scalar", {"message": str(error)}, [matches])
             self.state.booleans.add(matches)
-        if isinstance(op, ast.NotIn):
-            if isinstance(matches, Static):
-                return Static(not matches.value)
-            return self.state.prim("logical_not", [matches])
-        return matches
+        return self._negated(matches) if isinstance(op, ast.NotIn) else matches
 
     def _membership_elements(self, node: ast.Compare, op: ast.cmpop, container: Any) -> list[Any]:
         """The elements `x in container` compares with: the leaves of a tuple or list, or the
@@ -560,8 +579,8 @@ class ExpressionLowering:
         if fn is truthy:
             return self._truthy(node)
         if fn is range:
-            raise self.source.error(node, "range() is supported only as the iterable of a `for` loop",
-                                    "write `for i in range(...):`")
+            raise self.source.error(node, "range() is supported only as the iterable of a `for` loop "
+                                    "and after `in`/`not in`", "write `for i in range(...):` or `x in range(...)`")
         self._check_per_member_meaning(node, fn)
         args, kwargs = self._arguments(node)
         leaves, _ = flatten((args, kwargs))
@@ -677,11 +696,14 @@ class ExpressionLowering:
         symbol, output = self.state.services.call_target(name, tuple(treedefs), node)
         if output is None:
             raise UnknownResultStructure(node, name)
-        results = self.call_op(symbol, flat_args, output.num_leaves)
+        results = self.call_op(symbol, flat_args, output.num_leaves, node)
         return unflatten(output, results)
 
-    def call_op(self, symbol: str, args: list[SSAValue], n_results: int) -> list[SSAValue]:
+    def call_op(self, symbol: str, args: list[SSAValue], n_results: int, node: ast.AST) -> list[SSAValue]:
+        """A `functional.call` located at `node` (the machine names the line of a call a member
+        is making when its stack overflows or its steps run out there)."""
         op = CallOp(SymbolRefAttr(symbol), args, [UnknownType()] * n_results)
+        op.attributes[LOCATION_ATTR] = StringAttr(self.source.location(node))
         self.state.block.add_op(op)
         for result in op.res:
             self.state.aliases.call_result(result, args)

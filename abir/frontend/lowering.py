@@ -31,6 +31,7 @@ from abir.frontend.arrays import ArrayLowering
 from abir.frontend.cfg import FunctionGraph
 from abir.frontend.expressions import ExpressionLowering
 from abir.frontend.item_assignment import ItemAssignmentLowering, OwnedHeaderLeaf, assignment_target_error
+from abir.frontend.range_membership import integer_requirement
 from abir.frontend.source import FunctionSource
 from abir.frontend.state import (
     Arrival,
@@ -414,13 +415,7 @@ class StatementLowering:
     def _integer_requirement(self, call: ast.Call) -> StringAttr:
         """What type inference reports if a bound of `range(...)` turns out to be a float: the
         frontend does not know per-member dtypes, so the comparisons of the loop carry it."""
-        segment = self.source.segment(call)
-        error = self.source.error(
-            call, f"range() arguments must be integers, but an argument of `{segment}` is a per-member float "
-            "(Python raises TypeError)",
-            "convert the argument with int(...), e.g. `range(int(n))`, or pass integers",
-        )
-        return StringAttr(str(error))
+        return integer_requirement(self.source, call)
 
     def _range_condition(
         self, node: ast.For, count: Any, stop: Any, step: Any, requirement: StringAttr | None

@@ -34,6 +34,8 @@ LOCATION_ATTR = functional.LOCATION_ATTR
 """`"file:line"` of the Python code an op comes from: on the array prims the frontend emits (until
 infer-types), on functional and stack terminators (the code their block runs; set by the frontend,
 kept by the passes) and on vm blocks (carried by stack-to-vm)."""
+CALL_LOCATION_ATTR = functional.CALL_LOCATION_ATTR
+"""`"file:line"` of the call a push saves state for (on `stack.push`/`push_goto`, `vm.push`/`call`)."""
 ENTRY_ATTR = "abir.entry"
 """The module attribute naming the function a typed program starts in (set by infer-types)."""
 

@@ -28,6 +28,10 @@ cycles of jumps terminate), and a block stops absorbing at `MAX_FUSED_OPS` ops. 
 entry block is left alone (it stays the program's own call of the entry function). Blocks no
 longer reachable from the program entry are erased.
 
+A block that absorbs a callee's entry keeps the call's attributes (`function`, `abir.loc`: a
+member standing there is making that call, so an error names the call's line); a jump's
+absorbed block brings its own (the loop header, for a rotated loop).
+
 Run it after `stack-optimize` (whose save analysis wants the plain call structure) and before
 `allocate-storage` (more variables become temporaries of one kernel); `lower_to_vm` runs it on
 the allocated stack program and then allocates storage again.
@@ -44,7 +48,7 @@ from xdsl.passes import ModulePass
 
 from abir import prims
 from abir.dialects import stack
-from abir.passes.analysis import the_program
+from abir.passes.analysis import CALL_LOCATION_ATTR, the_program
 
 MAX_DUP_OPS = 8
 """The most ops (terminator excluded) a block may have to be duplicated into a predecessor."""
@@ -66,6 +70,15 @@ def small(block: Block) -> bool:
 
 def copy_attrs(source: Operation, target: Operation) -> Operation:
     target.attributes.update(source.attributes)
+    return target
+
+
+def copy_call_attrs(call: Operation, target: Operation) -> Operation:
+    """`target` (the end of a call site that absorbed the callee's entry) with the call's
+    attributes; the call's own location only on a terminator that still pushes."""
+    copy_attrs(call, target)
+    if not isinstance(target, stack.PushGotoOp):
+        target.attributes.pop(CALL_LOCATION_ATTR, None)
     return target
 
 
@@ -151,9 +164,9 @@ class Fuser:
             callee_term = callee.last_op
             match callee_term:
                 case stack.GotoOp():
-                    new: Operation = copy_attrs(callee_term, stack.PushGotoOp(ret, callee_term.dest))
+                    new: Operation = copy_call_attrs(term, stack.PushGotoOp(ret, callee_term.dest))
                 case stack.IndirectGotoOp():
-                    new = copy_attrs(callee_term, stack.GotoOp(ret))
+                    new = copy_call_attrs(term, stack.GotoOp(ret))
                 case stack.BranchOp():
                     arms = [callee_term.then_dest, callee_term.else_dest]
                     leaves = [self.returning_arm(arm, ret, block) for arm in arms]
@@ -163,7 +176,7 @@ class Fuser:
                         leaf if leaf is not None else self.trampoline(arm, ret, term, block, callee)
                         for arm, leaf in zip(arms, leaves, strict=True)
                     )
-                    new = copy_attrs(callee_term, stack.BranchOp(callee_term.cond, then_b, else_b))
+                    new = copy_call_attrs(term, stack.BranchOp(callee_term.cond, then_b, else_b))
                 case _:
                     return False
             self.append(block, callee, new)

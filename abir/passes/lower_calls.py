@@ -16,8 +16,12 @@
   entry's parameter variables, outputs its result variables.
 
 Every terminator carries a discardable `function` attribute naming the user function whose code
-its block runs (absent on the program's own entry and exit blocks), and the `abir.loc` of the
-functional block it comes from (`file:line`, when the frontend recorded one).
+its block runs (absent on the program's own entry and exit blocks), and an `abir.loc`
+(`file:line`, when the frontend recorded one): the call's own line for a block that ends in a
+call (a member stands there until the call is made, and a call-only block runs nothing else),
+else that of the functional block it comes from. The pushes of a call (`stack.push` of the saves,
+`stack.push_goto`) carry the call's line as `abir.call_loc`, which the passes keep with the op
+wherever it moves, so that a stack overflow names the call.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from xdsl.utils.exceptions import PassFailedException
 from abir.dialects import functional, stack
 from abir.errors import TypeInferenceError
 from abir.passes.analysis import (
+    CALL_LOCATION_ATTR,
     FUNCTION_ATTR,
     LOCATION_ATTR,
     SSALiveness,
@@ -178,11 +183,13 @@ class FunctionLowering:
     def terminate(self, op: Operation) -> None:
         self.emit(self.attributed(op))
 
-    def attributed(self, terminator: Operation) -> Operation:
-        """`terminator` with the `function` and `abir.loc` of the code it ends."""
+    def attributed(self, terminator: Operation, call: functional.CallOp | None = None) -> Operation:
+        """`terminator` with the `function` and `abir.loc` of the code it ends (the line of
+        `call` when it ends in one)."""
         terminator.attributes[FUNCTION_ATTR] = StringAttr(self.name)
-        if self.location is not None:
-            terminator.attributes[LOCATION_ATTR] = self.location
+        location = call_location(call) if call is not None else None
+        if location is not None or self.location is not None:
+            terminator.attributes[LOCATION_ATTR] = location or self.location  # type: ignore[assignment]
         return terminator
 
     def write(self, targets: Sequence[str], sources: Sequence[str]) -> None:
@@ -237,7 +244,7 @@ class FunctionLowering:
         args = [self.var(v) for v in op.arguments]
         if tail_call_of(op):
             self.write(self.l.param_vars[callee], args)
-            self.terminate(stack.GotoOp(callee_entry))
+            self.emit(self.attributed(stack.GotoOp(callee_entry), op))
             return
         saved: list[str] = []
         remat: list[functional.ConstantOp] = []
@@ -246,16 +253,28 @@ class FunctionLowering:
             remat = [v.owner for v in live if isinstance(v.owner, functional.ConstantOp)]
             saved = [self.var(v) for v in live if not isinstance(v.owner, functional.ConstantOp)]
         if saved:
-            self.emit(stack.PushOp(*saved))
+            self.emit(with_call_location(stack.PushOp(*saved), op))
         self.write(self.l.param_vars[callee], args)
         continuation = Block()
-        self.terminate(stack.PushGotoOp(continuation, callee_entry))
+        self.emit(self.attributed(with_call_location(stack.PushGotoOp(continuation, callee_entry), op), op))
         self.start(continuation)
         if saved:
             self.emit(stack.PopOp(*saved))
         for constant in remat:
             self.lower(constant)
         self.write([self.var(v) for v in op.res], self.l.result_vars[callee])
+
+
+def call_location(call: functional.CallOp) -> StringAttr | None:
+    location = call.attributes.get(LOCATION_ATTR)
+    return location if isinstance(location, StringAttr) else None
+
+
+def with_call_location(push: Operation, call: functional.CallOp) -> Operation:
+    """`push` (a save or the call's own push) marked with the line of the call it serves."""
+    if (location := call_location(call)) is not None:
+        push.attributes[CALL_LOCATION_ATTR] = location
+    return push
 
 
 def lower_calls(module: ModuleOp, entry: str) -> ModuleOp:

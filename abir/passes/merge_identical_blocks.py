@@ -11,9 +11,9 @@ changes. Blocks are then renumbered in their order.
 
 Two blocks are identical when their ops are, one by one (name, properties, attributes, result
 types, and operands as the same positions among the block's values; value names play no part),
-and so are their attributes (the function they belong to) but the source location `abir.loc`
-(copies made by `fuse-blocks` share it; a merged block keeps the first one's); what a block does
-depends on nothing else. The entry block (0) is never dropped.
+and so are their attributes (the function they belong to) but the source locations `abir.loc`
+and `abir.call_loc` (copies made by `fuse-blocks` share them; a merged block keeps the first
+one's); what a block does depends on nothing else. The entry block (0) is never dropped.
 
 On NUTS (examples/nuts.py, 20 transitions, B=64) the end of a transition (the running sums,
 the step counter and the loop test) was three identical blocks, one per way out of the doubling
@@ -33,7 +33,7 @@ from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 
 from abir.dialects import vm
-from abir.passes.analysis import LOCATION_ATTR, the_vm_program
+from abir.passes.analysis import CALL_LOCATION_ATTR, LOCATION_ATTR, the_vm_program
 from abir.passes.form_superblocks import renumber
 
 TARGET_PROPERTIES = ("target", "then_target", "else_target", "return_target")
@@ -49,7 +49,8 @@ def block_key(block: vm.BlockOp) -> tuple[object, ...]:
         if op.regions:  # not produced by the pipeline; compared by identity, never merged
             return (id(block),)
         operands = tuple(positions.get(operand, -1 - id(operand)) for operand in op.operands)
-        ops.append((op.name, _text(op.properties), _text(op.attributes), operands, tuple(map(str, op.result_types))))
+        attributes = {name: value for name, value in op.attributes.items() if name != CALL_LOCATION_ATTR}
+        ops.append((op.name, _text(op.properties), _text(attributes), operands, tuple(map(str, op.result_types))))
         for result in op.results:
             positions[result] = len(positions)
     attributes = {name: value for name, value in block.attributes.items() if name != LOCATION_ATTR}

@@ -9,7 +9,7 @@ holds (`@x = @x`, as passing a recursive call's unchanged arguments makes: each 
 update of the whole batch on the machine); `stack.prim` -> `vm.prim`, `stack.constant` ->
 `vm.constant`, push/pop/peek -> `vm.push/pop/peek`; terminators map to `vm.jump`, `vm.branch`,
 `vm.call`, `vm.return` and `vm.halt`. Each `vm.block` keeps the `function` and `abir.loc`
-attributes of its terminator.
+attributes of its terminator, each `vm.push` and `vm.call` the `abir.call_loc` of its stack op.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from abir.dialects import functional, stack, vm
 from abir.dialects.stack import StorageClass
-from abir.passes.analysis import FUNCTION_ATTR, LOCATION_ATTR, the_program
+from abir.passes.analysis import CALL_LOCATION_ATTR, FUNCTION_ATTR, LOCATION_ATTR, the_program
 from abir.passes.lower_calls import replace_module_body
 
 
@@ -96,7 +96,7 @@ class KernelBuilder:
             case stack.PushOp():
                 names = [v.string_value() for v in op.vars.data]
                 self.flush(names)
-                self.add(vm.PushOp(*names))
+                self.add(with_call_location(op, vm.PushOp(*names)))
             case stack.PopOp() | stack.PeekOp():
                 names = [v.string_value() for v in op.vars.data]
                 self.flush(names)
@@ -117,13 +117,20 @@ class KernelBuilder:
                 assert cond is not None
                 self.add(vm.BranchOp(cond, self.numbers[op.then_dest], self.numbers[op.else_dest]))
             case stack.PushGotoOp():
-                self.add(vm.CallOp(self.numbers[op.dest], self.numbers[op.return_dest]))
+                self.add(with_call_location(op, vm.CallOp(self.numbers[op.dest], self.numbers[op.return_dest])))
             case stack.IndirectGotoOp():
                 self.add(vm.ReturnOp())
             case stack.HaltOp():
                 self.add(vm.HaltOp())
             case _:
                 raise ValueError(f"stack-to-vm cannot translate {op.name}")
+
+
+def with_call_location(source: Operation, push: Operation) -> Operation:
+    """The vm `push` with the `abir.call_loc` of the stack op it translates, if any."""
+    if (location := source.attributes.get(CALL_LOCATION_ATTR)) is not None:
+        push.attributes[CALL_LOCATION_ATTR] = location
+    return push
 
 
 def stack_to_vm(module: ModuleOp) -> ModuleOp:

@@ -8,7 +8,8 @@ clauses), break/continue, early returns, conditional expressions, and/or, `:=`, 
 namedtuple `P(a, b)` (fields, `_replace`, unpacking), small per-member float arrays with indexing,
 reductions and elementwise arithmetic, and module-level constants `N` and `C` (an array). The
 features (`ALL_FEATURES`) switch groups of these off, item assignment (`w[i] = x`) and calls in
-the arms of conditional expressions included (all are on by default).
+the arms of conditional expressions included (all are on by default but `range_membership`,
+`a in range(...)` tests, which `--features +range_membership` turns on).
 
 Programs are valid plain Python by construction, so that any difference between the batched run
 and the plain one is abir's:
@@ -58,8 +59,11 @@ MAX_ENTRY_DEPTH = 5
 ALL_FEATURES = frozenset({
     "recursion", "mutual_recursion", "loops", "arrays", "namedtuples", "tuples", "helpers", "opaque_helpers",
     "type_inference", "guarded_operations", "broadcast_inputs", "constants", "item_assignment", "ternary_calls",
+    "range_membership",
 })  # fmt: skip
-OFF_BY_DEFAULT: frozenset[str] = frozenset()  # every feature on; `--features -name` turns one off
+OFF_BY_DEFAULT: frozenset[str] = frozenset({"range_membership"})
+"""Features `--features +name` turns on: off so that the programs of the seeds run so far stay the
+same (turning one on changes what later draws of a seed produce)."""
 DEFAULT_FEATURES = ALL_FEATURES - OFF_BY_DEFAULT
 
 
@@ -1010,7 +1014,23 @@ class FunctionBuilder:
         vectors = scope.of_type(VEC)
         if vectors:
             choices.append((lambda: self.vector_bool(rng.choice(vectors), scope, depth), 1))
+        if self.g.has("range_membership"):
+            choices.append((lambda: self.range_membership(scope, depth), 2))
         return choices
+
+    def range_membership(self, scope: Scope, depth: int) -> ast.expr:
+        """`a in range(...)` or `a not in range(...)`: an int or float `a`, one to three bounds of
+        either sign, the step a nonzero literal or a per-member `abs(e) + 1`, possibly negated."""
+        rng = self.rng
+        a = self.operand(rng.choice([INT, INT, FLOAT]), scope, depth)
+        bounds = [self.operand(INT, scope, depth, calls=False) for _ in range(rng.choice((1, 2, 2, 3)))]
+        if len(bounds) == 3 and rng.random() < 0.5:
+            bounds[2] = literal(rng.choice((1, 2, 3, -1, -2, -3)), INT)
+        elif len(bounds) == 3:
+            b = bounds[2]
+            step = binop(typed(call("abs", b), INT, mag_of(b)), ast.Add(), literal(1, INT), INT, mag_of(b) + 1)
+            bounds[2] = typed(ast.UnaryOp(ast.USub(), step), INT, mag_of(step)) if rng.random() < 0.5 else step
+        return compare(a, [rng.choice([ast.In(), ast.NotIn()])], [call("range", *bounds)])
 
     def vector_bool(self, name: str, scope: Scope, depth: int) -> ast.expr:
         rng = self.rng

@@ -81,7 +81,12 @@ class BlockPlan:
     kernel may change; every other key comes back from `BlockKernel.split` untouched (the
     same object), so traced backends pass only these through their conditional."""
     location: str | None = None
-    """`file:line` of the Python code the block runs (its `abir.loc`), for error messages."""
+    """`file:line` of the Python code the block runs (its `abir.loc`; the call's line for a block
+    that ends in a call), for error messages."""
+    call_locations: tuple[str, ...] = ()
+    """`file:line` of the calls the block's pushes serve (their `abir.call_loc`, in order, each
+    once): where a member whose push overflows is (a block that absorbed a callee's entry may
+    push for two calls)."""
     in_tail: bool = False
     """Whether the block is in the program's tail: the blocks from `Machine.tail_start` on, from
     which members only move to later blocks until they halt. A member there has nothing left
@@ -594,6 +599,11 @@ def _location_of(block: vm.BlockOp) -> str | None:
     return location.data if isinstance(location, StringAttr) else None
 
 
+def _call_locations(ops: Sequence[Operation]) -> tuple[str, ...]:
+    locations = (op.attributes.get("abir.call_loc") for op in ops if isinstance(op, vm.PushOp | vm.CallOp))
+    return tuple(dict.fromkeys(loc.data for loc in locations if isinstance(loc, StringAttr)))
+
+
 def _plan_block(
     block: vm.BlockOp, halt: int, pointers: Mapping[str, str], in_tail: bool = False, loops_to_itself: bool = False
 ) -> BlockPlan:
@@ -607,6 +617,7 @@ def _plan_block(
         index=block.number,
         function=_function_of(block),
         location=_location_of(block),
+        call_locations=_call_locations(ops),
         instructions=instructions,
         code=KernelCode.generate(block.number, instructions, uses_stacks),
         uses_stacks=uses_stacks,
@@ -915,12 +926,16 @@ class Machine:
         return outputs if rows == batch else [output[:batch] for output in outputs]
 
     # ----- errors ---------------------------------------------------------------------------
-    def _describe(self, block: int) -> str:
+    def _describe(self, block: int, pushing: bool = False) -> str:
+        """Where members at `block` are: its function and line (`pushing`: the lines of the
+        calls its pushes serve, for an overflow)."""
         plan = self.plans[block]
         if not plan.function:
             return f"the program (vm block {block})"
         where = f"function {python_name(plan.function)!r}"
-        if plan.location is not None:
+        if pushing and plan.call_locations:
+            where += f" at {' or '.join(plan.call_locations)}"
+        elif plan.location is not None:
             where += f" at {plan.location}"
         callee = self.plans[plan.callee].function if plan.callee is not None else None
         if callee and callee != plan.function:
@@ -948,7 +963,7 @@ class Machine:
         if overflow.any():
             members = np.flatnonzero(overflow)
             raise StackOverflowError(
-                f"stack overflow in {self._describe(int(overflow[members[0]]) - 1)}: "
+                f"stack overflow in {self._describe(int(overflow[members[0]]) - 1, pushing=True)}: "
                 f"{names.describe(members)} recursed deeper than max_stack_depth={max_stack_depth}. Pass a larger "
                 f"max_stack_depth= (e.g. max_stack_depth={2 * max_stack_depth}), or check that the "
                 "recursion terminates",

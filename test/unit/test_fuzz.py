@@ -108,6 +108,21 @@ def test_features_can_be_turned_off_and_on(directory):
                for source in sources for node in ast.walk(ast.parse(source)))  # fmt: skip
 
 
+def test_range_membership_is_off_by_default_and_matches_plain_python_on(directory):
+    """`+range_membership` adds `a in range(...)` tests (off by default, so that the programs of
+    the seeds run so far stay the same); a few such programs on NumPy equal plain Python."""
+    assert "range_membership" not in DEFAULT_FEATURES
+    features = parse_features("+range_membership")
+    found = 0
+    for index in range(6):
+        generated = fuzz.generate(25, index, features, directory)
+        found += any(isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.In | ast.NotIn)
+                     and isinstance(node.comparators[0], ast.Call) and ast.unparse(node.comparators[0].func) == "range"
+                     for node in ast.walk(generated.program.module))  # fmt: skip
+        assert not check(generated.program, ("numpy",), generated.namespace, generated.reference)
+    assert found >= 3
+
+
 def test_finds_and_shrinks_an_injected_miscompilation(monkeypatch, directory):
     """With the NumPy backend's `%` replaced by C's `fmod` (sign of the dividend), the fuzzer
     reports a program, shrinks it to a few lines that still fail, and the same small program

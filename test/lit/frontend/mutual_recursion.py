@@ -31,7 +31,7 @@ print(ctx.module())
 # CHECK-NEXT: ^bb2:
 # CHECK-NEXT:   %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
 # CHECK-NEXT:   %[[SUB:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C1]]) : (!functional.unknown, i64) -> !functional.unknown
-# CHECK-NEXT:   %[[CALL_IS_ODD:[^ ,:)]+]] = functional.call @is_odd(%[[SUB]]) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   %[[CALL_IS_ODD:[^ ,:)]+]] = functional.call @is_odd(%[[SUB]]) {abir.loc = "{{.*}}mutual_recursion.py:14"} : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:   functional.return %[[CALL_IS_ODD]] : !functional.unknown
 
 # CHECK-LABEL: functional.func @is_odd(%n: !functional.unknown) -> !functional.unknown {
@@ -41,7 +41,7 @@ print(ctx.module())
 # CHECK-NEXT: ^bb1:
 # CHECK-NEXT:   %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
 # CHECK-NEXT:   %[[SUB:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C1]]) : (!functional.unknown, i64) -> !functional.unknown
-# CHECK-NEXT:   %[[CALL_IS_EVEN:[^ ,:)]+]] = functional.call @is_even(%[[SUB]]) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   %[[CALL_IS_EVEN:[^ ,:)]+]] = functional.call @is_even(%[[SUB]]) {abir.loc = "{{.*}}mutual_recursion.py:19"} : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:   cf.br ^bb2(%[[CALL_IS_EVEN]] : !functional.unknown)
 # CHECK-NEXT: ^bb2(%[[ARG:[^ ,:)]+]]: !functional.unknown):
 # CHECK-NEXT:   functional.return %[[ARG]] : !functional.unknown

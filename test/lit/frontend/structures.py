@@ -37,8 +37,8 @@ print(ctx.module())
 
 # CHECK-LABEL: functional.func @main(%x: !functional.unknown) -> (!functional.unknown, !functional.unknown) {
 # CHECK-NEXT:    %[[C0:[^ ,:)]+]] = functional.constant weak 0 : i64
-# CHECK-NEXT:    %[[S0:[^ ,:)]+]], %[[S1:[^ ,:)]+]] = functional.call @step.s1(%x, %[[C0]]) : (!functional.unknown, i64) -> (!functional.unknown, !functional.unknown)
-# CHECK-NEXT:    %first, %[[P1:[^ ,:)]+]], %[[P2:[^ ,:)]+]] = functional.call @pairs(%x) : (!functional.unknown) -> (!functional.unknown, !functional.unknown, !functional.unknown)
+# CHECK-NEXT:    %[[S0:[^ ,:)]+]], %[[S1:[^ ,:)]+]] = functional.call @step.s1(%x, %[[C0]]) {abir.loc = "{{.*}}structures.py:31"} : (!functional.unknown, i64) -> (!functional.unknown, !functional.unknown)
+# CHECK-NEXT:    %first, %[[P1:[^ ,:)]+]], %[[P2:[^ ,:)]+]] = functional.call @pairs(%x) {abir.loc = "{{.*}}structures.py:32"} : (!functional.unknown) -> (!functional.unknown, !functional.unknown, !functional.unknown)
 # CHECK-NEXT:    functional.return %[[S0]], %[[P2]] : !functional.unknown, !functional.unknown
 
 # CHECK-LABEL: functional.func @step.s1(%s: !functional.unknown, %s_1: !functional.unknown) -> (!functional.unknown, !functional.unknown) {

@@ -30,10 +30,10 @@ print(ctx.module())
 # CHECK-NEXT:  ^bb2:
 # CHECK-NEXT:    %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
 # CHECK-NEXT:    %[[SUB:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C1]]) : (!functional.unknown, i64) -> !functional.unknown
-# CHECK-NEXT:    %[[CALL_FIB:[^ ,:)]+]] = functional.call @fib(%[[SUB]]) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:    %[[CALL_FIB:[^ ,:)]+]] = functional.call @fib(%[[SUB]]) {abir.loc = "{{.*}}ternary_recursion.py:14"} : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:    %[[C2_1:[^ ,:)]+]] = functional.constant weak 2 : i64
 # CHECK-NEXT:    %[[SUB1:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C2_1]]) : (!functional.unknown, i64) -> !functional.unknown
-# CHECK-NEXT:    %[[CALL_FIB1:[^ ,:)]+]] = functional.call @fib(%[[SUB1]]) : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:    %[[CALL_FIB1:[^ ,:)]+]] = functional.call @fib(%[[SUB1]]) {abir.loc = "{{.*}}ternary_recursion.py:14"} : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:    %[[ADD:[^ ,:)]+]] = functional.prim "add"(%[[CALL_FIB]], %[[CALL_FIB1]]) : (!functional.unknown, !functional.unknown) -> !functional.unknown
 # CHECK-NEXT:    cf.br ^bb3(%[[ADD]] : !functional.unknown)
 # CHECK-NEXT:  ^bb3(%[[ARG:[^ ,:)]+]]: !functional.unknown):

@@ -260,3 +260,47 @@ builtin.module {
 // CHECK-NEXT:     stack.indirect_goto {function = "f"}
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
+
+// -----
+// A call site absorbing its callee's entry keeps the call's attributes: its function (the caller's
+// blocks' return sites depend on it), its line and, on the trampoline that still calls, the
+// call's own line (abir.call_loc) for a stack overflow there.
+builtin.module {
+  stack.var @f.n : i64
+  stack.var @f.result0 : i64
+  stack.var @g.n : i64
+  stack.var @g.c0 : i64
+  stack.var @g.p : i1
+  stack.var @g.result0 : i64
+  stack.program @f(@f.n) -> (@f.result0) {
+    stack.push_goto ^bb1, ^bb2
+  ^bb1:
+    stack.halt
+  ^bb2:
+    stack.write @g.n = @f.n
+    stack.push_goto ^bb3, ^bb4 {abir.call_loc = "f.py:3", function = "f", abir.loc = "f.py:3"}
+  ^bb3:
+    stack.write @f.result0 = @g.result0
+    stack.indirect_goto {function = "f", abir.loc = "f.py:4"}
+  ^bb4:
+    stack.constant @g.c0 = 0 : i64
+    stack.prim "greater"(@g.n, @g.c0) -> (@g.p)
+    stack.branch @g.p, ^bb5, ^bb6 {function = "g", abir.loc = "f.py:8"}
+  ^bb5:
+    stack.write @g.result0 = @g.n
+    stack.indirect_goto {function = "g", abir.loc = "f.py:9"}
+  ^bb6:
+    stack.prim "negative"(@g.n) -> (@g.n)
+    stack.push_goto ^bb7, ^bb4 {abir.call_loc = "f.py:10", function = "g", abir.loc = "f.py:10"}
+  ^bb7:
+    stack.indirect_goto {function = "g", abir.loc = "f.py:11"}
+  }
+}
+
+// CHECK-LABEL: stack.program @f(@f.n) -> (@f.result0) {
+// CHECK:         stack.write @g.n = @f.n
+// CHECK-NEXT:    stack.constant @g.c0 = 0 : i64
+// CHECK-NEXT:    stack.prim "greater"(@g.n, @g.c0) -> (@g.p)
+// CHECK-NEXT:    stack.branch @g.p, ^{{.*}}, ^{{.*}} {function = "f", abir.loc = "f.py:3"}
+// CHECK:         stack.push_goto ^{{.*}}, ^{{.*}} {abir.call_loc = "f.py:3", function = "f", abir.loc = "f.py:3"}
+// CHECK:         stack.push_goto ^{{.*}}, ^{{.*}} {abir.call_loc = "f.py:10", function = "g", abir.loc = "f.py:10"}

@@ -320,3 +320,31 @@ builtin.module attributes {abir.entry = "tsum"} {
 // CHECK-NEXT:     stack.indirect_goto {function = "tsum"}
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
+
+// -----
+// Locations: a call's `abir.loc` (its own line) locates the block that ends in the call and marks
+// the call's pushes (`abir.call_loc`); the continuation keeps the functional block's.
+builtin.module attributes {abir.entry = "down"} {
+  functional.func @down(%n: i64) -> i64 {
+    %c0 = functional.constant 0 : i64
+    %done = functional.prim "less_equal"(%n, %c0) : (i64, i64) -> i1
+    cf.cond_br %done, ^bb1, ^bb2 {abir.loc = "down.py:2"}
+  ^bb1:
+    functional.return %n : i64 {abir.loc = "down.py:3"}
+  ^bb2:
+    %c1 = functional.constant 1 : i64
+    %k = functional.prim "subtract"(%n, %c1) : (i64, i64) -> i64
+    %r = functional.call @down(%k) {abir.loc = "down.py:5"} : (i64) -> i64
+    %s = functional.prim "add"(%r, %n) : (i64, i64) -> i64
+    functional.return %s : i64 {abir.loc = "down.py:6"}
+  }
+}
+
+// CHECK-LABEL: stack.program @down(@down.n) -> (@down.result0) {
+// CHECK:          stack.branch @down.done, ^{{.*}}, ^{{.*}} {function = "down", abir.loc = "down.py:2"}
+// CHECK:          stack.indirect_goto {function = "down", abir.loc = "down.py:3"}
+// CHECK:          stack.push @down.n {abir.call_loc = "down.py:5"}
+// CHECK-NEXT:     stack.write @down.n = @down.k
+// CHECK-NEXT:     stack.push_goto ^{{.*}}, ^{{.*}} {abir.call_loc = "down.py:5", function = "down", abir.loc = "down.py:5"}
+// CHECK:          stack.pop @down.n
+// CHECK:          stack.indirect_goto {function = "down", abir.loc = "down.py:6"}
