@@ -39,7 +39,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from abir.dialects import vm
-from abir.passes.analysis import the_vm_program
+from abir.passes.analysis import CALL_LOCATION_ATTR, the_vm_program
 
 SWAPPED = {
     "equal": "equal",
@@ -123,9 +123,14 @@ def summarize(block: vm.BlockOp) -> vm.DescendOp | None:
         return None
     counter = writes[0].var.string_value()
     try:
-        return _summarize(ops[:-1], counter, call.return_target.value.data)
+        descend = _summarize(ops[:-1], counter, call.return_target.value.data)
     except _NotADescent:
         return None
+    # the line of the recursive call, which a stack overflow names (`abir.call_loc`)
+    locations = [op.attributes[CALL_LOCATION_ATTR] for op in (call, *ops) if CALL_LOCATION_ATTR in op.attributes]
+    if locations:
+        descend.attributes[CALL_LOCATION_ATTR] = locations[0]
+    return descend
 
 
 def _summarize(ops: list[Operation], counter: str, return_target: int) -> vm.DescendOp:

@@ -600,7 +600,7 @@ def _location_of(block: vm.BlockOp) -> str | None:
 
 
 def _call_locations(ops: Sequence[Operation]) -> tuple[str, ...]:
-    locations = (op.attributes.get("abir.call_loc") for op in ops if isinstance(op, vm.PushOp | vm.CallOp))
+    locations = (op.attributes.get("abir.call_loc") for op in ops if isinstance(op, vm.PushOp | vm.CallOp | vm.DescendOp))
     return tuple(dict.fromkeys(loc.data for loc in locations if isinstance(loc, StringAttr)))
 
 

@@ -338,7 +338,7 @@ def expect_error(function, marker: str, message: str, *args, error=UnsupportedSy
         batched(*args)
     text = str(info.value)
     assert message in text, text
-    assert f"{__file__}:{line_of(function, marker)}:" in text, text
+    assert f"{inspect.getsourcefile(function)}:{line_of(function, marker)}:" in text, text
     assert "Instead:" in text, text
     return info.value
 

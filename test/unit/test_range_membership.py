@@ -9,15 +9,14 @@ chained comparisons are errors at the user's line.
 
 from __future__ import annotations
 
-import inspect
 import itertools
 
 import numpy as np
 import pytest
-from test_python_semantics import assert_same, member, run_rows
+from test_python_semantics import assert_same, expect_error, member, run_rows
 
 import abir
-from abir.errors import AbirError, TypeInferenceError, UnsupportedSyntaxError
+from abir.errors import AbirError, TypeInferenceError
 
 MULTIPLES_OF_7 = range(0, 1000, 7)
 """Longer than the 64 elements `in` compares one by one: tested arithmetically too."""
@@ -144,25 +143,6 @@ def test_a_per_member_zero_step_gives_an_empty_range():
 
 
 # -- errors ------------------------------------------------------------------------------------------
-
-
-def line_of(function, text: str) -> int:
-    lines, first = inspect.getsourcelines(function)
-    return first + next(offset for offset, line in enumerate(lines) if text in line)
-
-
-def expect_error(function, marker: str, message: str, *args, error=UnsupportedSyntaxError):
-    """Lowering (and, for errors that need types, calling) `function` fails at `marker`'s line."""
-    ctx = abir.Context()
-    batched = ctx.batch()(function)
-    with pytest.raises(error) as info:
-        ctx.module()
-        batched(*args)
-    text = str(info.value)
-    assert message in text, text
-    assert f"{__file__}:{line_of(function, marker)}:" in text, text
-    assert "Instead:" in text, text
-    return info.value
 
 
 def test_a_per_member_float_bound_is_an_error():

@@ -1,5 +1,5 @@
-// RUN: abir-opt %s -p summarize-descents | filecheck %s
-// RUN: abir-opt %s -p summarize-descents | abir-opt --print-op-generic | abir-opt | filecheck %s
+// RUN: abir-opt %s -p summarize-descents --split-input-file | filecheck %s
+// RUN: abir-opt %s -p summarize-descents --split-input-file | abir-opt --print-op-generic --split-input-file | abir-opt --split-input-file | filecheck %s
 // Block 1 is build_tree's descent (NUTS): exit when depth == 0, else push depth, depth - 1, call
 // itself. Block 2 is fib's: push n, n - 1, exit when n - 1 <= 1 (after the push and the update),
 // else call itself. Block 3 calls itself but also writes a second variable: it stays. Block 4
@@ -79,3 +79,32 @@ builtin.module {
 // CHECK-LABEL: vm.block 4
 // CHECK-NEXT:    vm.descend @k step 3 until "greater" 0, 100 exit 5 return 5 update_first 0 pushes [@x, @k] updated [0 : i64, 1 : i64] early [0 : i64, 0 : i64]
 // CHECK-NEXT:  }
+
+// -----
+
+// The recursive call's line (`abir.call_loc`, which a stack overflow names) moves to the descend.
+builtin.module {
+  vm.var @d : i64 stack
+  vm.program @main(@d) -> (@d) {
+    vm.block 0 {
+      vm.call 1, return 2
+    }
+    vm.block 1 attributes {function = "tree"} {
+      %zero = vm.constant 0 : i64
+      %d = vm.read @d : i64
+      %base = vm.prim "equal"(%d, %zero) : (i64, i64) -> i1
+      vm.exit_if %base, 2
+      %one = vm.constant 1 : i64
+      %less = vm.prim "subtract"(%d, %one) : (i64, i64) -> i64
+      vm.push @d {abir.call_loc = "tree.py:7"}
+      vm.write @d, %less : i64
+      vm.call 1, return 2 {abir.call_loc = "tree.py:7"}
+    }
+    vm.block 2 {
+      vm.halt
+    }
+  }
+}
+
+// CHECK-LABEL: vm.block 1
+// CHECK-NEXT:    vm.descend @d step -1 until "equal" 0, 0 exit 2 return 2 update_first 0 pushes [@d] updated [0 : i64] early [0 : i64] {abir.call_loc = "tree.py:7"}
