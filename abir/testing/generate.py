@@ -9,7 +9,9 @@ namedtuple `P(a, b)` (fields, `_replace`, unpacking), small per-member float arr
 reductions and elementwise arithmetic, and module-level constants `N` and `C` (an array). The
 features (`ALL_FEATURES`) switch groups of these off, item assignment (`w[i] = x`) and calls in
 the arms of conditional expressions included (all are on by default but `range_membership`,
-`a in range(...)` tests, which `--features +range_membership` turns on).
+`a in range(...)` tests, which `--features +range_membership` turns on, and `descents`: a
+recursive function then first calls itself, with `d - 1` and its own other parameters, before
+any other statement, the shape `summarize-descents` turns into one `vm.descend`).
 
 Programs are valid plain Python by construction, so that any difference between the batched run
 and the plain one is abir's:
@@ -59,9 +61,9 @@ MAX_ENTRY_DEPTH = 5
 ALL_FEATURES = frozenset({
     "recursion", "mutual_recursion", "loops", "arrays", "namedtuples", "tuples", "helpers", "opaque_helpers",
     "type_inference", "guarded_operations", "broadcast_inputs", "constants", "item_assignment", "ternary_calls",
-    "range_membership",
+    "range_membership", "descents",
 })  # fmt: skip
-OFF_BY_DEFAULT: frozenset[str] = frozenset({"range_membership"})
+OFF_BY_DEFAULT: frozenset[str] = frozenset({"range_membership", "descents"})
 """Features `--features +name` turns on: off so that the programs of the seeds run so far stay the
 same (turning one on changes what later draws of a seed produce)."""
 DEFAULT_FEATURES = ALL_FEATURES - OFF_BY_DEFAULT
@@ -459,12 +461,18 @@ class FunctionBuilder:
                 compare(load("d"), [ast.Lt()], [literal(1, INT)]),
             ])  # fmt: skip
             body.append(ast.If(test, [self.return_statement(base_scope)], []))
-        body += self.block(scope, self.rng.randint(1, 3))
+        if not self.descends_first():
+            body += self.block(scope, self.rng.randint(1, 3))
         for callee in self.required_callees():
             body.append(self.call_statement(callee, scope))
         body += self.block(scope, self.rng.randint(1, 3))
         body.append(self.return_statement(scope))
         return _function_def(self.spec, body)
+
+    def descends_first(self) -> bool:
+        """With `descents`, a lone recursive function's body begins with its recursive call."""
+        group = [s for s in self.spec.callees if s.role == "recursive"]
+        return self.g.has("descents") and self.spec.role == "recursive" and group == [self.spec]
 
     def required_callees(self) -> list[FunctionSpec]:
         """Callees called unconditionally at the top level of the body (besides the calls that
@@ -1127,6 +1135,10 @@ class FunctionBuilder:
         params = spec.params
         if spec.role == "recursive":
             self.recursive_calls += 1
+            if spec is self.spec and self.descends_first() and self.recursive_calls == 1:
+                # the descent: d - 1 and the other parameters passed down unchanged
+                return typed(call(spec.name, binop(load("d"), ast.Sub(), literal(1, INT), INT, LIMIT),
+                                  *(load(name) for name, _ in params[1:])), spec.result, spec.result_mag)  # fmt: skip
             args.append(self.depth_argument(scope))
             params = params[1:]
         args += [self.bounded(self.expr(t, scope, max(depth, 0), calls=depth > 0)) for _, t in params]

@@ -123,6 +123,24 @@ def test_range_membership_is_off_by_default_and_matches_plain_python_on(director
     assert found >= 3
 
 
+def test_descents_give_programs_whose_recursion_is_one_vm_descend_on_jax(monkeypatch, directory):
+    """`+descents` (off by default) makes a lone recursive function call itself first, with
+    `d - 1` and its other parameters unchanged: `summarize-descents` turns that into one
+    `vm.descend`, and the batched programs still equal plain Python."""
+    pytest.importorskip("jax")
+    from abir.passes import summarize_descents
+
+    assert "descents" not in DEFAULT_FEATURES
+    summarized = []
+    original = summarize_descents.summarize
+    monkeypatch.setattr(summarize_descents, "summarize", lambda block: summarized.append(original(block)) or summarized[-1])
+    features = parse_features("+descents")
+    for index in range(8):
+        generated = fuzz.generate(30, index, features, directory)
+        assert not check(generated.program, ("jax",), generated.namespace, generated.reference)
+    assert sum(op is not None for op in summarized) >= 2
+
+
 def test_finds_and_shrinks_an_injected_miscompilation(monkeypatch, directory):
     """With the NumPy backend's `%` replaced by C's `fmod` (sign of the dividend), the fuzzer
     reports a program, shrinks it to a few lines that still fail, and the same small program
