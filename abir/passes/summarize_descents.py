@@ -20,7 +20,8 @@ A block is summarized when, besides its terminator `vm.call <itself>, return R`:
   a variable it does not write (the same value at every level). Each pushed variable gets a
   stack pointer of its own (`abir.vm.machine.stack_pointers`), also where a `vm.push` pushed
   several together;
-* it uses only integer constants and those prims.
+* it uses only integer constants and those prims;
+* the counter and the pushed variables are per-member scalars.
 
 The whole descent is one block run, in the statistics and for `max_steps` (it cannot run away:
 it ends at its base case or overflows a stack, naming the recursive call's line, which the
@@ -40,12 +41,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, SymbolRefAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from abir.dialects import vm
 from abir.passes.analysis import CALL_LOCATION_ATTR, the_vm_program
+from abir.types import tensor_type_of
 
 SWAPPED = {
     "equal": "equal",
@@ -132,11 +134,18 @@ def summarize(block: vm.BlockOp) -> vm.DescendOp | None:
         descend = _summarize(ops[:-1], counter, call.return_target.value.data)
     except _NotADescent:
         return None
+    if not _scalar_variables(call, [descend.counter, *descend.pushes.data]):
+        return None  # `vm.descend` writes per-member scalars (found by the fuzzer: a vector pushed)
     # the line of the recursive call, which a stack overflow names (`abir.call_loc`)
     locations = [op.attributes[CALL_LOCATION_ATTR] for op in (call, *ops) if CALL_LOCATION_ATTR in op.attributes]
     if locations:
         descend.attributes[CALL_LOCATION_ATTR] = locations[0]
     return descend
+
+
+def _scalar_variables(op: Operation, names: list[SymbolRefAttr]) -> bool:
+    """Whether each variable is a per-member scalar (what `vm.descend` counts with and pushes)."""
+    return all(not tensor_type_of(vm.lookup_var(op, name).type).shape for name in names)
 
 
 def _summarize(ops: list[Operation], counter: str, return_target: int) -> vm.DescendOp:

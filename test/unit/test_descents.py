@@ -478,3 +478,30 @@ def test_random_descents_match_python(batched, fibs, halves, starts, climbs, tre
         assert_matches_python(batched["squares_by_three"], (np.array(starts),), backend, **options)
         assert_matches_python(batched["climb"], (9 - 3 * np.array(climbs),), backend, **options)
         assert_matches_python(batched["leaves"], (depths, xs), backend, **options)
+
+
+def scaled_sum(depth, v, k):
+    """A vector passed down unchanged but saved at every level (`doubled` calls back with
+    another vector), so the descent would push it: not a `vm.descend`, which pushes per-member
+    scalars (the fuzzer found the pass summarizing such a block once, seed 30, program 24)."""
+    if depth <= 0:
+        return v * k
+    inner = scaled_sum(depth - 1, v, k)
+    return inner + v + doubled(v)
+
+
+def doubled(v):
+    return scaled_sum(0, v * 2.0, 1.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_vector_pushed_down_the_descent_keeps_the_self_call(backend: str) -> None:
+    context = abir.Context()
+    batched = context.batch_uncurried(scaled_sum)
+    context.batch_uncurried(doubled)
+    args = (np.array([0, 3, 5]), np.arange(9.0).reshape(3, 3), np.array([2.0, -1.0, 0.5]))
+    assert_matches_python(batched, args, backend)
+    if backend != "numpy":
+        module = context.lowered_for_args("scaled_sum", list(args), make_backend(backend))
+        assert not [op for op in module.walk() if isinstance(op, vm.DescendOp)]
+        assert any(calls_itself(block) for block in blocks_of(module, "scaled_sum"))

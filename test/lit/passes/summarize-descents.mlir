@@ -108,3 +108,34 @@ builtin.module {
 
 // CHECK-LABEL: vm.block 1
 // CHECK-NEXT:    vm.descend @d step -1 until "equal" 0, 0 exit 2 return 2 update_first 0 pushes [@d] updated [0 : i64] early [0 : i64] {abir.call_loc = "tree.py:7"}
+
+// -----
+
+// A vector pushed at every level: vm.descend pushes per-member scalars only, so the block stays.
+builtin.module {
+  vm.var @d : i64 stack
+  vm.var @v : tensor<3xf64> stack
+  vm.program @main(@d, @v) -> (@d) {
+    vm.block 0 {
+      vm.call 1, return 2
+    }
+    vm.block 1 attributes {function = "scaled"} {
+      %zero = vm.constant 0 : i64
+      %d = vm.read @d : i64
+      %base = vm.prim "equal"(%d, %zero) : (i64, i64) -> i1
+      vm.exit_if %base, 2
+      %one = vm.constant 1 : i64
+      %less = vm.prim "subtract"(%d, %one) : (i64, i64) -> i64
+      vm.push @d, @v
+      vm.write @d, %less : i64
+      vm.call 1, return 2
+    }
+    vm.block 2 {
+      vm.halt
+    }
+  }
+}
+
+// CHECK-LABEL: vm.block 1
+// CHECK:         vm.push @d, @v
+// CHECK:         vm.call 1, return 2
