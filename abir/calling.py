@@ -26,6 +26,7 @@ from abir.backends.base import Backend, BackendProtocol
 from abir.backends.numpy_backend import NumpyBackend
 from abir.errors import AbirError
 from abir.frontend.program import FrontendProgram
+from abir.lru import LRUCache
 from abir.opaque import HelperStructureLearned, failure_mark, helper_error
 from abir.passes.infer_types import infer_types
 from abir.passes.pipeline import lower_to_vm, optimize_functional
@@ -37,6 +38,8 @@ from abir.vm.stackless import execute_stackless
 CALL_OPTIONS = ("backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch")
 BACKEND_NAMES = ("numpy", "jax", "tensorflow", "tf")
 MAX_HELPER_STRUCTURE_ROUNDS = 16
+PARSED_OPTIONS = 64
+"""How many distinct keyword sets of batched calls keep their parsed `CallOptions`."""
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,26 @@ class CompiledProgram:
     machine: Machine
 
 
+_PARSED_OPTIONS = LRUCache(PARSED_OPTIONS)
+
+
 def parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOptions:
-    """Check the keyword arguments of a batched call and fill in defaults."""
+    """Check the keyword arguments of a batched call and fill in defaults. Calls that name their
+    backend reuse the options parsed for the same keywords before (a call without one gets a
+    fresh NumPy backend, which is not shared)."""
+    if kwargs.get("backend") is None:
+        return _parse_call_options(function_name, kwargs)
+    try:
+        key = tuple(kwargs.items())
+        options = _PARSED_OPTIONS.get(key)
+    except TypeError:  # an unhashable value (a block_code_cache dict): nothing to reuse
+        return _parse_call_options(function_name, kwargs)
+    if options is None:
+        options = _PARSED_OPTIONS[key] = _parse_call_options(function_name, kwargs)
+    return options
+
+
+def _parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOptions:
     unknown = sorted(set(kwargs) - set(CALL_OPTIONS))
     if unknown:
         raise TypeError(
@@ -151,12 +172,15 @@ def check_argument(function_name: str, where: str, value: Any) -> None:
 def leaf_batch_size(function_name: str, leaves: Sequence[Any], treedefs: Sequence[optree.PyTreeSpec]) -> int:
     """The common leading dimension of a call's argument leaves (`flatten_arguments`); leaves of
     size 1 and scalars broadcast."""
-    names = [
-        f"argument {position}" + "".join(f"[{entry}]" for entry in path)
-        for position, treedef in enumerate(treedefs)
-        for path in treedef.paths()
-    ]
-    return batch_size_of(f"{function_name}()", names, [leaf_shape(leaf) for leaf in leaves])
+
+    def names() -> list[str]:
+        return [
+            f"argument {position}" + "".join(f"[{entry}]" for entry in path)
+            for position, treedef in enumerate(treedefs)
+            for path in treedef.paths()
+        ]
+
+    return batch_size_of(f"{function_name}()", [leaf_shape(leaf) for leaf in leaves], names)
 
 
 def signature_of(leaves: Sequence[Any]) -> tuple[TensorType, ...]:
@@ -262,9 +286,10 @@ class Compiler:
             "abir.program", id(self.source), self.source.generation, name, tuple(treedefs), tuple(signature), weak,
             backend_kind(backend),
         )  # fmt: skip
-        if key not in cache:
-            cache[key] = self.compile(name, treedefs, signature, backend, weak)
-        return cache[key]
+        program = cache.get(key)
+        if program is None:
+            program = cache[key] = self.compile(name, treedefs, signature, backend, weak)
+        return program
 
     def for_call(self, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
         """The compiled program a call `name(*args)` on `backend` runs."""
@@ -372,7 +397,7 @@ def run_machine(
     machine = program.machine
     if batch_size is None:
         batch_size = batch_size_of(
-            f"'{machine.name}'", [f"input {name!r}" for name in machine.inputs], [leaf_shape(leaf) for leaf in leaves]
+            f"'{machine.name}'", [leaf_shape(leaf) for leaf in leaves], lambda: [f"input {n!r}" for n in machine.inputs]
         )
     rows = padded_size(batch_size) if options.pad_batch else batch_size
     return machine.run(

@@ -6,10 +6,12 @@ from collections import OrderedDict
 from collections.abc import ItemsView, Iterator, MutableMapping, ValuesView
 from typing import Any
 
+_MISSING = object()
+
 
 class LRUCache(MutableMapping[Any, Any]):
     """A dict that keeps at most `maxsize` entries: storing one more drops the least recently
-    used (looked up or stored) entry, so what it referred to can be freed."""
+    used (read with `[]` or `get`, or stored) entry, so what it referred to can be freed."""
 
     def __init__(self, maxsize: int):
         if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
@@ -21,6 +23,17 @@ class LRUCache(MutableMapping[Any, Any]):
         value = self._entries[key]
         self._entries.move_to_end(key)
         return value
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        """The entry for `key` (now the most recently used), else `default`."""
+        value = self._entries.get(key, _MISSING)
+        if value is _MISSING:
+            return default
+        self._entries.move_to_end(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self._entries[key] = value

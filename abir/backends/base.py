@@ -86,6 +86,14 @@ LAUNCH_SECONDS = 0.5
 FIRST_LAUNCH_ITERATIONS = 1024
 MAX_LAUNCH_ITERATIONS = 2**30
 
+STATUS_KEY = "__status__"
+"""A Python int a backend's `run` may add to the state it returns, so that the caller reads one
+number instead of the error flags: bit `RUNNING` set while some member has not halted, bit
+`FLAGGED` when some `error_flags` value is not its normal one. Without it the caller reads the
+flags themselves."""
+RUNNING = 1
+FLAGGED = 2
+
 
 EXECUTIONS = ("sweep", "switch")
 """How a backend's run loop executes blocks: every block with members per iteration, in index
@@ -587,13 +595,16 @@ class BackendProtocol(Protocol):
         cache_key: Any,
         code_cache: MutableMapping[Any, Any] | None = None,
         stack_keys: Collection[str] = (),
+        error_flags: Mapping[str, int] | None = None,
     ) -> State:
         """abir extension: run the machine, `while min(pc) < halt_index: state =
         kernels[next block](state)`, and return the final state. `cache_key` identifies
         (program, signature, batch size) and `code_cache` (the program's own cache, see
         `Backend.run_cache`) keeps compiled code, so a compiling backend reuses its loop; an
         eager one may ignore both. `stack_keys` are the state's `[D, B, ...]` stacks, which split
-        kernels get apart (`separate_stacks`)."""
+        kernels get apart (`separate_stacks`). `error_flags` maps the state's error flags to the
+        value every member holds when nothing went wrong; a backend may summarize them in the
+        state's `STATUS_KEY` entry."""
 
     @abc.abstractmethod
     def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
@@ -705,10 +716,18 @@ class Backend(BackendProtocol):
         while True:
             start = time.perf_counter()
             state = launch(state, iterations)
-            if int(self.to_numpy(state["pc"]).min()) >= halt_index:
+            if self._all_halted(state, halt_index):
                 return state
             pace = iterations / max(time.perf_counter() - start, 1e-4)
             iterations = int(min(max(pace * self.launch_seconds, 64), MAX_LAUNCH_ITERATIONS))
+
+    def _all_halted(self, state: State, halt_index: int) -> bool:
+        """Whether every member of a launch's `state` has halted, from its `STATUS_KEY` entry
+        when the launch made one (one number to read), else from the program counters."""
+        status = state.get(STATUS_KEY)
+        if status is not None:
+            return not int(self.to_numpy(status)) & RUNNING
+        return int(self.to_numpy(state["pc"]).min()) >= halt_index
 
     def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
         """The library settings a run on the argument `leaves` happens under (entered around a

@@ -27,7 +27,7 @@ hundred steps), and the stacks get a scratch row so a push is one unfiltered sca
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Collection, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -320,6 +320,7 @@ class NumpyBackend(Backend):
         cache_key: Any,
         code_cache: MutableMapping[Any, Any] | None = None,
         stack_keys: Collection[str] = (),
+        error_flags: Mapping[str, int] | None = None,
     ) -> State:
         """A Python loop over machine steps; records `last_stats` when `collect_stats` is set.
 

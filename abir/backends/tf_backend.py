@@ -618,6 +618,7 @@ class TensorFlowBackend(Backend):
         cache_key: Any,
         code_cache: MutableMapping[Any, Any] | None = None,
         stack_keys: Collection[str] = (),
+        error_flags: Mapping[str, int] | None = None,
     ) -> State:
         """One `tf.function` around a `tf.while_loop` (block sweeps, or one `tf.switch_case` per
         step), traced once per cache key and state signature. Without a `cache_key` the function

@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 
 from abir import array_prims
-from abir.backends.base import RUN_CACHE_SIZE, Backend, Kernel, RunStats, State
+from abir.backends.base import FLAGGED, RUN_CACHE_SIZE, STATUS_KEY, Backend, Kernel, RunStats, State
 from abir.dialects import vm
 from abir.dialects.functional import decode_params
 from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
@@ -823,8 +823,22 @@ class Machine:
     ) -> State:
         """Zero registers and stacks, the inputs in their registers, every pc at block 0 (and
         with `max_steps`, every member's `steps_left`)."""
+        reuse = backend.immutable_arrays and not any(backend.is_traced(leaf) for leaf in leaves)
+        if reuse:
+            state = self._reused_zero_state(backend, batch, max_stack_depth)
+        else:
+            state = backend.zero_state(self.state_shapes(batch, max_stack_depth))
+        for name, leaf in zip(self.inputs, leaves, strict=True):
+            state[state_ops.register_key(name)] = leaf
+        if max_steps is not None:
+            state[state_ops.STEPS_LEFT] = backend.full((batch,), max_steps, np.int32)
+            state[state_ops.STOPPED_AT] = backend.full((batch,), -1, np.int32)
+        return state
+
+    def state_shapes(self, batch: int, max_stack_depth: int) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        """The shape and dtype of every state array but the input registers."""
         scalar = ((batch,), np.dtype(np.int32))
-        shapes: dict[str, tuple[tuple[int, ...], Any]] = {
+        shapes: dict[str, tuple[tuple[int, ...], np.dtype]] = {
             state_ops.PC: scalar,
             state_ops.OVERFLOW: scalar,
             state_ops.UNDERFLOW: scalar,
@@ -840,25 +854,20 @@ class Machine:
                 shapes[self.pointers.get(var.name, state_ops.pointer_key(var.name))] = scalar
         for name in self.inputs:
             del shapes[state_ops.register_key(name)]
-        state = self._zero_state(backend, shapes, reuse=not any(backend.is_traced(leaf) for leaf in leaves))
-        for name, leaf in zip(self.inputs, leaves, strict=True):
-            state[state_ops.register_key(name)] = leaf
-        if max_steps is not None:
-            state[state_ops.STEPS_LEFT] = backend.full((batch,), max_steps, np.int32)
-            state[state_ops.STOPPED_AT] = backend.full((batch,), -1, np.int32)
-        return state
+        return shapes
 
-    def _zero_state(self, backend: Backend, shapes: Mapping[str, tuple[tuple[int, ...], Any]], reuse: bool) -> State:
-        """`backend.zero_state(shapes)`; on a backend whose arrays never change, one made for
-        these shapes before when it is small (at most `REUSED_ZERO_STATE_BYTES`) and the run is
-        not staged into a caller's trace (there the zeros belong to that computation). Making
-        the zeros is a dispatch of its own: about 23 us of a 230 us collatz call on JAX at B=64."""
-        size = sum(math.prod(shape) * np.dtype(dtype).itemsize for shape, dtype in shapes.values())
-        if not (reuse and backend.immutable_arrays and size <= REUSED_ZERO_STATE_BYTES):
-            return backend.zero_state(shapes)
-        key = (type(backend), tuple((k, shape, np.dtype(dtype).str) for k, (shape, dtype) in shapes.items()))
+    def _reused_zero_state(self, backend: Backend, batch: int, max_stack_depth: int) -> State:
+        """A copy of the zero state made before for this backend type, batch and depth, on a
+        backend whose arrays never change (`Backend.immutable_arrays`), when it is small (at
+        most `REUSED_ZERO_STATE_BYTES`). Making the zeros is a dispatch of its own: about 23 us
+        of a 230 us collatz call on JAX at B=64."""
+        key = (type(backend), batch, max_stack_depth)
         zeros = self._zero_states.get(key)
         if zeros is None:
+            shapes = self.state_shapes(batch, max_stack_depth)
+            size = sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes.values())
+            if size > REUSED_ZERO_STATE_BYTES:
+                return backend.zero_state(shapes)
             zeros = self._zero_states[key] = backend.zero_state(shapes)
         return dict(zeros)
 
@@ -903,12 +912,21 @@ class Machine:
         counting = max_steps is not None
         if counting and cache_key is not None:
             cache_key = (cache_key, "max_steps")
+        error_flags = {state_ops.OVERFLOW: 0, state_ops.UNDERFLOW: 0}
+        if counting:
+            error_flags[state_ops.STOPPED_AT] = -1
         state = backend.run(
-            self.kernels(backend, counting), state, self.num_blocks, cache_key, self.run_cache, self.stack_keys
+            self.kernels(backend, counting),
+            state,
+            self.num_blocks,
+            cache_key,
+            self.run_cache,
+            self.stack_keys,
+            error_flags=error_flags,
         )
         self.last_stats = backend.last_stats
+        status = state.pop(STATUS_KEY, None)
         if backend.is_traced(state[state_ops.PC]):
-            keys = (state_ops.OVERFLOW, state_ops.UNDERFLOW, *((state_ops.STOPPED_AT,) if counting else ()))
             names = MemberNames(batch, backend.mapped_axes())
             check = functools.partial(self._raise_run_errors, backend, max_stack_depth, max_steps, names)
             limit = "" if max_steps is None else f", or reached max_steps={max_steps}"
@@ -917,8 +935,8 @@ class Machine:
                 f"{max_stack_depth}, or restored a value never saved{limit} (per member: overflow/underflow = "
                 "1 + the vm block, stopped_at = the vm block); run it outside the traced function for the full error"
             )
-            backend.check_when_run(check, {key: state[key] for key in keys}, {state_ops.STOPPED_AT: -1}, summary)
-        else:
+            backend.check_when_run(check, {key: state[key] for key in error_flags}, error_flags, summary)
+        elif status is None or status & FLAGGED:
             self._raise_errors(backend, state, max_stack_depth)
             if counting:
                 self._raise_step_limit(backend, state, max_steps)
@@ -958,9 +976,9 @@ class Machine:
     def _raise_errors(
         self, backend: Backend, state: State, max_stack_depth: int, names: MemberNames | None = None
     ) -> None:
-        names = names or MemberNames()
         overflow = backend.to_numpy(state[state_ops.OVERFLOW])
         if overflow.any():
+            names = names or MemberNames()
             members = np.flatnonzero(overflow)
             raise StackOverflowError(
                 f"stack overflow in {self._describe(int(overflow[members[0]]) - 1, pushing=True)}: "
@@ -971,6 +989,7 @@ class Machine:
             )
         underflow = backend.to_numpy(state[state_ops.UNDERFLOW])
         if underflow.any():
+            names = names or MemberNames()
             members = np.flatnonzero(underflow)
             raise StackUnderflowError(
                 f"stack underflow in {self._describe(int(underflow[members[0]]) - 1)}: "
@@ -981,11 +1000,11 @@ class Machine:
 
 
     def _raise_step_limit(self, backend: Backend, state: State, max_steps: int, names: MemberNames | None = None) -> None:
-        names = names or MemberNames()
         stopped_at = backend.to_numpy(state[state_ops.STOPPED_AT])
         stopped = np.flatnonzero(stopped_at >= 0)
         if not len(stopped):
             return
+        names = names or MemberNames()
         places = []
         for block in sorted({int(stopped_at[m]) for m in stopped}):
             members = stopped[stopped_at[stopped] == block]

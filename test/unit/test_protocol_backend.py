@@ -213,6 +213,7 @@ class CountingNumpyBackend(abir.BackendProtocol):
         cache_key: Any,
         code_cache: MutableMapping[Any, Any] | None = None,
         stack_keys: Collection[str] = (),
+        error_flags: Mapping[str, int] | None = None,
     ) -> dict[str, Any]:
         """The reference's machine loop: run the smallest block any member holds until all
         members halted, in the reference's methods."""

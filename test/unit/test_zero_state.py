@@ -1,5 +1,5 @@
 """A run's initial state: backends whose arrays never change start every run of the same shapes
-from one zero state (`Machine._zero_state`); the others, and runs staged into a caller's trace,
+from one zero state (`Machine._reused_zero_state`); the others, and runs staged into a caller's trace,
 get fresh zeros. Either way each call's results are the per-member Python ones."""
 
 from __future__ import annotations
