@@ -518,7 +518,7 @@ class JaxBackend(Backend):
             def launch(state: State, iterations: int) -> State:
                 state = dict(state)
                 state.pop(STATUS_KEY, None)  # made by the last launch, not a loop input
-                return run(state, np.int32(iterations))
+                return run(state, _iterations_on_device(iterations))
 
             state = dict(self.run_in_launches(launch, state, halt_index))
             state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))
@@ -782,16 +782,23 @@ def _zero_maker(signature: tuple[tuple[str, tuple[int, ...], str], ...]) -> Call
     return jax.jit(lambda: {key: jnp.zeros(shape, np.dtype(dtype)) for key, shape, dtype in signature})
 
 
+@functools.lru_cache(maxsize=16)
+def _iterations_on_device(iterations: int) -> jax.Array:
+    """A launch's iteration limit as a device scalar, made once per value: a NumPy scalar
+    argument is transferred on every call (about 3 us of a launch)."""
+    return jnp.int32(iterations)
+
+
 def _with_status(loop: Callable[[State, Any], State], halt_index: int, flags: Mapping[str, int]) -> Callable[[State, Any], State]:
     """`loop` that also returns the final state's `STATUS_KEY` (running and flagged bits)."""
 
     def loop_with_status(state: State, iterations: Any) -> State:
         state = dict(loop(state, iterations))
-        status = jnp.where(jnp.any(state["pc"] < halt_index), RUNNING, 0)
-        if flags:
-            flagged = functools.reduce(jnp.logical_or, [jnp.any(state[key] != normal) for key, normal in flags.items()])
-            status = status | jnp.where(flagged, FLAGGED, 0)
-        state[STATUS_KEY] = status.astype(jnp.int32)
+        # per member bits, then one reduction (XLA CPU does not fuse separate reductions)
+        bits = jnp.where(state["pc"] < halt_index, RUNNING, 0)
+        for key, normal in flags.items():
+            bits = bits | jnp.where(state[key] != normal, FLAGGED, 0)
+        state[STATUS_KEY] = lax.reduce(bits.astype(jnp.int32), np.int32(0), lax.bitwise_or, (0,))
         return state
 
     return loop_with_status

@@ -80,7 +80,8 @@ def prepare_inputs(
     arrays = []
     for name, want, value in zip(names, types, args, strict=True):
         want_dtype = np.dtype(want.dtype)
-        if _is_exact(value, want_dtype, want.shape):  # the common call: nothing to check or cast
+        # the common call: nothing to check or cast (a traced value takes the caller's dtypes)
+        if _is_exact(value, want_dtype, want.shape) and not backend.is_traced(value):
             shapes.append(value.shape)
             arrays.append(value)
             continue
