@@ -534,9 +534,10 @@ class BackendProtocol(Protocol):
         """abir extension: `[0, 1, ..., n - 1]`."""
 
     @abc.abstractmethod
-    def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]]) -> State:
+    def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]], staged: bool = False) -> State:
         """abir extension: the machine's initial state, zero arrays by state key (`shapes`
-        maps each key to its shape and dtype)."""
+        maps each key to its shape and dtype); `staged`: for a run staged into the computation
+        being traced."""
 
     @abc.abstractmethod
     def pad_rows(self, array: Any, rows: int) -> Any:
@@ -776,7 +777,7 @@ class Backend(BackendProtocol):
         check({key: self.to_numpy(value) for key, value in values.items()})
 
     # ----- arrays -------------------------------------------------------------------------
-    def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]]) -> State:
+    def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]], staged: bool = False) -> State:
         """Zero arrays by state key (`shapes` maps each key to its shape and dtype): the machine's
         initial state, made in one call so a backend can make them all at once."""
         return {key: self.zeros(shape, dtype) for key, (shape, dtype) in shapes.items()}

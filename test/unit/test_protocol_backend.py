@@ -165,7 +165,7 @@ class CountingNumpyBackend(abir.BackendProtocol):
     def arange(self, n: int, dtype: Any = np.int32) -> Any:
         return np.arange(n, dtype=dtype)
 
-    def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]]) -> dict[str, Any]:
+    def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]], staged: bool = False) -> dict[str, Any]:
         return {key: np.zeros(shape, dtype) for key, (shape, dtype) in shapes.items()}
 
     def pad_rows(self, array: Any, rows: int) -> Any:

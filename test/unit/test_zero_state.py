@@ -43,9 +43,9 @@ def counting_zero_states(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> l
     made: list[Any] = []
     original = type(backend).zero_state
 
-    def zero_state(self: Backend, shapes: Any) -> Any:
+    def zero_state(self: Backend, shapes: Any, staged: bool = False) -> Any:
         made.append(shapes)
-        return original(self, shapes)
+        return original(self, shapes, staged)
 
     monkeypatch.setattr(type(backend), "zero_state", zero_state)
     return made
