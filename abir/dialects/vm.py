@@ -167,7 +167,8 @@ class VarOp(IRDLOperation):
 
 @irdl_op_definition
 class ProgramOp(IRDLOperation):
-    """The executable program: input and output variables and blocks numbered 0..N-1."""
+    """The executable program: input and output variables and blocks numbered 0..N-1; every
+    member starts at block 0."""
 
     name = "vm.program"
 
@@ -199,10 +200,6 @@ class ProgramOp(IRDLOperation):
     @property
     def blocks(self) -> list[BlockOp]:
         return [op for op in self.body.block.ops if isinstance(op, BlockOp)]
-
-    @property
-    def entry(self) -> int:
-        return 0
 
     def verify_(self) -> None:
         for op in self.body.block.ops:

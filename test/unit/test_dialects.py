@@ -603,7 +603,6 @@ def test_vm_program_round_trip() -> None:
         assert line in text
     program = next(op for op in module.walk() if isinstance(op, vm.ProgramOp))
     assert [block.number for block in program.blocks] == [0, 1, 2, 3, 4]
-    assert program.entry == 0
     assert [var.is_stack for var in module.walk() if isinstance(var, vm.VarOp)] == [True, False, False]
 
 
