@@ -31,7 +31,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 
 from abir import array_prims
-from abir.backends.base import RUN_CACHE_SIZE, Backend, Kernel, RunStats, State
+from abir.backends.base import RUN_CACHE_SIZE, Backend, Kernel, RunStats, State, Writes, apply_writes
 from abir.dialects import vm
 from abir.dialects.functional import decode_params
 from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
@@ -40,7 +40,7 @@ from abir.opaque import lookup_opaque
 from abir.types import TensorType, tensor_type_of
 from abir.vm import state_ops
 from abir.vm.inputs import prepare_inputs
-from abir.vm.state_ops import Frame, Writes
+from abir.vm.state_ops import Frame
 from abir.vm.values import constant_array, rank_padding, result_dtype
 
 DEFAULT_MAX_STACK_DEPTH = 15
@@ -731,7 +731,7 @@ class BlockKernel:
     def __call__(self, state: State) -> State:
         regs, stacks = state_ops.split_state(state)
         regs, writes = self.split(regs, stacks)
-        return {**regs, **state_ops.apply_writes(self.backend, stacks, writes)}
+        return {**regs, **apply_writes(stacks, writes, self.backend.stack_scatter)}
 
 
 def make_kernel(plan: BlockPlan, backend: Backend, halt: int) -> BlockKernel:
