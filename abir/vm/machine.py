@@ -41,7 +41,7 @@ from abir.types import TensorType, tensor_type_of
 from abir.vm import state_ops
 from abir.vm.inputs import prepare_inputs
 from abir.vm.state_ops import Frame
-from abir.vm.values import constant_array, rank_padding, result_dtype
+from abir.vm.values import constant_array, opaque_results, rank_padding, result_dtype
 
 DEFAULT_MAX_STACK_DEPTH = 15
 KERNEL_SETS = 8
@@ -230,18 +230,7 @@ class Opaque:
 
     def render(self, source: _KernelSource) -> None:
         call = f"opaque(lookup_opaque({self.symbol!r}), [{_values(self.args)}])"
-        if len(self.slots) == 1:
-            source.emit(f"{_value(self.slots[0])} = {call}")
-        else:
-            source.emit(f"{_values(self.slots)}, = opaque_results({call}, {len(self.slots)}, {self.symbol!r})")
-
-
-def opaque_results(results: Any, count: int, symbol: str) -> tuple[Any, ...]:
-    """The results of an opaque prim with `count` results, checked."""
-    results = tuple(results)
-    if len(results) != count:
-        raise TypeError(f"opaque primitive @{symbol} returned {len(results)} values, expected {count}")
-    return results
+        source.emit(f"{_values(self.slots)}, = opaque_results({call}, {len(self.slots)}, {self.symbol!r})")
 
 
 @dataclass(frozen=True)
