@@ -149,8 +149,8 @@ class LazyRegisters(dict):  # type: ignore[type-arg]
 
 
 class TracedLoop(abc.ABC):
-    """The machine loop over `kernels` for one traced backend: `function()` is the traceable
-    `(state, iterations) -> state` that runs at most `iterations` loop iterations
+    """The machine loop over `kernels` for one traced backend: `function(execution)` is the
+    traceable `(state, iterations) -> state` that runs at most `iterations` loop iterations
     (`Backend.run_in_launches`). A backend subclasses it with its primitives (the abstract
     methods) and `grouped`; `block_run` and `traced_split` are hooks for its own refinements.
     `backend` counts the traces of the loop in `trace_count`."""
