@@ -27,17 +27,12 @@ passing it there.
 The machine's kernels (`abir.vm.machine.BlockKernel`) also offer a split form,
 `kernel.split(regs, stacks) -> (regs, writes)`: `regs` is the state without its stacks, the
 stacks are only read, and the stack pushes come back as write requests `(rows, value)` that the
-backend applies after the kernel with `stack_scatter` (see `abir.vm.state_ops`). Every backend's
-`run` uses that form when all kernels offer it (`splittable`), so the big stack arrays never pass
+backend applies after the kernel with `stack_scatter` (`apply_writes`; see `abir.vm.state_ops`).
+Every backend's `run` uses that form when all kernels offer it (`splittable`), so the big stack arrays never pass
 through a traced conditional, and falls back to plain `state -> state` kernels otherwise.
 
-The traced backends (JAX, TF) also keep the per-member arrays out of the conditional: a
-`RegisterLayout` packs the registers of one dtype and shape into one `[n + 1, B, ...]` array
-(a group; the last row is scratch), the branches read those groups and return only the values
-of the registers their block writes (`kernel.register_writes`), padded into a fixed number of
-"write slots" per group, and after the conditional each slot is written back with one in-place
-`dynamic_update_slice` at a row looked up from a per-block table (padding slots write the
-scratch row). A step thus moves the block's writes, not the whole state.
+The traced backends (JAX, TF) build their compiled loop in `abir.backends.traced`, from
+primitives of their library: one design for both.
 """
 
 from __future__ import annotations
@@ -58,6 +53,8 @@ from abir.types import TensorType, Type
 State = dict[str, Any]
 Kernel = Callable[[State], State]
 Scheduler = Callable[["Backend", Any], Any]
+Writes = dict[str, list[tuple[Any, Any]]]
+"""Stack key -> a block's write requests `(rows, value)`, to be applied in order (`apply_writes`)."""
 
 
 def splittable(kernels: Sequence[Any]) -> bool:
@@ -107,85 +104,24 @@ def loops_to_itself(kernel: Any) -> bool:
     return bool(getattr(getattr(kernel, "plan", None), "loops_to_itself", False))
 
 
-def writes_whole_stacks(kernel: Any) -> bool:
-    """Whether the kernel's block writes whole stacks (`kernel.plan.writes_whole_stacks`: a
-    request with rows None, see `stack_scatter`). Such requests cannot be padded into the
-    fixed-size requests of a switch over split kernels, nor scattered into compacted columns."""
-    return bool(getattr(getattr(kernel, "plan", None), "writes_whole_stacks", False))
-
-
-def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
-    """The per-member keys (of `keys`) that `kernel.split` may change: its `register_writes`
-    when it declares them, else all of them."""
-    declared = getattr(kernel, "register_writes", None)
-    if declared is None:
-        return tuple(keys)
-    return tuple(key for key in declared if key in keys)
-
-
-@dataclass(frozen=True)
-class RegisterLayout:
-    """Where each per-member array lives in the packed groups, and each block's write slots.
-
-    `groups[g]` lists the keys packed (in row order) into group g, all of one dtype and shape;
-    row `len(groups[g])` is scratch. `written[block][g]` lists the keys block writes in group
-    g, in slot order; `slots[g]` is the number of slots (the most any block writes in g) and
-    `targets[g][block, j]` the row slot j of `block` writes (scratch when unused)."""
-
-    groups: tuple[tuple[str, ...], ...]
-    place: dict[str, tuple[int, int]]
-    written: tuple[tuple[tuple[str, ...], ...], ...]
-    slots: tuple[int, ...]
-    targets: tuple[np.ndarray, ...]
-
-    @classmethod
-    def build(cls, kernels: Sequence[Any], signatures: dict[str, Any]) -> RegisterLayout:
-        """`signatures` maps each per-member key to a hashable (dtype, shape) of its array."""
-        by_signature: dict[Any, list[str]] = {}
-        for key, signature in signatures.items():
-            by_signature.setdefault(signature, []).append(key)
-        groups = tuple(tuple(keys) for keys in by_signature.values())
-        place = {key: (g, row) for g, keys in enumerate(groups) for row, key in enumerate(keys)}
-        written = []
-        for kernel in kernels:
-            per_group: list[list[str]] = [[] for _ in groups]
-            for key in register_writes(kernel, list(signatures)):
-                per_group[place[key][0]].append(key)
-            written.append(tuple(tuple(keys) for keys in per_group))
-        slots = tuple(max((len(w[g]) for w in written), default=0) for g in range(len(groups)))
-        targets = []
-        for g, keys in enumerate(groups):
-            table = np.full((len(written), slots[g]), len(keys), np.int32)
-            for block, w in enumerate(written):
-                table[block, : len(w[g])] = [place[key][1] for key in w[g]]
-            targets.append(table)
-        return cls(groups, place, tuple(written), slots, tuple(targets))
-
-
-class LazyRegisters(dict):  # type: ignore[type-arg]
-    """The registers a branch sees, read from the groups on first use (`unpack(key)`), so a
-    branch traces only the reads its block makes. `unchanged(key)`: whether the key still holds
-    the value first read (a kernel sets the keys it writes)."""
-
-    def __init__(self, unpack: Callable[[str], Any]):
-        super().__init__()
-        self.unpack = unpack
-        self.first: dict[str, Any] = {}
-
-    def __missing__(self, key: str) -> Any:
-        value = self[key] = self.first[key] = self.unpack(key)
-        return value
-
-    def unchanged(self, key: str) -> bool:
-        return key in self.first and self[key] is self.first[key]
-
-
 def separate_stacks(state: Mapping[str, Any], stack_keys: Collection[str]) -> tuple[State, State]:
     """(the per-member arrays, the stacks) of a state, the stacks being the keys `stack_keys`
     (the keys the machine names when it calls `Backend.run`)."""
     regs = {key: value for key, value in state.items() if key not in stack_keys}
     stacks = {key: value for key, value in state.items() if key in stack_keys}
     return regs, stacks
+
+
+def apply_writes(stacks: Mapping[str, Any], writes: Writes, scatter: Callable[[Any, Any, Any], Any]) -> State:
+    """The stacks after a block's write requests, each applied in order by
+    `scatter(stack, rows, value)` (a backend's `stack_scatter`)."""
+    updated = dict(stacks)
+    for key, requests in writes.items():
+        stack = updated[key]
+        for rows, value in requests:
+            stack = scatter(stack, rows, value)
+        updated[key] = stack
+    return updated
 
 
 def smallest_live_block(backend: Backend, pc: Any) -> Any:

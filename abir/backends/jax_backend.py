@@ -1,21 +1,11 @@
 """The JAX backend: the whole machine is one `jax.jit`-compiled XLA program.
 
 `run` stages the machine loop as one `lax.while_loop`, so a run makes no host round trip per
-step. Two executions of the loop body (`execution=`):
-
-* `"sweep"` (the default): each iteration sweeps the blocks in index order and runs every block
-  that has members at that moment (`lax.cond` on "any member here"), so a member moves through
-  every forward jump in one sweep and waits only at a jump back (a loop, a call to an earlier
-  block, a return). Members never wait for other members' blocks: each sweep advances every live
-  member, except in the program's tail (the last blocks, which lead only forward to the halt),
-  where members wait until all live members are there. The compiler numbers the blocks for
-  this (`schedule-blocks` order `flow`: few backward transitions) and merges branch arms into
-  their blocks (`form-superblocks`, `superblocks = True`). Measured on NUTS (examples/nuts.py,
-  64 chains x 20 transitions, depth 6; `bench/nuts.py`): 692 sweeps running 7,577 blocks
-  (995 sweeps and 11,244 blocks without superblocks), against about 13,000 single-block steps
-  for `"switch"`.
-* `"switch"`: `while min(pc) < halt: state = switch(next_block(pc), kernels)(state)`, one block
-  per iteration chosen by the backend's `scheduler` (the reference's design).
+step. The loop is `abir.backends.traced.TracedLoop` (sweeps, or one switch per step:
+`execution=`) on JAX's primitives (`_JaxLoop`: `lax.cond`, `lax.switch`, reductions by chunks,
+`dynamic_update_slice`). Measured on NUTS (examples/nuts.py, 64 chains x 20 transitions, depth
+6; `bench/nuts.py`): 692 sweeps running 7,577 blocks (995 sweeps and 11,244 blocks without
+superblocks), against about 13,000 single-block steps for `"switch"`.
 
 Every block computes on all B rows and masks its writes, so a costly block that few members
 reach in a sweep wastes most of its work. In the sweep execution such a block (at least
@@ -64,18 +54,22 @@ from abir.backends.base import (
     STATUS_KEY,
     Backend,
     Kernel,
-    LazyRegisters,
-    RegisterLayout,
     RunStats,
     Scheduler,
     State,
-    loops_to_itself,
+    apply_writes,
     map_tensor_types,
-    register_writes,
     separate_stacks,
     splittable,
-    tail_start_of,
+)
+from abir.backends.traced import (
+    STATS_KEY,
+    BlockRun,
+    LazyRegisters,
+    TracedLoop,
+    run_stats,
     writes_whole_stacks,
+    zero_counters,
 )
 from abir.errors import AbirError
 from abir.types import TensorType
@@ -498,7 +492,7 @@ class JaxBackend(Backend):
         state = {key: value if isinstance(value, kept) else jnp.asarray(value) for key, value in state.items()}
         shard = self._shards[-1] if staged and self._shards else None
         if self.collect_stats and (not staged or shard is not None):
-            state[STATS_KEY] = _zero_counters(len(kernels), state["pc"].shape[0])
+            state[STATS_KEY] = zero_counters(jnp.zeros, len(kernels), state["pc"].shape[0])
         # compiler options belong to a top-level jit: a run staged into the caller's trace is
         # compiled with the caller's computation, under its options
         options = None if staged else loop_compiler_options()
@@ -530,162 +524,15 @@ class JaxBackend(Backend):
         counters = state.pop(STATS_KEY, None)
         if shard is not None:  # counted on the shard's device, returned by its shard_map body
             shard.counters, counters = counters, None
-        self.last_stats = None if counters is None else _run_stats(counters)
+        self.last_stats = None if counters is None else run_stats(counters)
         return state
 
     def _loop(
         self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
     ) -> Callable[[State, Any], State]:
-        """The machine loop over `kernels` as a traceable function of the state and the most
-        loop iterations to run (`Backend.run_in_launches`)."""
-        if self.execution == "sweep":
-            return self._sweep_loop(kernels, halt_index, stack_keys)
-        if splittable(kernels) and not any(writes_whole_stacks(kernel) for kernel in kernels):
-            return self._split_loop(kernels, halt_index, stack_keys)
-
-        def loop(state: State, iterations: Any) -> State:
-            self.trace_count += 1  # runs only while tracing
-            branches = [_conforming(kernel, state) for kernel in kernels]
-
-            def cond(s: State) -> Any:
-                return self.next_block(s["pc"]) < halt_index
-
-            def body(s: State) -> State:
-                return lax.switch(self.next_block(s["pc"]), branches, s)
-
-            return _while_loop_at_most(iterations, cond, body, state)
-
-        return loop
-
-    def _split_loop(
-        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
-    ) -> Callable[[State, Any], State]:
-        """The loop over split kernels: the carry is (next block, register groups, stacks).
-        Neither the registers nor the stacks pass through `lax.switch`: the branches read them
-        and return only the block's register writes (write slots, see `RegisterLayout`) and
-        padded stack write requests; after the switch each slot is one in-place
-        `dynamic_update_slice` into its group and each request one scatter into its stack, so
-        a step moves what its block writes, not the whole state. The next block is computed
-        once per step."""
-
-        def loop(state: State, iterations: Any) -> State:
-            self.trace_count += 1  # runs only while tracing
-            regs, stacks = separate_stacks(state, stack_keys)
-            counts = {key: max(kernel.writes.get(key, 0) for kernel in kernels) for key in stacks}  # type: ignore[attr-defined]
-            counts = {key: n for key, n in counts.items() if n}
-            layout = RegisterLayout.build(
-                kernels, {key: (value.dtype, value.shape) for key, value in regs.items()}
-            )
-            groups = tuple(
-                jnp.stack([*(regs[key] for key in keys), jnp.zeros_like(regs[keys[0]])])
-                for keys in layout.groups
-            )
-            targets = tuple(jnp.asarray(table) for table in layout.targets)
-            branches = [
-                _split_branch(kernel, layout, block, regs, stacks, counts)
-                for block, kernel in enumerate(kernels)
-            ]
-            pc_group, pc_row = layout.place["pc"]
-
-            def cond(carry: tuple[Any, Any, State]) -> Any:
-                return carry[0] < halt_index
-
-            def body(carry: tuple[Any, Any, State]) -> tuple[Any, Any, State]:
-                block, groups, stacks = carry
-                slots, writes = lax.switch(block, branches, groups, stacks)
-                groups = list(groups)
-                for g, values in enumerate(slots):
-                    rows = targets[g][block]
-                    for j, value in enumerate(values):
-                        groups[g] = lax.dynamic_update_index_in_dim(groups[g], value, rows[j], 0)
-                stacks = dict(stacks)
-                for key, requests in writes.items():
-                    for rows, value in requests:
-                        stacks[key] = self.stack_scatter(stacks[key], rows, value)
-                return self.next_block(groups[pc_group][pc_row]).astype(jnp.int32), tuple(groups), stacks
-
-            start = self.next_block(regs["pc"]).astype(jnp.int32)
-            _, groups, stacks = _while_loop_at_most(iterations, cond, body, (start, groups, stacks))
-            out = {key: groups[g][row] for key, (g, row) in layout.place.items()}
-            return {**out, **stacks}
-
-        return loop
-
-    def _sweep_loop(
-        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
-    ) -> Callable[[State, Any], State]:
-        """The loop of sweeps: each iteration runs every block in index order, each under a
-        `lax.cond` on whether any member stands there right now (`_sweep_step`); blocks of the
-        program's tail only once every live member is in the tail; a block that jumps to itself
-        again and again while a member stands there (a loop whose body is one block: collatz
-        B=64 0.76 -> 0.40 ms, B=1024 2.54 -> 1.24 ms)."""
-
-        def loop(state: State, iterations: Any) -> State:
-            self.trace_count += 1  # runs only while tracing
-            state = dict(state)
-            counters = state.pop(STATS_KEY, None)
-            # traced once: the work count and every sweep step reuse the one trace
-            splits = [jax.jit(kernel.split) if splittable([kernel]) else None for kernel in kernels]
-            steps = [
-                _sweep_step(
-                    kernel,
-                    state,
-                    self.stack_scatter,
-                    _compact_rows(kernel, state, stack_keys, split),
-                    split,
-                    stack_keys=stack_keys,
-                )
-                for kernel, split in zip(kernels, splits, strict=True)
-            ]
-            tail = tail_start_of(kernels)
-
-            def cond(carry: tuple[State, Any, Any]) -> Any:
-                state, _, used = carry
-                return (used < iterations) & (batch_min(state["pc"]) < halt_index)
-
-            def run_block(
-                block: int, carry: tuple[State, Any, Any], anyone_here: bool = False, all_in_tail: Any = None
-            ) -> tuple[State, Any, Any]:
-                state, counters, used = carry
-                here = state["pc"] == block
-                if block >= tail:  # held until every live member is in the tail
-                    here = here & all_in_tail
-                if counters is not None:
-                    counters = _count(counters, block, here)
-                return steps[block](state, here, anyone_here), counters, used
-
-            def repeat_block(block: int, carry: tuple[State, Any, Any]) -> tuple[State, Any, Any]:
-                """A block that jumps to itself runs until no member stands there (each repeat
-                counts as a loop iteration, so a member that never leaves stops the launch). The
-                loop's condition has found a member there: the block runs unconditionally
-                (NUTS B=64, one core: 24.1 -> 23.7 ms; its tree descent repeats 2,000 times)."""
-                assert block < tail  # a tail block moves members only to later blocks
-
-                def again(carry: tuple[State, Any, Any]) -> tuple[State, Any, Any]:
-                    state, counters, used = run_block(block, carry, anyone_here=True)
-                    return state, counters, used + 1
-
-                return lax.while_loop(
-                    lambda c: batch_any(c[0]["pc"] == block) & (c[2] < iterations), again, carry
-                )
-
-            def body(carry: tuple[State, Any, Any]) -> tuple[State, Any, Any]:
-                all_in_tail = None
-                for block, kernel in enumerate(kernels):
-                    if block == tail:
-                        # tail blocks move members only forward: this stays true through the tail
-                        all_in_tail = batch_min(carry[0]["pc"]) >= tail
-                    if loops_to_itself(kernel):
-                        carry = repeat_block(block, carry)
-                    else:
-                        carry = run_block(block, carry, all_in_tail=all_in_tail)
-                state, counters, used = carry
-                return state, None if counters is None else _end_sweep(counters), used + 1
-
-            state, counters, _ = lax.while_loop(cond, body, (state, counters, jnp.int32(0)))
-            return state if counters is None else {**state, STATS_KEY: counters}
-
-        return loop
+        """The machine loop over `kernels` (`abir.backends.traced`) as a traceable function of
+        the state and the most loop iterations to run (`Backend.run_in_launches`)."""
+        return _JaxLoop(self, kernels, halt_index, stack_keys).function(self.execution)
 
     # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
     def any(self, t: Any, name: str | None = None) -> Any:
@@ -716,8 +563,6 @@ class JaxBackend(Backend):
         final = lax.while_loop(lambda vs: cond(*vs), lambda vs: tuple(body(*vs)), tuple(loop_vars))
         return list(final)
 
-
-STATS_KEY = "__stats__"
 
 LOOP_COMPILER_OPTIONS = {"xla_cpu_copy_insertion_use_region_analysis": True}
 """XLA options for compiling the machine loop. Region analysis lets XLA's copy insertion see
@@ -804,60 +649,6 @@ def _with_status(loop: Callable[[State, Any], State], halt_index: int, flags: Ma
     return loop_with_status
 
 
-def _while_loop_at_most(iterations: Any, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
-    """`lax.while_loop(cond, body, carry)` that stops after `iterations` iterations."""
-    _, carry = lax.while_loop(
-        lambda c: (c[0] < iterations) & cond(c[1]), lambda c: (c[0] + 1, body(c[1])), (jnp.int32(0), carry)
-    )
-    return carry
-
-
-def _zero_counters(num_blocks: int, batch: int) -> dict[str, Any]:
-    return {
-        "sweeps": jnp.int64(0),
-        "block_steps": jnp.zeros(num_blocks, jnp.int64),
-        "block_members": jnp.zeros(num_blocks, jnp.int64),
-        "member_steps": jnp.zeros(batch, jnp.int64),
-        "member_sweeps": jnp.zeros(batch, jnp.int64),
-        "ran": jnp.zeros(batch, bool),
-    }
-
-
-def _count(counters: dict[str, Any], block: int, here: Any) -> dict[str, Any]:
-    """The counters after `block` ran (or was skipped) for the members `here`."""
-    members = jnp.sum(here, dtype=jnp.int64)
-    return {
-        **counters,
-        "block_steps": counters["block_steps"].at[block].add((members > 0).astype(jnp.int64)),
-        "block_members": counters["block_members"].at[block].add(members),
-        "member_steps": counters["member_steps"] + here,
-        "ran": counters["ran"] | here,
-    }
-
-
-def _end_sweep(counters: dict[str, Any]) -> dict[str, Any]:
-    """The counters after a sweep: one more sweep, and one more for each member that ran."""
-    return {
-        **counters,
-        "sweeps": counters["sweeps"] + 1,
-        "member_sweeps": counters["member_sweeps"] + counters["ran"],
-        "ran": jnp.zeros_like(counters["ran"]),
-    }
-
-
-def _run_stats(counters: dict[str, Any]) -> RunStats:
-    block_steps = np.asarray(counters["block_steps"]).tolist()
-    return RunStats(
-        batch_size=int(counters["member_steps"].shape[0]),
-        steps=int(sum(block_steps)),
-        block_steps=block_steps,
-        block_members=np.asarray(counters["block_members"]).tolist(),
-        member_steps=np.asarray(counters["member_steps"]).tolist(),
-        sweeps=int(counters["sweeps"]),
-        member_sweeps=np.asarray(counters["member_sweeps"]).tolist(),
-    )
-
-
 STAGED_ERRORS_KEPT = 16
 """How many of the latest errors raised by staged runs `staged_error` can return."""
 
@@ -932,7 +723,7 @@ def _shard_stats(counters: dict[str, Any], shards: int) -> list[RunStats]:
     host = {key: np.asarray(value) for key, value in counters.items()}
     members = {key: np.split(host[key], shards) for key in ("member_steps", "member_sweeps")}
     return [
-        _run_stats({
+        run_stats({
             "block_steps": host["block_steps"][i], "block_members": host["block_members"][i],
             "sweeps": host["sweeps"][i], **{key: parts[i] for key, parts in members.items()},
         })  # fmt: skip
@@ -940,81 +731,86 @@ def _shard_stats(counters: dict[str, Any], shards: int) -> list[RunStats]:
     ]
 
 
-def _sweep_step(
-    kernel: Kernel,
-    template: State,
-    scatter: Callable[[Any, Any, Any], Any],
-    compact_rows: int | None = None,
-    split: Callable[..., Any] | None = None,
-    *,
-    stack_keys: Collection[str],
-) -> Callable[[State, Any], State]:
-    """`(state, here) -> state`: `kernel` run when a member stands at its block (`here`, [B]).
-    `step(state, here, anyone_here=True)` runs the block without the conditional, for a caller
-    that knows a member stands there. The step returns only what the block may change: the
-    registers it writes and the stacks it pushes onto (its write requests scattered with
-    `scatter(stack, rows, value)` inside the branch). Skipping passes them through unchanged
-    (XLA copies what a conditional passes through, a small copy per value); padded no-op
-    requests applied outside the conditional would instead cost a scatter per skipped block
-    (measured on NUTS: an empty sweep of its 21 blocks 11.9 us at B=64 and 55.8 us at B=1024
-    that way; 4.1 and 11.0 us passing the state through).
+class _JaxLoop(TracedLoop):
+    """The machine loop on JAX: `lax.while_loop`, `lax.cond` and `lax.switch`, reductions by
+    chunks (`batch_any`), in-place row updates (`dynamic_update_slice`); the sweep traces each
+    kernel's `split` once (`jax.jit`) and runs a costly block compacted when few members stand
+    there (`_compact_rows`)."""
 
-    With `compact_rows` (C), a run with at most C members here runs the kernel on those
-    members' rows only (`_compact_run`); more members run it on every row. `split` stands for
-    `kernel.split` (e.g. jitted, so that its trace is shared); `stack_keys` are the state's stacks."""
-    if not splittable([kernel]):
-        branch = _conforming(kernel, template)
+    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
+        return lax.while_loop(cond, body, carry)
 
-        def whole_step(state: State, here: Any, anyone_here: bool = False) -> State:
-            return branch(state) if anyone_here else lax.cond(batch_any(here), branch, lambda s: dict(s), state)
+    def cond(self, pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], *operands: Any) -> Any:
+        return lax.cond(pred, true_fn, false_fn, *operands)
 
-        return whole_step
-    split = split or kernel.split  # type: ignore[attr-defined]
-    regs = [key for key in template if key not in stack_keys]
-    written = register_writes(kernel, regs)
-    pushed = tuple(key for key, n in kernel.writes.items() if n)  # type: ignore[attr-defined]
+    def switch(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+        return lax.switch(index, list(branches), *operands)
 
-    def apply(
-        stacks: State, writes: dict[str, list[tuple[Any, Any]]], put: Callable[[Any, Any, Any], Any]
-    ) -> tuple[Any, ...]:
-        """The pushed stacks with the write requests applied by `put(stack, rows, value)`."""
-        updated = []
-        for key in pushed:
-            stack = stacks[key]
-            for rows, value in writes.get(key, []):
-                stack = put(stack, rows, value)
-            updated.append(stack)
-        return tuple(updated)
+    def any(self, x: Any) -> Any:
+        return batch_any(x)
 
-    def run(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        out, writes = split(dict(regs), stacks)
-        return tuple(_like(out[key], regs[key]) for key in written), apply(stacks, writes, scatter)
+    def min(self, x: Any) -> Any:
+        return batch_min(x)
 
-    def run_compact(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        assert compact_rows is not None
-        members = _compact_members(here, compact_rows)
-        values, writes = _compact_run(kernel, written, regs, stacks, members)
-        return values, apply(stacks, writes, lambda stack, rows, value: _scatter_columns(stack, rows, members, value))
+    def sum(self, x: Any) -> Any:
+        return jnp.sum(x)
 
-    def skip(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
-        return tuple(regs[key] for key in written), tuple(stacks[key] for key in pushed)
+    def equal(self, x: Any, y: Any) -> Any:
+        return x == y
 
-    def step(state: State, here: Any, anyone_here: bool = False) -> State:
-        regs, stacks = separate_stacks(state, stack_keys)
-        if compact_rows is None:
-            if anyone_here:
-                values, updated = run(regs, stacks, here)
-            else:
-                values, updated = lax.cond(batch_any(here), run, skip, regs, stacks, here)
-        else:
+    def cast(self, x: Any, dtype: Any) -> Any:
+        return jnp.asarray(x, dtype=dtype)
+
+    def like(self, value: Any, template: Any) -> Any:
+        return jnp.broadcast_to(jnp.asarray(value, dtype=template.dtype), template.shape)
+
+    def constant(self, array: np.ndarray) -> Any:
+        return jnp.asarray(array)
+
+    def stack_rows(self, rows: Sequence[Any]) -> Any:
+        return jnp.stack(rows)
+
+    def set_row(self, array: Any, row: Any, value: Any) -> Any:
+        return lax.dynamic_update_index_in_dim(array, value, row, 0)
+
+    def add_at(self, vector: Any, index: int, amount: Any) -> Any:
+        return vector.at[index].add(amount)
+
+    def traced_split(self, kernel: Any) -> Callable[..., Any]:
+        """Jitted, so that the work count (`_compact_rows`) and every sweep step reuse one trace."""
+        return jax.jit(kernel.split)
+
+    def block_run(
+        self,
+        kernel: Any,
+        split: Callable[..., Any],
+        template: State,
+        written: Sequence[str],
+        pushed: Sequence[str],
+        run: BlockRun,
+        skip: BlockRun,
+    ) -> BlockRun:
+        """With at most `_compact_rows` (C) members here, a costly block runs on those members'
+        rows only (`_compact_run`): one `lax.switch` of skipping, the compacted run and the run on
+        every row, by the number of members here."""
+        rows = _compact_rows(kernel, template, self.stack_keys, split)
+        if rows is None:
+            return super().block_run(kernel, split, template, written, pushed, run, skip)
+
+        def run_compact(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+            members = _compact_members(here, rows)
+            values, writes = _compact_run(kernel, written, regs, stacks, members)
+            updated = apply_writes(stacks, writes, lambda stack, at, value: _scatter_columns(stack, at, members, value))
+            return values, tuple(updated[key] for key in pushed)
+
+        def choose(regs: State, stacks: State, here: Any, anyone_here: bool) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
             count = batch_sum(here.astype(jnp.int32))
-            branch = jnp.where(count <= compact_rows, 1, 2)
+            branch = jnp.where(count <= rows, 1, 2)
             if not anyone_here:
                 branch = jnp.where(count == 0, 0, branch)
-            values, updated = lax.switch(branch, [skip, run_compact, run], regs, stacks, here)
-        return {**state, **dict(zip(written, values, strict=True)), **dict(zip(pushed, updated, strict=True))}
+            return lax.switch(branch, [skip, run_compact, run], regs, stacks, here)  # type: ignore[no-any-return]
 
-    return step
+        return choose
 
 
 COMPACT_MIN_ROW_WORK = 1000
@@ -1159,68 +955,3 @@ def jaxpr_work(jaxpr: Any) -> int:
         else:
             total += size
     return total
-
-
-def _like(value: Any, template: Any) -> Any:
-    """`value` with the dtype and shape of `template` (as a conditional's branches require)."""
-    return jnp.broadcast_to(jnp.asarray(value, dtype=template.dtype), template.shape)
-
-
-def _padded_requests(
-    kernel: Any, writes: dict[str, list[tuple[Any, Any]]], stacks: State, counts: dict[str, int]
-) -> dict[str, list[tuple[Any, Any]]]:
-    """Exactly `counts[key]` write requests `(rows [B], value [B, ...])` per stack: the kernel's
-    own, then requests that write nothing (rows = D)."""
-    padded = {}
-    for key, count in counts.items():
-        stack = stacks[key]
-        depth, batch = stack.shape[0], stack.shape[1]
-        requests = [
-            (_like(rows, jnp.zeros((batch,), jnp.int32)), _like(value, stack[0])) for rows, value in writes.get(key, [])
-        ]
-        assert len(requests) <= count, f"{kernel.__name__} made more write requests to {key} than planned"
-        while len(requests) < count:
-            requests.append((jnp.full((batch,), depth, jnp.int32), jnp.zeros(stack.shape[1:], stack.dtype)))
-        padded[key] = requests
-    return padded
-
-
-def _conforming(kernel: Kernel, template: State) -> Kernel:
-    """`kernel` made to return exactly the keys, dtypes and shapes of `template` (as
-    `lax.switch` requires): missing keys keep their value, new values are cast back."""
-
-    def branch(state: State) -> State:
-        out = kernel(dict(state))
-        result = {}
-        for key, like in template.items():
-            value = jnp.asarray(out.get(key, state[key]), dtype=like.dtype)
-            result[key] = jnp.broadcast_to(value, like.shape)
-        return result
-
-    return branch
-
-
-def _split_branch(
-    kernel: Any, layout: RegisterLayout, block: int, regs: State, stacks: State, counts: dict[str, int]
-) -> Callable[..., Any]:
-    """A `lax.switch` branch running split `kernel` on the registers unpacked from the groups:
-    it returns, per group, `layout.slots[g]` values (the registers the block writes, in slot
-    order, then zeros), and `counts[key]` write requests per stack (padded with requests that
-    write nothing: rows = D)."""
-    written = layout.written[block]
-
-    def branch(groups: Any, stacks_in: State) -> tuple[Any, dict[str, list[tuple[Any, Any]]]]:
-        current = LazyRegisters(lambda key: groups[layout.place[key][0]][layout.place[key][1]])
-        out, writes = kernel.split(current, stacks_in)
-        declared = {key for keys in written for key in keys}
-        for key in out:
-            assert key in declared or current.unchanged(key), f"{kernel.__name__} wrote {key} undeclared"
-        slots = []
-        for g, keys in enumerate(written):
-            like = regs[layout.groups[g][0]]
-            values = [_like(out[key], like) for key in keys]
-            values += [jnp.zeros(like.shape, like.dtype)] * (layout.slots[g] - len(keys))
-            slots.append(tuple(values))
-        return tuple(slots), _padded_requests(kernel, writes, stacks, counts)
-
-    return branch

@@ -1,16 +1,9 @@
 """The TensorFlow backend: the machine loop is one `tf.function` (optionally XLA-compiled).
 
 `run` stages the machine loop as one `tf.while_loop` inside a `tf.function(jit_compile=...)`,
-traced once per `cache_key` (program, signature, batch size) and reused across calls. Two
-executions of the loop body (`execution=`), as in the JAX backend:
-
-* `"sweep"` (the default): each iteration runs every block in index order, each under a
-  `tf.cond` on "any member here", so a member passes every forward jump in one sweep and waits
-  only at a jump back (and in the program's tail, until every live member is there). Split
-  kernels return only the registers their block writes and the stacks they push onto (the
-  branch applies its stack writes; the other branch passes them through).
-* `"switch"`: `while min(pc) < halt: state = switch_case(next_block(pc), kernels)(state)`, one
-  block per iteration chosen by the backend's `scheduler`.
+traced once per `cache_key` (program, signature, batch size) and reused across calls. The loop
+is `abir.backends.traced.TracedLoop` (sweeps, or one switch per step: `execution=`) on TF's
+primitives (`_TfLoop`: `tf.cond`, `tf.switch_case`, `tensor_scatter_nd_update`).
 
 The sweep is the default with and without XLA. Measured (steady state, CPU; `bench/run.py
 --no-tfp --repeats 5` with a switch column added; NUTS: examples/nuts.py, 64 chains x 20
@@ -59,23 +52,8 @@ import optree
 import tensorflow as tf
 
 from abir import prims
-from abir.backends.base import (
-    LAUNCH_SECONDS,
-    MAX_LAUNCH_ITERATIONS,
-    Backend,
-    Kernel,
-    LazyRegisters,
-    RegisterLayout,
-    RunStats,
-    Scheduler,
-    State,
-    loops_to_itself,
-    register_writes,
-    separate_stacks,
-    splittable,
-    tail_start_of,
-    writes_whole_stacks,
-)
+from abir.backends.base import LAUNCH_SECONDS, MAX_LAUNCH_ITERATIONS, Backend, Kernel, Scheduler, State
+from abir.backends.traced import STATS_KEY, TracedLoop, run_stats, zero_counters
 
 # Prims TF lacks kernels for on 8/16-bit integers: computed in int32, then cast back (the
 # wrap-around of two's complement makes this identical to NumPy's narrow arithmetic).
@@ -628,7 +606,7 @@ class TensorFlowBackend(Backend):
         state = {key: self.asarray(value) for key, value in state.items()}
         staged = self.is_traced(state["pc"])
         if self.collect_stats and not staged:
-            state[STATS_KEY] = _zero_counters(len(kernels), int(state["pc"].shape[0]))
+            state[STATS_KEY] = zero_counters(self.zeros, len(kernels), int(state["pc"].shape[0]))
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
             loop = self._loop(ks, halt, stack_keys)
@@ -642,175 +620,15 @@ class TensorFlowBackend(Backend):
             with _without_arithmetic_optimizer(run):
                 state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
-        self.last_stats = None if counters is None else _run_stats(counters)
+        self.last_stats = None if counters is None else run_stats(counters)
         return state
 
     def _loop(
         self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
     ) -> Callable[[State, Any], State]:
-        """The machine loop over `kernels` as a traceable function of the state and the most
-        loop iterations to run (`Backend.run_in_launches`)."""
-        if self.execution == "sweep":
-            return self._sweep_loop(kernels, halt_index, stack_keys)
-        if splittable(kernels) and not any(writes_whole_stacks(kernel) for kernel in kernels):
-            return self._split_loop(kernels, halt_index, stack_keys)
-
-        def loop(state: State, iterations: tf.Tensor) -> State:
-            self.trace_count += 1  # runs only while tracing
-
-            def cond(s: State) -> tf.Tensor:
-                return self.next_block(s["pc"]) < halt_index
-
-            def body(s: State) -> State:
-                branches = [_conforming(kernel, s) for kernel in kernels]
-                return tf.switch_case(self.next_block(s["pc"]), branches)
-
-            return _while_loop_at_most(iterations, cond, body, state)
-
-        return loop
-
-    def _sweep_loop(
-        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
-    ) -> Callable[[State, Any], State]:
-        """The loop of sweeps (as in the JAX backend): each iteration runs every block in index
-        order, each under a `tf.cond` on whether any member stands there right now (see
-        `_sweep_step`). The loop variables are the state and, with `collect_stats`, the
-        counters (an empty dict otherwise)."""
-
-        def loop(state: State, iterations: tf.Tensor) -> State:
-            self.trace_count += 1  # runs only while tracing
-            state = dict(state)
-            stats = state.pop(STATS_KEY, None)
-            steps = [_sweep_step(kernel, state, stack_keys, self.stack_scatter) for kernel in kernels]
-            tail = tail_start_of(kernels)
-
-            def cond(used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tf.Tensor:
-                return tf.logical_and(used < iterations, tf.reduce_min(state["pc"]) < halt_index)
-
-            def run_block(block: int, used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
-                here = tf.equal(state["pc"], block)
-                if block >= tail:  # held until every live member is in the tail
-                    here = tf.logical_and(here, tf.reduce_min(state["pc"]) >= tail)
-                counters = tuple(_count(c, block, len(steps), here) for c in counters)
-                return (used, steps[block](state, tf.reduce_any(here)), *counters)
-
-            def repeat_block(block: int, used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
-                """A block that jumps to itself runs until no member stands there (each repeat
-                counts as a loop iteration, so a member that never leaves stops the launch)."""
-
-                def again(used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
-                    used, state, *counters = run_block(block, used, state, *counters)
-                    return (used + 1, state, *counters)
-
-                return tuple(
-                    tf.while_loop(
-                        lambda used, state, *_: tf.logical_and(
-                            tf.reduce_any(tf.equal(state["pc"], block)), used < iterations
-                        ),
-                        again,
-                        (used, state, *counters),
-                    )
-                )
-
-            def body(used: tf.Tensor, state: State, *counters: dict[str, tf.Tensor]) -> tuple[Any, ...]:
-                for block, kernel in enumerate(kernels):
-                    used, state, *counters = (repeat_block if loops_to_itself(kernel) else run_block)(
-                        block, used, state, *counters
-                    )
-                return (used + 1, state, *(_end_sweep(c) for c in counters))
-
-            # the counters are a loop variable only when collected
-            counters = () if stats is None else (stats,)
-            _, state, *counters = tf.while_loop(cond, body, (tf.constant(0, tf.int32), state, *counters))
-            return {**state, STATS_KEY: counters[0]} if counters else dict(state)
-
-        return loop
-
-    def _split_loop(
-        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
-    ) -> Callable[[State, Any], State]:
-        """The loop over split kernels (as in the JAX backend): the loop variables are (next
-        block, regs, stacks); the stacks are read in the branches and updated by the padded
-        write requests after the switch. With XLA the registers are packed into groups too
-        (`RegisterLayout`) and the branches return only the block's register writes, applied
-        after the switch in place; without XLA (no in-place updates, but pass-through tensors
-        are free) the regs pass through `tf.switch_case` whole."""
-        if self.jit_compile:
-            return self._grouped_loop(kernels, halt_index, stack_keys)
-
-        def loop(state: State, iterations: tf.Tensor) -> State:
-            self.trace_count += 1  # runs only while tracing
-            regs, stacks = separate_stacks(state, stack_keys)
-            counts = _write_counts(kernels, stacks)
-
-            def cond(block: tf.Tensor, regs: State, stacks: State) -> tf.Tensor:
-                return block < halt_index
-
-            def body(block: tf.Tensor, regs: State, stacks: State) -> tuple[tf.Tensor, State, State]:
-                branches = [_split_branch(kernel, regs, stacks, counts) for kernel in kernels]
-                regs, writes = tf.switch_case(block, branches)
-                return as_tensor(self.next_block(regs["pc"]), tf.int32), regs, self._apply(stacks, writes)
-
-            start = as_tensor(self.next_block(regs["pc"]), tf.int32)
-            _, regs, stacks = _while_loop_at_most(iterations, lambda c: cond(*c), lambda c: body(*c), (start, regs, stacks))
-            return {**regs, **stacks}
-
-        return loop
-
-    def _apply(self, stacks: State, writes: dict[str, list[tuple[Any, Any]]]) -> State:
-        stacks = dict(stacks)
-        for key, requests in writes.items():
-            for rows, value in requests:
-                stacks[key] = self.stack_scatter(stacks[key], rows, value)
-        return stacks
-
-    def _grouped_loop(
-        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
-    ) -> Callable[[State, Any], State]:
-        """The XLA loop: loop variables (next block, register groups, stacks); each branch
-        returns its block's write slots and stack write requests (see `RegisterLayout`)."""
-
-        def loop(state: State, iterations: tf.Tensor) -> State:
-            self.trace_count += 1  # runs only while tracing
-            regs, stacks = separate_stacks(state, stack_keys)
-            counts = _write_counts(kernels, stacks)
-            layout = RegisterLayout.build(
-                kernels, {key: (value.dtype, tuple(value.shape)) for key, value in regs.items()}
-            )
-            groups = tuple(
-                tf.stack([*(regs[key] for key in keys), tf.zeros_like(regs[keys[0]])])
-                for keys in layout.groups
-            )
-            targets = tuple(tf.constant(table) for table in layout.targets)
-            pc_group, pc_row = layout.place["pc"]
-
-            def cond(block: tf.Tensor, groups: Any, stacks: State) -> tf.Tensor:
-                return block < halt_index
-
-            def body(block: tf.Tensor, groups: Any, stacks: State) -> tuple[tf.Tensor, Any, State]:
-                branches = [
-                    _grouped_branch(kernel, layout, index, groups, stacks, counts)
-                    for index, kernel in enumerate(kernels)
-                ]
-                slots, writes = tf.switch_case(block, branches)
-                groups = list(groups)
-                for g, values in enumerate(slots):
-                    rows = targets[g][block]
-                    for j, value in enumerate(values):
-                        groups[g] = tf.tensor_scatter_nd_update(
-                            groups[g], tf.reshape(rows[j], [1, 1]), tf.expand_dims(value, 0)
-                        )
-                pc = groups[pc_group][pc_row]
-                return as_tensor(self.next_block(pc), tf.int32), tuple(groups), self._apply(stacks, writes)
-
-            start = as_tensor(self.next_block(regs["pc"]), tf.int32)
-            _, groups, stacks = _while_loop_at_most(
-                iterations, lambda c: cond(*c), lambda c: body(*c), (start, groups, stacks)
-            )
-            out = {key: groups[g][row] for key, (g, row) in layout.place.items()}
-            return {**out, **stacks}
-
-        return loop
+        """The machine loop over `kernels` (`abir.backends.traced`) as a traceable function of
+        the state and the most loop iterations to run (`Backend.run_in_launches`)."""
+        return _TfLoop(self, kernels, halt_index, stack_keys).function(self.execution)
 
     # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
     def any(self, t: Any, name: str | None = None) -> Any:
@@ -840,182 +658,53 @@ class TensorFlowBackend(Backend):
         return list(tf.while_loop(cond, lambda *vs: list(body(*vs)), list(loop_vars)))
 
 
-STATS_KEY = "__stats__"
+class _TfLoop(TracedLoop):
+    """The machine loop on TensorFlow: `tf.while_loop`, `tf.cond` and `tf.switch_case`. Under
+    XLA the switch packs the registers into groups updated in place; without XLA (no in-place
+    updates, but tensors a switch passes through cost nothing) they pass through it whole."""
 
+    def __init__(self, backend: TensorFlowBackend, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str]):
+        super().__init__(backend, kernels, halt_index, stack_keys)
+        self.grouped = backend.jit_compile
 
-def _while_loop_at_most(iterations: tf.Tensor, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
-    """`tf.while_loop` of `cond(carry)` / `body(carry)` that stops after `iterations` iterations."""
-    _, carry = tf.while_loop(
-        lambda i, c: tf.logical_and(i < iterations, cond(c)),
-        lambda i, c: (i + 1, body(c)),
-        (tf.constant(0, tf.int32), carry),
-    )
-    return carry
+    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
+        return tuple(tf.while_loop(lambda *c: cond(c), lambda *c: tuple(body(c)), tuple(carry)))
 
+    def cond(self, pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], *operands: Any) -> Any:
+        return tf.cond(pred, lambda: true_fn(*operands), lambda: false_fn(*operands))
 
-def _zero_counters(num_blocks: int, batch: int) -> dict[str, tf.Tensor]:
-    return {
-        "sweeps": tf.constant(0, tf.int64),
-        "block_steps": tf.zeros([num_blocks], tf.int64),
-        "block_members": tf.zeros([num_blocks], tf.int64),
-        "member_steps": tf.zeros([batch], tf.int64),
-        "member_sweeps": tf.zeros([batch], tf.int64),
-        "ran": tf.zeros([batch], tf.int64),
-    }
+    def switch(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+        return tf.switch_case(index, [functools.partial(branch, *operands) for branch in branches])
 
+    def any(self, x: Any) -> Any:
+        return tf.reduce_any(x)
 
-def _count(counters: dict[str, tf.Tensor], block: int, num_blocks: int, here: tf.Tensor) -> dict[str, tf.Tensor]:
-    """The counters after `block` ran (or was skipped) for the members `here`."""
-    here = tf.cast(here, tf.int64)
-    members = tf.reduce_sum(here)
-    unit = tf.one_hot(block, num_blocks, dtype=tf.int64)
-    return {
-        **counters,
-        "block_steps": counters["block_steps"] + unit * tf.cast(members > 0, tf.int64),
-        "block_members": counters["block_members"] + unit * members,
-        "member_steps": counters["member_steps"] + here,
-        "ran": tf.maximum(counters["ran"], here),
-    }
+    def min(self, x: Any) -> Any:
+        return tf.reduce_min(x)
 
+    def sum(self, x: Any) -> Any:
+        return tf.reduce_sum(x)
 
-def _end_sweep(counters: dict[str, tf.Tensor]) -> dict[str, tf.Tensor]:
-    """The counters after a sweep: one more sweep, and one more for each member that ran."""
-    return {
-        **counters,
-        "sweeps": counters["sweeps"] + 1,
-        "member_sweeps": counters["member_sweeps"] + counters["ran"],
-        "ran": tf.zeros_like(counters["ran"]),
-    }
+    def equal(self, x: Any, y: Any) -> Any:
+        return tf.equal(x, y)
 
+    def cast(self, x: Any, dtype: Any) -> Any:
+        return as_tensor(x, dtype)
 
-def _run_stats(counters: dict[str, tf.Tensor]) -> RunStats:
-    block_steps = counters["block_steps"].numpy().tolist()
-    return RunStats(
-        batch_size=int(counters["member_steps"].shape[0]),
-        steps=int(sum(block_steps)),
-        block_steps=block_steps,
-        block_members=counters["block_members"].numpy().tolist(),
-        member_steps=counters["member_steps"].numpy().tolist(),
-        sweeps=int(counters["sweeps"]),
-        member_sweeps=counters["member_sweeps"].numpy().tolist(),
-    )
+    def like(self, value: Any, template: Any) -> Any:
+        return tf.broadcast_to(as_tensor(value, template.dtype), tf.shape(template))
 
+    def constant(self, array: np.ndarray) -> Any:
+        return tf.constant(array)
 
-def _sweep_step(
-    kernel: Kernel, template: State, stack_keys: Collection[str], scatter: Callable[[Any, Any, Any], Any]
-) -> Callable[[State, tf.Tensor], State]:
-    """`(state, any_here) -> state`: `kernel` run under a `tf.cond` when a member stands at its
-    block. As in the JAX backend, the conditional returns only what the block may change: the
-    registers it writes and the stacks it pushes onto (its write requests scattered with
-    `scatter(stack, rows, value)` inside the branch); the other branch passes them through.
-    Measured on NUTS (64 chains x 20, TF+XLA): 88 ms, against 98 ms with padded write requests
-    scattered after the conditional instead (996 against 1,140 ms at 1,024 chains)."""
-    if not splittable([kernel]):
+    def stack_rows(self, rows: Sequence[Any]) -> Any:
+        return tf.stack(list(rows))
 
-        def whole(state: State, any_here: tf.Tensor) -> State:
-            return tf.cond(any_here, _conforming(kernel, state), lambda: dict(state))
+    def set_row(self, array: Any, row: Any, value: Any) -> Any:
+        return tf.tensor_scatter_nd_update(array, tf.reshape(row, [1, 1]), tf.expand_dims(value, 0))
 
-        return whole
-    written = register_writes(kernel, [key for key in template if key not in stack_keys])
-    pushed = tuple(key for key, n in kernel.writes.items() if n)  # type: ignore[attr-defined]
-    if not written and not pushed:
-        return lambda state, any_here: state
-
-    def split(state: State, any_here: tf.Tensor) -> State:
-        regs, stacks = separate_stacks({key: state[key] for key in template}, stack_keys)
-
-        def run() -> tuple[tuple[tf.Tensor, ...], tuple[tf.Tensor, ...]]:
-            out, writes = kernel.split(dict(regs), stacks)  # type: ignore[attr-defined]
-            values = tuple(_like(out[key], regs[key]) for key in written)
-            new = dict(stacks)
-            for key, requests in writes.items():
-                for rows, value in requests:
-                    new[key] = scatter(new[key], rows, value)
-            return values, tuple(new[key] for key in pushed)
-
-        def skip() -> tuple[tuple[tf.Tensor, ...], tuple[tf.Tensor, ...]]:
-            return tuple(regs[key] for key in written), tuple(stacks[key] for key in pushed)
-
-        values, updated = tf.cond(any_here, run, skip)
-        return {**state, **dict(zip(written, values, strict=True)), **dict(zip(pushed, updated, strict=True))}
-
-    return split
-
-
-def _like(value: Any, template: tf.Tensor) -> tf.Tensor:
-    """`value` with the dtype and (static) shape of `template`, as both branches of a
-    conditional must return."""
-    return tf.broadcast_to(as_tensor(value, template.dtype), template.shape)
-
-
-def _write_counts(kernels: Sequence[Any], stacks: State) -> dict[str, int]:
-    """The number of write requests per stack every branch returns (the most any block makes)."""
-    counts = {key: max(kernel.writes.get(key, 0) for kernel in kernels) for key in stacks}
-    return {key: n for key, n in counts.items() if n}
-
-
-def _padded_writes(
-    kernel: Any, writes: dict[str, list[tuple[Any, Any]]], stacks: State, counts: dict[str, int]
-) -> dict[str, list[tuple[Any, Any]]]:
-    """`counts[key]` write requests per stack: the kernel's, then requests writing nothing."""
-    padded = {}
-    for key, count in counts.items():
-        stack = stacks[key]
-        depth = stack.shape[0]
-        batch = tf.shape(stack)[1:2]
-        requests = [
-            (
-                tf.broadcast_to(as_tensor(rows, tf.int32), batch),
-                tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(stack)[1:]),
-            )
-            for rows, value in writes.get(key, [])
-        ]
-        assert len(requests) <= count, f"{kernel.__name__} made more write requests to {key} than planned"
-        while len(requests) < count:
-            requests.append(
-                (tf.fill(batch, tf.constant(depth, tf.int32)), tf.zeros(tf.shape(stack)[1:], stack.dtype))
-            )
-        padded[key] = requests
-    return padded
-
-
-def _grouped_branch(
-    kernel: Any, layout: RegisterLayout, block: int, groups: Any, stacks: State, counts: dict[str, int]
-) -> Callable[[], Any]:
-    """A `switch_case` branch running split `kernel` on registers read from the groups: per
-    group `layout.slots[g]` values (the block's register writes in slot order, then zeros),
-    and the padded stack write requests."""
-    written = layout.written[block]
-
-    def branch() -> tuple[Any, dict[str, list[tuple[Any, Any]]]]:
-        current = LazyRegisters(lambda key: groups[layout.place[key][0]][layout.place[key][1]])
-        out, writes = kernel.split(current, stacks)
-        declared = {key for keys in written for key in keys}
-        for key in out:
-            assert key in declared or current.unchanged(key), f"{kernel.__name__} wrote {key} undeclared"
-        slots = []
-        for g, keys in enumerate(written):
-            like = groups[g][0]
-            values = [tf.broadcast_to(as_tensor(out[key], like.dtype), tf.shape(like)) for key in keys]
-            values += [tf.zeros_like(like)] * (layout.slots[g] - len(keys))
-            slots.append(tuple(values))
-        return tuple(slots), _padded_writes(kernel, writes, stacks, counts)
-
-    return branch
-
-
-def _split_branch(kernel: Any, regs: State, stacks: State, counts: dict[str, int]) -> Callable[[], Any]:
-    """A `switch_case` branch running split `kernel`: regs with exactly the keys, dtypes and
-    shapes of `regs`, and `counts[key]` write requests per stack (padded: rows = D)."""
-
-    def branch() -> tuple[State, dict[str, list[tuple[Any, Any]]]]:
-        out, writes = kernel.split(dict(regs), stacks)
-        result = {}
-        for key, like in regs.items():
-            result[key] = tf.broadcast_to(as_tensor(out.get(key, like), like.dtype), tf.shape(like))
-        return result, _padded_writes(kernel, writes, stacks, counts)
-
-    return branch
+    def add_at(self, vector: Any, index: int, amount: Any) -> Any:
+        return vector + tf.one_hot(index, int(vector.shape[0]), dtype=vector.dtype) * amount
 
 
 def _numpy_opaque(fn: Callable[..., Any], tensors: Sequence[tf.Tensor]) -> Any:
@@ -1034,21 +723,6 @@ def _numpy_opaque(fn: Callable[..., Any], tensors: Sequence[tf.Tensor]) -> Any:
     for result, like in zip(results, templates, strict=True):
         result.set_shape(like.shape)
     return optree.tree_unflatten(structure, list(results))
-
-
-def _conforming(kernel: Kernel, state: State) -> Callable[[], State]:
-    """A `switch_case` branch running `kernel` on `state` and returning exactly its keys,
-    dtypes and shapes: missing keys keep their value, new values are cast back."""
-
-    def branch() -> State:
-        out = kernel(dict(state))
-        result = {}
-        for key, like in state.items():
-            value = as_tensor(out.get(key, like), like.dtype)
-            result[key] = tf.broadcast_to(value, tf.shape(like))
-        return result
-
-    return branch
 
 
 # ----- errors of runs staged into a graph ---------------------------------------------------

@@ -31,7 +31,17 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 
 from abir import array_prims
-from abir.backends.base import FLAGGED, RUN_CACHE_SIZE, STATUS_KEY, Backend, Kernel, RunStats, State
+from abir.backends.base import (
+    FLAGGED,
+    RUN_CACHE_SIZE,
+    STATUS_KEY,
+    Backend,
+    Kernel,
+    RunStats,
+    State,
+    Writes,
+    apply_writes,
+)
 from abir.dialects import vm
 from abir.dialects.functional import decode_params
 from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
@@ -40,8 +50,8 @@ from abir.opaque import lookup_opaque
 from abir.types import TensorType, tensor_type_of
 from abir.vm import state_ops
 from abir.vm.inputs import prepare_inputs
-from abir.vm.state_ops import Frame, Writes
-from abir.vm.values import constant_array, rank_padding, result_dtype
+from abir.vm.state_ops import Frame
+from abir.vm.values import constant_array, opaque_results, rank_padding, result_dtype
 
 DEFAULT_MAX_STACK_DEPTH = 15
 KERNEL_SETS = 8
@@ -231,18 +241,7 @@ class Opaque:
 
     def render(self, source: _KernelSource) -> None:
         call = f"opaque(lookup_opaque({self.symbol!r}), [{_values(self.args)}])"
-        if len(self.slots) == 1:
-            source.emit(f"{_value(self.slots[0])} = {call}")
-        else:
-            source.emit(f"{_values(self.slots)}, = opaque_results({call}, {len(self.slots)}, {self.symbol!r})")
-
-
-def opaque_results(results: Any, count: int, symbol: str) -> tuple[Any, ...]:
-    """The results of an opaque prim with `count` results, checked."""
-    results = tuple(results)
-    if len(results) != count:
-        raise TypeError(f"opaque primitive @{symbol} returned {len(results)} values, expected {count}")
-    return results
+        source.emit(f"{_values(self.slots)}, = opaque_results({call}, {len(self.slots)}, {self.symbol!r})")
 
 
 @dataclass(frozen=True)
@@ -732,7 +731,7 @@ class BlockKernel:
     def __call__(self, state: State) -> State:
         regs, stacks = state_ops.split_state(state)
         regs, writes = self.split(regs, stacks)
-        return {**regs, **state_ops.apply_writes(self.backend, stacks, writes)}
+        return {**regs, **apply_writes(stacks, writes, self.backend.stack_scatter)}
 
 
 def make_kernel(plan: BlockPlan, backend: Backend, halt: int) -> BlockKernel:

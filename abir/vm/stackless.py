@@ -29,7 +29,7 @@ from abir.dialects import functional
 from abir.opaque import lookup_opaque
 from abir.types import TensorType, tensor_type_of
 from abir.vm.inputs import prepare_inputs
-from abir.vm.values import align_operands, constant_array, rank_padding, result_dtype
+from abir.vm.values import align_operands, constant_array, opaque_results, rank_padding, result_dtype
 
 Env = dict[SSAValue, Any]
 
@@ -154,7 +154,7 @@ class StacklessExecutor:
                 self._assign(env, op.res[0], value, mask)
             case functional.PrimOp():
                 results = backend.call_opaque(lookup_opaque(op.prim_name), [env[a] for a in op.arguments])
-                self._assign_all(env, op.results, (results,) if len(op.results) == 1 else results, mask)
+                self._assign_all(env, op.results, opaque_results(results, len(op.results), op.prim_name), mask)
             case functional.CallOp():
                 callee = self.function(op.callee.string_value())
                 self._assign_all(env, op.results, self.call(callee, mask, [env[a] for a in op.arguments]), mask)

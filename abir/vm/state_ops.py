@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from abir.backends.base import Backend, State
+from abir.backends.base import Backend, State, Writes, separate_stacks
 
 OVERFLOW = "overflow"
 UNDERFLOW = "underflow"
@@ -51,9 +51,6 @@ STEPS_LEFT = "steps_left"
 STOPPED_AT = "stopped_at"
 STEP_LIMIT_KEYS = (STEPS_LEFT, STOPPED_AT)
 """Per-member registers of a run with a step limit (`count_step`)."""
-
-Writes = dict[str, list[tuple[Any, Any]]]
-"""Stack key -> the block's write requests `(rows, value)`, to be applied in order."""
 
 
 def register_key(var: str) -> str:
@@ -75,9 +72,7 @@ def is_stack_key(key: str) -> bool:
 
 def split_state(state: State) -> tuple[State, State]:
     """(regs, stacks): the per-member arrays and the stacks of a full state."""
-    regs = {key: value for key, value in state.items() if not is_stack_key(key)}
-    stacks = {key: value for key, value in state.items() if is_stack_key(key)}
-    return regs, stacks
+    return separate_stacks(state, {key for key in state if is_stack_key(key)})
 
 
 class Frame:
@@ -366,12 +361,3 @@ def count_step(backend: Backend, regs: State, mask: Any, halt_index: int) -> Non
     regs[STOPPED_AT] = backend.where(stop, pc, regs[STOPPED_AT])
     regs[PC] = backend.where(stop, _int(backend, halt_index), pc)
 
-
-def apply_writes(backend: Backend, stacks: State, writes: Writes) -> State:
-    """The stacks after a block's write requests (`backend.stack_scatter`, in order)."""
-    for key, requests in writes.items():
-        stack = stacks[key]
-        for rows, value in requests:
-            stack = backend.stack_scatter(stack, rows, value)
-        stacks[key] = stack
-    return stacks

@@ -1,4 +1,5 @@
-"""Helpers shared by the machine and the stackless executor: constants and batched operands.
+"""Helpers shared by the machine and the stackless executor: constants, batched operands and
+opaque calls.
 
 Inside an executor every value carries a leading batch dimension: B for values computed from
 the machine state, 1 for constants (they broadcast through `where`).
@@ -54,3 +55,14 @@ def align_operands(backend: Backend, values: Sequence[Any], padding: Sequence[in
 def result_dtype(type: Attribute) -> np.dtype:
     """The NumPy dtype of a result of IR type `type`."""
     return np.dtype(tensor_type_of(type).dtype)
+
+
+def opaque_results(results: Any, count: int, symbol: str) -> tuple[Any, ...]:
+    """The `count` results of a call of opaque prim `symbol` (whose callable both executors
+    look up at every call, `lookup_opaque`, so a helper registered again takes effect), checked."""
+    if count == 1:
+        return (results,)
+    results = tuple(results)
+    if len(results) != count:
+        raise TypeError(f"opaque primitive @{symbol} returned {len(results)} values, expected {count}")
+    return results

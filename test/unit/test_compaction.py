@@ -66,13 +66,13 @@ def cases():
 def test_every_block_compacted_equals_python(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jax_backend, "COMPACT_MIN_ROW_WORK", 0)
     compacted = []
-    sweep_step = jax_backend._sweep_step
+    compact_rows = jax_backend._compact_rows
 
-    def spy(kernel, template, scatter, compact_rows=None, split=None, **keywords):
-        compacted.append(compact_rows)
-        return sweep_step(kernel, template, scatter, compact_rows, split, **keywords)
+    def spy(kernel, template, stack_keys, split=None):
+        compacted.append(compact_rows(kernel, template, stack_keys, split))
+        return compacted[-1]
 
-    monkeypatch.setattr(jax_backend, "_sweep_step", spy)
+    monkeypatch.setattr(jax_backend, "_compact_rows", spy)
     fn, args = cases()[name]
     got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={})))
     np.testing.assert_allclose(got, per_member(fn, *args), rtol=1e-12)
@@ -81,13 +81,13 @@ def test_every_block_compacted_equals_python(name: str, monkeypatch: pytest.Monk
 
 def test_default_threshold_compacts_only_the_heavy_block(monkeypatch: pytest.MonkeyPatch) -> None:
     compacted = []
-    sweep_step = jax_backend._sweep_step
+    compact_rows = jax_backend._compact_rows
 
-    def spy(kernel, template, scatter, compact_rows=None, split=None, **keywords):
-        compacted.append((kernel.plan.instructions, compact_rows))
-        return sweep_step(kernel, template, scatter, compact_rows, split, **keywords)
+    def spy(kernel, template, stack_keys, split=None):
+        compacted.append((kernel.plan.instructions, compact_rows(kernel, template, stack_keys, split)))
+        return compacted[-1][1]
 
-    monkeypatch.setattr(jax_backend, "_sweep_step", spy)
+    monkeypatch.setattr(jax_backend, "_compact_rows", spy)
     fn, args = cases()["noisy_walk"]
     got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={})))
     np.testing.assert_allclose(got, per_member(fn, *args), rtol=1e-12)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from abir.backends.base import RunStats, loops_to_itself, smallest_live_block, tail_start_of
+from abir.backends.base import RunStats, apply_writes, loops_to_itself, smallest_live_block, tail_start_of
 from abir.backends.numpy_backend import NumpyBackend
 from abir.types import TensorType
 from abir.vm import state_ops
@@ -139,7 +139,7 @@ def _in_frame(be: NumpyBackend, state: dict, block: int, op) -> dict:
         if bad is not None:
             fresh = frame.regs[key] == 0
             frame.regs[key] = np.where(bad & fresh, np.int32(block + 1), frame.regs[key])
-    return {**frame.regs, **state_ops.apply_writes(be, stacks, frame.writes)}
+    return {**frame.regs, **apply_writes(stacks, frame.writes, be.stack_scatter)}
 
 
 def _apply(be: NumpyBackend, state: dict, kind: str, mask: np.ndarray, value: np.ndarray, block: int) -> dict:

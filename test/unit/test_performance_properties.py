@@ -26,10 +26,11 @@ with warnings.catch_warnings():
 from test_machine import COLLATZ, FIB, VECTOR, fib_reference, parse
 
 from abir.backends import jax_backend
-from abir.backends.base import MAX_LAUNCH_ITERATIONS, RegisterLayout
+from abir.backends.base import MAX_LAUNCH_ITERATIONS
 from abir.backends.jax_backend import JaxBackend
 from abir.backends.numpy_backend import NumpyBackend
 from abir.backends.tf_backend import TensorFlowBackend
+from abir.backends.traced import RegisterLayout
 from abir.errors import StackOverflowError
 from abir.vm import compile_machine
 
