@@ -493,14 +493,11 @@ class JaxBackend(Backend):
         shard = self._shards[-1] if staged and self._shards else None
         if self.collect_stats and (not staged or shard is not None):
             state[STATS_KEY] = zero_counters(jnp.zeros, len(kernels), state["pc"].shape[0])
-        # compiler options belong to a top-level jit: a run staged into the caller's trace is
-        # compiled with the caller's computation, under its options
-        options = None if staged else loop_compiler_options()
         flags = {} if staged else dict(error_flags or {})
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
             loop = self._loop(ks, halt, stack_keys)
-            return jax.jit(loop if staged else _with_status(loop, halt, flags), compiler_options=options)
+            return jax.jit(loop if staged else _with_status(loop, halt, flags))
 
         run = self.compiled_run(
             self.run_cache(code_cache),
@@ -562,28 +559,6 @@ class JaxBackend(Backend):
         """`lax.while_loop` over the tuple of `loop_vars`."""
         final = lax.while_loop(lambda vs: cond(*vs), lambda vs: tuple(body(*vs)), tuple(loop_vars))
         return list(final)
-
-
-LOOP_COMPILER_OPTIONS = {"xla_cpu_copy_insertion_use_region_analysis": True}
-"""XLA options for compiling the machine loop. Region analysis lets XLA's copy insertion see
-that a value a block's conditional passes through is not needed elsewhere, so it copies fewer
-registers per block run (fib's loop: 38 -> 30 copies). Measured on one core, steady, alternating
-runs: NUTS B=64 21.5-22.4 -> 20.5-21.2 ms, B=1024 286-290 -> 271-273 ms; fib and collatz at
-B=64 and B=1024 unchanged. Options only for this compilation: the user's own JAX code keeps
-its settings."""
-
-
-@functools.cache
-def loop_compiler_options() -> dict[str, Any]:
-    """`LOOP_COMPILER_OPTIONS` when this jaxlib's compiler for the default device accepts
-    them (they are XLA CPU debug options, which another jaxlib may not have), else none."""
-    if jax.default_backend() != "cpu":
-        return {}
-    try:
-        jax.jit(lambda x: x + 1, compiler_options=LOOP_COMPILER_OPTIONS).lower(np.int32(0)).compile()
-    except RuntimeError:  # jax.errors.JaxRuntimeError: "No such compile option"
-        return {}
-    return dict(LOOP_COMPILER_OPTIONS)
 
 
 ONE_HOT_STACK_MAX = 4096

@@ -44,19 +44,6 @@ def test_a_batch_of_64_reduces_in_one_kernel() -> None:
     assert entry.count("fusion(") == 1 and "reduce-window" not in entry
 
 
-def test_loop_compiler_options_are_this_jaxlibs(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The loop's XLA options are used where the compiler knows them and dropped where it does
-    not (another jaxlib), instead of failing every run."""
-    jax_backend.loop_compiler_options.cache_clear()
-    assert jax_backend.loop_compiler_options() == jax_backend.LOOP_COMPILER_OPTIONS
-    monkeypatch.setattr(jax_backend, "LOOP_COMPILER_OPTIONS", {"xla_no_such_option_in_any_jaxlib": True})
-    jax_backend.loop_compiler_options.cache_clear()
-    try:
-        assert jax_backend.loop_compiler_options() == {}
-    finally:
-        jax_backend.loop_compiler_options.cache_clear()
-
-
 def test_materialized_copies_values_exactly() -> None:
     """The copy that keeps XLA from recomputing a costly helper in each consumer changes no
     bit: NaN, infinities and the sign of zero included."""
