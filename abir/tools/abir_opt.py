@@ -12,11 +12,14 @@ xdsl-opt's meaning (print the diagnostic, exit 0).
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import IO
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from abir.dialects import get_all_dialects, verify_error_text
+from abir.dialects.parsing import AbirParser
 from abir.errors import AbirError
 from abir.passes import PASSES, get_all_passes
 
@@ -29,6 +32,13 @@ class AbirOptMain(xDSLOptMain):
     def register_all_dialects(self) -> None:
         for name, factory in get_all_dialects().items():
             self.ctx.register_dialect(name, factory)
+
+    def register_all_frontends(self) -> None:
+        def parse_mlir(io: IO[str]) -> ModuleOp:
+            parser = AbirParser(self.ctx, io.read(), self.get_input_name())
+            return parser.parse_module(not self.args.no_implicit_module)
+
+        self.available_frontends["mlir"] = parse_mlir
 
     def register_all_passes(self) -> None:
         super().register_all_passes()  # keeps canonicalize, cse, dce, ...
