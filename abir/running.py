@@ -24,7 +24,7 @@ from xdsl.ir import Attribute
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from abir.calling import resolve_backend
-from abir.dialects import functional, make_context, verify_error_text, vm
+from abir.dialects import functional, make_context, verify_error_text, verify_module, vm
 from abir.dialects.parsing import AbirParser
 from abir.errors import AbirError
 from abir.opaque import register_opaque
@@ -72,7 +72,7 @@ def parse_module(text: str, name: str = "<text>") -> ModuleOp:
     except RecursionError:
         raise ModuleRunError(f"{name}: the text nests too deeply to parse; flatten it") from None
     try:
-        module.verify()
+        verify_module(module)
     except VerifyException as e:
         raise ModuleRunError(f"{name}: the module does not verify: {verify_error_text(e)}") from None
     return module

@@ -3,7 +3,8 @@
 import re
 from collections.abc import Callable
 
-from xdsl.ir import Dialect
+from xdsl.ir import Dialect, Operation
+from xdsl.utils.exceptions import VerifyException
 
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
@@ -63,6 +64,23 @@ def make_context():
     for name, factory in get_all_dialects().items():
         ctx.register_dialect(name, factory)
     return ctx
+
+
+def verify_module(module: Operation) -> None:
+    """`module.verify()`, with the failing op marked (as `verify_error_text` reads it) also for
+    the structural checks xDSL makes before an op's own verifier (a block that does not end in a
+    terminator, a successor on an op in the middle of a block), which it raises unmarked."""
+    try:
+        module.verify()
+    except VerifyException as error:
+        if getattr(error, "__notes__", None):
+            raise
+        for op in module.walk():
+            try:
+                op.verify(verify_nested_ops=False)
+            except VerifyException:
+                op.emit_error(str(error), error)
+        raise
 
 
 def verify_error_text(error: Exception) -> str:

@@ -14,9 +14,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from xdsl.context import Context
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.lexer import Position, Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from abir import array_prims, prims
 
@@ -40,9 +42,25 @@ class AbirParser(Parser):
         self._op_names.append(None)
         try:
             return super().parse_operation()
+        except VerifyException as error:
+            # A constraint of the declarative format (an attribute of the wrong kind where a
+            # symbol belongs): xDSL raises it with no location.
+            start = self._op_starts[-1]
+            name = self._op_names[-1]
+            self.raise_error(f"{name + ': ' if name else ''}{error}", start, max(start, parsed_end(self)))
         finally:
             self._op_starts.pop()
             self._op_names.pop()
+
+    def _parse_block(self) -> Block:
+        label = self._current_token
+        block = super()._parse_block()
+        name = label.text[1:]
+        if label.kind == MLIRTokenKind.CARET_IDENT and name in self.blocks and self.blocks[name][1] is None:
+            # xDSL records no definition for a block referenced before it is defined, and then
+            # fails with a KeyError on a second definition instead of reporting it.
+            self.blocks[name] = (block, label.span)
+        return block
 
     def _get_op_by_name(self, name: str) -> type[Operation]:
         if op_type := self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack):

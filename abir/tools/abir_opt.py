@@ -18,7 +18,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from abir.dialects import get_all_dialects, verify_error_text
+from abir.dialects import get_all_dialects, verify_error_text, verify_module
 from abir.dialects.parsing import AbirParser
 from abir.errors import AbirError
 from abir.passes import PASSES, get_all_passes
@@ -36,7 +36,10 @@ class AbirOptMain(xDSLOptMain):
     def register_all_frontends(self) -> None:
         def parse_mlir(io: IO[str]) -> ModuleOp:
             parser = AbirParser(self.ctx, io.read(), self.get_input_name())
-            return parser.parse_module(not self.args.no_implicit_module)
+            module = parser.parse_module(not self.args.no_implicit_module)
+            if not self.args.disable_verify:
+                verify_module(module)
+            return module
 
         self.available_frontends["mlir"] = parse_mlir
 

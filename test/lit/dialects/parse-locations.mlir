@@ -136,3 +136,36 @@ frobnicate
 
 // CHECK: parse-locations.mlir:[[# @LINE - 2]]:1
 // CHECK: unknown op 'frobnicate': an op's name starts with its dialect (arith, builtin, cf, func, functional, stack, vm), such as functional.prim
+
+// -----
+
+// An attribute of the wrong kind where the declarative format wants a symbol: at the op.
+vm.var @k : i64 register
+vm.program @main(@k) -> (@k) {
+  vm.block 0 {
+    %k = vm.read i64 : i64
+    vm.halt
+  }
+}
+
+// CHECK: parse-locations.mlir:[[# @LINE - 5]]:5
+// CHECK: vm.read: i64 should be of base attribute symbol_ref
+
+// -----
+
+// A block defined twice, the first definition after a branch to it (xDSL kept no span for it).
+functional.func @f(%a: i64) -> i64 {
+  cf.br ^next
+^next:
+  cf.br ^next
+^next:
+  functional.return %a : i64
+}
+
+// CHECK:      parse-locations.mlir:[[# @LINE - 4]]:1
+// CHECK-NEXT: ^next:
+// CHECK-NEXT: ^^^^^
+// CHECK-NEXT: re-declaration of block 'next'
+// CHECK-NEXT: originally declared here:
+// CHECK-NEXT: parse-locations.mlir:{{[0-9]+}}:1
+// CHECK-NEXT: ^next:
