@@ -553,13 +553,11 @@ def remove_unreachable_blocks(func: functional.FuncOp) -> None:
                 seen.add(succ)
                 todo.append(succ)
     dead = [b for b in func.body.blocks if b not in seen]
-    for block in dead:
+    for block in dead:  # first all: dead blocks may use each other's values and branch to live ones
         for op in block.ops:
             op.drop_all_references()
     for block in dead:
-        for op in reversed(list(block.ops)):
-            block.erase_op(op, safe_erase=False)
-        func.body.erase_block(block, safe_erase=False)
+        func.body.detach_block(block)
 
 
 def set_function_type(func: functional.FuncOp, results: Sequence[Fact | None] | None) -> None:
