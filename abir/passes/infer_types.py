@@ -183,7 +183,14 @@ class FunctionInference:
             if any(f is None for f in operands):
                 return [None] * len(op.res)
             return self._prim(op, operands)  # type: ignore[arg-type]
-        return [None] * len(op.results)
+        if op.results:
+            names = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
+            raise TypeInferenceError(
+                f"@{self.name}: infer-types cannot type {op.name}{f' ({names})' if names else ''}, not an op of the "
+                'functional dialect; compute with functional.prim (such as functional.prim "add"), '
+                "functional.constant and functional.call"
+            )
+        return []
 
     def _prim(self, op: functional.PrimOp, operands: list[Fact]) -> list[Fact | None]:
         if (requirement := op.attributes.get(INTEGER_OPERANDS_ATTR)) is not None:
