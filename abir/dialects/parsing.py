@@ -10,6 +10,7 @@ dialect for an unknown op, and reports a type list of the wrong length at the op
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
@@ -47,7 +48,8 @@ class AbirParser(Parser):
             # symbol belongs): xDSL raises it with no location.
             start = self._op_starts[-1]
             name = self._op_names[-1]
-            self.raise_error(f"{name + ': ' if name else ''}{error}", start, max(start, parsed_end(self)))
+            message = constraint_message(str(error))
+            self.raise_error(f"{name + ': ' if name else ''}{message}", start, max(start, parsed_end(self)))
         finally:
             self._op_starts.pop()
             self._op_names.pop()
@@ -118,6 +120,18 @@ def operand_count_message(op_name: str | None, operands: Sequence[UnresolvedOper
         f"{_listed(o.span.text for o in operands)} but {_counted(len(types), 'operand type')}"
         f"{_listed(map(str, types))}; write one type per operand, in order"
     )
+
+
+_WRONG_BASE = re.compile(r"(?P<attr>.*) should be of base attribute (?P<base>[\w.]+)", re.DOTALL)
+_EXPECTED_BASE = {"symbol_ref": "a symbol, such as @x", "builtin.integer": "an integer", "string": "a string literal"}
+
+
+def constraint_message(message: str) -> str:
+    """xDSL's message for an attribute of the wrong kind, said as what was expected."""
+    if (match := _WRONG_BASE.fullmatch(message)) is None:
+        return message
+    base = match["base"]
+    return f"expected {_EXPECTED_BASE.get(base, f'a {base} attribute')}, not {match['attr']}"
 
 
 def unknown_op_message(ctx: Context, name: str) -> str:

@@ -149,7 +149,18 @@ vm.program @main(@k) -> (@k) {
 }
 
 // CHECK: parse-locations.mlir:[[# @LINE - 5]]:5
-// CHECK: vm.read: i64 should be of base attribute symbol_ref
+// CHECK: vm.read: expected a symbol, such as @x, not i64
+
+// -----
+
+stack.var @k : i64 register
+stack.program @main(@k) -> (@k) {
+  stack.constant "k" = 3 : i64
+  stack.halt
+}
+
+// CHECK: parse-locations.mlir:[[# @LINE - 4]]:3
+// CHECK: stack.constant: expected a symbol, such as @x, not "k"
 
 // -----
 
