@@ -82,8 +82,14 @@ def summary(doc: str) -> str:
 
 
 def main(args: Sequence[str] | None = None) -> None:
+    tool: AbirOptMain | None = None
     try:
-        AbirOptMain(description="abir modular optimizer driver", args=args).run()
+        tool = AbirOptMain(description="abir modular optimizer driver", args=args)
+        tool.run()
+    except RecursionError:
+        name = tool.get_input_name() if tool is not None else "the input"
+        print(f"abir-opt: error: {name}: the text nests too deeply to read or transform; flatten it", file=sys.stderr)
+        sys.exit(1)
     except DiagnosticException as e:
         print(f"abir-opt: error: {verify_error_text(e)}", file=sys.stderr)
         sys.exit(1)
