@@ -68,19 +68,26 @@ def make_context():
 
 def verify_module(module: Operation) -> None:
     """`module.verify()`, with the failing op marked (as `verify_error_text` reads it) also for
-    the structural checks xDSL makes before an op's own verifier (a block that does not end in a
-    terminator, a successor on an op in the middle of a block), which it raises unmarked."""
+    the structural checks xDSL makes outside an op's own verifier (a block that does not end in a
+    terminator, an empty function body), which it raises unmarked."""
     try:
         module.verify()
     except VerifyException as error:
         if getattr(error, "__notes__", None):
             raise
-        for op in module.walk():
-            try:
-                op.verify(verify_nested_ops=False)
-            except VerifyException:
-                op.emit_error(str(error), error)
-        raise
+        _innermost_failing(module).emit_error(str(error), error)
+
+
+def _innermost_failing(op: Operation) -> Operation:
+    """The deepest op under `op` (a failing op) whose verification, nested ops included, fails."""
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.ops:
+                try:
+                    child.verify()
+                except VerifyException:
+                    return _innermost_failing(child)
+    return op
 
 
 def verify_error_text(error: Exception) -> str:
