@@ -15,9 +15,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.parser import Parser, UnresolvedOperand
-from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Position, Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
@@ -63,6 +64,16 @@ class AbirParser(Parser):
             # fails with a KeyError on a second definition instead of reporting it.
             self.blocks[name] = (block, label.span)
         return block
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        try:
+            return super().parse_module(allow_implicit_module)
+        except ParseError as error:
+            # Raised at the next token without `raise_error` (a region's dangling block
+            # references, found after its `}`): the parser still stands where it was raised.
+            if error.span.start == self.pos and (span := self._span_before_line_break()) is not None:
+                error.span = Span(*span, self.lexer.input)
+            raise
 
     def _get_op_by_name(self, name: str) -> type[Operation]:
         if op_type := self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack):

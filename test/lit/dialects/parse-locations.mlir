@@ -164,6 +164,18 @@ stack.program @main(@k) -> (@k) {
 
 // -----
 
+// A branch to a block the region never defines: at the region's closing brace, not after it.
+functional.func @f(%a: i64) -> i64 {
+  cf.br ^missing
+}
+
+// CHECK:      parse-locations.mlir:[[# @LINE - 2]]:1
+// CHECK-NEXT: }
+// CHECK-NEXT: ^
+// CHECK-NEXT: region ends with missing block declarations for block(s) missing
+
+// -----
+
 // A block defined twice, the first definition after a branch to it (xDSL kept no span for it).
 functional.func @f(%a: i64) -> i64 {
   cf.br ^next
