@@ -1,10 +1,12 @@
 """The parser abir's tools read IR text with: xDSL's, with diagnostics located at the op.
 
 xDSL's parser reports some errors where the next token starts, which after the last token of
-an op is often the next line or the end of the file; and it says no more of an unknown op than
-that it is not registered. `AbirParser` remembers the last token it consumed, so that errors
-found after an op's text point into that text (`parsed_end`), names the valid ops of the
-dialect for an unknown op, and reports a type list of the wrong length at the op.
+an op is often the next line or the end of the file; raises a constraint of the declarative
+format with no location; and says no more of an unknown op than that it is not registered.
+`AbirParser` remembers the last token it consumed and the op it is in, so that such errors
+point at the op (`parsed_end` is where its text ends), and names the dialect's ops and the
+closest names for an unknown op. (`OperandTypes` in `functional.py` reports a type list of the
+wrong length at the list itself; the parser reports it at the op for the other dialects' ops.)
 """
 
 from __future__ import annotations
