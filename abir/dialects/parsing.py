@@ -68,6 +68,13 @@ class AbirParser(Parser):
         return block
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        if self._current_token.kind == MLIRTokenKind.EOF:
+            self.raise_error(
+                "the text holds no op; a module is a list of ops, such as functional.func, stack.program or "
+                "vm.program with their variables",
+                0,
+                0,
+            )
         try:
             return super().parse_module(allow_implicit_module)
         except ParseError as error:
