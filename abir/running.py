@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute
-from xdsl.parser import Parser
 from xdsl.utils.exceptions import ParseError, VerifyException
 
 from abir.calling import resolve_backend
-from abir.dialects import functional, make_context, verify_error_text, vm
+from abir.dialects import functional, make_context, verify_error_text, verify_module, vm
+from abir.dialects.parsing import AbirParser
 from abir.errors import AbirError
 from abir.opaque import register_opaque
 from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of
@@ -66,13 +66,13 @@ def parse_module(text: str, name: str = "<text>") -> ModuleOp:
     """The verified module of `text` (`name` is the file name diagnostics show)."""
     check_text_sizes(text, name)
     try:
-        module = Parser(make_context(), text, name).parse_module()
+        module = AbirParser(make_context(), text, name).parse_module()
     except ParseError as e:
         raise ModuleRunError(str(e)) from None
     except RecursionError:
         raise ModuleRunError(f"{name}: the text nests too deeply to parse; flatten it") from None
     try:
-        module.verify()
+        verify_module(module)
     except VerifyException as e:
         raise ModuleRunError(f"{name}: the module does not verify: {verify_error_text(e)}") from None
     return module

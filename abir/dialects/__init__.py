@@ -3,7 +3,8 @@
 import re
 from collections.abc import Callable
 
-from xdsl.ir import Dialect
+from xdsl.ir import Dialect, Operation
+from xdsl.utils.exceptions import VerifyException
 
 
 def get_all_dialects() -> dict[str, Callable[[], Dialect]]:
@@ -63,6 +64,30 @@ def make_context():
     for name, factory in get_all_dialects().items():
         ctx.register_dialect(name, factory)
     return ctx
+
+
+def verify_module(module: Operation) -> None:
+    """`module.verify()`, with the failing op marked (as `verify_error_text` reads it) also for
+    the structural checks xDSL makes outside an op's own verifier (a block that does not end in a
+    terminator, an empty function body), which it raises unmarked."""
+    try:
+        module.verify()
+    except VerifyException as error:
+        if getattr(error, "__notes__", None):
+            raise
+        _innermost_failing(module).emit_error(str(error), error)
+
+
+def _innermost_failing(op: Operation) -> Operation:
+    """The deepest op under `op` (a failing op) whose verification, nested ops included, fails."""
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.ops:
+                try:
+                    child.verify()
+                except VerifyException:
+                    return _innermost_failing(child)
+    return op
 
 
 def verify_error_text(error: Exception) -> str:

@@ -72,6 +72,7 @@ from xdsl.irdl import (
 from xdsl.irdl.declarative_assembly_format import (
     AttributeVariable,
     CustomDirective,
+    FormatDirective,
     ParsingState,
     PrintingState,
     irdl_custom_directive,
@@ -96,6 +97,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from abir import array_prims, prims
+from abir.dialects.parsing import operand_count_message, parsed_end
 from abir.types import is_value_type
 
 
@@ -208,6 +210,34 @@ class FuncOp(IRDLOperation):
         )
 
 
+@irdl_custom_directive
+class OperandTypes(CustomDirective):
+    """A type list of an op's variadic operands (`type($arguments)` or `functional-type(...)`),
+    checked against the operands written before it: custom so that a list with too few or too
+    many types is reported at the list itself, saying which operands and types are there. (The
+    declarative format finds the mismatch only after the op, where the parser already stands on
+    the next line.)"""
+
+    types: FormatDirective
+
+    def parse(self, parser: Parser, state: ParsingState) -> None:
+        start = parser.pos
+        before = list(state.operand_types)
+        self.types.parse(parser, state)
+        for index, (operands, types) in enumerate(zip(state.operands, state.operand_types, strict=True)):
+            if before[index] is not None or not isinstance(operands, Sequence) or not isinstance(types, Sequence):
+                continue
+            if len(operands) != len(types):
+                message = operand_count_message(state.op_type.name, operands, types)
+                parser.raise_error(message, start, end_of_parsed(parser, start))
+
+    def set_empty(self, state: ParsingState) -> None:
+        self.types.set_empty(state)
+
+    def print(self, printer: Printer, state: PrintingState, op: IRDLOperation) -> None:
+        self.types.print(printer, state, op)
+
+
 @irdl_op_definition
 class ReturnOp(IRDLOperation):
     """Return from a `functional.func` with its (flattened) results."""
@@ -218,7 +248,8 @@ class ReturnOp(IRDLOperation):
 
     traits = lazy_traits_def(lambda: (IsTerminator(), ReturnLike(), HasParent(FuncOp)))
 
-    assembly_format = "($arguments^ `:` type($arguments))? attr-dict"
+    custom_directives = (OperandTypes,)
+    assembly_format = "($arguments^ `:` custom<OperandTypes>(type($arguments)))? attr-dict"
 
     def __init__(self, *values: SSAValue | Operation):
         super().__init__(operands=[list(values)])
@@ -285,8 +316,10 @@ class CallOp(IRDLOperation):
 
     traits = traits_def(CallSymbolUser())
 
-    custom_directives = (Callee,)
-    assembly_format = "custom<Callee>($callee) `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
+    custom_directives = (Callee, OperandTypes)
+    assembly_format = (
+        "custom<Callee>($callee) `(` $arguments `)` attr-dict `:` custom<OperandTypes>(functional-type($arguments, $res))"
+    )
 
     def __init__(self, callee: str | SymbolRefAttr, arguments: Sequence[SSAValue | Operation], result_types: Sequence[Attribute]):
         if isinstance(callee, str):
@@ -500,9 +533,10 @@ class SSAPrimOpBase(IRDLOperation):
     params = opt_prop_def(DictionaryAttr)
     res = var_result_def()
 
-    custom_directives = (PrimHead,)
+    custom_directives = (PrimHead, OperandTypes)
     assembly_format = (
-        "custom<PrimHead>($fn, $callee, $params) `(` $arguments `)` attr-dict `:` functional-type($arguments, $res)"
+        "custom<PrimHead>($fn, $callee, $params) `(` $arguments `)` attr-dict `:` "
+        "custom<OperandTypes>(functional-type($arguments, $res))"
     )
 
     def __init__(
@@ -616,10 +650,9 @@ CONSTANT_SYNTAX = (
 
 
 def end_of_parsed(parser: Parser, start: int) -> int:
-    """Where the text parsed since `start` ends, before the whitespace the lexer has skipped
-    (`parser.pos` is the start of the next token, often on the next line)."""
-    text = parser.lexer.input.content[start : parser.pos]
-    return start + len(text.rstrip())
+    """Where the text parsed since `start` ends, before the whitespace and comments the lexer has
+    skipped (`parser.pos` is the start of the next token, often on the next line)."""
+    return max(start, parsed_end(parser))
 
 
 @irdl_custom_directive

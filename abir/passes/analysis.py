@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
@@ -38,6 +38,12 @@ CALL_LOCATION_ATTR = functional.CALL_LOCATION_ATTR
 """`"file:line"` of the call a push saves state for (on `stack.push`/`push_goto`, `vm.push`/`call`)."""
 ENTRY_ATTR = "abir.entry"
 """The module attribute naming the function a typed program starts in (set by infer-types)."""
+
+
+def fail_at(op: Operation, message: str) -> NoReturn:
+    """Fail a pass at `op`: the error carries the module with `op` marked, as a verifier's does,
+    so that abir-opt and abir-run print the op and its function (`verify_error_text`)."""
+    op.emit_error(message, PassFailedException(message))
 
 
 def the_program(module: ModuleOp) -> stack.ProgramOp:

@@ -183,7 +183,14 @@ class FunctionInference:
             if any(f is None for f in operands):
                 return [None] * len(op.res)
             return self._prim(op, operands)  # type: ignore[arg-type]
-        return [None] * len(op.results)
+        if op.results:
+            names = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
+            raise TypeInferenceError(
+                f"@{self.name}: infer-types cannot type {op.name}{f' ({names})' if names else ''}, not an op of the "
+                'functional dialect; compute with functional.prim (such as functional.prim "add"), '
+                "functional.constant and functional.call"
+            )
+        return []
 
     def _prim(self, op: functional.PrimOp, operands: list[Fact]) -> list[Fact | None]:
         if (requirement := op.attributes.get(INTEGER_OPERANDS_ATTR)) is not None:
@@ -553,13 +560,11 @@ def remove_unreachable_blocks(func: functional.FuncOp) -> None:
                 seen.add(succ)
                 todo.append(succ)
     dead = [b for b in func.body.blocks if b not in seen]
-    for block in dead:
+    for block in dead:  # first all: dead blocks may use each other's values and branch to live ones
         for op in block.ops:
             op.drop_all_references()
     for block in dead:
-        for op in reversed(list(block.ops)):
-            block.erase_op(op, safe_erase=False)
-        func.body.erase_block(block, safe_erase=False)
+        func.body.detach_block(block)
 
 
 def set_function_type(func: functional.FuncOp, results: Sequence[Fact | None] | None) -> None:

@@ -44,6 +44,7 @@ from abir.passes.analysis import (
     LOCATION_ATTR,
     SSALiveness,
     call_graph,
+    fail_at,
     functions_of,
     may_reenter,
     reachable,
@@ -219,7 +220,7 @@ class FunctionLowering:
                 else_dest = self.edge(op.else_block, op.else_arguments)
                 self.terminate(stack.BranchOp(self.var(op.cond), then_dest, else_dest))
             case _:
-                raise ValueError(f"lower-calls cannot lower {op.name} in @{self.name}")
+                fail_at(op, f"lower-calls cannot lower {op.name} in @{self.name}; a function holds functional and cf ops only")
 
     def is_tail_return(self, op: functional.ReturnOp) -> bool:
         prev = op.prev_op

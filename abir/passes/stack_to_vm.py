@@ -24,7 +24,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from abir.dialects import functional, stack, vm
 from abir.dialects.stack import StorageClass
-from abir.passes.analysis import CALL_LOCATION_ATTR, FUNCTION_ATTR, LOCATION_ATTR, the_program
+from abir.passes.analysis import CALL_LOCATION_ATTR, FUNCTION_ATTR, LOCATION_ATTR, fail_at, the_program
 from abir.passes.lower_calls import replace_module_body
 
 
@@ -45,6 +45,8 @@ class KernelBuilder:
         self.pending: dict[str, SSAValue] = {}
         self.held: dict[str, SSAValue] = {}
         """The value each register is known to hold (read from it, or written to it)."""
+        self.current: Operation | None = None
+        """The stack op being translated (where an error points)."""
 
     def add(self, op: Operation) -> Operation:
         self.body.add_op(op)
@@ -54,7 +56,12 @@ class KernelBuilder:
         if name in self.values:
             return self.values[name]
         if self.decls.storage[name] == StorageClass.TEMPORARY:
-            raise ValueError(f"temporary @{name} is read before it is written in its block")
+            assert self.current is not None
+            fail_at(
+                self.current,
+                f"temporary @{name} is read before it is written in its block; a temporary holds a value "
+                "only within one block (declare it register or stack, or let allocate-storage choose)",
+            )
         value = self.add(vm.ReadOp(name, self.decls.types[name])).results[0]
         self.values[name] = self.held[name] = value
         return value
@@ -75,6 +82,7 @@ class KernelBuilder:
 
     def translate(self, block: Block) -> Block:
         for op in block.ops:
+            self.current = op
             self.op(op)
         return self.body
 
@@ -123,7 +131,7 @@ class KernelBuilder:
             case stack.HaltOp():
                 self.add(vm.HaltOp())
             case _:
-                raise ValueError(f"stack-to-vm cannot translate {op.name}")
+                fail_at(op, f"stack-to-vm cannot translate {op.name}; a stack program holds stack ops only")
 
 
 def with_call_location(source: Operation, push: Operation) -> Operation:

@@ -12,11 +12,14 @@ xdsl-opt's meaning (print the diagnostic, exit 0).
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import IO
 
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from abir.dialects import get_all_dialects, verify_error_text
+from abir.dialects import get_all_dialects, verify_error_text, verify_module
+from abir.dialects.parsing import AbirParser
 from abir.errors import AbirError
 from abir.passes import PASSES, get_all_passes
 
@@ -29,6 +32,16 @@ class AbirOptMain(xDSLOptMain):
     def register_all_dialects(self) -> None:
         for name, factory in get_all_dialects().items():
             self.ctx.register_dialect(name, factory)
+
+    def register_all_frontends(self) -> None:
+        def parse_mlir(io: IO[str]) -> ModuleOp:
+            parser = AbirParser(self.ctx, io.read(), self.get_input_name())
+            module = parser.parse_module(not self.args.no_implicit_module)
+            if not self.args.disable_verify:
+                verify_module(module)
+            return module
+
+        self.available_frontends["mlir"] = parse_mlir
 
     def register_all_passes(self) -> None:
         super().register_all_passes()  # keeps canonicalize, cse, dce, ...
@@ -69,8 +82,14 @@ def summary(doc: str) -> str:
 
 
 def main(args: Sequence[str] | None = None) -> None:
+    tool: AbirOptMain | None = None
     try:
-        AbirOptMain(description="abir modular optimizer driver", args=args).run()
+        tool = AbirOptMain(description="abir modular optimizer driver", args=args)
+        tool.run()
+    except RecursionError:
+        name = tool.get_input_name() if tool is not None else "the input"
+        print(f"abir-opt: error: {name}: the text nests too deeply to read or transform; flatten it", file=sys.stderr)
+        sys.exit(1)
     except DiagnosticException as e:
         print(f"abir-opt: error: {verify_error_text(e)}", file=sys.stderr)
         sys.exit(1)

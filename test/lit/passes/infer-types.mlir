@@ -189,3 +189,23 @@ builtin.module {
 // CHECK:        functional.return %r : i32
 // CHECK:        [[RET:%.*]] = functional.prim "astype"(%p) : (i1) -> i32
 // CHECK-NEXT:   functional.return [[RET]] : i32
+
+// -----
+
+// A block no branch reaches (written by hand; the frontend emits none) is dropped, with its ops.
+builtin.module {
+  functional.func @pt(%c: i1, %x: i64, %y: i64) -> !functional.unknown {
+    cf.cond_br %c, ^fwd, ^join(%y : i64)
+  ^fwd:
+    cf.br ^join(%x : i64)
+  ^join(%v: i64):
+    functional.return %v : i64
+  ^dead:
+    %u = functional.constant 5 : i64
+    cf.br ^join(%u : i64)
+  }
+}
+
+// CHECK-LABEL: functional.func @pt(%c: i1, %x: i64, %y: i64) -> i64 {
+// CHECK:         functional.return %v : i64
+// CHECK-NEXT:  }

@@ -353,7 +353,7 @@ stack.program @main(@x) -> (@x) {
   stack.halt
 }
 
-// CHECK: invalid.mlir:[[# @LINE - 3]]:3
+// CHECK: invalid.mlir:[[# @LINE - 4]]:3
 // CHECK: expected a variable after ',': a symbol such as @x
 
 // -----

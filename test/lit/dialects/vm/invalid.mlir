@@ -29,6 +29,7 @@ vm.var @x : i64 temporary
 
 vm.var @x : i64
 
+// CHECK: invalid.mlir:[[# @LINE - 2]]:1
 // CHECK: expected the variable's storage class: register or stack
 
 // -----

@@ -1,0 +1,17 @@
+// RUN: not abir-opt %s 2>&1 | filecheck %s
+// RUN: not abir-run %s --arg '[1]' 2>&1 | filecheck %s --check-prefix=RUNNER
+// xDSL's structural checks (a block must end in a terminator) come without the op they reject;
+// abir-opt and abir-run find it and print it with its program, as for any verifier error.
+
+stack.var @x : i64 register
+stack.program @main(@x) -> (@x) {
+  stack.write @x = @x
+}
+
+// CHECK:      abir-opt: error: Operation stack.write terminates block in single-block region but is not a terminator
+// CHECK-NEXT:   at: "stack.write"() <{targets = [@x], sources = [@x]}> : () -> ()
+// CHECK-NEXT:   in: @main
+
+// RUNNER:      abir-run: error: {{.*}}verify-structure.mlir: the module does not verify: Operation stack.write terminates block in single-block region but is not a terminator
+// RUNNER-NEXT:   at: "stack.write"() <{targets = [@x], sources = [@x]}> : () -> ()
+// RUNNER-NEXT:   in: @main
