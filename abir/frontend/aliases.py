@@ -32,6 +32,7 @@ value for scalars; it counts as holding exactly `x`'s array (`holds_exactly`).
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,12 +49,19 @@ VIEW = "view"
 """A view, or a value that may be one of several arrays: always shares its roots' memory."""
 
 
+_ROOT_NUMBERS = itertools.count()
+
+
 @dataclass(eq=False)
 class Root:
     """One array object (or several that analysis cannot tell apart)."""
 
     foreign: str | None = None
     """None when the function owns the array; else why it does not, in words for an error."""
+    number: int = field(default_factory=lambda: next(_ROOT_NUMBERS))
+    """When the root was made: the lowering makes roots in source order, so sets of roots
+    (ordered by their objects' addresses, which change from run to run) are read in this order
+    wherever the choice shows in an error."""
 
 
 UNTRACKED = Root("a value whose array abir cannot trace")
@@ -249,7 +257,10 @@ class AliasTracker:
         )
 
     def foreign_reason(self, roots: frozenset[Root]) -> str | None:
-        return next((r.foreign for r in roots if r.foreign is not None), None)
+        """Why `roots` are not the function's own arrays (the first foreign root in source
+        order, so that an error names the same one in every run), or None if they all are."""
+        foreign = [r for r in roots if r.foreign is not None]
+        return min(foreign, key=lambda r: r.number).foreign if foreign else None
 
     def holds_exactly(self, leaf: Any, array: Any) -> bool:
         """Whether `leaf` is `array`'s very array (when it is an array): the same value, or a
@@ -288,7 +299,7 @@ class AliasTracker:
 
     def union(self, roots: Iterable[Root]) -> None:
         """These roots may be one array: merge them (a foreign one makes the merged one foreign)."""
-        classes = list(dict.fromkeys(self.find(r) for r in roots))
+        classes = sorted({self.find(r) for r in roots}, key=lambda r: r.number)
         if len(classes) < 2:
             return
         keep = next((r for r in classes if r.foreign is not None), classes[0])
