@@ -32,6 +32,7 @@ value for scalars; it counts as holding exactly `x`'s array (`holds_exactly`).
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,12 +49,19 @@ VIEW = "view"
 """A view, or a value that may be one of several arrays: always shares its roots' memory."""
 
 
+_ROOT_NUMBERS = itertools.count()
+
+
 @dataclass(eq=False)
 class Root:
     """One array object (or several that analysis cannot tell apart)."""
 
     foreign: str | None = None
     """None when the function owns the array; else why it does not, in words for an error."""
+    number: int = field(default_factory=lambda: next(_ROOT_NUMBERS))
+    """When the root was made: the lowering makes roots in source order, so sets of roots
+    (ordered by their objects' addresses, which change from run to run) are read in this order
+    wherever the choice shows in an error."""
 
 
 UNTRACKED = Root("a value whose array abir cannot trace")
@@ -81,8 +89,12 @@ class AliasTracker:
     parent: dict[Root, Root] = field(default_factory=dict)
     followed: dict[SSAValue, SSAValue] = field(default_factory=dict)
     """Followers (see the module docstring) and the value whose array each one is for arrays."""
-    in_place_updates: int = 0
-    """How many updates of values that may be arrays were lowered in place so far."""
+    updates: list[frozenset[Root]] = field(default_factory=list)
+    """Per update of a value that may be an array lowered in place so far, the roots of the
+    arrays it may change."""
+    stands_for: dict[Root, frozenset[Root]] = field(default_factory=dict)
+    """Roots of loop header arguments owning their array (`owned_header`), and the roots of the
+    entry value each one is on the first iteration."""
     through_reads: dict[SSAValue, tuple[frozenset[Root], tuple[SSAValue, ...]]] = field(default_factory=dict)
     """Results of calls given integer-index reads: the roots each may share besides the reads'
     (the call's own, its other arguments'), and those reads."""
@@ -157,6 +169,33 @@ class AliasTracker:
         it (its roots were merged with the back edges' as they were built)."""
         if self.enabled:
             self.joins[header_argument] = tuple(leaves)
+
+    def owned_header(self, header_argument: SSAValue, entry_value: Any) -> Root:
+        """`header_argument` holds an array of its own: `entry_value`'s on the first iteration
+        (the back edges are checked to give it one of its own too, if the loop updates it)."""
+        root = Root()
+        self.roots[header_argument] = frozenset({root})
+        self.stands_for[root] = self.roots_of(entry_value)
+        return root
+
+    def updated_in_place(self, value: Any) -> None:
+        """`value`'s array is updated in place (when it is an array)."""
+        self.updates.append(self._changed_by_update(self.roots_of(value)))
+
+    def _changed_by_update(self, roots: frozenset[Root]) -> frozenset[Root]:
+        """`roots`, and the roots each owned header root among them is on its first iteration."""
+        changed, todo = set(roots), list(roots)
+        while todo:
+            for other in self.stands_for.get(todo.pop(), ()):
+                if (other := self.find(other)) not in changed:
+                    changed.add(other)
+                    todo.append(other)
+        return frozenset(changed)
+
+    def updated_since(self, start: int, roots: Iterable[Root]) -> bool:
+        """Whether an update after the first `start` ones may change one of `roots`' arrays."""
+        classes = {self.find(r) for r in roots}
+        return any(self.find(r) in classes for update in self.updates[start:] for r in update)
 
     def derived(self, value: SSAValue, sources: Iterable[Any], kind: str = VIEW) -> None:
         """`value` is (a view of) one of `sources`' arrays."""
@@ -249,7 +288,10 @@ class AliasTracker:
         )
 
     def foreign_reason(self, roots: frozenset[Root]) -> str | None:
-        return next((r.foreign for r in roots if r.foreign is not None), None)
+        """Why `roots` are not the function's own arrays (the first foreign root in source
+        order, so that an error names the same one in every run), or None if they all are."""
+        foreign = [r for r in roots if r.foreign is not None]
+        return min(foreign, key=lambda r: r.number).foreign if foreign else None
 
     def holds_exactly(self, leaf: Any, array: Any) -> bool:
         """Whether `leaf` is `array`'s very array (when it is an array): the same value, or a
@@ -288,7 +330,7 @@ class AliasTracker:
 
     def union(self, roots: Iterable[Root]) -> None:
         """These roots may be one array: merge them (a foreign one makes the merged one foreign)."""
-        classes = list(dict.fromkeys(self.find(r) for r in roots))
+        classes = sorted({self.find(r) for r in roots}, key=lambda r: r.number)
         if len(classes) < 2:
             return
         keep = next((r for r in classes if r.foreign is not None), classes[0])

@@ -32,7 +32,9 @@ only names the loop does not assign share (`sharers_at_entry`, `header_argument_
 every back edge is checked to keep it so (`check_back_edge`); else its array is foreign there.
 In a loop that updates arrays in place, the variables holding the very array a carried variable
 holds as the loop starts follow it (as arrays; scalars keep their value), and a back edge where
-they no longer do, or where another variable shares it, fails type inference if it is an array.
+they no longer do, or where another variable shares it, fails type inference if it is an array
+and an update in the loop may change that array or the one the back edge gives (updates of other
+arrays, e.g. `k -= 1` on what types may show to be an array, cannot tell the sharing).
 Copy checks of integer-index reads are emitted at loops that update in place only: elsewhere
 such a read keeps the loop's variable from owning its array, and nothing is checked. A carried
 variable that is itself an integer-index read of an array updated in place in or after the loop
@@ -171,8 +173,8 @@ class ItemAssignmentLowering:
             self.state.assign_name(name, updated, node)
             return
         op.attributes[IN_PLACE_RESULT_ATTR] = StringAttr(str(self._in_place_type_error(node, name)))
+        self.aliases.updated_in_place(current)
         self.aliases.same(updated, current)
-        self.aliases.in_place_updates += 1
         for binding in self._exact_holders(name, current):
             old = self.state.materialize(binding.value, node)
             follower = self.arrays.batch_op(node, "after_in_place", {}, [old, updated])
@@ -199,7 +201,7 @@ class ItemAssignmentLowering:
             assert isinstance(updated.owner, PrimOp)
             updated.owner.attributes[IN_PLACE_RESULT_ATTR] = StringAttr(str(self._in_place_type_error(node, name)))
             self.aliases.same(updated, current)
-        self.aliases.in_place_updates += 1
+        self.aliases.updated_in_place(current)
         for binding in self._exact_holders(name, current):
             rebind(self.state.env, binding.name, binding.position, updated)
         self.state.assign_name(name, updated, node)
@@ -302,8 +304,8 @@ class ItemAssignmentLowering:
         same = self._other_holders(target, name, array, self.state.env)
         updated = self.arrays.batch_op(target, "setitem", {"index": format_index(components)},
                                 [self.state.materialize(array, target.value), value, *operands])
+        self.aliases.updated_in_place(array)
         self.aliases.same(updated, array)
-        self.aliases.in_place_updates += 1
         if isinstance(target.value, ast.Name):
             updated.name_hint = target.value.id
         for binding in same:
@@ -407,8 +409,7 @@ class ItemAssignmentLowering:
             if self.aliases.holds_exactly(b.value, entry_value) and b.name != name and b.name not in carried
         ] if follows else []  # fmt: skip
         if len(group) == len(sharers):
-            root = Root()
-            self.aliases.roots[arg] = frozenset({root})
+            root = self.aliases.owned_header(arg, entry_value)
             return OwnedHeaderLeaf(name, position, root, tuple((b.name, b.position) for b in group))
         sharers = [b for b in sharers if b not in group]
         line = self.source.lineno(node)
@@ -436,14 +437,16 @@ class ItemAssignmentLowering:
                 rebind(self.state.env, member, position, follower)
 
     def check_back_edge(
-        self, node: ast.stmt, owned: list[OwnedHeaderLeaf], origin: Block, env: Env, in_place: bool
+        self, node: ast.stmt, owned: list[OwnedHeaderLeaf], origin: Block, env: Env, updates_before: int
     ) -> None:
         """At the end of an iteration each owned header argument must again get an owned array no
         other variable shares but its group, which must still hold it (integer-index reads of it
-        are checked to be copies, in `origin`). If not, in a loop whose body updates arrays in
-        place (`in_place`) that is an error if the variable is an array, which type inference
-        checks (scalars are immutable); other loops merge the roots, so that updates after them
-        see the sharing."""
+        are checked to be copies, in `origin`). If not, and an in-place update in the loop's body
+        (one after the first `updates_before`) may change the argument's array or the array it
+        gets at the back edge, that is an error if the variable is an array, which type inference
+        checks (scalars are immutable); otherwise the roots are merged, so that updates after the
+        loop see the sharing. An update changing neither cannot tell the sharing: if it changes
+        another carried variable's array, that variable's own check sees it."""
         saved = self.state.current
         self.state.current = origin
         try:
@@ -451,6 +454,7 @@ class ItemAssignmentLowering:
                 if isinstance(env.get(leaf.name), MaybeUndefined | None):
                     continue  # an error when the back edge is built
                 value = flatten(env[leaf.name])[0][leaf.position]
+                in_place = self.aliases.updated_since(updates_before, {leaf.root, *self.aliases.roots_of(value)})
                 group = [b for b in bindings(env) if (b.name, b.position) in leaf.group]
                 following = {(b.name, b.position) for b in group if self.aliases.holds_exactly(b.value, value)}
                 sharers = [b for b in self._sharers(node, leaf.name, leaf.position, value, env, in_place)

@@ -475,7 +475,7 @@ class StatementLowering:
                     owned.append(kept)
             header_env[name] = unflatten(treedef, header_leaves)
             carried.append(Carried(name, treedef, header_leaves, entry_leaves))
-        self._owned_at_header[header] = (owned, self.state.aliases.in_place_updates)
+        self._owned_at_header[header] = (owned, len(self.state.aliases.updates))
         self.state.current, self.state.env = header, header_env
         self.item_assignment.follow_at_header(node, owned)  # the same array under other names
         return header, carried
@@ -537,11 +537,10 @@ class StatementLowering:
     def _close_loop(self, node: ast.stmt, header: Block, carried: list[Carried], back: list[Arrival]) -> None:
         """Back edges to the header, passing the carried variables' values at the end of an iteration."""
         owned, updates_before = self._owned_at_header.pop(header, ([], 0))
-        updates_in_body = self.state.aliases.in_place_updates > updates_before
         for origin, env in back:
             if owned:
                 assert isinstance(origin, Block), "a back edge leaves from the end of a block"
-                self.item_assignment.check_back_edge(node, owned, origin, env, updates_in_body)
+                self.item_assignment.check_back_edge(node, owned, origin, env, updates_before)
         incoming = {
             header_leaf: [entry_leaf]
             for variable in carried

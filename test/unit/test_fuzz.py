@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import ast
 import os
+import time
 
 import numpy as np
 import pytest
 
 from abir.testing import fuzz
-from abir.testing.differential import check, load, run_reference
+from abir.testing.differential import check, load, run_reference, time_limit
 from abir.testing.generate import BOOL, DEFAULT_FEATURES, FLOAT, INT, parse_features, type_of
 
 SEED = 0
@@ -170,3 +171,14 @@ def test_command_line(capsys):
     assert fuzz.main(["--count", "1", "--backends", "cuda"]) == 2
     assert fuzz.main(["--count", "1", "--show", "--seed", "4"]) == 0
     assert "def f(" in capsys.readouterr().out
+
+
+def test_the_time_limit_counts_cpu_time_not_waiting():
+    """A run waiting for a shared core is not hanging: only the CPU time it uses counts."""
+    with time_limit(0.2):
+        time.sleep(0.4)
+    began = time.process_time()
+    with pytest.raises(TimeoutError, match="CPU time"), time_limit(0.2):
+        while time.process_time() - began < 5.0:
+            pass
+    assert time.process_time() - began < 1.0

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import collections
 import inspect
+import os
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -350,6 +353,40 @@ def test_assigning_into_an_argument():
 
     error = expect_error(f, "# here", "item assignment into `x` is not supported here: `x` holds the argument 'x'")
     assert "x = x.copy()" in str(error)
+
+
+def one_of_five_arguments(a, b, c, d, e, k):
+    x = a
+    if k > 0:
+        x = b
+    elif k > 1:
+        x = c
+    elif k > 2:
+        x = d
+    elif k > 3:
+        x = e
+    x[0] = 1.0  # here
+    return x
+
+
+def named_argument() -> str:
+    """The argument the item assignment error of `one_of_five_arguments` names."""
+    ctx = Context()
+    ctx.batch()(one_of_five_arguments)
+    with pytest.raises(UnsupportedSyntaxError) as info:
+        ctx.module()
+    return str(info.value).split("`x` holds the argument ")[1][:3]
+
+
+def test_an_item_assignment_error_names_the_first_argument_in_source_order():
+    # `x` may be any of five arguments: the error names `a` in every run, not whichever root a
+    # set of roots (ordered by object address) yields first
+    assert {named_argument() for _ in range(20)} == {"'a'"}
+    script = f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); import test_python_semantics as t; print(t.named_argument())"
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        run = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        assert run.stdout.strip() == "'a'", run.stderr
 
 
 def test_assigning_into_a_module_level_array():

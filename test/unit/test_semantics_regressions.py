@@ -751,3 +751,96 @@ def test_a_parameter_saved_around_a_call_and_returned(backend):
     ctx.batch()(inner_of)
     x = np.array([[0.0, 1.0], [2.0, 3.0]])
     np.testing.assert_array_equal(batched(x, backend=backend), [saved_then_returned(row) for row in x])
+
+
+# -- loops whose only in-place updates change other arrays (the fuzzer: seed 0, programs 94, 194) --
+
+
+def zero_and_ones():
+    return 0.0, np.ones(2)
+
+
+def call_result_carried_by_a_loop_updating_a_counter(n):
+    """Seed 0, program 94 (shrunk, with a return): `k -= 1` may update an array in place (types
+    tell), so the loop counted as updating arrays, and `v` getting a call's result at the end of
+    an iteration was an error, though nothing in the loop can change `v`'s array."""
+    v = np.zeros(2)
+    _, w = zero_and_ones()
+    k = max(0, n)
+    while k > 0:
+        k -= 1
+        v = w
+    return v
+
+
+def argument_carried_by_a_loop_updating_counters(n, p):
+    """Seed 0, program 194 (shrunk, with a return): the same with a tuple getting an argument."""
+    acc = (0, np.zeros(2))
+    k = n
+    while k > 0:
+        k -= 1
+        j = max(k, k)
+        j -= 1
+        acc = (j, p)
+    return acc
+
+
+def argument_carried_by_a_loop_updating_it(n, p):
+    x = np.ones(2)
+    i = 0
+    while i < n:  # here
+        x += 1.0
+        x = p
+        i += 1
+    return x
+
+
+def argument_carried_by_a_loop_whose_inner_loop_updates_it(n, p):
+    x = np.ones(2)
+    i = 0
+    while i < n:  # here
+        j = 0
+        while j < 2:
+            x += 1.0
+            j += 1
+        x = p
+        i += 1
+    return x
+
+
+def array_shared_with_one_updated_through_a_name_for_it(n):
+    z = np.zeros(2)
+    x = np.ones(2)
+    i = 0
+    while i < n:  # here
+        w = z
+        w[0] += 1.0
+        x = z
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize("backend", [NumpyBackend(), JaxBackend(), TensorFlowBackend()], ids=["numpy", "jax", "tf"])
+def test_a_loop_updating_other_arrays_may_carry_a_foreign_array(backend):
+    ctx = abir.Context()
+    ctx.batch()(zero_and_ones)
+    carried_call_result = ctx.batch()(call_result_carried_by_a_loop_updating_a_counter)
+    carried_argument = ctx.batch()(argument_carried_by_a_loop_updating_counters)
+    n = np.array([0, 1, 3])
+    p = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    assert_matches_python(carried_call_result, [n], backend)
+    assert_matches_python(carried_argument, [n, p], backend)
+
+
+@pytest.mark.parametrize("program", [argument_carried_by_a_loop_updating_it,
+                                     argument_carried_by_a_loop_whose_inner_loop_updates_it])
+def test_a_loop_updating_a_carried_array_may_not_carry_a_foreign_one(program):
+    """The next iteration would update the argument in place: an error, also when the update is
+    in an inner loop (whose own header argument is the outer one's array on entry)."""
+    expect_error(program, "# here", "at the end of an iteration of this loop 'x' holds the argument 'p'",
+                 np.array([0, 1]), np.ones((2, 2)))
+
+
+def test_a_loop_updating_an_array_through_another_name_may_not_share_it():
+    expect_error(array_shared_with_one_updated_through_a_name_for_it, "# here",
+                 "at the end of an iteration of this loop 'x' may share its array with 'z'", np.array([0, 1]))
