@@ -27,8 +27,7 @@ are checked where the graph allows (`check_when_run`): collected as extra output
 `abir.tf_function` (`tf_function`, `CheckedFunction`: raised on the host after each call, also
 under XLA), else asserted in the graph; under a plain `tf.function(jit_compile=True)`, where XLA
 drops assertions, poisoned results of the failing members and a warning, once per batched
-function and limits in a process (not per call or trace). A program without stacks run without
-`max_steps` cannot fail: the machine stages no check at all.
+function and limits in a process (not per call or trace).
 
 Builtin prims follow NumPy semantics: operands are cast to the dtype NumPy computes in, the
 result to the dtype NumPy gives, and integer division by zero yields 0 as in NumPy (TF would

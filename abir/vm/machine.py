@@ -779,8 +779,6 @@ class Machine:
         }
         """The stack pointer key of each stack variable (`stack_pointers`)."""
         self.has_calls = any(plan.callee is not None for plan in plans)
-        self.has_stacks = self.has_calls or any(var.is_stack for var in variables.values())
-        """Whether a run can overflow or underflow a stack (else it can fail only by `max_steps`)."""
         self.last_stats: RunStats | None = None
         self.run_cache = LRUCache(RUN_CACHE_SIZE)
         """The compiled runs of this program (`Backend.run_cache`), freed with it."""
@@ -929,10 +927,6 @@ class Machine:
         self.last_stats = backend.last_stats
         status = state.pop(STATUS_KEY, None)
         if backend.is_traced(state[state_ops.PC]):
-            if not (counting or self.has_stacks):
-                # nothing can fail: no check in the caller's computation (and under plain XLA
-                # on TF no warning that a failure would go unreported)
-                return self._outputs(state, batch, rows)
             names = MemberNames(batch, backend.mapped_axes())
             check = functools.partial(self._raise_run_errors, backend, max_stack_depth, max_steps, names)
             limit = "" if max_steps is None else f", or reached max_steps={max_steps}"
@@ -946,10 +940,6 @@ class Machine:
             self._raise_errors(backend, state, max_stack_depth)
             if counting:
                 self._raise_step_limit(backend, state, max_steps)
-        return self._outputs(state, batch, rows)
-
-    def _outputs(self, state: State, batch: int, rows: int) -> list[Any]:
-        """The output registers of the first `batch` of the run's `rows`."""
         outputs = [state[state_ops.register_key(name)] for name in self.outputs]
         return outputs if rows == batch else [output[:batch] for output in outputs]
 

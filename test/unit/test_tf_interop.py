@@ -119,19 +119,6 @@ def test_under_plain_xla_the_warning_comes_once_not_per_call_or_trace():
         np.testing.assert_array_equal(again(tf.constant([6])).numpy(), [9])
 
 
-def test_under_plain_xla_a_run_that_cannot_fail_does_not_warn():
-    """A program without recursion or saved values run without max_steps cannot fail: nothing
-    goes unreported, so nothing warns, and nothing is poisoned."""
-    staged = tf.function(lambda x: halving(x, 0.25, backend=abir.TensorFlowBackend()), jit_compile=True)
-    x = np.array([1.0, 10.0, 1e6])
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UnreportedErrorsWarning)
-        values, steps = staged(tf.constant(x))
-    expected = halving(x, 0.25, dry_run=True)
-    np.testing.assert_array_equal(values.numpy(), expected[0])
-    np.testing.assert_array_equal(steps.numpy(), expected[1])
-
-
 def test_abir_tf_function_run_eagerly_raises_at_once():
     checked = abir.tf_function(lambda n: batched_fib(n, backend=abir.TensorFlowBackend(), max_stack_depth=3))
     tf.config.run_functions_eagerly(True)
