@@ -78,7 +78,8 @@ def parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOpt
     if kwargs.get("backend") is None:
         return _parse_call_options(function_name, kwargs)
     try:
-        key = tuple(kwargs.items())
+        # the types too: 1 == True, yet pad_batch=1 and max_stack_depth=True are errors
+        key = tuple((name, type(value), value) for name, value in kwargs.items())
         options = _PARSED_OPTIONS.get(key)
     except TypeError:  # an unhashable value (a block_code_cache dict): nothing to reuse
         return _parse_call_options(function_name, kwargs)

@@ -158,6 +158,20 @@ def test_pad_batch_is_checked():
         batched(np.array([3]), pad_batch=True, stackless=True)
 
 
+def test_options_equal_to_ones_parsed_before_are_still_checked():
+    """A call naming its backend reuses the options parsed for the same keywords; a value equal
+    to an accepted one but of another type (1 == True) is still checked."""
+    ctx = abir.Context()
+    batched = ctx.batch_uncurried(fib)
+    backend = abir.NumpyBackend()
+    batched(np.array([3]), backend=backend, pad_batch=True, max_stack_depth=20)
+    with pytest.raises(TypeError, match="pad_batch must be True or False"):
+        batched(np.array([3]), backend=backend, pad_batch=1, max_stack_depth=20)
+    batched(np.array([3]), backend=backend, max_stack_depth=1)
+    with pytest.raises(ValueError, match="max_stack_depth must be a positive integer, got True"):
+        batched(np.array([3]), backend=backend, max_stack_depth=True)
+
+
 def _fail_staged_and_forget() -> weakref.ref:
     """A staged run of fib in a fresh context that overflows; a weak reference to its machine."""
     import jax
