@@ -39,6 +39,8 @@ from abir.backends.base import (
     RunStats,
     Scheduler,
     State,
+    Writes,
+    apply_writes,
     loops_to_itself,
     separate_stacks,
     smallest_live_block,
@@ -83,6 +85,8 @@ class _ScratchStacks:
         self.batch = batch
         self.views: dict[str, np.ndarray] = {}
         self.flat: dict[str, np.ndarray] = {}
+        self._rows: Any = None
+        self._flat_rows: np.ndarray | None = None
         for key, value in stacks.items():
             value = np.asarray(value)
             padded = np.zeros((value.shape[0] + 1, *value.shape[1:]), value.dtype)
@@ -90,18 +94,21 @@ class _ScratchStacks:
             self.views[key] = padded[:-1]
             self.flat[key] = padded.reshape(((value.shape[0] + 1) * batch, *value.shape[2:]))
 
-    def apply(self, writes: dict[str, list[tuple[Any, Any]]]) -> None:
-        """Apply a kernel's write requests, in order."""
-        last, flat_rows = None, None
-        for key, requests in writes.items():
-            stack = self.flat[key]
-            for rows, value in requests:
-                if rows is None:  # the whole new stack (`state_ops.descend`)
-                    self.views[key][...] = value
-                    continue
-                if rows is not last:
-                    last, flat_rows = rows, _flat_rows(np.asarray(rows), self.batch)
-                stack[flat_rows] = value
+    def apply(self, writes: Writes) -> None:
+        """Apply a kernel's write requests in place, in order (`apply_writes`)."""
+        self._rows = None
+        apply_writes(self.flat, writes, self._scatter)
+
+    def _scatter(self, flat: np.ndarray, rows: Any, value: Any) -> np.ndarray:
+        """One request on a stack seen as `[(D + 1) * B, ...]`; requests of a push group share
+        `rows`, so its flat rows are computed once."""
+        if rows is None:  # the whole new stack (`state_ops.descend`)
+            flat[: -self.batch].reshape(-1, self.batch, *flat.shape[1:])[...] = value
+            return flat
+        if rows is not self._rows:
+            self._rows, self._flat_rows = rows, _flat_rows(np.asarray(rows), self.batch)
+        flat[self._flat_rows] = value
+        return flat
 
 
 class _StepLog:

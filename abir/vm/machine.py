@@ -46,12 +46,11 @@ from abir.dialects import vm
 from abir.dialects.functional import decode_params
 from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
 from abir.lru import LRUCache
-from abir.opaque import lookup_opaque
 from abir.types import TensorType, tensor_type_of
 from abir.vm import state_ops
 from abir.vm.inputs import prepare_inputs
 from abir.vm.state_ops import Frame
-from abir.vm.values import constant_array, opaque_results, rank_padding, result_dtype
+from abir.vm.values import call_opaque_prim, constant_array, rank_padding, result_dtype
 
 DEFAULT_MAX_STACK_DEPTH = 15
 KERNEL_SETS = 8
@@ -240,8 +239,8 @@ class Opaque:
     args: tuple[int, ...]
 
     def render(self, source: _KernelSource) -> None:
-        call = f"opaque(lookup_opaque({self.symbol!r}), [{_values(self.args)}])"
-        source.emit(f"{_values(self.slots)}, = opaque_results({call}, {len(self.slots)}, {self.symbol!r})")
+        call = f"call_opaque_prim(opaque, {self.symbol!r}, [{_values(self.args)}], {len(self.slots)})"
+        source.emit(f"{_values(self.slots)}, = {call}")
 
 
 @dataclass(frozen=True)
@@ -640,8 +639,7 @@ _KERNEL_NAMES: dict[str, Any] = {
     "descend": state_ops.descend,
     "finish": state_ops.finish,
     "count_step": state_ops.count_step,
-    "lookup_opaque": lookup_opaque,
-    "opaque_results": opaque_results,
+    "call_opaque_prim": call_opaque_prim,
     "bool_": np.bool_,
     "int32": np.int32,
 }

@@ -26,10 +26,9 @@ from xdsl.ir import Block, Operation, SSAValue
 from abir import array_prims
 from abir.backends.base import Backend
 from abir.dialects import functional
-from abir.opaque import lookup_opaque
 from abir.types import TensorType, tensor_type_of
 from abir.vm.inputs import prepare_inputs
-from abir.vm.values import align_operands, constant_array, opaque_results, rank_padding, result_dtype
+from abir.vm.values import align_operands, call_opaque_prim, constant_array, rank_padding, result_dtype
 
 Env = dict[SSAValue, Any]
 
@@ -153,8 +152,9 @@ class StacklessExecutor:
                 value = backend.builtin_prim(op.fn.data, operands, result_dtype(op.res[0].type))
                 self._assign(env, op.res[0], value, mask)
             case functional.PrimOp():
-                results = backend.call_opaque(lookup_opaque(op.prim_name), [env[a] for a in op.arguments])
-                self._assign_all(env, op.results, opaque_results(results, len(op.results), op.prim_name), mask)
+                arguments = [env[a] for a in op.arguments]
+                results = call_opaque_prim(backend.call_opaque, op.prim_name, arguments, len(op.results))
+                self._assign_all(env, op.results, results, mask)
             case functional.CallOp():
                 callee = self.function(op.callee.string_value())
                 self._assign_all(env, op.results, self.call(callee, mask, [env[a] for a in op.arguments]), mask)

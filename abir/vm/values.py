@@ -7,7 +7,7 @@ the machine state, 1 for constants (they broadcast through `where`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, FloatAttr, IntegerAt
 from xdsl.ir import Attribute
 
 from abir.backends.base import Backend
+from abir.opaque import lookup_opaque
 from abir.types import tensor_type_of
 
 
@@ -57,9 +58,14 @@ def result_dtype(type: Attribute) -> np.dtype:
     return np.dtype(tensor_type_of(type).dtype)
 
 
-def opaque_results(results: Any, count: int, symbol: str) -> tuple[Any, ...]:
-    """The `count` results of a call of opaque prim `symbol` (whose callable both executors
-    look up at every call, `lookup_opaque`, so a helper registered again takes effect), checked."""
+def call_opaque_prim(
+    call_opaque: Callable[[Any, list[Any]], Any], symbol: str, arguments: list[Any], count: int
+) -> tuple[Any, ...]:
+    """The `count` results of opaque prim `symbol` called through a backend's `call_opaque`.
+
+    Both executors call this. The callable is looked up at every call, so a helper registered
+    again takes effect, and the number of results it returns is checked."""
+    results = call_opaque(lookup_opaque(symbol), arguments)
     if count == 1:
         return (results,)
     results = tuple(results)

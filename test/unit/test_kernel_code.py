@@ -113,7 +113,7 @@ def test_opaque_errors_show_the_kernel_line() -> None:
     with pytest.raises(ZeroDivisionError) as info:
         compile_machine(parse(text)).run([np.array([1.0])], NumpyBackend())
     shown = "".join(traceback.format_tb(info.tb))
-    assert "block_0" in shown and "opaque(lookup_opaque('test_kernel_code_fails'), [v0])" in shown
+    assert "block_0" in shown and "call_opaque_prim(opaque, 'test_kernel_code_fails', [v0], 1)" in shown
 
 
 def test_multiple_opaque_results_are_counted() -> None:
