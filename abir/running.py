@@ -9,7 +9,8 @@ code named or written in the text: an opaque prim (`functional.opaque @name "sou
 if the caller supplies its callable (`opaque={"name": fn}`), its source text is never evaluated,
 and a module that declares one the caller did not supply is an error. Malformed input (a parse
 error, an unknown op, a failing verifier, a per-member type too large to allocate, text nested
-too deeply to parse) raises `ModuleRunError` with the location xDSL's parser gives, or the op.
+too deeply to parse) raises `ModuleRunError` at its `file:line:column`, a verifier's error at
+the op it rejects.
 """
 
 from __future__ import annotations

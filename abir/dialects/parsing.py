@@ -7,6 +7,14 @@ format with no location; and says no more of an unknown op than that it is not r
 point at the op (`parsed_end` is where its text ends), and names the dialect's ops and the
 closest names for an unknown op. (`OperandTypes` in `functional.py` reports a type list of the
 wrong length at the list itself; the parser reports it at the op for the other dialects' ops.)
+
+xDSL keeps no source position on a parsed op either, so a verifier's error could only print the
+op. `AbirParser.op_spans` records where each op's text starts (its first line, up to its last
+token there), and `located_error_text` prints an error that knows its op (`failing_op`: a
+verifier's, through `verify_module`, or a pass's) at that text, as a parse error is printed.
+The parser also refuses a shaped type with more elements than a per-member type may have
+(`abir.types.MAX_MEMBER_ELEMENTS`), at the type and before a `dense` constant of that type is
+expanded.
 """
 
 from __future__ import annotations
@@ -44,9 +52,7 @@ class AbirParser(Parser):
     def _consume_token(self, expected_kind: Any = None) -> Any:
         token = super()._consume_token(expected_kind)
         self.last_span = token.span
-        for text in reversed(self._open_ops):
-            if token.span.start >= text.line_end:
-                break  # the ops around it started on earlier lines, which end earlier still
+        if self._open_ops and token.span.start < (text := self._open_ops[-1]).line_end:
             text.first_line_end = token.span.end
         return token
 
@@ -64,6 +70,8 @@ class AbirParser(Parser):
             self.raise_error(f"{name + ': ' if name else ''}{message}", start, max(start, parsed_end(self)))
         finally:
             self._open_ops.pop()
+        if self._open_ops and start < (outer := self._open_ops[-1]).line_end:
+            outer.first_line_end = max(outer.first_line_end, text.first_line_end)  # nested on its first line
         self.op_spans[op] = Span(start, text.first_line_end, self.lexer.input, self._line_offset)
         return op
 

@@ -5,7 +5,8 @@
     abir-opt --list-abir-passes
 
 A failing pass or malformed input is printed as a diagnostic (`abir-opt: error: ...`, exit
-status 1), not as a Python traceback; `--verify-diagnostics` and `--parsing-diagnostics` keep
+status 1), not as a Python traceback, at the `file:line:column` of the op it concerns when that
+op was read from the input; `--verify-diagnostics` and `--parsing-diagnostics` keep
 xdsl-opt's meaning (print the diagnostic, exit 0).
 """
 
