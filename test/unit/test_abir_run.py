@@ -98,6 +98,9 @@ def test_the_entry_is_chosen_or_named():
         ('functional.func @f(%x: f64) -> f64 {\n  %y = functional.prim "sum" <{axis = "a"}>(%x) : (f64) -> f64\n'
          "  functional.return %y : f64\n}", 'parameter "axis" must be an integer'),
         ("vm.var @x : i64 register", "neither a functional.func nor a vm.program"),
+        ('functional.func @f(%x: f64) -> f64 {\n  %y = functional.prim "add"(%x) : (f64) -> f64\n'
+         "  functional.return %y : f64\n}",
+         '<text>:2:3\n  %y = functional.prim "add"(%x) : (f64) -> f64\n  ^^^^'),
     ],
 )
 def test_malformed_input_is_a_diagnostic(text, fragment):
