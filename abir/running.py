@@ -9,12 +9,12 @@ code named or written in the text: an opaque prim (`functional.opaque @name "sou
 if the caller supplies its callable (`opaque={"name": fn}`), its source text is never evaluated,
 and a module that declares one the caller did not supply is an error. Malformed input (a parse
 error, an unknown op, a failing verifier, a per-member type too large to allocate, text nested
-too deeply to parse) raises `ModuleRunError` with the location xDSL's parser gives, or the op.
+too deeply to parse) raises `ModuleRunError` at its `file:line:column`, a verifier's error at
+the op it rejects.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,17 +25,13 @@ from xdsl.utils.exceptions import ParseError, VerifyException
 
 from abir.calling import resolve_backend
 from abir.dialects import functional, make_context, verify_error_text, verify_module, vm
-from abir.dialects.parsing import AbirParser
+from abir.dialects.parsing import AbirParser, located_error_text
 from abir.errors import AbirError
 from abir.opaque import register_opaque
 from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of
 from abir.passes.pipeline import compile_functional, lower_to_vm
-from abir.types import ir_type, is_value_type
+from abir.types import ir_type, is_value_type, oversized_message
 from abir.vm.machine import DEFAULT_MAX_STACK_DEPTH, Machine, compile_machine
-
-MAX_MEMBER_ELEMENTS = 1 << 24
-"""The most elements a per-member type of a module read from text may have (16 Mi): larger
-types are refused before anything is allocated."""
 
 
 class ModuleRunError(AbirError, ValueError):
@@ -43,30 +39,13 @@ class ModuleRunError(AbirError, ValueError):
     prim without a callable, arguments that do not fit. The message says where and what to do."""
 
 
-_TENSOR_SHAPE = re.compile(r"tensor<((?:\d+x)+)")
-
-
-def check_text_sizes(text: str, name: str = "<text>") -> None:
-    """Refuse, before parsing, a tensor type with more than `MAX_MEMBER_ELEMENTS` elements (the
-    parser would expand a splat constant of that type)."""
-    for match in _TENSOR_SHAPE.finditer(text):
-        count = 1
-        for dim in match.group(1).split("x")[:-1]:
-            count *= int(dim)
-        if count > MAX_MEMBER_ELEMENTS:
-            line = text.count("\n", 0, match.start()) + 1
-            column = match.start() - (text.rfind("\n", 0, match.start()) + 1) + 1
-            raise ModuleRunError(
-                f"{name}:{line}:{column}: the type tensor<{match.group(1)}...> has {count} elements, more than "
-                f"{MAX_MEMBER_ELEMENTS} per member; abir-run refuses types that large"
-            )
-
-
 def parse_module(text: str, name: str = "<text>") -> ModuleOp:
-    """The verified module of `text` (`name` is the file name diagnostics show)."""
-    check_text_sizes(text, name)
+    """The verified module of `text` (`name` is the file name diagnostics show). The parser
+    refuses per-member types above `MAX_MEMBER_ELEMENTS` elements before allocating them; a
+    verifier's error points at the op's line."""
+    parser = AbirParser(make_context(), text, name)
     try:
-        module = AbirParser(make_context(), text, name).parse_module()
+        module = parser.parse_module()
     except ParseError as e:
         raise ModuleRunError(str(e)) from None
     except RecursionError:
@@ -74,28 +53,21 @@ def parse_module(text: str, name: str = "<text>") -> ModuleOp:
     try:
         verify_module(module)
     except VerifyException as e:
-        raise ModuleRunError(f"{name}: the module does not verify: {verify_error_text(e)}") from None
+        what = "the module does not verify: "
+        located = located_error_text(e, parser.op_spans, what)
+        raise ModuleRunError(located or f"{name}: {what}{verify_error_text(e)}") from None
     return module
 
 
 def check_sizes(module: ModuleOp, name: str = "<module>") -> None:
-    """Refuse per-member tensor types with more than `MAX_MEMBER_ELEMENTS` elements."""
+    """Refuse per-member tensor types with more than `MAX_MEMBER_ELEMENTS` elements (a module
+    built in Python: the parser refuses them in text)."""
     for op in module.walk():
         types = [*op.result_types, *(arg.type for region in op.regions for block in region.blocks for arg in block.args)]
         types += [attr for attr in op.properties.values() if isinstance(attr, TensorType)]
         for type_ in types:
-            if isinstance(type_, TensorType) and _elements(type_) > MAX_MEMBER_ELEMENTS:
-                raise ModuleRunError(
-                    f"{name}: {op.name} has the per-member type {type_}, larger than {MAX_MEMBER_ELEMENTS} elements; "
-                    "abir-run refuses types that large"
-                )
-
-
-def _elements(type_: TensorType) -> int:
-    count = 1
-    for dim in type_.get_shape():
-        count *= max(int(dim), 0)
-    return count
+            if isinstance(type_, TensorType) and (message := oversized_message(str(type_), type_.get_shape())):
+                raise ModuleRunError(f"{name}: a per-member type of {op.name} is too large: {message}")
 
 
 def run_module(

@@ -101,3 +101,23 @@ def tensor_type_of(attr: Attribute) -> TensorType:
             raise TypeError(f"{attr} has a dynamic dimension; per-member shapes must be static")
         return TensorType(dtype_of(attr.element_type), shape)
     return TensorType(dtype_of(attr), ())
+
+
+MAX_MEMBER_ELEMENTS = 1 << 24
+"""The most elements a per-member type read from text may have (16 Mi). The tools refuse larger
+types while parsing, before anything that size is allocated: xDSL's parser expands a splat
+`dense` constant to one Python number per element."""
+
+
+def oversized_message(type_text: str, shape: Sequence[int]) -> str | None:
+    """What to say of a type whose static shape has more than `MAX_MEMBER_ELEMENTS` elements
+    (dynamic dimensions count as none), or None if it is small enough."""
+    count = 1
+    for dim in shape:
+        count *= max(int(dim), 0)
+    if count <= MAX_MEMBER_ELEMENTS:
+        return None
+    return (
+        f"{type_text} has {count} elements, more than {MAX_MEMBER_ELEMENTS} per member (16 Mi); abir refuses "
+        "larger types rather than allocate them: use a smaller shape"
+    )

@@ -4,6 +4,7 @@ import re
 from collections.abc import Callable
 
 from xdsl.ir import Dialect, Operation
+from xdsl.traits import SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 
@@ -69,13 +70,65 @@ def make_context():
 def verify_module(module: Operation) -> None:
     """`module.verify()`, with the failing op marked (as `verify_error_text` reads it) also for
     the structural checks xDSL makes outside an op's own verifier (a block that does not end in a
-    terminator, an empty function body), which it raises unmarked."""
+    terminator, an empty function body), which it raises unmarked; the error also remembers the
+    op itself (`failing_op`), which a tool that read the module from text can point at."""
     try:
+        _check_unique_symbols(module)
         module.verify()
     except VerifyException as error:
+        if failing_op(error) is not None:
+            raise
+        op = _innermost_failing(module)
+        mark_failing_op(error, op)
         if getattr(error, "__notes__", None):
             raise
-        _innermost_failing(module).emit_error(str(error), error)
+        op.emit_error(str(error), error)
+
+
+def _check_unique_symbols(module: Operation) -> None:
+    """Fail at the second op that defines a symbol of a symbol table (xDSL's check of the table
+    fails at the table: the whole module)."""
+    for table in module.walk():
+        if not table.has_trait(SymbolTable) or len(table.regions) != 1 or len(table.regions[0].blocks) != 1:
+            continue
+        first: dict[str, Operation] = {}
+        for op in table.regions[0].block.ops:
+            name = getattr(op.get_attr_or_prop("sym_name"), "data", None)
+            if not isinstance(name, str):
+                continue
+            if name in first:
+                message = f"@{name} is defined twice, here and by the {first[name].name} before; rename or remove one"
+                error = VerifyException(message)
+                mark_failing_op(error, op)
+                op.emit_error(message, error)
+            first[name] = op
+
+
+_FAILING_OP = "abir_failing_op"
+"""The attribute of an error that holds the op it rejects (see `mark_failing_op`)."""
+
+
+def mark_failing_op(error: Exception, op: Operation) -> None:
+    """Remember on `error` the op it rejects, so that a tool can point at the op's text: xDSL's
+    `emit_error` only prints the op into a note."""
+    setattr(error, _FAILING_OP, op)
+
+
+def failing_op(error: BaseException) -> Operation | None:
+    """The op `verify_module` or a pass (`mark_failing_op`) found `error` to reject, if any."""
+    op = getattr(error, _FAILING_OP, None)
+    return op if isinstance(op, Operation) else None
+
+
+def enclosing_symbol(op: Operation) -> str | None:
+    """The symbol of the nearest op around `op` that has one (its function or program)."""
+    parent = op.parent_op()
+    while parent is not None:
+        name = parent.properties.get("sym_name") or parent.attributes.get("sym_name")
+        if isinstance(data := getattr(name, "data", None), str):
+            return data
+        parent = parent.parent_op()
+    return None
 
 
 def _innermost_failing(op: Operation) -> Operation:

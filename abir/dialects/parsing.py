@@ -7,55 +7,81 @@ format with no location; and says no more of an unknown op than that it is not r
 point at the op (`parsed_end` is where its text ends), and names the dialect's ops and the
 closest names for an unknown op. (`OperandTypes` in `functional.py` reports a type list of the
 wrong length at the list itself; the parser reports it at the op for the other dialects' ops.)
+
+xDSL keeps no source position on a parsed op either, so a verifier's error could only print the
+op. `AbirParser.op_spans` records where each op's text starts (its first line, up to its last
+token there), and `located_error_text` prints an error that knows its op (`failing_op`: a
+verifier's, through `verify_module`, or a pass's) at that text, as a parse error is printed.
+The parser also refuses a shaped type with more elements than a per-member type may have
+(`abir.types.MAX_MEMBER_ELEMENTS`), at the type and before a `dense` constant of that type is
+expanded.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import ModuleOp, ShapedType
+from xdsl.ir import Block, Operation, SSAValue, TypeAttribute
 from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Position, Span
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 from abir import array_prims, prims
+from abir.dialects import enclosing_symbol, failing_op
+from abir.types import oversized_message
 
 
 class AbirParser(Parser):
     """xDSL's MLIR parser with errors located at the op they concern (see the module docstring)."""
 
-    def __init__(self, ctx: Context, input: str, name: str = "<unknown>") -> None:
+    def __init__(self, ctx: Context, input: str, name: str = "<unknown>", line_offset: int = 0) -> None:
         self.last_span: Span | None = None
-        self._op_starts: list[Position] = []
-        self._op_names: list[str | None] = []
+        self.op_spans: dict[Operation, Span] = {}
+        """Where the text of each parsed op starts: its first line, up to its last token there."""
+        self._line_offset = line_offset
+        self._open_ops: list[_OpText] = []
         super().__init__(ctx, input, name)
 
     def _consume_token(self, expected_kind: Any = None) -> Any:
         token = super()._consume_token(expected_kind)
         self.last_span = token.span
+        if self._open_ops and token.span.start < (text := self._open_ops[-1]).line_end:
+            text.first_line_end = token.span.end
         return token
 
     def parse_operation(self) -> Operation:
-        self._op_starts.append(self.pos)
-        self._op_names.append(None)
+        start = self.pos
+        text = _OpText(start, self.lexer.input.get_end_of_line(start))
+        self._open_ops.append(text)
         try:
-            return super().parse_operation()
+            op = super().parse_operation()
         except VerifyException as error:
             # A constraint of the declarative format (an attribute of the wrong kind where a
             # symbol belongs): xDSL raises it with no location.
-            start = self._op_starts[-1]
-            name = self._op_names[-1]
             message = constraint_message(str(error))
+            name = text.name
             self.raise_error(f"{name + ': ' if name else ''}{message}", start, max(start, parsed_end(self)))
         finally:
-            self._op_starts.pop()
-            self._op_names.pop()
+            self._open_ops.pop()
+        if self._open_ops and start < (outer := self._open_ops[-1]).line_end:
+            outer.first_line_end = max(outer.first_line_end, text.first_line_end)  # nested on its first line
+        self.op_spans[op] = Span(start, text.first_line_end, self.lexer.input, self._line_offset)
+        return op
+
+    def _parse_optional_builtin_parametrized_type(self) -> TypeAttribute | None:
+        start = self.pos
+        type_ = super()._parse_optional_builtin_parametrized_type()
+        if isinstance(type_, ShapedType) and (message := oversized_message(str(type_), type_.get_shape())):
+            # Refused here, before a `dense` constant of this type is expanded element by element.
+            self.raise_error(message, start, parsed_end(self))
+        return type_
 
     def _parse_block(self) -> Block:
         label = self._current_token
@@ -86,8 +112,8 @@ class AbirParser(Parser):
 
     def _get_op_by_name(self, name: str) -> type[Operation]:
         if op_type := self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack):
-            if self._op_names:
-                self._op_names[-1] = op_type.name
+            if self._open_ops:
+                self._open_ops[-1].name = op_type.name
             return op_type
         self.raise_error(unknown_op_message(self.ctx, name), self.last_span)
 
@@ -107,21 +133,35 @@ class AbirParser(Parser):
         if last is None or last.end > self.pos or "\n" not in content[last.end : self.pos]:
             return None
         start = last.start
-        if self._op_starts and "\n" not in content[self._op_starts[-1] : last.end]:
-            start = self._op_starts[-1]
+        if self._open_ops and "\n" not in content[self._open_ops[-1].start : last.end]:
+            start = self._open_ops[-1].start
         return start, last.end
 
     def resolve_operands(
         self, args: Sequence[UnresolvedOperand], input_types: Sequence[Any], error_pos: Position
     ) -> Sequence[SSAValue]:
         types = list(input_types)
-        if len(args) != len(types) and error_pos == self.pos and self._op_starts:
+        if len(args) != len(types) and error_pos == self.pos and self._open_ops:
             # The declarative format checks the counts after the whole op, standing on the next
             # token: point at the op instead.
-            start = self._op_starts[-1]
-            message = operand_count_message(self._op_names[-1], args, types)
+            start = self._open_ops[-1].start
+            message = operand_count_message(self._open_ops[-1].name, args, types)
             self.raise_error(message, start, max(start, parsed_end(self)))
         return super().resolve_operands(args, types, error_pos)
+
+
+@dataclass
+class _OpText:
+    """The text of an op being parsed: where it starts, where its first line ends, where the
+    last token on that line consumed so far ends, and the op's name once known."""
+
+    start: Position
+    line_end: Position
+    first_line_end: Position = field(init=False)
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        self.first_line_end = self.start
 
 
 def parsed_end(parser: Parser) -> Position:
@@ -131,6 +171,21 @@ def parsed_end(parser: Parser) -> Position:
     if span is not None and span.end <= parser.pos:
         return span.end
     return len(parser.lexer.input.content[: parser.pos].rstrip())
+
+
+def located_error_text(error: Exception, op_spans: Mapping[Operation, Span], prefix: str = "") -> str | None:
+    """A verifier's or a pass's error at the text of the op it rejects (`failing_op`), as a parse
+    error is printed: `file:line:column`, the op's first line with carets under the op, `prefix`
+    and the message, then the function or program around the op. None when the op is not known
+    or was not read from the text (a pass made it)."""
+    op = failing_op(error)
+    span = op_spans.get(op) if op is not None else None
+    if op is None or span is None:
+        return None
+    text = span.print_with_context(f"{prefix}{error}").rstrip("\n")
+    if (symbol := enclosing_symbol(op)) is not None:
+        text += f"\n  in: @{symbol}"
+    return text
 
 
 def operand_count_message(op_name: str | None, operands: Sequence[UnresolvedOperand], types: Sequence[Any]) -> str:

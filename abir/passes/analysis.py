@@ -25,7 +25,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import PassFailedException
 
-from abir.dialects import functional, stack, vm
+from abir.dialects import functional, mark_failing_op, stack, vm
 
 FUNCTION_ATTR = "function"
 """The attribute naming the function a stack block's terminator (or a vm block) belongs to (set by
@@ -42,8 +42,11 @@ ENTRY_ATTR = "abir.entry"
 
 def fail_at(op: Operation, message: str) -> NoReturn:
     """Fail a pass at `op`: the error carries the module with `op` marked, as a verifier's does,
-    so that abir-opt and abir-run print the op and its function (`verify_error_text`)."""
-    op.emit_error(message, PassFailedException(message))
+    so that abir-opt and abir-run print the op and its function (`verify_error_text`), and
+    remembers the op (`failing_op`), so that they point at its line when it was read from text."""
+    error = PassFailedException(message)
+    mark_failing_op(error, op)
+    op.emit_error(message, error)
 
 
 def the_program(module: ModuleOp) -> stack.ProgramOp:

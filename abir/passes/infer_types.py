@@ -45,7 +45,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
-from abir.dialects import functional
+from abir.dialects import functional, mark_failing_op
 from abir.dialects.functional import INTEGER_OPERANDS_ATTR, LOCATION_ATTR, SOURCE_ATTR
 from abir.errors import TypeInferenceError
 from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of, reachable
@@ -185,11 +185,13 @@ class FunctionInference:
             return self._prim(op, operands)  # type: ignore[arg-type]
         if op.results:
             names = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
-            raise TypeInferenceError(
+            error = TypeInferenceError(
                 f"@{self.name}: infer-types cannot type {op.name}{f' ({names})' if names else ''}, not an op of the "
                 'functional dialect; compute with functional.prim (such as functional.prim "add"), '
                 "functional.constant and functional.call"
             )
+            mark_failing_op(error, op)
+            raise error
         return []
 
     def _prim(self, op: functional.PrimOp, operands: list[Fact]) -> list[Fact | None]:
@@ -209,7 +211,9 @@ class FunctionInference:
         except LocatedTypeInferenceError:
             raise
         except TypeInferenceError as exc:
-            raise TypeInferenceError(f"in @{self.name}: {exc}") from exc
+            error = TypeInferenceError(f"in @{self.name}: {exc}")
+            mark_failing_op(error, op)
+            raise error from exc
 
     def _summary(self, facts: dict[SSAValue, Fact]) -> LocalResult:
         calls: list[tuple[functional.CallOp, list[Fact | None]]] = []

@@ -12,9 +12,9 @@ import abir
 from abir.dialects import make_context
 from abir.opaque import register_opaque
 from abir.passes.pipeline import compile_functional, lower_to_vm
-from abir.running import MAX_MEMBER_ELEMENTS, ModuleRunError, parse_module, run_module
+from abir.running import ModuleRunError, parse_module, run_module
 from abir.tools import abir_run
-from abir.types import ir_type
+from abir.types import MAX_MEMBER_ELEMENTS, ir_type
 
 FIB = """
 functional.func @fib(%n: !functional.unknown) -> !functional.unknown {
@@ -93,11 +93,14 @@ def test_the_entry_is_chosen_or_named():
          "  functional.return %x : tensor<4096x4096x4096xf64>\n}",
          f"has 68719476736 elements, more than {MAX_MEMBER_ELEMENTS} per member"),
         ("functional.func @f(%x: f64) -> f64 {\n  %c = functional.constant dense<0.0> : tensor<100000x100000xf64>\n"
-         "  functional.return %x : f64\n}", "<text>:2:41: the type tensor<100000x100000x...> has 10000000000 elements"),
+         "  functional.return %x : f64\n}", "tensor<100000x100000xf64> has 10000000000 elements"),
         ("builtin.module {" * 3000 + "}" * 3000, "nests too deeply"),
         ('functional.func @f(%x: f64) -> f64 {\n  %y = functional.prim "sum" <{axis = "a"}>(%x) : (f64) -> f64\n'
          "  functional.return %y : f64\n}", 'parameter "axis" must be an integer'),
         ("vm.var @x : i64 register", "neither a functional.func nor a vm.program"),
+        ('functional.func @f(%x: f64) -> f64 {\n  %y = functional.prim "add"(%x) : (f64) -> f64\n'
+         "  functional.return %y : f64\n}",
+         '<text>:2:3\n  %y = functional.prim "add"(%x) : (f64) -> f64\n  ^^^^'),
     ],
 )
 def test_malformed_input_is_a_diagnostic(text, fragment):
@@ -110,7 +113,7 @@ def test_a_module_object_with_huge_types_is_refused_before_allocating():
     text = "functional.func @f(%x: tensor<4096x4096x4096xf64>) -> tensor<4096x4096x4096xf64> {\n" \
         "  functional.return %x : tensor<4096x4096x4096xf64>\n}"
     module = Parser(make_context(), text).parse_module()
-    with pytest.raises(ModuleRunError, match=f"larger than {MAX_MEMBER_ELEMENTS} elements"):
+    with pytest.raises(ModuleRunError, match=f"too large: .* more than {MAX_MEMBER_ELEMENTS} per member"):
         run_module(module, np.zeros((1, 1)))
 
 
