@@ -9,19 +9,21 @@ code named or written in the text: an opaque prim (`functional.opaque @name "sou
 if the caller supplies its callable (`opaque={"name": fn}`), its source text is never evaluated,
 and a module that declares one the caller did not supply is an error. Malformed input (a parse
 error, an unknown op, a failing verifier, a per-member type too large to allocate, text nested
-too deeply to parse) raises `ModuleRunError` at its `file:line:column`, a verifier's error at
-the op it rejects.
+too deeply to parse) raises `ModuleRunError` at its `file:line:column`, a verifier's error,
+and the error of a pass lowering the module, at the op of the text it rejects.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Span
 
 from abir.calling import resolve_backend
 from abir.dialects import functional, make_context, verify_error_text, verify_module, vm
@@ -56,7 +58,12 @@ def parse_module(text: str, name: str = "<text>") -> ModuleOp:
         what = "the module does not verify: "
         located = located_error_text(e, parser.op_spans, what)
         raise ModuleRunError(located or f"{name}: {what}{verify_error_text(e)}") from None
+    _TEXT_SPANS[module] = parser.op_spans
     return module
+
+
+_TEXT_SPANS: weakref.WeakKeyDictionary[ModuleOp, dict[Operation, Span]] = weakref.WeakKeyDictionary()
+"""Where the ops of each module `parse_module` read start in its text, for errors found later."""
 
 
 def check_sizes(module: ModuleOp, name: str = "<module>") -> None:
@@ -88,7 +95,12 @@ def run_module(
     module = parse_module(module_or_text) if isinstance(module_or_text, str) else module_or_text
     check_sizes(module)
     supply_opaque(module, opaque or {})
-    machine = machine_for(module, entry, args)
+    try:
+        machine = machine_for(module, entry, args)
+    except Exception as e:  # a pass's error at an op read from text: point at its line
+        if located := located_error_text(e, _TEXT_SPANS.get(module, {})):
+            raise ModuleRunError(located) from None
+        raise
     chosen = resolve_backend(backend)
     outputs = machine.run(list(args), chosen, max_stack_depth, max_steps=max_steps)
     results = tuple(chosen.to_numpy(out) for out in outputs)

@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass, PassPipeline
 
+from abir.dialects import failing_op, mark_failing_op
 from abir.passes.allocate_storage import AllocateStoragePass
 from abir.passes.coalesce_copies import CoalesceCopiesPass
 from abir.passes.form_superblocks import FormSuperblocksPass
@@ -51,11 +52,19 @@ def compile_functional(
     user_type_inference: Mapping[str, Callable[..., Any]] | None = None,
 ) -> ModuleOp:
     """A new functional module: `entry` typed with `arg_types`, every value typed by inference,
-    simplified (constant folding, CSE, DCE), only functions reachable from `entry`; verified."""
+    simplified (constant folding, CSE, DCE), only functions reachable from `entry`; verified.
+    An error that names the op it rejects (`failing_op`) names the op of `module` it was cloned
+    from, so that a tool that read `module` from text can point at its line."""
     typed = module.clone()
-    infer_types(typed, entry, arg_types, user_type_inference=user_type_inference)
-    optimize_functional(typed)
-    typed.verify()
+    originals = dict(zip(typed.walk(), module.walk(), strict=True))
+    try:
+        infer_types(typed, entry, arg_types, user_type_inference=user_type_inference)
+        optimize_functional(typed)
+        typed.verify()
+    except Exception as error:
+        if (op := failing_op(error)) in originals:
+            mark_failing_op(error, originals[op])
+        raise
     return typed
 
 

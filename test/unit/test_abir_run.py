@@ -109,6 +109,20 @@ def test_malformed_input_is_a_diagnostic(text, fragment):
     assert fragment in str(info.value)
 
 
+def test_a_pass_error_on_text_points_at_the_op_the_copy_was_made_from():
+    # run_module types a copy of the module for the arguments; the error is at the text's line.
+    text = FIB.replace('"subtract"(%n, %c1)', '"bitwise_and"(%n, %c1)')
+    with pytest.raises(ModuleRunError) as info:
+        run_module(text, np.array([2.5]))
+    line = text.splitlines().index(next(line for line in text.splitlines() if "bitwise_and" in line)) + 1
+    assert f"<text>:{line}:3\n  %a = functional.prim \"bitwise_and\"" in str(info.value)
+    assert str(info.value).endswith("in: @fib")
+    module = parse_module(text)
+    with pytest.raises(abir.TypeInferenceError, match="bitwise_and") as error:  # a module object: as before
+        compile_functional(module, "fib", [ir_type(np.dtype(np.float64))])
+    assert "<text>" not in str(error.value)
+
+
 def test_a_module_object_with_huge_types_is_refused_before_allocating():
     text = "functional.func @f(%x: tensor<4096x4096x4096xf64>) -> tensor<4096x4096x4096xf64> {\n" \
         "  functional.return %x : tensor<4096x4096x4096xf64>\n}"
