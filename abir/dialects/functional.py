@@ -91,13 +91,13 @@ from xdsl.traits import (
     Pure,
     ReturnLike,
     SymbolOpInterface,
-    SymbolTable,
     SymbolUserOpInterface,
 )
 from xdsl.utils.exceptions import VerifyException
 
 from abir import array_prims, prims
 from abir.dialects.parsing import operand_count_message, parsed_end
+from abir.dialects.symbols import lookup_symbol
 from abir.types import is_value_type
 
 
@@ -270,7 +270,7 @@ class CallSymbolUser(SymbolUserOpInterface):
     def verify(self, op: Operation) -> None:
         assert isinstance(op, CallOp)
         name = op.callee.string_value()
-        callee = SymbolTable.lookup_symbol(op, op.callee)
+        callee = lookup_symbol(op, op.callee)
         if callee is None:
             raise VerifyException(f"call to @{name}, but no function @{name} is defined in this module")
         if not isinstance(callee, FuncOp):
@@ -371,7 +371,7 @@ def verify_opaque_callee(op: Operation, callee: SymbolRefAttr | None) -> None:
     if callee is None:
         return
     name = callee.string_value()
-    decl = SymbolTable.lookup_symbol(op, callee)
+    decl = lookup_symbol(op, callee)
     if decl is None:
         raise VerifyException(f"prim @{name} has no `functional.opaque @{name}` declaration in this module")
     if not isinstance(decl, OpaqueOp):

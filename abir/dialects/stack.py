@@ -64,7 +64,7 @@ from xdsl.irdl.declarative_assembly_format import (
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import HasParent, IsTerminator, SymbolOpInterface, SymbolTable
+from xdsl.traits import HasParent, IsTerminator, SymbolOpInterface
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.str_enum import StrEnum
@@ -79,6 +79,7 @@ from abir.dialects.functional import (
     verify_opaque_callee,
     verify_prim_signature,
 )
+from abir.dialects.symbols import lookup_symbol
 from abir.types import is_value_type, tensor_type_of
 
 
@@ -170,7 +171,7 @@ class SymbolList(CustomDirective):
 
 def lookup_variable(op: Operation, name: SymbolRefAttr, var_class: type[Operation]) -> Operation:
     """The declaration of variable `name` seen from `op`, or a verifier error naming it."""
-    decl = SymbolTable.lookup_symbol(op, name)
+    decl = lookup_symbol(op, name)
     if not isinstance(decl, var_class):
         raise VerifyException(f"variable @{name.string_value()} is used but never declared")
     return decl

@@ -74,7 +74,6 @@ from xdsl.traits import (
     NoTerminator,
     Pure,
     SymbolOpInterface,
-    SymbolTable,
 )
 from xdsl.utils.exceptions import VerifyException
 
@@ -96,13 +95,14 @@ from abir.dialects.stack import (
     VarType,
     refs,
 )
+from abir.dialects.symbols import lookup_symbol
 from abir.types import is_value_type, tensor_type_of
 
 RUNTIME_STORAGE = (StorageClass.REGISTER, StorageClass.STACK)
 
 
 def lookup_var(op: Operation, name: SymbolRefAttr) -> VarOp:
-    decl = SymbolTable.lookup_symbol(op, name)
+    decl = lookup_symbol(op, name)
     if not isinstance(decl, VarOp):
         raise VerifyException(f"variable @{name.string_value()} is used but never declared")
     return decl

@@ -43,10 +43,10 @@ from xdsl.dialects.builtin import FloatAttr, FunctionType, IntegerAttr, ModuleOp
 from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
-from xdsl.traits import SymbolTable
 
 from abir.dialects import functional, mark_failing_op
 from abir.dialects.functional import INTEGER_OPERANDS_ATTR, LOCATION_ATTR, SOURCE_ATTR
+from abir.dialects.symbols import lookup_symbol
 from abir.errors import TypeInferenceError
 from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of, reachable
 from abir.passes.prim_evaluation import (
@@ -644,7 +644,7 @@ def destination_type(op: Operation, index: int) -> Attribute | None:
         assert isinstance(func, functional.FuncOp)
         return func.function_type.outputs.data[index]
     if isinstance(op, functional.CallOp):
-        callee = SymbolTable.lookup_symbol(op, op.callee)
+        callee = lookup_symbol(op, op.callee)
         assert isinstance(callee, functional.FuncOp)
         return callee.function_type.inputs.data[index]
     return None

@@ -720,3 +720,31 @@ def test_vm_constants_cannot_be_weak() -> None:
         parse(
             "vm.program @p() -> () {\n  vm.block 0 {\n    %c = vm.constant weak 1 : i64\n    vm.halt\n  }\n}"
         )
+
+
+def test_symbol_lookup_follows_added_erased_and_renamed_symbols() -> None:
+    from xdsl.dialects.builtin import ModuleOp, StringAttr
+    from xdsl.traits import SymbolTable
+
+    from abir.dialects.symbols import lookup_symbol
+
+    text = "vm.var @a : i64 register\nvm.var @b : f64 register\nvm.var @a : f64 register"
+    module = Parser(make_context(), text).parse_module()
+    assert isinstance(module, ModuleOp)
+    first_a, b, second_a = module.ops
+
+    def agrees(name: str) -> Operation | None:
+        found = lookup_symbol(module, name)
+        assert found is SymbolTable.lookup_symbol(module, name)
+        return found
+
+    assert agrees("a") is first_a and agrees("b") is b and agrees("c") is None
+    first_a.detach()
+    assert agrees("a") is second_a
+    b.properties["sym_name"] = StringAttr("c")
+    assert agrees("b") is None and agrees("c") is b
+    added = Parser(make_context(), "vm.var @d : i64 register").parse_module().ops.first
+    assert added is not None
+    added.detach()
+    module.body.block.insert_op_before(added, b)
+    assert agrees("d") is added
