@@ -58,12 +58,13 @@ def parse_module(text: str, name: str = "<text>") -> ModuleOp:
         what = "the module does not verify: "
         located = located_error_text(e, parser.op_spans, what)
         raise ModuleRunError(located or f"{name}: {what}{verify_error_text(e)}") from None
-    _TEXT_SPANS[module] = parser.op_spans
+    _TEXT_SPANS.update(parser.op_spans)
     return module
 
 
-_TEXT_SPANS: weakref.WeakKeyDictionary[ModuleOp, dict[Operation, Span]] = weakref.WeakKeyDictionary()
-"""Where the ops of each module `parse_module` read start in its text, for errors found later."""
+_TEXT_SPANS: weakref.WeakKeyDictionary[Operation, Span] = weakref.WeakKeyDictionary()
+"""Where each op `parse_module` read starts in its text, for errors found later. Keyed by the
+ops themselves, weakly: a span holds only the text, so a module is freed with its last user."""
 
 
 def check_sizes(module: ModuleOp, name: str = "<module>") -> None:
@@ -98,7 +99,7 @@ def run_module(
     try:
         machine = machine_for(module, entry, args)
     except Exception as e:  # a pass's error at an op read from text: point at its line
-        if located := located_error_text(e, _TEXT_SPANS.get(module, {})):
+        if located := located_error_text(e, _TEXT_SPANS):
             raise ModuleRunError(located) from None
         raise
     chosen = resolve_backend(backend)

@@ -123,6 +123,19 @@ def test_a_pass_error_on_text_points_at_the_op_the_copy_was_made_from():
     assert "<text>" not in str(error.value)
 
 
+def test_modules_read_from_text_are_freed_after_their_runs():
+    import gc
+
+    from abir import running
+
+    gc.collect()
+    before = len(running._TEXT_SPANS)
+    for _ in range(3):
+        run_module(FIB, np.array([5]))
+    gc.collect()
+    assert len(running._TEXT_SPANS) == before
+
+
 def test_a_module_object_with_huge_types_is_refused_before_allocating():
     text = "functional.func @f(%x: tensor<4096x4096x4096xf64>) -> tensor<4096x4096x4096xf64> {\n" \
         "  functional.return %x : tensor<4096x4096x4096xf64>\n}"

@@ -748,3 +748,17 @@ def test_symbol_lookup_follows_added_erased_and_renamed_symbols() -> None:
     added.detach()
     module.body.block.insert_op_before(added, b)
     assert agrees("d") is added
+
+
+def test_a_module_whose_symbols_were_looked_up_is_freed() -> None:
+    import gc
+    import weakref
+
+    from abir.dialects.symbols import lookup_symbol
+
+    module = Parser(make_context(), "vm.var @a : i64 register").parse_module()
+    assert lookup_symbol(module, "a") is module.ops.first
+    freed = weakref.ref(module)
+    del module
+    gc.collect()
+    assert freed() is None
