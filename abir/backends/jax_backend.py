@@ -26,6 +26,10 @@ computation as one launch (`stage_run`), under a `custom_vmap` rule that folds `
 mapped axes into the batch; arguments sharded over devices along the batch axis run one machine
 per shard (`run_sharded`).
 
+A standalone run compiles its loop as one XLA kernel where XLA can and the state is small
+(`OneKernelWherePossible`): XLA's CPU runtime otherwise calls each of the loop's kernels on its
+own, about 0.1 us a call, which made most of a sweep's cost at small batch sizes.
+
 A standalone run (called outside any JAX trace) happens under `jax.enable_x64(True)`, so int64 and
 float64 behave as in NumPy; the setting is scoped to abir's own run (`JaxBackend.scope`), never
 changed for the rest of the process.
@@ -154,6 +158,7 @@ class JaxBackend(Backend):
         execution: str | None = None,
         collect_stats: bool = False,
         launch_seconds: float | None = LAUNCH_SECONDS,
+        one_kernel: bool | None = None,
     ):
         """`code_cache` maps a run's `cache_key` to its jitted function; pass a dict to keep
         compiled code there yourself (default: each compiled program keeps its runs, bounded and
@@ -163,15 +168,22 @@ class JaxBackend(Backend):
         selects it); it must be traceable (jnp, not NumPy).
         `collect_stats`: count blocks and active members inside the loop (`last_stats`).
         `launch_seconds`: run the compiled loop in launches of about this long, so that Ctrl-C
-        stops a run within about that time (`Backend.run_in_launches`); None: one launch."""
+        stops a run within about that time (`Backend.run_in_launches`); None: one launch.
+        `one_kernel`: compile a standalone run's loop as one XLA kernel where XLA can
+        (`OneKernelWherePossible`): None (default) when its state is small enough, True at any
+        size, False never."""
+        if not (one_kernel is None or isinstance(one_kernel, bool)):
+            raise TypeError(f"one_kernel must be None, True or False, not {one_kernel!r}")
         self.configure_execution(execution, scheduler, "sweep", collect_stats)
         self.configure_launches(launch_seconds)
         self.collect_stats = bool(collect_stats)
+        self.one_kernel = one_kernel
         self.code_cache = code_cache
         self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
         self.shard_stats: list[RunStats] | None = None  # per shard, after a sharded run with collect_stats
         self._shards: list[_ShardTrace] = []  # the shard_map bodies being traced
         self._folds: list[int] = []  # the vmapped axes folded into the run being traced, innermost first
+        self.scatter_free = False  # while tracing a loop meant to be one kernel (`OneKernelWherePossible`)
 
     def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
         """64-bit types for abir's own run (NumPy's int64 and float64), whatever the process's
@@ -424,7 +436,7 @@ class JaxBackend(Backend):
         traced = jax.jit(fn)  # traced once: its work count and its call share the trace
         result = traced(*arrays)
         if _helper_row_work(traced, arrays) >= MATERIALIZE_MIN_ROW_WORK:
-            result = jax.tree_util.tree_map(_materialized, result)
+            result = jax.tree_util.tree_map(_behind_conditional if self.scatter_free else _materialized, result)
         return result
 
     # ----- masked state updates -------------------------------------------------------------
@@ -448,12 +460,15 @@ class JaxBackend(Backend):
         """Scatter by index; rows of D (or anything out of range) are dropped. Inside the run
         loop the stack is a loop-carried buffer, so XLA updates it in place (O(B) per push).
         A stack of at most `ONE_HOT_STACK_MAX` elements is rewritten whole instead, by a
-        select on a one-hot row mask: one fused kernel where the scatter takes three."""
+        select on a one-hot row mask: one fused kernel where the scatter takes three. A loop
+        traced to be one kernel (`scatter_free`) writes column by column."""
         if rows is None:
             return value
         batch = stack.shape[1]
         rows = jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (batch,))
         value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), stack.shape[1:])
+        if self.scatter_free:
+            return _set_column_by_column(stack, rows, value)
         if stack.size <= ONE_HOT_STACK_MAX:
             hit = jnp.arange(stack.shape[0], dtype=jnp.int32)[:, None] == rows[None, :]
             return jnp.where(hit.reshape(hit.shape + (1,) * (stack.ndim - 2)), value[None], stack)
@@ -496,8 +511,15 @@ class JaxBackend(Backend):
         flags = {} if staged else dict(error_flags or {})
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
-            loop = self._loop(ks, halt, stack_keys)
-            return jax.jit(loop if staged else _with_status(loop, halt, flags))
+            if staged:  # inlined into the caller's computation, compiled with the caller's options
+                return jax.jit(self._loop(ks, halt, stack_keys))
+
+            def loop(scatter_free: bool) -> Callable[[State, Any], State]:
+                return _with_status(self._loop(ks, halt, stack_keys, scatter_free), halt, flags)
+
+            if self.one_kernel is False:
+                return jax.jit(loop(False))
+            return OneKernelWherePossible(loop, any_size=self.one_kernel is True)
 
         run = self.compiled_run(
             self.run_cache(code_cache),
@@ -505,7 +527,7 @@ class JaxBackend(Backend):
             halt_index,
             cache_key,
             compile_loop,
-            (self.execution, self.collect_stats, staged, tuple(flags.items())),
+            (self.execution, self.collect_stats, self.one_kernel, staged, tuple(flags.items())),
         )
         if staged:  # into the caller's computation: one launch, no host round trip
             state = dict(run(state, np.int32(MAX_LAUNCH_ITERATIONS)))
@@ -525,11 +547,22 @@ class JaxBackend(Backend):
         return state
 
     def _loop(
-        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
+        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str], scatter_free: bool = False
     ) -> Callable[[State, Any], State]:
         """The machine loop over `kernels` (`abir.backends.traced`) as a traceable function of
-        the state and the most loop iterations to run (`Backend.run_in_launches`)."""
-        return _JaxLoop(self, kernels, halt_index, stack_keys).function(self.execution)
+        the state and the most loop iterations to run (`Backend.run_in_launches`); with
+        `scatter_free`, traced without scatters where abir chooses (`OneKernelWherePossible`)."""
+        build = _JaxLoop(self, kernels, halt_index, stack_keys).function(self.execution)
+
+        def traced(state: State, iterations: Any) -> State:
+            # read by what the kernels call while they are traced (`stack_scatter`, `call_opaque`)
+            self.scatter_free = scatter_free
+            try:
+                return build(state, iterations)
+            finally:
+                self.scatter_free = False
+
+        return traced
 
     # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
     def any(self, t: Any, name: str | None = None) -> Any:
@@ -622,6 +655,105 @@ def _with_status(loop: Callable[[State, Any], State], halt_index: int, flags: Ma
         return state
 
     return loop_with_status
+
+
+ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
+"""A standalone run whose state takes at most this many bytes compiles its loop as one kernel
+where XLA can (`OneKernelWherePossible`)."""
+NOT_IN_ONE_KERNEL = frozenset({"sort", "custom_call", "ffi_call", "pure_callback", "io_callback", "debug_callback"})
+"""Primitives XLA's CPU compiler cannot emit into one kernel (its `IrEmitter`), besides the
+scatters (`one_kernel_possible`)."""
+ONE_KERNEL_COMPILER_OPTIONS = {"xla_cpu_experimental_ynn_fusion_type": ""}
+"""Without YNNPACK's fusions of dot products (custom fusions, which one kernel cannot call)."""
+
+
+def _state_bytes(state: State) -> int:
+    """The bytes of a state's arrays."""
+    return sum(leaf.size * np.dtype(leaf.dtype).itemsize for leaf in jax.tree_util.tree_leaves(state))
+
+
+def one_kernel_possible(jaxpr: Any) -> bool:
+    """Whether XLA's CPU compiler can emit `jaxpr` as one kernel: no scatter, sort, custom
+    call or host callback in it or in any nested jaxpr."""
+    from jax.extend.core import jaxprs_in_params
+
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name.startswith("scatter") or name in NOT_IN_ONE_KERNEL:
+            return False
+        if not all(one_kernel_possible(getattr(sub, "jaxpr", sub)) for sub in jaxprs_in_params(eqn.params)):
+            return False
+    return True
+
+
+class OneKernelWherePossible:
+    """A standalone run's machine loop `(state, iterations) -> state`, jitted, and compiled as
+    one kernel where XLA's CPU compiler can do it.
+
+    XLA's CPU runtime runs a compiled program as a sequence of kernels, a call each (about
+    0.1 us: a sweep of fib's 8 blocks is about 43 of them). A call tagged `xla_cpu_small_call`
+    (the tag XLA's own `SmallWhileLoopHoistingPass` gives a while loop of under 1 KB) is emitted
+    as one kernel instead, the loop and its conditionals inlined, by XLA's `IrEmitter`, which
+    cannot emit scatters, sorts, custom calls or custom fusions. So `loop(scatter_free=True)`
+    is traced first (stack writes, compaction and materialized helper results without
+    scatters), and tagged when its jaxpr has none of these (`one_kernel_possible`; dot products
+    then leave YNNPACK, `ONE_KERNEL_COMPILER_OPTIONS`) and its state takes at most
+    `ONE_KERNEL_MAX_STATE_BYTES` (any size with `any_size`); otherwise, or when XLA still
+    refuses the compilation as unimplemented, the run uses `loop(scatter_free=False)` as a
+    sequence of kernels. Decided once per state signature.
+
+    Measured on one core, steady, against the sequence of kernels: recursive fib (`bench/run.py`'s
+    inputs) B=64 3.0 -> 1.19 ms, B=1024 16.4 -> 16.8 ms, B=4096 61 -> 70 ms; Collatz B=64
+    152 -> 120 us, B=1024 725 -> 353 us, B=4096 2.5 -> 1.2 ms; NUTS (`bench/nuts.py`) B=64
+    15.4 -> 11.5 ms, B=128 24.9 -> 23.1 ms, B=256 44.7 -> 48.2 ms, B=1024 192 -> 249 ms. The
+    state sizes of the larger runs that lose (1.2 MB and more) against those that win (at most
+    0.6 MB) set the limit. First calls compile faster (fib B=64 1.36 -> 0.70 s, NUTS 4.1 ->
+    2.9 s)."""
+
+    def __init__(self, loop: Callable[[bool], Callable[[State, Any], State]], any_size: bool = False):
+        self.loop = loop
+        self.any_size = any_size
+        self.scatter_free = jax.jit(loop(True))
+        self.fused = jax.jit(self._tagged, compiler_options=ONE_KERNEL_COMPILER_OPTIONS)
+        self._plain: Callable[[State, Any], State] | None = None
+        self.chosen: dict[Any, Callable[[State, Any], State]] = {}
+
+    @property
+    def plain(self) -> Callable[[State, Any], State]:
+        """The loop with scatters, as a sequence of kernels (traced when first needed)."""
+        if self._plain is None:
+            self._plain = jax.jit(self.loop(False))
+        return self._plain
+
+    def _tagged(self, state: State, iterations: Any) -> State:
+        from jax.experimental.xla_metadata import set_xla_metadata
+
+        # attached to the call op producing the results: not inlined, emitted as one kernel
+        return set_xla_metadata(  # type: ignore[no-any-return]
+            self.scatter_free(state, iterations), xla_cpu_small_call="true", inlineable="false"
+        )
+
+    def __call__(self, state: State, iterations: Any) -> State:
+        leaves, tree = jax.tree_util.tree_flatten(state)
+        signature = (tree, *((leaf.shape, leaf.dtype) for leaf in leaves))
+        run = self.chosen.get(signature)
+        if run is None:
+            return self._first_call(signature, state, iterations)
+        return run(state, iterations)
+
+    def _first_call(self, signature: Any, state: State, iterations: Any) -> State:
+        small = self.any_size or _state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES
+        if small and one_kernel_possible(self.scatter_free.trace(state, iterations).jaxpr):
+            try:
+                result = self.fused(state, iterations)
+            except jax.errors.JaxRuntimeError as error:
+                if "UNIMPLEMENTED" not in str(error):
+                    raise
+            else:
+                self.chosen[signature] = self.fused
+                return result
+        run = self.chosen[signature] = self.plain
+        return run(state, iterations)
 
 
 STAGED_ERRORS_KEPT = 16
@@ -749,7 +881,8 @@ class _JaxLoop(TracedLoop):
         return lax.dynamic_update_index_in_dim(array, value, row, 0)
 
     def add_at(self, vector: Any, index: int, amount: Any) -> Any:
-        return vector.at[index].add(amount)
+        # an update of a one-element slice, not a scatter: a loop with counters stays one kernel
+        return lax.dynamic_update_index_in_dim(vector, vector[index] + amount, index, 0)
 
     def traced_split(self, kernel: Any) -> Callable[..., Any]:
         """Jitted, so that the work count (`_compact_rows`) and every sweep step reuse one trace."""
@@ -772,6 +905,12 @@ class _JaxLoop(TracedLoop):
         if rows is None:
             return super().block_run(kernel, split, template, written, pushed, run, skip)
 
+        def run_compact_gathered(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+            members, slots = _compact_slots(here, rows)
+            values, writes = _compact_run(kernel, written, regs, stacks, members, slots)
+            updated = apply_writes(stacks, writes, lambda stack, at, value: _columns_written(self.backend, stack, at, slots, rows, value))
+            return values, tuple(updated[key] for key in pushed)
+
         def run_compact(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
             members = _compact_members(here, rows)
             values, writes = _compact_run(kernel, written, regs, stacks, members)
@@ -783,7 +922,8 @@ class _JaxLoop(TracedLoop):
             branch = jnp.where(count <= rows, 1, 2)
             if not anyone_here:
                 branch = jnp.where(count == 0, 0, branch)
-            return lax.switch(branch, [skip, run_compact, run], regs, stacks, here)  # type: ignore[no-any-return]
+            compact = run_compact_gathered if self.backend.scatter_free else run_compact
+            return lax.switch(branch, [skip, compact, run], regs, stacks, here)  # type: ignore[no-any-return]
 
         return choose
 
@@ -843,6 +983,38 @@ def _helper_row_work(fn: Callable[..., Any], arrays: Sequence[Any]) -> float:
     return jaxpr_work(jax.make_jaxpr(fn)(*arrays).jaxpr) / max(rows, 1)
 
 
+def _set_column_by_column(stack: Any, rows: Any, value: Any) -> Any:
+    """`stack[rows[b], b] = value[b]` for every column b whose row is in range, by a loop over the
+    columns of one-element updates: a scatter without XLA's scatter, which a loop compiled as
+    one kernel cannot contain (`OneKernelWherePossible`). There a loop iteration costs a few
+    nanoseconds; rewriting the whole stack by a one-hot select instead made recursive fib at
+    B=64 1.48 ms instead of 1.19 ms, NUTS 12.5 ms instead of 11.5 ms."""
+    depth, columns = stack.shape[0], stack.shape[1]
+    zeros = (jnp.int32(0),) * (stack.ndim - 2)
+
+    def set_column(column: Any, stack: Any) -> Any:
+        row = rows[column]
+        inside = (row >= 0) & (row < depth)
+        at = (jnp.where(inside, row, 0).astype(jnp.int32), column, *zeros)
+        old = lax.dynamic_slice(stack, at, (1, 1, *stack.shape[2:]))
+        return lax.dynamic_update_slice(stack, jnp.where(inside, value[column][None, None], old), at)
+
+    return lax.fori_loop(jnp.int32(0), jnp.int32(columns), set_column, stack)
+
+
+def _behind_conditional(value: Any) -> Any:
+    """`value` as the result of a conditional, which XLA's fusion does not see through, so its
+    consumers read it from a buffer instead of each recomputing it: the scatter-free
+    `_materialized` (NUTS B=64 in one kernel: 23.1 -> 12.6 ms). The predicate always holds
+    (`x == x or x != x`) without XLA proving it for floats; the other branch, never taken,
+    returns zeros (with two identical branches XLA removes the conditional). Should XLA fold
+    the predicate, the value is only no longer materialized."""
+    if not isinstance(value, jax.Array) or value.ndim == 0:
+        return value
+    first = value.reshape(-1)[0]
+    return lax.cond((first == first) | (first != first), lambda v: v, jnp.zeros_like, value)
+
+
 def _materialized(value: Any) -> Any:
     """`value` copied into a buffer of its own by a scatter of its rows, which XLA never fuses
     into the consumers (an optimization barrier does not stop that fusion on the CPU)."""
@@ -858,14 +1030,35 @@ def _compact_members(here: Any, rows: int) -> Any:
     return jnp.nonzero(here, size=rows, fill_value=here.shape[0])[0].astype(jnp.int32)
 
 
+def _compact_slots(here: Any, rows: int) -> tuple[Any, Any]:
+    """(`_compact_members`, each batch row's index among them or -1) without a scatter: member
+    j is the number of rows whose prefix count of members is at most j (a [rows, B]
+    comparison)."""
+    count = jnp.cumsum(here.astype(jnp.int32))
+    members = jnp.sum(count[None, :] <= jnp.arange(rows, dtype=jnp.int32)[:, None], axis=1, dtype=jnp.int32)
+    slots = jnp.where(here & (count <= rows), count - 1, -1)
+    return members, slots
+
+
+def _columns_written(backend: Any, stack: Any, rows: Any, slots: Any, count: int, value: Any) -> Any:
+    """`_scatter_columns` (requests over `count` compact rows) as one full-batch write request
+    (`stack_scatter`), by the batch rows' `slots` (`_compact_slots`)."""
+    taken = jnp.maximum(slots, 0)
+    rows = jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (count,))[taken]
+    rows = jnp.where(slots >= 0, rows, stack.shape[0])
+    value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), (count, *stack.shape[2:]))[taken]
+    return backend.stack_scatter(stack, rows, value)
+
+
 def _compact_run(
-    kernel: Any, written: Sequence[str], regs: State, stacks: State, members: Any
+    kernel: Any, written: Sequence[str], regs: State, stacks: State, members: Any, slots: Any = None
 ) -> tuple[tuple[Any, ...], dict[str, list[tuple[Any, Any]]]]:
     """`kernel.split` run on the rows `members` (`_compact_members`) only: their registers and
     stack columns are gathered into a batch of len(members) rows (padding reads the last row;
     its results are dropped), so the block does that many rows of work instead of B. Returns the
-    `written` registers over the full batch (the members' rows scattered back) and the stack
-    write requests over the compact rows (for `_scatter_columns` with `members`)."""
+    `written` registers over the full batch (the members' rows scattered back, or gathered
+    back by their `slots` when given: `_compact_slots`) and the stack write requests over the
+    compact rows (for `_scatter_columns` with `members`, or `_columns_written`)."""
     batch = regs["pc"].shape[0]
     rows = members.shape[0]
     source = jnp.minimum(members, batch - 1)
@@ -876,6 +1069,9 @@ def _compact_run(
     def back(key: str) -> Any:
         full = regs[key]
         value = jnp.broadcast_to(jnp.asarray(out[key], dtype=full.dtype), (rows, *full.shape[1:]))
+        if slots is not None:
+            taken = (slots >= 0).reshape((-1,) + (1,) * (full.ndim - 1))
+            return jnp.where(taken, value[jnp.maximum(slots, 0)], full)
         return full.at[members].set(value, mode="drop")
 
     return tuple(back(key) for key in written), writes

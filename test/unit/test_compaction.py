@@ -3,7 +3,9 @@
 A block with much work per member runs, when at most B/8 members stand there, on those
 members' rows only: registers and stack columns gathered, results and stack write requests
 gathered back. Results must equal the per-member Python run; with the work threshold at 0
-every block of every program below runs compacted whenever few members are there.
+every block of every program below runs compacted whenever few members are there. Each test
+runs both formulations: with scatters (the loop as a sequence of XLA kernels, `one_kernel=False`)
+and without (the loop as one kernel, the default at these sizes).
 """
 
 from __future__ import annotations
@@ -62,8 +64,12 @@ def cases():
     }
 
 
+ONE_KERNEL = pytest.mark.parametrize("one_kernel", [False, None], ids=["kernels", "one-kernel"])
+
+
+@ONE_KERNEL
 @pytest.mark.parametrize("name", sorted(cases()))
-def test_every_block_compacted_equals_python(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_every_block_compacted_equals_python(name: str, one_kernel: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(jax_backend, "COMPACT_MIN_ROW_WORK", 0)
     compacted = []
     compact_rows = jax_backend._compact_rows
@@ -74,12 +80,13 @@ def test_every_block_compacted_equals_python(name: str, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(jax_backend, "_compact_rows", spy)
     fn, args = cases()[name]
-    got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={})))
+    got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={}, one_kernel=one_kernel)))
     np.testing.assert_allclose(got, per_member(fn, *args), rtol=1e-12)
     assert 2 in compacted  # B=16: compacted runs use 2 rows
 
 
-def test_default_threshold_compacts_only_the_heavy_block(monkeypatch: pytest.MonkeyPatch) -> None:
+@ONE_KERNEL
+def test_default_threshold_compacts_only_the_heavy_block(one_kernel: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
     compacted = []
     compact_rows = jax_backend._compact_rows
 
@@ -89,14 +96,15 @@ def test_default_threshold_compacts_only_the_heavy_block(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(jax_backend, "_compact_rows", spy)
     fn, args = cases()["noisy_walk"]
-    got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={})))
+    got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={}, one_kernel=one_kernel)))
     np.testing.assert_allclose(got, per_member(fn, *args), rtol=1e-12)
     heavy = [rows for instructions, rows in compacted if "normal" in repr(instructions)]
     light = [rows for instructions, rows in compacted if "normal" not in repr(instructions)]
     assert heavy == [2] and set(light) == {None}
 
 
-def test_nuts_equals_per_chain_with_compacted_momentum_draws() -> None:
+@ONE_KERNEL
+def test_nuts_equals_per_chain_with_compacted_momentum_draws(one_kernel: bool | None) -> None:
     path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "nuts.py"
     spec = importlib.util.spec_from_file_location("abir_example_nuts_compaction", path)
     ex = importlib.util.module_from_spec(spec)
@@ -104,7 +112,8 @@ def test_nuts_equals_per_chain_with_compacted_momentum_draws() -> None:
     nuts = ex.make_nuts(ex.PRECISION, max_depth=4)
     keys, q0 = ex.chain_keys(seed=4, chains=16), ex.initial_positions(4, 16, ex.DIM)
     got = ex.batch(nuts)(
-        q0, 0.3, keys, np.int64(3), backend=abir.JaxBackend(code_cache={}), max_stack_depth=ex.stack_depth(nuts)
+        q0, 0.3, keys, np.int64(3), backend=abir.JaxBackend(code_cache={}, one_kernel=one_kernel),
+        max_stack_depth=ex.stack_depth(nuts),
     )
     ex.compare(ex.as_chain(got), ex.run_per_chain(nuts, q0, 0.3, keys, 3))
 

@@ -1,0 +1,153 @@
+"""A standalone JAX run's loop compiled as one XLA kernel (`jax_backend.OneKernelWherePossible`).
+
+The loop is traced without scatters (stack writes column by column, compaction by gathers,
+helper results materialized behind a conditional) and tagged for XLA's one-kernel emitter when
+its jaxpr allows; otherwise, or when XLA refuses, the run falls back to the loop with scatters
+as a sequence of kernels. Either way the results equal the per-member Python run.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import abir
+from abir.backends import jax_backend
+
+ctx = abir.Context()
+
+
+@ctx.batch(type_inference=lambda types: types[0])
+def fib(n):
+    if n < 2:
+        return n
+    return fib(n - 1) + fib(n - 2)
+
+
+@ctx.batch(type_inference=lambda types: types[0])
+def collatz(n):
+    steps = n - n
+    while n > 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps += 1
+    return steps
+
+
+@ctx.batch(type_inference=lambda types: types[0])
+def bumped(x, n):
+    """Item assignment at a per-member index."""
+    x = x.copy()
+    i = n - n
+    while i < n:
+        x[i % 4] += 1.0
+        i += 1
+    return x
+
+
+def runner(cache: dict) -> jax_backend.OneKernelWherePossible:
+    """The one compiled loop a call left in its `code_cache`."""
+    (entry,) = cache.values()
+    assert isinstance(entry[1], jax_backend.OneKernelWherePossible)
+    return entry[1]
+
+
+def per_member(fn, *args):
+    return np.asarray(fn(*args, dry_run=True))
+
+
+NUMBERS = np.array([0, 1, 2, 5, 9, 12, 3, 7, 13, 14, 1, 6, 11, 8, 4, 10])
+
+
+@pytest.mark.parametrize("fn", [fib, collatz], ids=["fib", "collatz"])
+def test_a_small_loop_runs_as_one_kernel_and_equals_python(fn) -> None:
+    cache: dict = {}
+    got = fn(NUMBERS, backend=abir.JaxBackend(code_cache=cache), max_stack_depth=16)
+    np.testing.assert_array_equal(np.asarray(got), per_member(fn, NUMBERS))
+    loop = runner(cache)
+    assert list(loop.chosen.values()) == [loop.fused]
+
+
+def test_recursion_pushes_column_by_column_in_one_kernel() -> None:
+    n = np.arange(64) % 13
+    cache: dict = {}
+    got = fib(n, backend=abir.JaxBackend(code_cache=cache), max_stack_depth=14)
+    np.testing.assert_array_equal(np.asarray(got), per_member(fib, n))
+    assert list(runner(cache).chosen.values()) == [runner(cache).fused]
+
+
+def test_one_kernel_false_compiles_the_kernel_sequence() -> None:
+    cache: dict = {}
+    got = fib(NUMBERS, backend=abir.JaxBackend(code_cache=cache, one_kernel=False), max_stack_depth=16)
+    np.testing.assert_array_equal(np.asarray(got), per_member(fib, NUMBERS))
+    (entry,) = cache.values()
+    assert not isinstance(entry[1], jax_backend.OneKernelWherePossible)
+
+
+def test_a_large_state_runs_as_kernels_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(jax_backend, "ONE_KERNEL_MAX_STATE_BYTES", 64)
+    for one_kernel, fused in ((None, False), (True, True)):
+        cache: dict = {}
+        got = collatz(NUMBERS, backend=abir.JaxBackend(code_cache=cache, one_kernel=one_kernel))
+        np.testing.assert_array_equal(np.asarray(got), per_member(collatz, NUMBERS))
+        loop = runner(cache)
+        assert (list(loop.chosen.values()) == [loop.fused]) is fused
+
+
+def test_a_loop_with_a_scatter_falls_back_to_kernels() -> None:
+    x, n = np.zeros((8, 4)), np.arange(8) % 6
+    cache: dict = {}
+    got = bumped(x, n, backend=abir.JaxBackend(code_cache=cache))
+    np.testing.assert_array_equal(np.asarray(got), per_member(bumped, x, n))
+    loop = runner(cache)
+    assert list(loop.chosen.values()) == [loop.plain]
+
+
+def test_a_compilation_xla_refuses_falls_back_to_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    # told that the loop with a scatter can be one kernel, XLA refuses it as unimplemented
+    monkeypatch.setattr(jax_backend, "one_kernel_possible", lambda jaxpr: True)
+    x, n = np.zeros((8, 4)), np.arange(8) % 6
+    cache: dict = {}
+    got = bumped(x, n, backend=abir.JaxBackend(code_cache=cache))
+    np.testing.assert_array_equal(np.asarray(got), per_member(bumped, x, n))
+    loop = runner(cache)
+    assert list(loop.chosen.values()) == [loop.plain]
+
+
+def test_the_decision_is_made_once_per_state_signature() -> None:
+    cache: dict = {}
+    backend = abir.JaxBackend(code_cache=cache)
+    for _ in range(3):
+        collatz(NUMBERS, backend=backend)
+    assert backend.trace_count == 1 and len(runner(cache).chosen) == 1
+
+
+def test_jaxprs_with_scatters_sorts_or_callbacks_cannot_be_one_kernel() -> None:
+    def possible(fn, *args) -> bool:
+        return jax_backend.one_kernel_possible(jax.make_jaxpr(fn)(*args).jaxpr)
+
+    x = jnp.arange(4.0)
+    assert possible(lambda x: jax.lax.cond(x[0] > 0, jnp.exp, jnp.sin, x), x)
+    assert not possible(lambda x: x.at[1].set(0.0), x)
+    assert not possible(lambda x: jax.lax.cond(x[0] > 0, lambda y: y.at[1].set(0.0), jnp.sin, x), x)
+    assert not possible(jnp.sort, x)
+    assert not possible(lambda x: jax.pure_callback(np.sin, x, x), x)
+
+
+def test_one_kernel_must_be_none_or_a_bool() -> None:
+    with pytest.raises(TypeError, match="one_kernel must be None, True or False"):
+        abir.JaxBackend(one_kernel=1)
+
+
+def test_a_run_with_statistics_is_one_kernel_too() -> None:
+    cache: dict = {}
+    backend = abir.JaxBackend(code_cache=cache, collect_stats=True)
+    got = collatz(NUMBERS, backend=backend)
+    np.testing.assert_array_equal(np.asarray(got), per_member(collatz, NUMBERS))
+    loop = runner(cache)
+    assert list(loop.chosen.values()) == [loop.fused]
+    assert backend.last_stats.steps > 0 and sum(backend.last_stats.member_steps) > 0
