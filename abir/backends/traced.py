@@ -219,6 +219,11 @@ class TracedLoop(abc.ABC):
         """`vector` with `amount` added to element `index`."""
 
     # ----- hooks ------------------------------------------------------------------------------
+    def apply_writes(self, stacks: State, writes: Writes) -> State:
+        """The stacks after a block's write requests (by default each by the backend's
+        `stack_scatter`, in order)."""
+        return apply_writes(stacks, writes, self.backend.stack_scatter)
+
     def traced_split(self, kernel: Any) -> Callable[..., Any]:
         """What the sweep calls for `kernel.split` (a backend may trace it once for all uses)."""
         return kernel.split  # type: ignore[no-any-return]
@@ -356,7 +361,7 @@ class TracedLoop(abc.ABC):
 
         def run(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
             out, writes = split(dict(regs), stacks)
-            updated = apply_writes(stacks, writes, self.backend.stack_scatter)
+            updated = self.apply_writes(stacks, writes)
             return tuple(self.like(out[key], regs[key]) for key in written), tuple(updated[key] for key in pushed)
 
         def skip(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -395,7 +400,7 @@ class TracedLoop(abc.ABC):
         def body(carry: tuple[Any, State, State]) -> tuple[Any, State, State]:
             block, regs, stacks = carry
             regs, writes = self.switch(block, branches, regs, stacks)
-            return self.next_block(regs["pc"]), regs, apply_writes(stacks, writes, self.backend.stack_scatter)
+            return self.next_block(regs["pc"]), regs, self.apply_writes(stacks, writes)
 
         start = (self.next_block(regs["pc"]), regs, stacks)
         _, regs, stacks = self.at_most(iterations, lambda c: c[0] < self.halt, body, start)
@@ -421,7 +426,7 @@ class TracedLoop(abc.ABC):
                 rows = targets[g][block]
                 for j, value in enumerate(values):
                     groups[g] = self.set_row(groups[g], rows[j], value)
-            stacks = apply_writes(stacks, writes, self.backend.stack_scatter)
+            stacks = self.apply_writes(stacks, writes)
             return self.next_block(groups[pc_group][pc_row]), tuple(groups), stacks
 
         start = (self.next_block(regs["pc"]), groups, stacks)
