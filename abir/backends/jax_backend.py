@@ -916,7 +916,7 @@ class _JaxLoop(TracedLoop):
         def run_compact_gathered(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
             members, slots = _compact_slots(here, rows)
             values, writes = _compact_run(kernel, written, regs, stacks, members, slots)
-            updated = apply_writes(stacks, writes, lambda stack, at, value: _columns_written(self.backend, stack, at, slots, rows, value))
+            updated = self.apply_writes(stacks, _full_batch_requests(stacks, writes, slots, rows))
             return values, tuple(updated[key] for key in pushed)
 
         def run_compact(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
@@ -1074,14 +1074,20 @@ def _compact_slots(here: Any, rows: int) -> tuple[Any, Any]:
     return members, slots
 
 
-def _columns_written(backend: Any, stack: Any, rows: Any, slots: Any, count: int, value: Any) -> Any:
-    """`_scatter_columns` (requests over `count` compact rows) as one full-batch write request
-    (`stack_scatter`), by the batch rows' `slots` (`_compact_slots`)."""
+def _full_batch_requests(stacks: State, writes: Writes, slots: Any, count: int) -> Writes:
+    """The write requests `writes` of a compacted run (over `count` compact rows) as requests
+    over the whole batch, by the batch rows' `slots` (`_compact_slots`): the rows of members not
+    there are out of range (written nowhere)."""
     taken = jnp.maximum(slots, 0)
-    rows = jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (count,))[taken]
-    rows = jnp.where(slots >= 0, rows, stack.shape[0])
-    value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), (count, *stack.shape[2:]))[taken]
-    return backend.stack_scatter(stack, rows, value)
+    full: Writes = {}
+    for key, requests in writes.items():
+        stack = stacks[key]
+        full[key] = []
+        for rows, value in requests:
+            rows = jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (count,))[taken]
+            value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), (count, *stack.shape[2:]))[taken]
+            full[key].append((jnp.where(slots >= 0, rows, stack.shape[0]), value))
+    return full
 
 
 def _compact_run(
@@ -1092,7 +1098,7 @@ def _compact_run(
     its results are dropped), so the block does that many rows of work instead of B. Returns the
     `written` registers over the full batch (the members' rows scattered back, or gathered
     back by their `slots` when given: `_compact_slots`) and the stack write requests over the
-    compact rows (for `_scatter_columns` with `members`, or `_columns_written`)."""
+    compact rows (for `_scatter_columns` with `members`, or `_full_batch_requests`)."""
     batch = regs["pc"].shape[0]
     rows = members.shape[0]
     source = jnp.minimum(members, batch - 1)
