@@ -98,24 +98,24 @@ def test_a_large_state_runs_as_kernels_unless_asked(monkeypatch: pytest.MonkeyPa
         assert (list(loop.chosen.values()) == [loop.fused]) is fused
 
 
-def test_a_loop_with_a_scatter_falls_back_to_kernels() -> None:
+def bumped_runs_as_kernels() -> None:
+    """`bumped` equals Python, its loop run as the kernel sequence."""
     x, n = np.zeros((8, 4)), np.arange(8) % 6
     cache: dict = {}
     got = bumped(x, n, backend=abir.JaxBackend(code_cache=cache))
     np.testing.assert_array_equal(np.asarray(got), per_member(bumped, x, n))
     loop = runner(cache)
     assert list(loop.chosen.values()) == [loop.plain]
+
+
+def test_a_loop_with_a_scatter_falls_back_to_kernels() -> None:
+    bumped_runs_as_kernels()
 
 
 def test_a_compilation_xla_refuses_falls_back_to_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     # told that the loop with a scatter can be one kernel, XLA refuses it as unimplemented
     monkeypatch.setattr(jax_backend, "one_kernel_possible", lambda jaxpr: True)
-    x, n = np.zeros((8, 4)), np.arange(8) % 6
-    cache: dict = {}
-    got = bumped(x, n, backend=abir.JaxBackend(code_cache=cache))
-    np.testing.assert_array_equal(np.asarray(got), per_member(bumped, x, n))
-    loop = runner(cache)
-    assert list(loop.chosen.values()) == [loop.plain]
+    bumped_runs_as_kernels()
 
 
 def test_the_decision_is_made_once_per_state_signature() -> None:
