@@ -715,7 +715,7 @@ class OneKernelWherePossible:
     def __init__(self, loop: Callable[[bool], Callable[[State, Any], State]], any_size: bool = False):
         self.loop = loop
         self.any_size = any_size
-        self.scatter_free = jax.jit(loop(True))
+        self.scatter_free_loop = jax.jit(loop(True))
         self.fused = jax.jit(self._tagged, compiler_options=ONE_KERNEL_COMPILER_OPTIONS)
         self._plain: Callable[[State, Any], State] | None = None
         self.chosen: dict[Any, Callable[[State, Any], State]] = {}
@@ -732,7 +732,7 @@ class OneKernelWherePossible:
 
         # attached to the call op producing the results: not inlined, emitted as one kernel
         return set_xla_metadata(  # type: ignore[no-any-return]
-            self.scatter_free(state, iterations), xla_cpu_small_call="true", inlineable="false"
+            self.scatter_free_loop(state, iterations), xla_cpu_small_call="true", inlineable="false"
         )
 
     def __call__(self, state: State, iterations: Any) -> State:
@@ -745,7 +745,7 @@ class OneKernelWherePossible:
 
     def _first_call(self, signature: Any, state: State, iterations: Any) -> State:
         small = self.any_size or _state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES
-        if small and one_kernel_possible(self.scatter_free.trace(state, iterations).jaxpr):
+        if small and one_kernel_possible(self.scatter_free_loop.trace(state, iterations).jaxpr):
             try:
                 result = self.fused(state, iterations)
             except Exception:  # XLA refuses the one kernel (or this jax cannot ask for it): kernels
