@@ -705,9 +705,9 @@ class OneKernelWherePossible:
     error of the program itself. Decided once per state signature.
 
     Measured on one core, steady, against the sequence of kernels: recursive fib (`bench/run.py`'s
-    inputs) B=64 3.0 -> 1.19 ms, B=1024 16.4 -> 16.8 ms, B=4096 61 -> 70 ms; Collatz B=64
+    inputs) B=64 3.0 -> 1.14 ms, B=1024 16.4 -> 15.7-16.8 ms, B=4096 61 -> 70 ms; Collatz B=64
     152 -> 120 us, B=1024 725 -> 353 us, B=4096 2.5 -> 1.2 ms; NUTS (`bench/nuts.py`) B=64
-    15.4 -> 11.5 ms, B=128 24.9 -> 23.1 ms, B=256 44.7 -> 48.2 ms, B=1024 192 -> 249 ms. The
+    15.4 -> 11.3 ms, B=128 24.9 -> 23.1 ms, B=256 44.7 -> 48.2 ms, B=1024 192 -> 249 ms. The
     state sizes of the larger runs that lose (1.2 MB and more) against those that win (at most
     0.6 MB) set the limit. First calls compile faster (fib B=64 1.36 -> 0.70 s, NUTS 4.1 ->
     2.9 s)."""
