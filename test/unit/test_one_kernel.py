@@ -151,3 +151,10 @@ def test_a_run_with_statistics_is_one_kernel_too() -> None:
     loop = runner(cache)
     assert list(loop.chosen.values()) == [loop.fused]
     assert backend.last_stats.steps > 0 and sum(backend.last_stats.member_steps) > 0
+
+
+def test_a_compiler_option_this_jaxlib_lacks_is_dropped() -> None:
+    jitted = jax_backend.JitWithOptions(lambda x: x + 1, {"xla_no_such_option_anywhere": 1})
+    np.testing.assert_array_equal(np.asarray(jitted(jnp.arange(3))), [1, 2, 3])
+    with pytest.raises(TypeError):
+        jax_backend.JitWithOptions(lambda x: x + "a", {})(jnp.arange(3))
