@@ -675,12 +675,16 @@ ONE_KERNEL_COMPILER_OPTIONS = {**LOOP_COMPILER_OPTIONS, "xla_cpu_experimental_yn
 
 
 class JitWithOptions:
-    """`jax.jit(fn, compiler_options=options)`, or plain `jax.jit(fn)` once the first call finds
-    an option this jaxlib does not have (its compile error names it "No such compile option")."""
+    """`jax.jit(fn, compiler_options=options)`, or plain `jax.jit(fn)` on a jax whose `jit` takes
+    no options, or once the first call finds an option this jaxlib does not have (its compile
+    error names it "No such compile option")."""
 
     def __init__(self, fn: Callable[..., Any], options: Mapping[str, Any]):
         self.fn = fn
-        self.jitted = jax.jit(fn, compiler_options=dict(options))
+        try:
+            self.jitted = jax.jit(fn, compiler_options=dict(options))
+        except TypeError:
+            self.jitted = jax.jit(fn)
 
     def __call__(self, *args: Any) -> Any:
         try:
@@ -740,7 +744,7 @@ class OneKernelWherePossible:
         self.loop = loop
         self.any_size = any_size
         self.scatter_free_loop = jax.jit(loop(True))
-        self.fused = jax.jit(self._tagged, compiler_options=ONE_KERNEL_COMPILER_OPTIONS)
+        self.fused = JitWithOptions(self._tagged, ONE_KERNEL_COMPILER_OPTIONS)
         self._plain: Callable[[State, Any], State] | None = None
         self.chosen: dict[Any, Callable[[State, Any], State]] = {}
 
