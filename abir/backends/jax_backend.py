@@ -659,8 +659,16 @@ def _with_status(loop: Callable[[State, Any], State], halt_index: int, flags: Ma
 
 
 ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
-"""A standalone run whose state takes at most this many bytes compiles its loop as one kernel
-where XLA can (`OneKernelWherePossible`)."""
+"""A standalone run whose state takes at most this many bytes, or whose batch has at most
+`ONE_KERNEL_MAX_BATCH` members, compiles its loop as one kernel where XLA can
+(`OneKernelWherePossible`)."""
+ONE_KERNEL_MAX_BATCH = 2048
+"""See `ONE_KERNEL_MAX_STATE_BYTES`. One kernel saves a fixed cost per kernel call and sweep but
+writes the stacks column by column, work that grows with the batch: recursive Fibonacci (0.4 KB
+of state per member) loses from about 2,048 members on (B=2048 27.2 -> 28.0 ms, B=4096 53.1 ->
+56.0 ms, B=16384 214 -> 231 ms), Collatz (no stack) wins at every size, NUTS (4 KB per member)
+up to B=2048 (256: 43.9 -> 42.6 ms, 1024: 182 -> 174 ms, 2048: 378 -> 361 ms) and ties at 4096
+(802 -> 789 ms); one core, steady, against the sequence of kernels."""
 NOT_IN_ONE_KERNEL = frozenset({"sort", "custom_call", "ffi_call", "pure_callback", "io_callback", "debug_callback"})
 """Primitives XLA's CPU compiler cannot emit into one kernel (its `IrEmitter`), besides the
 scatters (`one_kernel_possible`)."""
@@ -727,18 +735,18 @@ class OneKernelWherePossible:
     is traced first (stack writes, compaction and materialized helper results without
     scatters), and tagged when its jaxpr has none of these (`one_kernel_possible`; dot products
     then leave YNNPACK, `ONE_KERNEL_COMPILER_OPTIONS`) and its state takes at most
-    `ONE_KERNEL_MAX_STATE_BYTES` (any size with `any_size`); otherwise, or when the tagged
+    `ONE_KERNEL_MAX_STATE_BYTES` or its batch at most `ONE_KERNEL_MAX_BATCH` members (any size
+    with `any_size`); otherwise, or when the tagged
     compilation fails (XLA refuses it as unimplemented, or an older jax lacks the option or the
     tag), the run uses `loop(scatter_free=False)` as a sequence of kernels, which raises any
     error of the program itself. Decided once per state signature.
 
     Measured on one core, steady, against the sequence of kernels: recursive fib (`bench/run.py`'s
-    inputs) B=64 3.0 -> 1.14 ms, B=1024 16.4 -> 15.7-16.8 ms, B=4096 61 -> 70 ms; Collatz B=64
-    152 -> 120 us, B=1024 725 -> 353 us, B=4096 2.5 -> 1.2 ms; NUTS (`bench/nuts.py`) B=64
-    15.4 -> 11.3 ms, B=128 24.9 -> 23.1 ms, B=256 44.7 -> 48.2 ms, B=1024 192 -> 249 ms. The
-    state sizes of the larger runs that lose (1.2 MB and more) against those that win (at most
-    0.6 MB) set the limit. First calls compile faster (fib B=64 1.36 -> 0.70 s, NUTS 4.1 ->
-    2.9 s)."""
+    inputs) B=64 3.0 -> 1.14 ms, B=1024 13.7 -> 13.2 ms; Collatz B=64 152 -> 120 us, B=1024
+    692 -> 375 us, B=4096 2.4 -> 1.2 ms, B=16384 9.0 -> 4.2 ms; NUTS (`bench/nuts.py`) B=64
+    15.4 -> 11.3 ms, B=1024 182 -> 174 ms; the limits' docstrings give the sizes that lose.
+    First calls compile faster: fib B=64 1.36 -> 0.70 s, NUTS B=64 4.1 -> 2.9 s, B=1024 3.9-4.3
+    -> 3.3-3.5 s."""
 
     def __init__(self, loop: Callable[[bool], Callable[[State, Any], State]], any_size: bool = False):
         self.loop = loop
@@ -772,7 +780,11 @@ class OneKernelWherePossible:
         return run(state, iterations)
 
     def _first_call(self, signature: Any, state: State, iterations: Any) -> State:
-        small = self.any_size or _state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES
+        small = (
+            self.any_size
+            or _state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES
+            or state["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
+        )
         if small and one_kernel_possible(self.scatter_free_loop.trace(state, iterations).jaxpr):
             try:
                 result = self.fused(state, iterations)
@@ -1086,10 +1098,13 @@ def _compact_members(here: Any, rows: int) -> Any:
 
 def _compact_slots(here: Any, rows: int) -> tuple[Any, Any]:
     """(`_compact_members`, each batch row's index among them or -1) without a scatter: member
-    j is the number of rows whose prefix count of members is at most j (a [rows, B]
-    comparison)."""
+    j is the first row whose prefix count of members reaches j + 1, found by a binary search of
+    the prefix counts (`searchsorted`'s "scan": log2(B) rounds of `rows` lookups). Counting, for
+    each j, the rows whose prefix count is at most j (a [rows, B] comparison) made NUTS at B=1024
+    in one kernel 228 ms instead of 174 ms (one core, steady; B=64 10.5 ms either way)."""
     count = jnp.cumsum(here.astype(jnp.int32))
-    members = jnp.sum(count[None, :] <= jnp.arange(rows, dtype=jnp.int32)[:, None], axis=1, dtype=jnp.int32)
+    wanted = jnp.arange(1, rows + 1, dtype=jnp.int32)
+    members = jnp.searchsorted(count, wanted, side="left", method="scan").astype(jnp.int32)
     slots = jnp.where(here & (count <= rows), count - 1, -1)
     return members, slots
 

@@ -129,3 +129,16 @@ def test_jaxpr_work_counts_elements_products_and_transcendentals() -> None:
     assert work(lambda x: x.reshape(12), (4, 3)) == 0
     branches = work(lambda x: jax.lax.cond(x[0] > 0, lambda y: jnp.exp(y), lambda y: y + 1.0, x), (5,))
     assert branches >= 5 * jax_backend.TRANSCENDENTAL_COST
+
+
+@pytest.mark.parametrize("batch", [1, 5, 64])
+@pytest.mark.parametrize("rows", [1, 3, 8])
+def test_compact_slots_finds_the_first_members_and_their_slots(batch: int, rows: int) -> None:
+    rng = np.random.default_rng(batch * 31 + rows)
+    for here in [np.zeros(batch, bool), np.ones(batch, bool), *(rng.random(batch) < p for p in (0.1, 0.5, 0.9))]:
+        members, slots = jax_backend._compact_slots(jnp.asarray(here), rows)
+        first = np.flatnonzero(here)[:rows]
+        np.testing.assert_array_equal(members, np.concatenate([first, np.full(rows - len(first), batch)]))
+        want_slots = np.full(batch, -1)
+        want_slots[first] = np.arange(len(first))
+        np.testing.assert_array_equal(slots, want_slots)

@@ -88,14 +88,25 @@ def test_one_kernel_false_compiles_the_kernel_sequence() -> None:
     assert not isinstance(entry[1], jax_backend.OneKernelWherePossible)
 
 
-def test_a_large_state_runs_as_kernels_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jax_backend, "ONE_KERNEL_MAX_STATE_BYTES", 64)
-    for one_kernel, fused in ((None, False), (True, True)):
-        cache: dict = {}
-        got = collatz(NUMBERS, backend=abir.JaxBackend(code_cache=cache, one_kernel=one_kernel))
-        np.testing.assert_array_equal(np.asarray(got), per_member(collatz, NUMBERS))
-        loop = runner(cache)
-        assert (list(loop.chosen.values()) == [loop.fused]) is fused
+@pytest.mark.parametrize(
+    ("max_bytes", "max_batch", "one_kernel", "fused"),
+    [
+        (64, 8, None, False),  # a large state and a large batch: kernels
+        (64, 8, True, True),  # unless asked
+        (64, 16, None, True),  # a small batch of a large state
+        (1 << 20, 8, None, True),  # a large batch of a small state
+    ],
+)
+def test_a_large_state_of_a_large_batch_runs_as_kernels_unless_asked(
+    monkeypatch: pytest.MonkeyPatch, max_bytes: int, max_batch: int, one_kernel: bool | None, fused: bool
+) -> None:
+    monkeypatch.setattr(jax_backend, "ONE_KERNEL_MAX_STATE_BYTES", max_bytes)
+    monkeypatch.setattr(jax_backend, "ONE_KERNEL_MAX_BATCH", max_batch)
+    cache: dict = {}
+    got = collatz(NUMBERS, backend=abir.JaxBackend(code_cache=cache, one_kernel=one_kernel))
+    np.testing.assert_array_equal(np.asarray(got), per_member(collatz, NUMBERS))
+    loop = runner(cache)
+    assert (list(loop.chosen.values()) == [loop.fused]) is fused
 
 
 def bumped_runs_as_kernels() -> None:
