@@ -171,8 +171,8 @@ class JaxBackend(Backend):
         `launch_seconds`: run the compiled loop in launches of about this long, so that Ctrl-C
         stops a run within about that time (`Backend.run_in_launches`); None: one launch.
         `one_kernel`: compile a standalone run's loop as one XLA kernel where XLA can
-        (`OneKernelWherePossible`): None (default) when its state is small enough, True at any
-        size, False never."""
+        (`OneKernelWherePossible`): None (default) when its state or its batch is small
+        enough, True at any size, False never."""
         if not (one_kernel is None or isinstance(one_kernel, bool)):
             raise TypeError(f"one_kernel must be None, True or False, not {one_kernel!r}")
         self.configure_execution(execution, scheduler, "sweep", collect_stats)
