@@ -43,7 +43,10 @@ import datetime
 import importlib.util
 import pathlib
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -266,66 +269,124 @@ def run_python(nuts, inputs: Inputs) -> tuple[float, ex.Chain]:
     return time.perf_counter() - start, want
 
 
+def abir_call(nuts, run, inputs: Inputs, backend: Callable[[], abir.Backend]) -> Callable[[], object]:
+    """One call of the batched sampler on `inputs` on the backend `backend()` returns, its result
+    ready."""
+    import jax
+
+    def call() -> object:
+        return jax.block_until_ready(
+            run(inputs.q0, inputs.eps, inputs.keys, np.int64(inputs.steps), backend=backend(),
+                max_stack_depth=ex.stack_depth(nuts))  # fmt: skip
+        )
+
+    return call
+
+
+def hand_call(inputs: Inputs, args: argparse.Namespace) -> Callable[[], object]:
+    """One call of the hand-vectorized JAX sampler on `inputs`, its result ready."""
+    import jax
+
+    hand = make_hand_vectorized(ex.PRECISION, args.max_depth, inputs.steps)
+    return lambda: jax.block_until_ready(hand(inputs.q0, inputs.eps, inputs.keys))
+
+
+def blackjax_call(inputs: Inputs, args: argparse.Namespace) -> Callable[[], object]:
+    """One call of BlackJAX's NUTS from the same q0 (its own per-chain keys), its result ready."""
+    import jax
+
+    sampler = make_blackjax(ex.PRECISION, inputs.eps, args.max_depth, inputs.steps)
+    keys = jax.random.split(jax.random.key(args.seed), inputs.batch)
+    return lambda: jax.block_until_ready(sampler(inputs.q0, keys))
+
+
 def run_abir_numpy(nuts, run, inputs: Inputs, repeats: int) -> tuple[float, float, ex.Chain, object]:
     """abir on NumPy: (first call, including abir's compilation; steady; Chain; the backend's
     machine statistics)."""
     backend = abir.NumpyBackend()
-    first, steady, result = timed(
-        lambda: run(inputs.q0, inputs.eps, inputs.keys, np.int64(inputs.steps), backend=backend,
-                    max_stack_depth=ex.stack_depth(nuts)),  # fmt: skip
-        repeats,
-    )
+    first, steady, result = timed(abir_call(nuts, run, inputs, lambda: backend), repeats)
     return first, steady, ex.as_chain(result), backend.last_stats
 
 
 def run_abir_jax(nuts, run, inputs: Inputs, repeats: int) -> tuple[float, float, ex.Chain, object]:
     """abir on JAX: (first call, steady, Chain, the statistics of one more call with
     `collect_stats=True`, gathered inside the compiled loop; not timed)."""
-    import jax
-
-    def call(backend: abir.JaxBackend) -> object:
-        return jax.block_until_ready(
-            run(inputs.q0, inputs.eps, inputs.keys, np.int64(inputs.steps), backend=backend,
-                max_stack_depth=ex.stack_depth(nuts))  # fmt: skip
-        )
-
-    first, steady, got = timed(lambda: call(abir.JaxBackend()), repeats)
+    first, steady, got = timed(abir_call(nuts, run, inputs, abir.JaxBackend), repeats)
     counting = abir.JaxBackend(collect_stats=True)
-    call(counting)
+    abir_call(nuts, run, inputs, lambda: counting)()
     return first, steady, ex.as_chain(got), counting.last_stats
 
 
 def run_abir_tf_xla(nuts, run, inputs: Inputs, repeats: int) -> tuple[float, float, ex.Chain]:
     """abir on TensorFlow + XLA: (first call, steady, Chain)."""
     backend = abir.TensorFlowBackend(jit_compile=True)
-    first, steady, got = timed(
-        lambda: run(inputs.q0, inputs.eps, inputs.keys, np.int64(inputs.steps), backend=backend,
-                    max_stack_depth=ex.stack_depth(nuts)),  # fmt: skip
-        repeats,
-    )
+    first, steady, got = timed(abir_call(nuts, run, inputs, lambda: backend), repeats)
     return first, steady, ex.as_chain(got)
 
 
 def run_hand(inputs: Inputs, args: argparse.Namespace) -> tuple[float, float, ex.Chain]:
     """The hand-vectorized JAX sampler: (first call, steady, Chain)."""
-    import jax
-
-    hand = make_hand_vectorized(ex.PRECISION, args.max_depth, inputs.steps)
-    first, steady, got = timed(lambda: jax.block_until_ready(hand(inputs.q0, inputs.eps, inputs.keys)),
-                               args.repeats)  # fmt: skip
+    first, steady, got = timed(hand_call(inputs, args), args.repeats)
     return first, steady, ex.as_chain(got)
 
 
 def run_blackjax(inputs: Inputs, args: argparse.Namespace) -> tuple[float, float, BlackjaxChain]:
     """BlackJAX's NUTS from the same q0 (its own per-chain keys): (first call, steady, result)."""
-    import jax
-
-    sampler = make_blackjax(ex.PRECISION, inputs.eps, args.max_depth, inputs.steps)
-    keys = jax.random.split(jax.random.key(args.seed), inputs.batch)
-    first, steady, got = timed(lambda: jax.block_until_ready(sampler(inputs.q0, keys)), args.repeats)
+    first, steady, got = timed(blackjax_call(inputs, args), args.repeats)
     got = BlackjaxChain(*(np.asarray(x) for x in got))
     check_blackjax(got, args.max_depth)
     return first, steady, got
+
+
+FIRST_CALLS: dict[str, Callable[[Inputs, argparse.Namespace], Callable[[], object]]] = {
+    "abir NumPy": lambda inputs, args: abir_call(*_batched(args), inputs, abir.NumpyBackend),
+    "abir JAX": lambda inputs, args: abir_call(*_batched(args), inputs, abir.JaxBackend),
+    "abir TF+XLA": lambda inputs, args: abir_call(
+        *_batched(args), inputs, lambda: abir.TensorFlowBackend(jit_compile=True)
+    ),
+    "hand-vectorized JAX": hand_call,
+    "BlackJAX": blackjax_call,
+}
+"""The systems whose first call `fresh_first_call` times, and how to make that call."""
+
+
+def _batched(args: argparse.Namespace) -> tuple[object, object]:
+    """(the per-chain sampler, its batched form)."""
+    nuts = ex.make_nuts(ex.PRECISION, args.max_depth)
+    return nuts, ex.batch(nuts)
+
+
+def fresh_first_call(system: str, batch: int, args: argparse.Namespace) -> float:
+    """Seconds of `system`'s first call on B=`batch` chains in a Python process of its own (this
+    script with `--first-call`; same interpreter, environment and CPU affinity). In one process
+    each first call finds what the systems before it left: JAX's caches and the allocator warm,
+    a larger Python heap (B=1024 on one core, one run: abir JAX 3.71 s in the process, 3.26 s
+    fresh; BlackJAX, timed last, 4.45 and 4.07 s)."""
+    command = [
+        sys.executable, __file__, "--first-call", system, "--batch", str(batch), "--steps", str(args.steps),
+        "--max-depth", str(args.max_depth), "--step-size", str(args.step_size), "--seed", str(args.seed),
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    lines = [line for line in done.stdout.splitlines() if line.startswith(FIRST_CALL_PREFIX)]
+    if done.returncode != 0 or not lines:
+        raise RuntimeError(f"the first call of {system} failed:\n{done.stderr[-2000:]}")
+    return float(lines[-1].removeprefix(FIRST_CALL_PREFIX))
+
+
+FIRST_CALL_PREFIX = "first call seconds: "
+
+
+def time_first_call(system: str, batch: int, args: argparse.Namespace) -> None:
+    """`--first-call`: time `system`'s first call in this fresh process and print it. The JAX
+    runtime is started and one small program compiled first, untimed, as a user's script would
+    have done before calling the sampler."""
+    import jax
+
+    jax.block_until_ready(jax.jit(lambda x: x + 1)(np.float64(1.0)))
+    call = FIRST_CALLS[system](make_inputs(batch, args), args)
+    start = time.perf_counter()
+    call()
+    print(f"{FIRST_CALL_PREFIX}{time.perf_counter() - start:.6f}")
 
 
 def check_against(got: ex.Chain, want: ex.Chain | None, nuts, inputs: Inputs) -> None:
@@ -359,27 +420,28 @@ def bench(batch: int, args: argparse.Namespace) -> None:
     inputs = make_inputs(batch, args)
 
     python_time, want = run_python(nuts, inputs) if batch <= args.python_max_batch else (None, None)
-    numpy_first, numpy_time, got_np, numpy_stats = run_abir_numpy(nuts, run, inputs, args.repeats)
+    _, numpy_time, got_np, numpy_stats = run_abir_numpy(nuts, run, inputs, args.repeats)
     check_against(got_np, want, nuts, inputs)
     jax_first, jax_steady, got, stats = run_abir_jax(nuts, run, inputs, args.repeats)
     ex.compare(got, got_np)
-    tf_first, tf_steady, got = run_abir_tf_xla(nuts, run, inputs, args.repeats)
+    _, tf_steady, got = run_abir_tf_xla(nuts, run, inputs, args.repeats)
     ex.compare(got, got_np)
-    hand_first, hand_steady, got = run_hand(inputs, args)
+    _, hand_steady, got = run_hand(inputs, args)
     ex.compare(got, got_np)
     bj_first, bj_steady, bj = run_blackjax(inputs, args)
 
+    first = {system: fresh_first_call(system, batch, args) for system in FIRST_CALLS}
     leapfrogs = int(got_np.leapfrogs.sum())
     abir_iterations = int(got_np.leapfrogs.max())  # abir's chains never wait for each other's transitions
     bj_leapfrogs = int(bj.leapfrogs.sum())
     bj_iterations = int(bj.leapfrogs.max(axis=0).sum())  # vmap: every transition as long as its longest chain
     rows = [
         Row("plain Python, chain by chain", None, python_time, leapfrogs),
-        Row("abir NumPy", numpy_first, numpy_time, leapfrogs, abir_iterations),
-        Row("abir JAX", jax_first, jax_steady, leapfrogs, abir_iterations),
-        Row("abir TF+XLA", tf_first, tf_steady, leapfrogs, abir_iterations),
-        Row("hand-vectorized JAX jit(vmap(iterative))", hand_first, hand_steady, leapfrogs),
-        Row("BlackJAX jit(vmap(scan(nuts.step)))", bj_first, bj_steady, bj_leapfrogs, bj_iterations),
+        Row("abir NumPy", first["abir NumPy"], numpy_time, leapfrogs, abir_iterations),
+        Row("abir JAX", first["abir JAX"], jax_steady, leapfrogs, abir_iterations),
+        Row("abir TF+XLA", first["abir TF+XLA"], tf_steady, leapfrogs, abir_iterations),
+        Row("hand-vectorized JAX jit(vmap(iterative))", first["hand-vectorized JAX"], hand_steady, leapfrogs),
+        Row("BlackJAX jit(vmap(scan(nuts.step)))", first["BlackJAX"], bj_steady, bj_leapfrogs, bj_iterations),
     ]
     print_table(inputs, args, rows, stats, numpy_stats)
     per_transition = got_np.leapfrogs / inputs.steps
@@ -392,7 +454,8 @@ def bench(batch: int, args: argparse.Namespace) -> None:
     abir_jax, blackjax_row = rows[2], rows[5]
     print(f"abir JAX / BlackJAX: steady {ratio(abir_jax.steady, blackjax_row.steady, 0)}, "
           f"per leapfrog {ratio(abir_jax.per_leapfrog, blackjax_row.per_leapfrog, 0)}, "
-          f"first call {ratio(abir_jax.first, blackjax_row.first, 0)}")  # fmt: skip
+          f"first call {ratio(abir_jax.first, blackjax_row.first, 0)} (in this process, after the systems "
+          f"before each: {fmt(jax_first).strip()} / {fmt(bj_first).strip()} = {ratio(jax_first, bj_first, 0)})")  # fmt: skip
     print(f"abir JAX per block run: {jax_steady / stats.steps * 1e6:.1f} us, per sweep "
           f"{jax_steady / stats.sweeps * 1e6:.1f} us; abir NumPy per machine step: "
           f"{numpy_time / numpy_stats.steps * 1e6:.1f} us")  # fmt: skip
@@ -417,9 +480,10 @@ def print_table(inputs: Inputs, args: argparse.Namespace, rows: list[Row], stats
               f"{fmt_int(row.vmap_iterations, 10)} {ratio(row.steady, blackjax_steady)} "
               f"{ratio(row.steady, hand_steady)}")  # fmt: skip
     print(
-        "  first call = trace + compile + run; steady = median of later calls (plain Python: its one call);\n"
-        "  us/leapfrog = steady / leapfrogs of all chains; vmap iters = leapfrogs a batch runs in lock-step\n"
-        "  (abir: the longest chain's total; BlackJAX: per transition the longest chain's, summed)"
+        "  first call = trace + compile + run, each in a fresh process; steady = median of later calls\n"
+        "  (plain Python: its one call); us/leapfrog = steady / leapfrogs of all chains; vmap iters =\n"
+        "  leapfrogs a batch runs in lock-step (abir: the longest chain's total; BlackJAX: per transition\n"
+        "  the longest chain's, summed)"
     )
 
 
@@ -476,11 +540,15 @@ def main() -> None:
     parser.add_argument(
         "--figure-slow-max", type=int, default=256, help="abir NumPy and plain Python up to this B"
     )
+    parser.add_argument("--first-call", choices=list(FIRST_CALLS), help=argparse.SUPPRESS)  # fresh_first_call
     args = parser.parse_args()
     import jax
 
     # the hand-vectorized sampler and BlackJAX run in float64, as abir's own runs do
     jax.config.update("jax_enable_x64", True)
+    if args.first_call:
+        time_first_call(args.first_call, args.batch[0], args)
+        return
     for batch in args.batch:
         bench(batch, args)
     if args.figure:
