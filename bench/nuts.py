@@ -377,12 +377,17 @@ FIRST_CALL_PREFIX = "first call seconds: "
 
 
 def time_first_call(system: str, batch: int, args: argparse.Namespace) -> None:
-    """`--first-call`: time `system`'s first call in this fresh process and print it. The JAX
-    runtime is started and one small program compiled first, untimed, as a user's script would
-    have done before calling the sampler."""
+    """`--first-call`: time `system`'s first call in this fresh process and print it. The
+    runtime it uses (JAX's, or TensorFlow's for TF+XLA) is started and one small program
+    compiled first, untimed, as a user's script would have done before calling the sampler."""
     import jax
 
-    jax.block_until_ready(jax.jit(lambda x: x + 1)(np.float64(1.0)))
+    if system == "abir TF+XLA":
+        import tensorflow as tf
+
+        tf.function(lambda x: x + 1, jit_compile=True)(tf.constant(1.0, tf.float64))
+    else:
+        jax.block_until_ready(jax.jit(lambda x: x + 1)(np.float64(1.0)))
     call = FIRST_CALLS[system](make_inputs(batch, args), args)
     start = time.perf_counter()
     call()
