@@ -668,7 +668,9 @@ writes the stacks column by column, work that grows with the batch: recursive Fi
 of state per member) loses from about 2,048 members on (B=2048 27.2 -> 28.0 ms, B=4096 53.1 ->
 56.0 ms, B=16384 214 -> 231 ms), Collatz (no stack) wins at every size, NUTS (4 KB per member)
 up to B=2048 (256: 43.9 -> 42.6 ms, 1024: 182 -> 174 ms, 2048: 378 -> 361 ms) and ties at 4096
-(802 -> 789 ms); one core, steady, against the sequence of kernels."""
+(802 -> 789 ms); one core, steady, against the sequence of kernels. (Wide elementwise work can
+lose at any size, which no size limit tells: `np.tanh` on 100 numbers per member, 0.53 -> 0.68
+ms at B=64; README, "One kernel".)"""
 NOT_IN_ONE_KERNEL = frozenset({"sort", "custom_call", "ffi_call", "pure_callback", "io_callback", "debug_callback"})
 """Primitives XLA's CPU compiler cannot emit into one kernel (its `IrEmitter`), besides the
 scatters (`one_kernel_possible`)."""
@@ -736,10 +738,10 @@ class OneKernelWherePossible:
     scatters), and tagged when its jaxpr has none of these (`one_kernel_possible`; dot products
     then leave YNNPACK, `ONE_KERNEL_COMPILER_OPTIONS`) and its state takes at most
     `ONE_KERNEL_MAX_STATE_BYTES` or its batch at most `ONE_KERNEL_MAX_BATCH` members (any size
-    with `any_size`); otherwise, or when the tagged
-    compilation fails (XLA refuses it as unimplemented, or an older jax lacks the option or the
-    tag), the run uses `loop(scatter_free=False)` as a sequence of kernels, which raises any
-    error of the program itself. Decided once per state signature.
+    with `any_size`); otherwise, or when the tagged compilation fails (XLA refuses it as
+    unimplemented, or an older jax lacks the option or the tag), the run uses
+    `loop(scatter_free=False)` as a sequence of kernels, which raises any error of the program
+    itself. Decided once per state signature.
 
     Measured on one core, steady, against the sequence of kernels: recursive fib (`bench/run.py`'s
     inputs) B=64 3.0 -> 1.14 ms, B=1024 13.7 -> 13.2 ms; Collatz B=64 152 -> 120 us, B=1024
