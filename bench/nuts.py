@@ -11,7 +11,8 @@ kernels over its threads, and the work stealing makes every call of that process
 1.8x for abir and BlackJAX alike on a 2-core machine); pinned to one core the steady times are
 stable, the first calls slower (XLA compiles on one thread).
 
-Rows, all measured in one run on the same inputs:
+Rows, all measured in one run on the same inputs (each system's first call in a Python process
+of its own, `fresh_first_call`):
 * abir on JAX (first call = trace + XLA compile + run; steady = median of later calls);
 * abir on TensorFlow + XLA (likewise);
 * abir on NumPy (eager; first call = abir's compilation + run; steady likewise);
