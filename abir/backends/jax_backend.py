@@ -26,9 +26,10 @@ computation as one launch (`stage_run`), under a `custom_vmap` rule that folds `
 mapped axes into the batch; arguments sharded over devices along the batch axis run one machine
 per shard (`run_sharded`).
 
-A standalone run compiles its loop as one XLA kernel where XLA can and the state is small
-(`OneKernelWherePossible`): XLA's CPU runtime otherwise calls each of the loop's kernels on its
-own, about 0.1 us a call, which made most of a sweep's cost at small batch sizes.
+A standalone run compiles its loop as one XLA kernel where XLA can and its state or its batch is
+small (`OneKernelWherePossible`): XLA's CPU runtime otherwise calls each of the loop's kernels on
+its own, about 0.1 us a call, which made most of a sweep's cost at small batch sizes, and XLA
+compiles each of them on its own (about 15 ms a kernel: most of NUTS's first call at B=1024).
 
 A standalone run (called outside any JAX trace) happens under `jax.enable_x64(True)`, so int64 and
 float64 behave as in NumPy; the setting is scoped to abir's own run (`JaxBackend.scope`), never
