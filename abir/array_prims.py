@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from abir import array_ops
+from abir import array_ops, numpy_calls
 from abir.array_ops import ARRAY, BASIC, BATCHED, IndexComponent
 
 INDEX_OPERAND = "?"
@@ -81,6 +81,7 @@ SIGNATURES: dict[str, Signature] = {
     "astype_like": Signature(2, {}),
     "after_in_place": Signature(2, {}),
     "check_scalar": Signature(1, {"message": "str"}, ("message",)),
+    "numpy": Signature(0, {"function": "str", "arguments": "str", "output": "int"}, ("function", "arguments"), True),
 }
 """Every array prim by name."""
 
@@ -194,6 +195,9 @@ def check(name: str, params: Params, n_operands: int, n_results: int) -> None:
         if key not in params:
             raise ValueError(f'array prim "{name}" needs the parameter "{key}" ({_KIND_TEXT[signature.params[key]]})')
     expected = signature.operands
+    if name == "numpy":
+        _check_numpy_call(params, n_operands)
+        expected = n_operands
     if "index" in params:
         expected += sum(1 for c in parse_index(params["index"]) if c[0] == BATCHED)
     if signature.variadic and n_operands < expected or not signature.variadic and n_operands != expected:
@@ -201,6 +205,18 @@ def check(name: str, params: Params, n_operands: int, n_results: int) -> None:
         raise ValueError(f'array prim "{name}" takes {counted} operand(s) here, got {n_operands}')
     if n_results != 1:
         raise ValueError(f'array prim "{name}" has exactly one result, got {n_results}')
+
+
+def _check_numpy_call(params: Params, n_operands: int) -> None:
+    try:
+        entry = numpy_calls.entry_named(params["function"])
+        count = numpy_calls.operand_count(params["arguments"])
+    except ValueError as e:
+        raise ValueError(f'array prim "numpy": {e}') from None
+    if count != n_operands:
+        raise ValueError(f'array prim "numpy": its arguments place {count} operand(s), got {n_operands}')
+    if params.get("output", 0) < 0:
+        raise ValueError(f'array prim "numpy": output {params["output"]} of {entry.name} does not exist')
 
 
 _KIND_TEXT = {
@@ -250,6 +266,8 @@ def _implementation(name: str, frozen: tuple[tuple[str, Any], ...]) -> Callable[
         return array_ops.make_scan(SCANS[name], axis)
     if name in PRODUCTS:
         return array_ops.make_product(name)
+    if name == "numpy":
+        return numpy_calls.make_call(params["function"], params["arguments"], params.get("output", 0))
     return _shape_implementation(name, params)
 
 

@@ -1,7 +1,7 @@
 """Per-member types: the user-facing `TensorType`/`Type` and their builtin-IR counterparts.
 
 A per-member value is a NumPy dtype plus an event shape (never the batch dimension). In the IR
-it is a builtin type: a scalar element type (`i1`, `i32`, `i64`, `f32`, `f64`, ...) for shape
+it is a builtin type: a scalar element type (`i1`, `i32`, `i64`, `f32`, `f64`, `complex<f64>`, ...) for shape
 `()`, or a ranked `tensor<3xf64>` otherwise.
 """
 
@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from xdsl.dialects.builtin import (
     BFloat16Type,
+    ComplexType,
     Float16Type,
     Float32Type,
     Float64Type,
@@ -56,7 +57,9 @@ def element_type_of(dtype: Any) -> Attribute:
         return IntegerType(dt.itemsize * 8)
     if dt.kind == "u":
         return IntegerType(dt.itemsize * 8, Signedness.UNSIGNED)
-    raise TypeError(f"abir cannot represent dtype {dt} in its IR; use bool, int, uint or float arrays")
+    if dt.kind == "c" and np.dtype(f"f{dt.itemsize // 2}") in _FLOATS:
+        return ComplexType(_FLOATS[np.dtype(f"f{dt.itemsize // 2}")])
+    raise TypeError(f"abir cannot represent dtype {dt} in its IR; use bool, int, uint, float or complex arrays")
 
 
 def dtype_of(element_type: Attribute) -> np.dtype:
@@ -71,6 +74,8 @@ def dtype_of(element_type: Attribute) -> np.dtype:
     for dt, attr in _FLOATS.items():
         if element_type == attr:
             return dt
+    if isinstance(element_type, ComplexType) and element_type.element_type in _FLOATS.values():
+        return np.result_type(dtype_of(element_type.element_type), np.complex64)
     if isinstance(element_type, BFloat16Type):
         raise TypeError("bf16 values are not supported by abir's backends")
     raise TypeError(f"{element_type} is not a per-member element type abir understands")

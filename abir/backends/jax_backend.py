@@ -672,9 +672,14 @@ up to B=2048 (256: 43.9 -> 42.6 ms, 1024: 182 -> 174 ms, 2048: 378 -> 361 ms) an
 (802 -> 789 ms); one core, steady, against the sequence of kernels. (Wide elementwise work can
 lose at any size, which no size limit tells: `np.tanh` on 100 numbers per member, 0.53 -> 0.68
 ms at B=64; README, "One kernel".)"""
-NOT_IN_ONE_KERNEL = frozenset({"sort", "custom_call", "ffi_call", "pure_callback", "io_callback", "debug_callback"})
+NOT_IN_ONE_KERNEL = frozenset({
+    "sort", "custom_call", "ffi_call", "pure_callback", "io_callback", "debug_callback",
+    "lu", "cholesky", "eigh", "eig", "qr", "svd", "schur", "hessenberg", "tridiagonal", "tridiagonal_solve",
+    "householder_product", "geqrf", "geqp3", "triangular_solve", "lu_pivots_to_permutation", "fft",
+})  # fmt: skip
 """Primitives XLA's CPU compiler cannot emit into one kernel (its `IrEmitter`), besides the
-scatters (`one_kernel_possible`)."""
+scatters (`one_kernel_possible`): sorts, calls out of the kernel, and the linear algebra and
+FFTs that XLA lowers to library calls."""
 LOOP_COMPILER_OPTIONS = {"xla_cpu_prefer_vector_width": 512}
 """XLA options for a standalone run's loop: 512-bit vectors where the CPU has them (XLA prefers
 256 bits by default, which spares some Intel CPUs a lower clock under AVX-512; elsewhere LLVM

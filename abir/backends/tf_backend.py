@@ -250,7 +250,7 @@ def _numpy_result_dtype(name: str, args: Sequence[Any]) -> np.dtype:
 
 
 # Modules whose opaque callables get plain tensors: they choose their ops by the array type.
-_NATIVE_TENSOR_MODULES = frozenset({"abir.array_ops"})
+_NATIVE_TENSOR_MODULES = frozenset({"abir.array_ops", "abir.numpy_calls"})
 
 # NumPy ufuncs that are builtin prims (aliases such as np.pow / np.power are one ufunc).
 _UFUNC_PRIMS: dict[Any, str] = {

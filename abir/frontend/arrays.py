@@ -35,12 +35,12 @@ import numpy as np
 from xdsl.dialects.builtin import StringAttr, i1
 from xdsl.ir import SSAValue
 
-from abir import array_prims
+from abir import array_prims, numpy_calls
 from abir.array_ops import ARRAY, BASIC, BATCHED, IndexComponent
 from abir.dialects.functional import LOCATION_ATTR, SOURCE_ATTR, PrimOp, UnknownType
 from abir.frontend.aliases import SCALAR_OR_VIEW, VIEW
 from abir.frontend.state import LoweringState
-from abir.frontend.values import Static, awaits_result_structure, flatten, stand_in, unflatten
+from abir.frontend.values import Static, awaits_result_structure, flatten, stand_in, unflatten, unwrap_statics
 from abir.types import element_type_of
 
 REDUCTION_FUNCTIONS: dict[Any, str] = {
@@ -81,6 +81,8 @@ def aliasing(name: str, params: dict[str, Any]) -> str | None:
     scalar copy when they reach a scalar, else a view)."""
     if name in array_prims.VIEWS:
         return VIEW
+    if name == "numpy":
+        return VIEW if numpy_calls.entry_named(params["function"]).view else None
     if name != "getitem":
         return None
     components = array_prims.parse_index(params["index"])
@@ -238,6 +240,8 @@ class ArrayLowering:
             return self.batch_op(node, "permute_dims", {}, [base])
         if attr in SHAPE_ATTRIBUTES:
             return self.shape_fact(node, base, attr)
+        if attr in numpy_calls.ATTRIBUTES:
+            return self.numpy_call(node, _numpy_function(numpy_calls.ATTRIBUTES[attr]), [base], {})
         if attr == "shape":
             raise self.source.error(node, "attribute '.shape' of a batched value is not supported", SHAPE_SUGGESTION)
         if attr == "dtype":
@@ -250,7 +254,8 @@ class ArrayLowering:
         raise self.source.error(
             node,
             f"attribute '.{attr}' of a batched value is not supported",
-            "supported: .T .ndim .size, x.shape[k], and the methods " + ", ".join(ARRAY_METHODS)
+            "supported: .T .ndim .size " + " ".join(f".{a}" for a in numpy_calls.ATTRIBUTES) + ", x.shape[k], and "
+            "the methods " + ", ".join([*ARRAY_METHODS, *numpy_calls.METHODS])
             + "; otherwise pass the value to a helper function (it becomes an opaque primitive that sees "
             "the whole batch)",
         )
@@ -258,6 +263,12 @@ class ArrayLowering:
     # -- methods ------------------------------------------------------------------------------------
 
     def array_method(self, node: ast.Call, base: SSAValue, method: str, args: list, kwargs: dict) -> Any:
+        """`base.method(*args, **kwargs)`: an array prim, or the NumPy function of that name."""
+        if method in numpy_calls.METHODS:
+            return self.numpy_call(node, _numpy_function(numpy_calls.METHODS[method]), [base, *args], kwargs)
+        return self._prim_method(node, base, method, args, kwargs)
+
+    def _prim_method(self, node: ast.Call, base: SSAValue, method: str, args: list, kwargs: dict) -> Any:
         if method in array_prims.REDUCTIONS:
             return self._reduction(node, method, base, args, kwargs, first=0)
         if method in SCANS:
@@ -301,7 +312,7 @@ class ArrayLowering:
         raise self.source.error(
             node,
             f"the method '.{method}()' of a batched value is not supported",
-            "supported methods: " + ", ".join(ARRAY_METHODS) + "; otherwise call a helper function (it "
+            "supported methods: " + ", ".join([*ARRAY_METHODS, *numpy_calls.METHODS]) + "; otherwise call a helper function (it "
             "becomes an opaque primitive that sees the whole batch, leading batch axis included)",
         )
 
@@ -410,8 +421,7 @@ class ArrayLowering:
         if fn is np.linalg.norm:
             bound = self._bind(node, "norm", args, kwargs, ["x", "ord", "axis", "keepdims"], required=1)
             if self.compile_time(node, bound.get("ord", Static(None)), "ord") is not None:
-                raise self.source.error(node, "np.linalg.norm on batched values supports ord=None only",
-                                        "write the norm out, e.g. np.sum(np.abs(x)) for ord=1")
+                return self.numpy_call(node, fn, args, kwargs)
             axis = self._axis_value(node, self.compile_time(node, bound.get("axis", Static(None)), "axis"))
             keepdims = bool(self.compile_time(node, bound.get("keepdims", Static(False)), "keepdims"))
             return self.batch_op(node, "vector_norm", {"axis": axis, "keepdims": keepdims},
@@ -465,6 +475,93 @@ class ArrayLowering:
             raise self.source.error(node, "np.shape() of a batched value is not supported", SHAPE_SUGGESTION)
         what = {builtins.len: "len", np.ndim: "ndim", np.size: "size"}[fn]
         return self.shape_fact(node, args[0], what, 0 if what == "len" else None)
+
+
+    # -- NumPy functions per member ---------------------------------------------------------------
+
+    def numpy_call(self, node: ast.AST, fn: Any, args: list, kwargs: dict) -> Any:
+        """A NumPy function with a batched argument, run per member (the array prim `numpy`),
+        or `NotImplemented` when `fn` is not a NumPy function. A NumPy function abir does not
+        run per member is an error: never a call on the whole batch."""
+        name = numpy_calls.numpy_name(fn)
+        if name is None:
+            return NotImplemented
+        entry = numpy_calls.resolve(fn)
+        shown = f"np.{name}"
+        if entry is not None and entry.name == "where" and len(args) + len(kwargs) == 1:
+            entry, name = None, "nonzero"  # np.where(condition) is np.nonzero(condition)
+        if entry is None:
+            raise self.source.error(node, _refusal(shown, name), NUMPY_SUGGESTION)
+        for keyword in ("out", "where"):
+            if keyword in kwargs and not (keyword == "where" and entry.name == "where"):
+                raise self.source.error(node, f"{shown}(..., {keyword}=...) is not supported on per-member values",
+                                        f"assign the result: `y = {shown}(...)`" if keyword == "out"
+                                        else "select afterwards with np.where(mask, result, other)")
+        bound = self._bind_numpy(node, fn, shown, args, kwargs)
+        static = {k: v for k, v in bound.items() if k in entry.static or k in entry.axes}
+        for parameter, value in static.items():
+            if any(isinstance(leaf, SSAValue) for leaf in flatten(value)[0]):
+                raise self.source.error(
+                    node, f"the argument '{parameter}' of {shown} is a per-member value here; it must be a compile-time "
+                    "value, because it decides the shape of the result, and members' results must share one shape",
+                    "use a compile-time constant (a literal, or a module-level DIM = 3); for an array shaped like `x`, "
+                    "use the *_like functions (np.zeros_like(x))",
+                )
+        template, operands = self._numpy_template(node, shown, args, kwargs)
+        try:
+            outputs = entry.output_count({k: unwrap_statics(v) for k, v in static.items()})
+        except (TypeError, KeyError):
+            outputs = 1
+        results = [
+            self.batch_op(node, "numpy", {"function": entry.name, "arguments": template, "output": k or None}, operands)
+            for k in range(outputs)
+        ]
+        return results[0] if outputs == 1 else tuple(results)
+
+    def _bind_numpy(self, node: ast.AST, fn: Any, shown: str, args: list, kwargs: dict) -> dict[str, Any]:
+        signature = numpy_calls.parameters(fn)
+        if signature is None:
+            return {f"#{i}": a for i, a in enumerate(args)} | kwargs
+        try:
+            return dict(signature.bind(*args, **kwargs).arguments)
+        except TypeError as e:
+            raise self.source.error(node, f"{shown}{signature}: {e}") from None
+
+    def _numpy_template(self, node: ast.AST, shown: str, args: list, kwargs: dict) -> tuple[str, list[SSAValue]]:
+        """The call's argument template (`abir.numpy_calls`) and its batched operands, in order."""
+        leaves, treedef = flatten((args, kwargs))
+        operands: list[SSAValue] = []
+        placed = []
+        for leaf in leaves:
+            if isinstance(leaf, SSAValue):
+                placed.append(numpy_calls.Operand(len(operands)))
+                operands.append(leaf)
+            else:
+                placed.append(leaf.value)
+        call_args, call_kwargs = unflatten(treedef, placed)
+        try:
+            return numpy_calls.encode_arguments(call_args, call_kwargs), operands
+        except numpy_calls.UnencodableArgument as e:
+            raise self.source.error(node, f"{shown} takes {e} here, which abir cannot pass per member",
+                                    "pass numbers, strings, dtypes, tuples or NumPy arrays") from None
+
+
+def _numpy_function(name: str) -> Any:
+    return getattr(np, name)
+
+
+def _refusal(shown: str, name: str) -> str:
+    if name in numpy_calls.VALUE_DEPENDENT:
+        return (f"{shown} on per-member values is not supported: the shape of its result depends on each "
+                "member's values (or it writes into its argument), so members' results cannot form one array")
+    return f"{shown} on per-member values is not supported: abir does not know how to run it per member"
+
+
+NUMPY_SUGGESTION = (
+    "write it with the supported NumPy functions (docs/language.md lists them), with fixed-size arrays and "
+    "masks (np.where) where the size would depend on the values; or, for code written for whole batches, "
+    "call it inside a helper declared batch-aware with @ctx.primitive"
+)
 
 
 class LikeDtype:

@@ -590,6 +590,8 @@ class ExpressionLowering:
             return lowered
         if (builtin := self._builtin_prim(fn, args, kwargs)) is not None:
             return self.state.prim(builtin, [self.state.materialize(a, node) for a in args])
+        if (per_member := self.arrays.numpy_call(node, fn, args, kwargs)) is not NotImplemented:
+            return per_member
         result = self._opaque_call(node, fn, args, kwargs, n_results)
         if isinstance(result, SSAValue) and _returns_new_array(fn, kwargs):
             self.state.aliases.fresh(result)
@@ -638,6 +640,14 @@ class ExpressionLowering:
                     if len(node.args) + len(node.keywords) != 1:
                         raise self.source.error(node, "astype() takes only the dtype here")
                     return self.arrays.astype(node, receiver, LikeDtype(like))
+        if method in IN_PLACE_ARRAY_METHODS:
+            array = self.source.segment(node.func.value)
+            raise self.source.error(
+                node, f"'{array}.{method}()' changes the per-member array `{array}` in place, which abir does not "
+                "support as a method call",
+                f"write `{array}[...] = np.{method}({array}, ...)`, or `{array} = np.{method}({array}, ...)` if no other "
+                "name shares the array" if method in ("sort", "partition") else "assign the new values with item assignment",
+            )
         if method in LIST_METHODS:
             raise self.source.error(
                 node, f"'.{method}()' is a list method, but `{self.source.segment(node.func.value)}` is a per-member "
@@ -757,6 +767,10 @@ class ExpressionLowering:
 
 NEW_ARRAY_FUNCTIONS = (np.zeros_like, np.ones_like, np.full_like, np.empty_like, np.array, np.copy)
 """NumPy functions (lowered to helper calls) whose result is always a new array."""
+
+
+IN_PLACE_ARRAY_METHODS = frozenset({"sort", "partition", "fill", "put", "resize", "itemset", "setfield", "byteswap"})
+"""ndarray methods that change the array in place."""
 
 
 def _returns_new_array(fn: Any, kwargs: dict[str, Any]) -> bool:

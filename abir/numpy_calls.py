@@ -1,0 +1,756 @@
+"""NumPy functions with their per-member meaning: the `numpy` array prim.
+
+A call `np.flip(v)` in a batched function means, for each member, `np.flip` of that member's
+`v`. The frontend lowers such a call to the array prim
+
+    functional.prim "numpy" <{function = "flip", arguments = "<template>", output = 0}>(%v)
+
+whose `function` names the NumPy function (`"flip"`, `"linalg.solve"`, `"fft.rfft"`), whose
+`arguments` template (a Python literal, `encode_arguments`) holds the call's compile-time
+arguments with `{'operand': k}` where the k-th operand goes, and whose `output` selects one result of a function
+that returns several (`slogdet`, `eigh`, `divmod`). `FUNCTIONS` lists every function abir
+knows, with how it batches; `resolve` finds a callable's entry; a NumPy function missing from it
+is refused by the frontend, never called on the whole batch.
+
+`make_call` builds the run-time callable, given whole-batch operands `[B, *member_shape]` (or a
+batch of 1 for constants) of any backend:
+* NumPy: a batching rule where the function has one (a ufunc or gufunc with the batch as a loop
+  dimension, an axis function with its axes shifted past the batch axis, a stacked linear-algebra
+  function), else the function called member by member and the results stacked;
+* JAX: `jax.vmap` of the `jax.numpy` counterpart (a host callback of the NumPy path where
+  `jax.numpy` has none);
+* TensorFlow: the NumPy path as a `tf.numpy_function` (not XLA-compilable).
+Results are cast to the dtype NumPy gives, so every backend agrees with type inference.
+
+Linear algebra on a singular or indefinite member gives NaN, as under JAX, instead of raising
+`LinAlgError`: the prim also runs on the rows of members standing at other blocks, whose values
+may be junk (`abir.array_ops`).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import inspect
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+# -- the functions -------------------------------------------------------------------------------
+
+UFUNC = "ufunc"
+"""Broadcasts member by member (ufuncs, gufuncs, and functions like them, with `core` ranks)."""
+AXIS = "axis"
+"""Works along the axes its axis parameters name, member axes otherwise independent."""
+LOOP = "loop"
+"""No whole-batch rule on NumPy: called once per member."""
+
+FLATTEN, ALL_AXES, FLATTEN_RESTORE = "flatten", "all", "flatten-restore"
+"""What `axis=None` means to an AXIS function: the flattened member, every member axis, or the
+flattened member reshaped back (`np.roll`)."""
+
+
+@dataclass(frozen=True)
+class NumpyFunction:
+    """How a NumPy function batches. `static` parameters must be compile-time (they set the
+    result's shape); axis parameters always are."""
+
+    name: str
+    batching: str = LOOP
+    axes: tuple[str, ...] = ()
+    """AXIS: the parameters that name axes of the first argument (shifted past the batch axis)."""
+    none_axis: str = FLATTEN
+    static: tuple[str, ...] = ()
+    core: tuple[int, ...] = ()
+    """UFUNC: the member rank each array argument's core takes (missing: 0)."""
+    elementwise_in: tuple[str, ...] = ()
+    """UFUNC: the parameters that broadcast member by member; empty: every parameter."""
+    outputs: int | Callable[[dict[str, Any]], int] = 1
+    view: bool = False
+    """Whether NumPy returns a view of the first argument."""
+
+    def output_count(self, static_arguments: dict[str, Any]) -> int:
+        return self.outputs(static_arguments) if callable(self.outputs) else self.outputs
+
+
+def _axis(name: str, *axes: str, none_axis: str = FLATTEN, static: tuple[str, ...] = (), **kw: Any) -> NumpyFunction:
+    return NumpyFunction(name, AXIS, axes or ("axis",), none_axis, static, **kw)
+
+
+def _ufunc(name: str, *elementwise_in: str, static: tuple[str, ...] = (), **kw: Any) -> NumpyFunction:
+    return NumpyFunction(name, UFUNC, static=static, elementwise_in=elementwise_in, **kw)
+
+
+def _loop(name: str, *static: str, **kw: Any) -> NumpyFunction:
+    return NumpyFunction(name, LOOP, static=static, **kw)
+
+
+def _stacked(name: str, *core: int, static: tuple[str, ...] = (), **kw: Any) -> NumpyFunction:
+    return NumpyFunction(name, UFUNC, static=static, core=core or (2,), **kw)
+
+
+def _svd_outputs(arguments: dict[str, Any]) -> int:
+    return 3 if arguments.get("compute_uv", True) else 1
+
+
+def _split_outputs(arguments: dict[str, Any]) -> int:
+    sections = arguments.get("indices_or_sections")
+    return int(sections) if isinstance(sections, int | np.integer) else len(sections) + 1
+
+
+def _qr_outputs(arguments: dict[str, Any]) -> int:
+    return 1 if arguments.get("mode", "reduced") == "r" else 2
+
+
+def _eig_outputs(arguments: dict[str, Any]) -> int:
+    return 2
+
+
+_FUNCTIONS: tuple[NumpyFunction, ...] = (
+    # elementwise functions that are not ufuncs (every ufunc is one: `resolve`)
+    _ufunc("round", "a", static=("decimals",)), _ufunc("around", "a", static=("decimals",)),
+    _ufunc("real", view=True), _ufunc("imag", view=True), _ufunc("conj"), _ufunc("conjugate"),
+    _ufunc("angle", "z", static=("deg",)), _ufunc("isclose", "a", "b"), _ufunc("sinc"), _ufunc("i0"),
+    _ufunc("fix"), _ufunc("nan_to_num", "x", static=("copy",)), _ufunc("isreal"), _ufunc("iscomplex"),
+    _ufunc("isneginf"), _ufunc("isposinf"), _ufunc("zeros_like", "a", static=("dtype", "shape")),
+    _ufunc("ones_like", "a", static=("dtype", "shape")), _ufunc("empty_like", "prototype", static=("dtype", "shape")),
+    _ufunc("full_like", "a", "fill_value", static=("dtype", "shape")), _ufunc("copy", "a"),
+    _ufunc("asarray", "a", static=("dtype",), view=True), _ufunc("interp", "x"), _ufunc("polyval", "x"),
+    _ufunc("digitize", "x", static=("right",)), _ufunc("isin", "element", static=("invert",)),
+    _ufunc("where", "condition", "x", "y"),
+    # along axes
+    _axis("flip", none_axis=ALL_AXES, view=True), _axis("roll", none_axis=FLATTEN_RESTORE),
+    _axis("sort", static=("kind",)), _axis("argsort", static=("kind", "stable")),
+    _axis("diff", static=("n",)), _axis("median"), _axis("percentile", static=("method",)),
+    _axis("quantile", static=("method",)), _axis("nanmedian"), _axis("nanpercentile", static=("method",)),
+    _axis("nanquantile", static=("method",)), _axis("nanmean"), _axis("nansum"), _axis("nanprod"),
+    _axis("nanmax"), _axis("nanmin"), _axis("nanstd", static=("ddof",)), _axis("nanvar", static=("ddof",)),
+    _axis("nanargmax"), _axis("nanargmin"), _axis("nancumsum"), _axis("nancumprod"), _axis("ptp"),
+    _axis("count_nonzero"), _axis("average"), _axis("trapezoid"), _axis("unwrap"),
+    _axis("cumulative_sum", static=("include_initial",)), _axis("cumulative_prod", static=("include_initial",)),
+    _axis("take"), _axis("take_along_axis"), _axis("expand_dims", view=True),
+    _axis("swapaxes", "axis1", "axis2", view=True), _axis("moveaxis", "source", "destination", view=True),
+    _axis("trace", "axis1", "axis2", static=("offset",)), _axis("diagonal", "axis1", "axis2", static=("offset",), view=True),
+    _axis("rot90", "axes", static=("k",), view=True), _axis("repeat", static=("repeats",)),
+    _axis("partition", static=("kth",)), _axis("argpartition", static=("kth",)),
+    _axis("pad", static=("pad_width", "mode", "stat_length", "reflect_type")),
+    _axis("fft.fft", static=("n", "norm")), _axis("fft.ifft", static=("n", "norm")),
+    _axis("fft.rfft", static=("n", "norm")), _axis("fft.irfft", static=("n", "norm")),
+    _axis("fft.hfft", static=("n", "norm")), _axis("fft.ihfft", static=("n", "norm")),
+    _axis("fft.fft2", "axes", static=("s", "norm")), _axis("fft.ifft2", "axes", static=("s", "norm")),
+    _axis("fft.rfft2", "axes", static=("s", "norm")), _axis("fft.irfft2", "axes", static=("s", "norm")),
+    _axis("fft.fftn", "axes", none_axis=ALL_AXES, static=("s", "norm")),
+    _axis("fft.ifftn", "axes", none_axis=ALL_AXES, static=("s", "norm")),
+    _axis("fft.rfftn", "axes", none_axis=ALL_AXES, static=("s", "norm")),
+    _axis("fft.irfftn", "axes", none_axis=ALL_AXES, static=("s", "norm")),
+    _axis("fft.fftshift", "axes", none_axis=ALL_AXES), _axis("fft.ifftshift", "axes", none_axis=ALL_AXES),
+    # stacked linear algebra (the last two axes; any leading ones are stacks)
+    _stacked("linalg.inv"), _stacked("linalg.det"), _stacked("linalg.slogdet", outputs=2),
+    _stacked("linalg.cholesky", static=("upper",)), _stacked("linalg.eigh", static=("UPLO",), outputs=2),
+    _stacked("linalg.eigvalsh", static=("UPLO",)), _stacked("linalg.qr", static=("mode",), outputs=_qr_outputs),
+    _stacked("linalg.svd", static=("full_matrices", "compute_uv", "hermitian"), outputs=_svd_outputs),
+    _stacked("linalg.svdvals"), _stacked("linalg.pinv", static=("hermitian",)),
+    _stacked("linalg.matrix_rank", static=("hermitian",)), _stacked("linalg.matrix_power", static=("n",)),
+    _stacked("linalg.matrix_transpose", view=True), _stacked("matrix_transpose", view=True),
+    _stacked("triu", static=("k",)), _stacked("tril", static=("k",)),
+    _stacked("vecdot", 1, 1), _stacked("linalg.vecdot", 1, 1), _stacked("linalg.cross", 1, 1),
+    _stacked("linalg.matmul", 2, 2),
+    # member by member
+    _loop("linalg.solve"), _loop("linalg.outer"), _loop("linalg.norm", "ord", "axis", "keepdims"),
+    _loop("linalg.vector_norm", "ord", "axis", "keepdims"), _loop("linalg.matrix_norm", "ord", "keepdims"),
+    _loop("linalg.cond", "p"), _loop("linalg.multi_dot"), _loop("linalg.lstsq", "rcond", outputs=4),
+    _loop("linalg.trace", "offset"), _loop("linalg.diagonal", "offset"), _loop("linalg.tensorsolve", "axes"),
+    _loop("linalg.tensorinv", "ind"),
+    _loop("einsum", "subscripts", "optimize"), _loop("tensordot", "axes"), _loop("vdot"), _loop("kron"),
+    _loop("cross", "axisa", "axisb", "axisc", "axis"), _loop("convolve", "mode"), _loop("correlate", "mode"),
+    _loop("searchsorted", "side"), _loop("diag", "k"), _loop("diagflat", "k"), _loop("vander", "N", "increasing"),
+    _loop("tile", "reps"), _loop("fliplr", view=True), _loop("flipud", view=True), _loop("append", "axis"),
+    _loop("insert", "obj", "axis"), _loop("delete", "obj", "axis"), _loop("hstack"), _loop("vstack"),
+    _loop("dstack"), _loop("column_stack"), _loop("atleast_1d", view=True), _loop("atleast_2d", view=True),
+    _loop("atleast_3d", view=True), _loop("broadcast_to", "shape", view=True), _loop("resize", "new_shape"),
+    _loop("split", "indices_or_sections", "axis", outputs=_split_outputs),
+    _loop("array_split", "indices_or_sections", "axis", outputs=_split_outputs),
+    _loop("histogram", "bins", "range", "density", outputs=2), _loop("cov", "rowvar", "bias", "ddof"),
+    _loop("corrcoef", "rowvar"), _loop("gradient", "axis", "edge_order"), _loop("select"), _loop("choose", "mode"),
+    _loop("array_equal", "equal_nan"), _loop("array_equiv"), _loop("allclose", "rtol", "atol", "equal_nan"),
+    _loop("lexsort", "axis"), _loop("ediff1d"), _loop("linspace", "num", "endpoint", "retstep", "dtype", "axis"),
+    _loop("logspace", "num", "endpoint", "base", "dtype", "axis"), _loop("geomspace", "num", "endpoint", "dtype", "axis"),
+    _loop("full", "shape", "dtype"), _loop("array", "dtype", "ndmin", "copy"), _loop("matvec"), _loop("vecmat"),
+    _loop("ravel_multi_index", "dims", "mode", "order"), _loop("unravel_index", "shape", outputs=lambda a: len(a["shape"])),
+    _loop("polyder", "m"), _loop("polyint", "m"), _loop("polyadd"), _loop("polysub"),
+    _loop("outer"), _loop("inner"), _loop("dot"), _loop("matmul"), _loop("trim_zeros", "trim"),
+    _loop("linalg.eig", outputs=_eig_outputs), _loop("linalg.eigvals"),
+    _loop("zeros", "shape", "dtype"), _loop("ones", "shape", "dtype"), _loop("empty", "shape", "dtype"),
+    _loop("eye", "N", "M", "k", "dtype"), _loop("identity", "n", "dtype"), _loop("tri", "N", "M", "k", "dtype"),
+    _loop("arange", "start_or_stop", "stop", "step", "dtype"),
+)  # fmt: skip
+
+VALUE_DEPENDENT = frozenset({
+    "unique", "unique_values", "unique_counts", "unique_inverse", "unique_all", "nonzero", "flatnonzero",
+    "argwhere", "extract", "compress", "bincount", "setdiff1d", "union1d", "intersect1d", "setxor1d",
+    "histogram_bin_edges", "real_if_close", "trim_zeros", "polymul", "polydiv", "roots", "poly", "place", "put", "putmask", "copyto", "fill_diagonal",
+})  # fmt: skip
+"""NumPy functions refused on per-member values: their result's shape (or dtype) depends on each
+member's values, or they write into an argument."""
+
+FUNCTIONS: dict[str, NumpyFunction] = {f.name: f for f in _FUNCTIONS if f.name not in VALUE_DEPENDENT}
+"""Every NumPy function abir runs per member, by its name under `numpy`."""
+
+METHODS: dict[str, str] = {
+    "argsort": "argsort", "round": "round", "trace": "trace", "diagonal": "diagonal", "conj": "conj",
+    "conjugate": "conjugate", "repeat": "repeat", "swapaxes": "swapaxes", "take": "take",
+    "searchsorted": "searchsorted", "nonzero": "nonzero", "compress": "compress", "choose": "choose",
+    "argpartition": "argpartition",
+}  # fmt: skip
+"""Array methods that are the NumPy function of the same name with the array first."""
+ATTRIBUTES: dict[str, str] = {"real": "real", "imag": "imag", "mT": "matrix_transpose"}
+"""Array attributes that are a NumPy function of the array."""
+
+
+def _numpy_object(name: str, namespace: Any = np) -> Any:
+    for part in name.split("."):
+        namespace = getattr(namespace, part, None)
+    return namespace
+
+
+@cache
+def _by_object() -> dict[int, str]:
+    found: dict[int, str] = {}
+    for name in FUNCTIONS:
+        obj = _numpy_object(name)
+        if obj is not None:
+            found.setdefault(id(obj), name)
+    return found
+
+
+def numpy_name(fn: Any) -> str | None:
+    """`fn`'s name under `numpy` (`"flip"`, `"linalg.solve"`) if it is a NumPy function, else None."""
+    if isinstance(fn, np.ufunc):
+        return fn.__name__
+    module = getattr(fn, "__module__", None) or ""
+    if not module.startswith("numpy") or module.startswith("numpy.random"):
+        return None
+    name = getattr(fn, "__name__", None)
+    if name is None:
+        return None
+    for prefix in ("linalg", "fft"):
+        if module.startswith(f"numpy.{prefix}") and getattr(getattr(np, prefix), name, None) is fn:
+            return f"{prefix}.{name}"
+    return name
+
+
+def resolve(fn: Any) -> NumpyFunction | None:
+    """The entry of NumPy function `fn`: listed in `FUNCTIONS`, or a ufunc (elementwise, or a
+    gufunc with its core ranks)."""
+    try:
+        listed = _by_object().get(id(fn))
+    except TypeError:
+        return None
+    if listed is not None and _numpy_object(listed) is fn:
+        return FUNCTIONS[listed]
+    if isinstance(fn, np.ufunc) and getattr(np, fn.__name__, None) is fn:
+        return _ufunc(fn.__name__, outputs=fn.nout, core=_gufunc_core(fn))
+    return None
+
+
+def _gufunc_core(fn: np.ufunc) -> tuple[int, ...]:
+    if fn.signature is None:
+        return ()
+    inputs = fn.signature.split("->")[0]
+    return tuple(len([d for d in part.split(",") if d.strip()]) for part in inputs.replace(" ", "").split("),("))
+
+
+def parameters(fn: Any) -> inspect.Signature | None:
+    """`fn`'s signature, or None (ufuncs, some C functions): then arguments bind by position."""
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+# -- argument templates ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Operand:
+    """Where the k-th batched operand goes in a call's arguments."""
+
+    index: int
+
+
+class UnencodableArgument(TypeError):
+    """A compile-time argument the IR cannot hold (a function, an arbitrary object)."""
+
+
+def encode_arguments(args: Sequence[Any], kwargs: dict[str, Any]) -> str:
+    """The template of a call's arguments, a Python literal (`Operand`s where batched operands
+    go): `([{'operand': 0}, 1], {'axis': -1})`."""
+    return repr((_encode(list(args)), {k: _encode(kwargs[k]) for k in sorted(kwargs)}))
+
+
+def decode_arguments(text: str) -> tuple[list[Any], dict[str, Any]]:
+    """The arguments a template encodes (`Operand`s where batched operands go); a ValueError
+    saying what is malformed."""
+    try:
+        args, kwargs = ast.literal_eval(text)
+        if not isinstance(args, list) or not isinstance(kwargs, dict):
+            raise ValueError
+        return [_decode(a) for a in args], {str(k): _decode(v) for k, v in kwargs.items()}
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError, KeyError):
+        raise ValueError(
+            f"arguments {text[:60]!r} are not a template ([positional], {{keywords}}) of literals, "
+            "{'operand': k}, {'array': [...], 'dtype': '<f8'}, {'dtype': '<f8'}, {'scalar': x, 'dtype': ...}, "
+            "{'slice': (start, stop, step)}, {'float': 'nan'}, {'complex': (re, im)}, {'ellipsis': True}"
+        ) from None
+
+
+def operand_count(text: str) -> int:
+    """How many operands the template of `text` takes (each index once, from 0)."""
+    args, kwargs = decode_arguments(text)
+    indices = sorted(o.index for o in _operands((args, kwargs)))
+    if indices != list(range(len(indices))):
+        raise ValueError(f"the operands of arguments {text[:60]!r} are not numbered 0..n-1, once each")
+    return len(indices)
+
+
+def _operands(value: Any) -> list[Operand]:
+    if isinstance(value, Operand):
+        return [value]
+    if isinstance(value, list | tuple):
+        return [o for v in value for o in _operands(v)]
+    if isinstance(value, dict):
+        return [o for v in value.values() for o in _operands(v)]
+    return []
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Operand):
+        return {"operand": value.index}
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if isinstance(value, complex):
+        return {"complex": (_encode(value.real), _encode(value.imag))}
+    if isinstance(value, np.generic) and value.dtype.kind in "biufc":
+        return {"scalar": _encode(value.item()), "dtype": value.dtype.str}
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
+        return {"array": _encode(value.tolist()), "dtype": value.dtype.str}
+    if isinstance(value, np.dtype) or isinstance(value, type) and issubclass(value, np.generic | bool | int | float | complex):
+        return {"dtype": np.dtype(value).str}
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_encode(v) for v in value)
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if isinstance(value, slice):
+        return {"slice": (_encode(value.start), _encode(value.stop), _encode(value.step))}
+    if value is Ellipsis:
+        return {"ellipsis": True}
+    raise UnencodableArgument(f"a compile-time {type(value).__name__} ({value!r:.40})")
+
+
+_DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "operand": lambda v: Operand(int(v["operand"])),
+    "float": lambda v: float(v["float"]),
+    "complex": lambda v: complex(*(_decode(p) for p in v["complex"])),
+    "scalar": lambda v: np.dtype(v["dtype"]).type(_decode(v["scalar"])),
+    "array": lambda v: np.asarray(_decode(v["array"]), dtype=np.dtype(v["dtype"])),
+    "dtype": lambda v: np.dtype(v["dtype"]).type,
+    "slice": lambda v: slice(*(_decode(p) for p in v["slice"])),
+    "ellipsis": lambda v: Ellipsis,
+}
+"""Tagged values of a template, by their first tag (`scalar` and `array` also carry `dtype`)."""
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_decode(v) for v in value)
+    if not isinstance(value, dict):
+        return value
+    tag = next((t for t in _DECODERS if t in value and t != "dtype"), "dtype")
+    if tag not in value:
+        raise ValueError(f"unknown tagged value {value!r:.60}")
+    return _DECODERS[tag](value)
+
+
+def _fill(template: Any, operands: Sequence[Any]) -> Any:
+    if isinstance(template, Operand):
+        return operands[template.index]
+    if isinstance(template, list):
+        return [_fill(v, operands) for v in template]
+    if isinstance(template, tuple):
+        return tuple(_fill(v, operands) for v in template)
+    if isinstance(template, dict):
+        return {k: _fill(v, operands) for k, v in template.items()}
+    return template
+
+
+# -- run time ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    """One NumPy function with its argument template, bound for running on whole batches."""
+
+    entry: NumpyFunction
+    args: list[Any]
+    kwargs: dict[str, Any]
+    output: int
+    bound: dict[str, Any] = field(default_factory=dict)
+    """The template's arguments by parameter name (positional ones included, when the
+    function has a signature)."""
+
+    def member(self, operands: Sequence[Any]) -> Any:
+        """The function on one member's operands (NumPy), the selected output as an array."""
+        fn = _numpy_object(self.entry.name)
+        result = fn(*_fill(self.args, operands), **_fill(self.kwargs, operands))
+        if self.entry.output_count(self.bound) > 1 or isinstance(result, tuple | list):
+            result = result[self.output]
+        return np.asarray(result)
+
+
+def make_call(function: str, arguments: str, output: int = 0) -> Callable[..., Any]:
+    """The callable running NumPy `function` per member on whole-batch operands of any backend."""
+    return _make_call(function, arguments, output)
+
+
+@cache
+def _make_call(function: str, arguments: str, output: int) -> Callable[..., Any]:
+    entry = entry_named(function)
+    args, kwargs = decode_arguments(arguments)
+    signature = parameters(_numpy_object(function))
+    bound: dict[str, Any] = dict(kwargs)
+    if signature is not None:
+        with contextlib.suppress(TypeError):
+            bound = dict(signature.bind_partial(*args, **kwargs).arguments)
+    call = Call(entry, args, kwargs, output, bound)
+
+    def numpy_call(*operands: Any) -> Any:
+        family = _family(operands)
+        if family == "jax":
+            return _jax_call(call, operands)
+        if family == "tf":
+            return _tf_call(call, operands)
+        return _numpy_call(call, [np.asarray(o) for o in operands])
+
+    numpy_call.__qualname__ = f"numpy_call[{function}]"
+    return numpy_call
+
+
+def entry_named(function: str) -> NumpyFunction:
+    """The entry of the NumPy function named `function`; a ValueError if abir does not know it."""
+    if function in FUNCTIONS:
+        return FUNCTIONS[function]
+    fn = _numpy_object(function)
+    entry = resolve(fn) if fn is not None else None
+    if entry is None:
+        raise ValueError(f'"{function}" is not a NumPy function abir runs per member')
+    return entry
+
+
+def _family(operands: Sequence[Any]) -> str:
+    modules = {type(o).__module__.split(".")[0] for o in operands}
+    if "tensorflow" in modules:
+        return "tf"
+    if "jax" in modules or "jaxlib" in modules:
+        return "jax"
+    return "numpy"
+
+
+def _quietly(fn: Callable[[], Any]) -> Any:
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
+
+
+# -- NumPy -----------------------------------------------------------------------------------------
+
+
+def _numpy_call(call: Call, operands: list[np.ndarray]) -> np.ndarray:
+    batch = max((o.shape[0] for o in operands), default=1)
+    if operands:
+        fast = _whole_batch_rule(call, operands)
+        if fast is not None:
+            try:
+                return _quietly(fast)
+            except Exception:  # noqa: BLE001  (a member's own call says what is wrong, or fills in)
+                pass
+    return _member_by_member(call, operands, batch)
+
+
+def _member_by_member(call: Call, operands: list[np.ndarray], batch: int) -> np.ndarray:
+    rows = [o if o.shape[0] == batch else np.broadcast_to(o, (batch, *o.shape[1:])) for o in operands]
+    results: list[np.ndarray | None] = []
+    for b in range(batch):
+        try:
+            results.append(_quietly(lambda b=b: call.member([r[b] for r in rows])))
+        except (np.linalg.LinAlgError, FloatingPointError):
+            results.append(None)
+    shapes = {r.shape for r in results if r is not None}
+    if len(shapes) > 1:
+        raise ValueError(
+            f"np.{call.entry.name} returned results of shapes {sorted(shapes)} for different members; "
+            "a per-member result must have one shape for every member"
+        )
+    template = next((r for r in results if r is not None), None)
+    if template is None:
+        template = _member_template(call, [r[0] if len(r) else np.zeros(r.shape[1:], r.dtype) for r in rows])
+    filler = np.full(template.shape, np.nan if template.dtype.kind in "fc" else 0, template.dtype)
+    if not results:
+        return np.empty((0, *template.shape), template.dtype)
+    return np.stack([filler if r is None else r for r in results])
+
+
+def _member_template(call: Call, member: list[np.ndarray]) -> np.ndarray:
+    """The result of one member whose values made the function fail (a singular matrix): run
+    on well-conditioned stand-ins of the same shapes for the result's shape and dtype."""
+    stand_ins = [_well_conditioned(m) for m in member]
+    return _quietly(lambda: call.member(stand_ins))
+
+
+def _well_conditioned(x: np.ndarray) -> np.ndarray:
+    if x.ndim >= 2 and x.shape[-1] == x.shape[-2] and x.dtype.kind in "fc":
+        return np.broadcast_to(np.eye(x.shape[-1], dtype=x.dtype), x.shape).copy()
+    return np.ones_like(x)
+
+
+def _whole_batch_rule(call: Call, operands: list[np.ndarray]) -> Callable[[], np.ndarray] | None:
+    """The whole-batch computation of `call`, if its batching has one for these operands."""
+    if call.entry.batching == UFUNC:
+        return _ufunc_rule(call, operands)
+    if call.entry.batching == AXIS:
+        return _axis_rule(call, operands)
+    return None
+
+
+def _top_level_operands(call: Call) -> dict[str, Operand] | None:
+    """The parameter each operand is passed as (a whole argument), or None if one sits inside a
+    structure or the function's parameters are unknown."""
+    placed: dict[str, Operand] = {}
+    positional = [f"#{i}" for i in range(len(call.args))]
+    names = call.bound if call.bound else {**dict(zip(positional, call.args, strict=True)), **call.kwargs}
+    for name, value in names.items():
+        if isinstance(value, Operand):
+            placed[name] = value
+        elif _operands(value):
+            return None
+    return placed
+
+
+def _ufunc_rule(call: Call, operands: list[np.ndarray]) -> Callable[[], np.ndarray] | None:
+    placed = _top_level_operands(call)
+    if placed is None:
+        return None
+    entry = call.entry
+    if entry.elementwise_in and not set(placed) <= set(entry.elementwise_in):
+        return None
+    order = list(call.bound) if call.bound else [f"#{i}" for i in range(len(call.args))]
+    cores = {name: (entry.core[i] if i < len(entry.core) else 0) for i, name in enumerate(order)}
+    loop_ranks = [o.ndim - 1 - cores.get(name, 0) for name, o in ((n, operands[p.index]) for n, p in placed.items())]
+    if min(loop_ranks, default=0) < 0:
+        return None
+    if entry.name.endswith("_like") and "shape" in call.bound:
+        return None
+    broadcast = entry.elementwise_in or tuple(call.bound)
+    statics = [
+        np.ndim(v) - cores.get(name, 0)
+        for name, v in call.bound.items()
+        if name in broadcast and isinstance(v, np.ndarray | list)
+    ]
+    loop_rank = max([*loop_ranks, *statics, 0])
+    aligned = list(operands)
+    for name, place in placed.items():
+        o = operands[place.index]
+        missing = loop_rank - (o.ndim - 1 - cores.get(name, 0))
+        aligned[place.index] = o.reshape((o.shape[0], *(1,) * missing, *o.shape[1:]))
+    fn = _numpy_object(entry.name)
+
+    def run() -> np.ndarray:
+        result = fn(*_fill(call.args, aligned), **_fill(call.kwargs, aligned))
+        if entry.output_count(call.bound) > 1 or isinstance(result, tuple | list):
+            result = result[call.output]
+        return np.asarray(result)
+
+    return run
+
+
+def _axis_rule(call: Call, operands: list[np.ndarray]) -> Callable[[], np.ndarray] | None:
+    """Axis functions whose batched operands all are the first argument: the axes shifted past
+    the batch axis (`axis=None` per `none_axis`)."""
+    if not call.bound or not call.args or not isinstance(call.args[0], Operand):
+        return None
+    first = call.args[0]
+    if any(o.index != first.index for o in _operands((call.args[1:], call.kwargs))):
+        return None
+    if call.entry.name == "pad":
+        return _pad_rule(call, operands, first)
+    x = operands[first.index]
+    member_rank = x.ndim - 1
+    shifted = dict(call.bound)
+    restore: tuple[int, ...] | None = None
+    for name in call.entry.axes:
+        value = shifted.get(name, _default(call.entry.name, name))
+        if value is None:
+            if call.entry.none_axis == ALL_AXES:
+                shifted[name] = tuple(range(1, member_rank + 1))
+                continue
+            if call.bound.get("keepdims"):
+                return None
+            restore = x.shape if call.entry.none_axis == FLATTEN_RESTORE else None
+            x = x.reshape((x.shape[0], -1))
+            shifted[name] = 1
+            continue
+        shifted[name] = _shift_axes(value)
+    if call.entry.name in ("percentile", "quantile", "nanpercentile", "nanquantile") and np.ndim(shifted.get("q")) != 0:
+        return None
+    fn = _numpy_object(call.entry.name)
+    first_name = next(iter(call.bound))
+    shifted[first_name] = x
+    positional_only = _positional_only(call.entry.name)
+    args = [shifted.pop(name) for name in positional_only if name in shifted]
+    kwargs = {k: _fill(v, operands) for k, v in shifted.items()}
+    args = [_fill(a, operands) if a is not x else x for a in args]
+
+    def run() -> np.ndarray:
+        result = fn(*args, **kwargs)
+        if call.entry.output_count(call.bound) > 1 or isinstance(result, tuple | list):
+            result = result[call.output]
+        result = np.asarray(result)
+        return result.reshape(restore) if restore is not None else result
+
+    return run
+
+
+def _positional_only(name: str) -> list[str]:
+    signature = parameters(_numpy_object(name))
+    if signature is None:
+        return []
+    return [p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.POSITIONAL_ONLY]
+
+
+def _default(function: str, parameter: str) -> Any:
+    signature = parameters(_numpy_object(function))
+    if signature is None or parameter not in signature.parameters:
+        return None
+    default = signature.parameters[parameter].default
+    return None if default is inspect.Parameter.empty else default
+
+
+def _shift_axes(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return type(value)(_shift_axes(v) for v in value)
+    return value + 1 if value >= 0 else value
+
+
+def _pad_rule(call: Call, operands: list[np.ndarray], first: Operand) -> Callable[[], np.ndarray]:
+    x = operands[first.index]
+    widths = np.broadcast_to(np.asarray(call.bound.get("pad_width"), dtype=np.int64), (x.ndim - 1, 2))
+    kwargs = {k: v for k, v in call.bound.items() if k not in ("array", "pad_width")}
+    for key in ("constant_values", "end_values", "stat_length"):
+        if key in kwargs and np.ndim(kwargs[key]) >= 1:
+            values = np.broadcast_to(np.asarray(kwargs[key]), (x.ndim - 1, 2))
+            kwargs[key] = np.concatenate([np.zeros((1, 2), values.dtype), values])
+    return lambda: np.pad(x, np.concatenate([np.zeros((1, 2), np.int64), widths]), **kwargs)
+
+
+# -- JAX and TensorFlow ----------------------------------------------------------------------------
+
+
+@cache
+def result_dtype(call_key: tuple[str, str, int], member_types: tuple[tuple[tuple[int, ...], str], ...]) -> np.dtype:
+    """The dtype NumPy gives the call on members of these shapes and dtypes."""
+    function, arguments, output = call_key
+    members = [np.zeros((1, *shape), dtype) for shape, dtype in member_types]
+    return np.dtype(_make_call(function, arguments, output)(*members).dtype)
+
+
+def _member_types(operands: Sequence[Any]) -> tuple[tuple[tuple[int, ...], str], ...]:
+    return tuple((tuple(int(d) for d in o.shape[1:]), np.dtype(getattr(o.dtype, "as_numpy_dtype", o.dtype)).str) for o in operands)
+
+
+def _call_key(call: Call) -> tuple[str, str, int]:
+    return (call.entry.name, encode_arguments(call.args, call.kwargs), call.output)
+
+
+def _jax_call(call: Call, operands: Sequence[Any]) -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    dtype = result_dtype(_call_key(call), _member_types(operands))
+    fn = _numpy_object(call.entry.name, jnp)
+    if fn is None:
+        return _jax_host_call(call, operands, dtype)
+    batch = max(o.shape[0] for o in operands)
+    in_axes = [0 if o.shape[0] == batch and batch != 1 else None for o in operands]
+    members = [o if axis == 0 else o[0] for o, axis in zip(operands, in_axes, strict=True)]
+
+    args, kwargs = _as_jax_arguments(call, fn)
+
+    def member(*values: Any) -> Any:
+        result = fn(*_fill(args, values), **_fill(kwargs, values))
+        if call.entry.output_count(call.bound) > 1 or isinstance(result, tuple | list):
+            result = result[call.output]
+        return jnp.asarray(result)
+
+    if all(axis is None for axis in in_axes):
+        result = member(*members)[None]
+    else:
+        result = jax.vmap(member, in_axes=in_axes)(*members)
+    return result.astype(dtype)
+
+
+def _as_jax_arguments(call: Call, fn: Callable[..., Any]) -> tuple[list[Any], dict[str, Any]]:
+    """The template for `jax.numpy`: compile-time lists of numbers as arrays (it takes no
+    lists), and no `dtype=` where the function has none (the result is cast to NumPy's dtype)."""
+    args = [_static_lists_as_arrays(a) for a in call.args]
+    kwargs = {k: _static_lists_as_arrays(v) for k, v in call.kwargs.items()}
+    signature = parameters(fn)
+    if "dtype" in kwargs and (signature is None or "dtype" not in signature.parameters):
+        del kwargs["dtype"]
+    return args, kwargs
+
+
+def _static_lists_as_arrays(value: Any) -> Any:
+    if isinstance(value, list) and not _operands(value):
+        return np.asarray(value)
+    if isinstance(value, list):
+        return [_static_lists_as_arrays(v) for v in value]
+    return value
+
+
+def _jax_host_call(call: Call, operands: Sequence[Any], dtype: np.dtype) -> Any:
+    import jax
+
+    batch = max(o.shape[0] for o in operands)
+    members = [np.zeros((1, *o.shape[1:]), np.dtype(o.dtype)) for o in operands]
+    shape = _numpy_call(call, members).shape[1:]
+
+    def host(*arrays: np.ndarray) -> np.ndarray:
+        return _numpy_call(call, [np.asarray(a) for a in arrays]).astype(dtype)
+
+    return jax.pure_callback(host, jax.ShapeDtypeStruct((batch, *shape), dtype), *operands)
+
+
+def _tf_call(call: Call, operands: Sequence[Any]) -> Any:
+    import tensorflow as tf
+
+    dtype = result_dtype(_call_key(call), _member_types(operands))
+    batch = max(int(o.shape[0]) for o in operands)
+    members = [np.zeros((1, *o.shape[1:]), o.dtype.as_numpy_dtype) for o in operands]
+    shape = _numpy_call(call, members).shape[1:]
+
+    def host(*arrays: np.ndarray) -> np.ndarray:
+        return _numpy_call(call, [np.asarray(a) for a in arrays]).astype(dtype)
+
+    if tf.executing_eagerly():
+        return tf.convert_to_tensor(host(*(o.numpy() for o in operands)))
+    result = tf.numpy_function(host, list(operands), tf.as_dtype(dtype), stateful=False)
+    result.set_shape((batch, *shape))
+    return result

@@ -1,0 +1,394 @@
+"""Every NumPy call means, for each member, what it means on that member alone: checked call by
+call against plain Python run per member, on NumPy, JAX and TensorFlow.
+
+`CALLS` are each written as a user would, on per-member vectors `v`, `w`, `p` (5 floats, `p`
+positive), matrices `m` (3x3, well conditioned) and `spd` (symmetric positive definite), vectors
+`v3`, `w3` (3 floats) and scalars `n`, `i`, `k` (ints) and `s` (a float). Each must equal the
+call made member by member, in value, dtype and shape. `REFUSED` are calls whose result's shape
+would differ between members (or that abir does not run per member): each must be an abir error
+naming the call's line, never a result.
+"""
+
+from __future__ import annotations
+
+import linecache
+
+import numpy as np
+import optree
+import pytest
+
+import abir
+from abir.errors import AbirError
+
+CALLS = [
+    "np.arctan2(v, w)",
+    "np.hypot(v, w)",
+    "np.isclose(v, w)",
+    "np.isclose(v, v)",
+    "np.exp2(v)",
+    "np.cbrt(v)",
+    "np.reciprocal(p)",
+    "np.rint(v)",
+    "np.fix(v)",
+    "np.deg2rad(v)",
+    "np.rad2deg(v)",
+    "np.degrees(v)",
+    "np.radians(v)",
+    "np.logaddexp2(v, w)",
+    "np.fmod(v, 0.7)",
+    "np.mod(v, 0.7)",
+    "np.copysign(v, w)",
+    "np.heaviside(v, 0.5)",
+    "np.signbit(v)",
+    "np.fmax(v, w)",
+    "np.fmin(v, w)",
+    "np.float_power(p, 1.5)",
+    "np.sinc(v)",
+    "np.i0(v)",
+    "np.nan_to_num(v)",
+    "np.round(v, 2)",
+    "np.around(v, 1)",
+    "np.real(v)",
+    "np.conj(v)",
+    "np.angle(v)",
+    "np.divmod(v, 0.7)",
+    "np.modf(v)",
+    "np.frexp(v)",
+    "np.ldexp(v, 2)",
+    "np.gcd(n, 6)",
+    "np.lcm(n, 4)",
+    "np.spacing(v)",
+    "np.nextafter(v, w)",
+    "np.zeros_like(v)",
+    "np.ones_like(m)",
+    "np.full_like(v, 2.5)",
+    "np.full_like(v, s)",
+    "np.copy(v)",
+    "np.asarray(v)",
+    "np.interp(v, XP, FP)",
+    "np.interp(s, np.sort(v), w)",
+    "np.polyval(COEF, v)",
+    "np.polyval(v, s)",
+    "np.digitize(v, BINS)",
+    "np.isin(n, [1, 2, 3])",
+    "np.where(v > 0, v, w)",
+    "np.where(v > 0, 1.0, 0.0)",
+    "np.clip(v, -0.5, 0.5)",
+    "np.sign(v)",
+    "np.logical_and(v > 0, w > 0)",
+    "np.maximum(v, s)",
+    "np.square(v)",
+    "np.positive(v)",
+    "np.isneginf(v)",
+    "np.isreal(v)",
+    "np.exp(v, dtype=np.float32)",
+    "np.add(v, w)",
+    "np.true_divide(v, p)",
+    "np.flip(v)",
+    "np.flip(m)",
+    "np.flip(m, axis=0)",
+    "np.flip(m, 1)",
+    "np.roll(v, 1)",
+    "np.roll(m, 1)",
+    "np.roll(m, 1, axis=1)",
+    "np.roll(v, k)",
+    "np.sort(v)",
+    "np.sort(m, axis=0)",
+    "np.sort(m, axis=None)",
+    "np.argsort(v)",
+    "np.argsort(m, axis=0)",
+    "np.diff(v)",
+    "np.diff(v, n=2)",
+    "np.diff(m, axis=0)",
+    "np.diff(v, prepend=0.0)",
+    "np.median(v)",
+    "np.median(m, axis=0)",
+    "np.percentile(v, 25)",
+    "np.percentile(m, 75, axis=1)",
+    "np.percentile(v, [10, 90])",
+    "np.quantile(v, 0.3)",
+    "np.nanmean(v)",
+    "np.nansum(m, axis=1)",
+    "np.nanmax(v)",
+    "np.nanstd(v)",
+    "np.nanargmax(v)",
+    "np.nancumsum(v)",
+    "np.nanmedian(m)",
+    "np.ptp(v)",
+    "np.count_nonzero(v > 0)",
+    "np.average(v)",
+    "np.average(v, weights=WTS)",
+    "np.trapezoid(v)",
+    "np.unwrap(v * 3)",
+    "np.cumulative_sum(v)",
+    "np.take(v, [0, 2])",
+    "np.take(v, i)",
+    "np.take_along_axis(m, np.argsort(m, axis=1), axis=1)",
+    "np.expand_dims(v, 0)",
+    "np.expand_dims(v, -1)",
+    "np.swapaxes(m, 0, 1)",
+    "np.moveaxis(m, 0, -1)",
+    "np.trace(m)",
+    "np.trace(m, offset=1)",
+    "np.diagonal(m)",
+    "np.rot90(m)",
+    "np.repeat(v, 2)",
+    "np.repeat(m, 2, axis=0)",
+    "np.pad(v, 1)",
+    "np.pad(m, ((1, 0), (0, 2)))",
+    'np.pad(v, 2, mode="edge")',
+    "np.pad(v, (1, 2), constant_values=9.0)",
+    "np.fft.fft(v)",
+    "np.fft.ifft(v)",
+    "np.fft.rfft(v)",
+    "np.fft.irfft(np.fft.rfft(v))",
+    "np.fft.fft2(m)",
+    "np.fft.fftn(m)",
+    "np.fft.fftshift(v)",
+    "np.fft.ifftshift(m)",
+    "np.fft.fft(v).real",
+    "np.fft.fft(v).imag",
+    "np.fft.hfft(v)",
+    "np.linalg.inv(m)",
+    "np.linalg.det(m)",
+    "np.linalg.slogdet(m)",
+    "np.linalg.cholesky(spd)",
+    "np.linalg.eigh(spd)",
+    "np.linalg.eigvalsh(spd)",
+    "np.linalg.qr(m)",
+    "np.linalg.svd(m)",
+    "np.linalg.svd(m, compute_uv=False)",
+    "np.linalg.pinv(m)",
+    "np.linalg.matrix_rank(m)",
+    "np.linalg.matrix_power(m, 3)",
+    "np.triu(m)",
+    "np.tril(m, -1)",
+    "np.linalg.solve(m, v3)",
+    "np.linalg.solve(m, m)",
+    'np.linalg.norm(m, "fro")',
+    "np.linalg.norm(v, 1)",
+    "np.linalg.norm(m, 2)",
+    "np.linalg.norm(v, np.inf)",
+    "np.linalg.cond(m)",
+    "np.linalg.multi_dot([m, m, m])",
+    "np.linalg.lstsq(m, v3)",
+    'np.einsum("ij,j->i", m, v3)',
+    'np.einsum("ii", m)',
+    'np.einsum("ij->ji", m)',
+    'np.einsum("i,i", v, w)',
+    "np.tensordot(m, m)",
+    "np.vdot(v, w)",
+    "np.kron(v3, v3)",
+    "np.cross(v3, w3)",
+    "np.convolve(v, w)",
+    "np.correlate(v, w)",
+    'np.convolve(v, [1.0, -1.0], mode="valid")',
+    "np.searchsorted(np.sort(v), s)",
+    "np.searchsorted(SORTED, v)",
+    "np.diag(v)",
+    "np.diag(m)",
+    "np.diag(m, 1)",
+    "np.vander(v3)",
+    "np.tile(v, 2)",
+    "np.tile(v, (2, 1))",
+    "np.fliplr(m)",
+    "np.flipud(m)",
+    "np.append(v, w)",
+    "np.append(v, 1.0)",
+    "np.insert(v, 1, s)",
+    "np.delete(v, [0, 2])",
+    "np.hstack([v, w])",
+    "np.vstack([v, w])",
+    "np.dstack([v, w])",
+    "np.column_stack([v, w])",
+    "np.atleast_2d(v)",
+    "np.broadcast_to(v, (2, 5))",
+    "np.resize(v, 7)",
+    "np.split(m, 3)",
+    "np.array_split(v, 2)",
+    "np.histogram(v, bins=3, range=(-2, 2))",
+    "np.cov(m)",
+    "np.corrcoef(m)",
+    "np.gradient(v)",
+    "np.select([v > 0.5, v < -0.5], [v, -v], 0.0)",
+    "np.array_equal(v, w)",
+    "np.allclose(v, v)",
+    "np.lexsort((v, w))",
+    "np.ediff1d(v)",
+    "np.linspace(0.0, s, 4)",
+    "np.full(3, s)",
+    "np.array([s, 2 * s])",
+    "np.vecdot(v, w)",
+    "np.matrix_transpose(m)",
+    "m.mT",
+    "np.unravel_index(n, (3, 4))",
+    "np.polyder(v)",
+    "np.outer(v, w)",
+    "np.inner(v, w)",
+    "np.dot(m, v3)",
+    "np.concatenate([v, w])",
+    "np.stack([v, w], axis=1)",
+    "np.transpose(m)",
+    "np.reshape(m, (9,))",
+    "np.squeeze(m[None])",
+    "np.ravel(m)",
+    "np.cumsum(m, axis=0)",
+    "np.cumprod(v)",
+    "np.sum(m, axis=0)",
+    "np.mean(m, axis=1)",
+    "np.std(v)",
+    "np.var(m, axis=0)",
+    "np.max(m, axis=1)",
+    "np.argmax(m, axis=0)",
+    "np.prod(v)",
+    "np.any(v > 1)",
+    "np.all(m > -3, axis=0)",
+    "np.linalg.norm(v)",
+    "np.size(m)",
+    "np.ndim(m)",
+    "v.argsort()",
+    "v.round(2)",
+    "m.trace()",
+    "m.diagonal()",
+    "v.conj()",
+    "v.repeat(2)",
+    "m.swapaxes(0, 1)",
+    "v.take([1, 3])",
+    "np.sort(v).searchsorted(s)",
+    "v.real",
+    "v.imag",
+    "m.T",
+    "m.sum(axis=1)",
+    "m.mean(axis=0)",
+    "m.max(axis=1)",
+    "v.cumsum()",
+    "v.std(ddof=1)",
+    "m.reshape(9)",
+    "m.flatten()",
+    "v.clip(-0.1, 0.1)",
+    "v.astype(np.float32)",
+    "m.dot(v3)",
+    "v.copy()",
+    "m.ravel()",
+]
+
+REFUSED = [
+    "np.unique(v)",
+    "np.nonzero(v > 0)",
+    "np.flatnonzero(v)",
+    "np.zeros(len(v))",
+    "np.argwhere(v)",
+    "np.apply_along_axis(np.sum, 0, m)",
+    "np.bincount(n)",
+    "np.compress(v > 0, v)",
+    "np.trim_zeros(v)",
+    "v.nonzero()",
+    "np.arange(n)",
+    "np.repeat(v, n)",
+    "np.polymul(v3, w3)",
+]
+
+PARAMETERS = "v, w, p, m, spd, n, s, i, k, v3, w3"
+CONSTANTS = {
+    "XP": np.array([-2.0, 0.0, 2.0]),
+    "FP": np.array([0.0, 1.0, 4.0]),
+    "COEF": np.array([1.0, -2.0, 0.5]),
+    "BINS": np.array([-1.0, 0.0, 1.0]),
+    "WTS": np.array([1.0, 2.0, 3.0, 4.0, 5.0]),
+    "SORTED": np.array([-1.0, -0.2, 0.3, 1.1]),
+}
+BATCH = 4
+GROUP = 40
+"""Calls per batched function on JAX and TF (one compilation each)."""
+
+
+def _arguments() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(BATCH, 3, 3))
+    return {
+        "v": rng.normal(size=(BATCH, 5)),
+        "w": rng.normal(size=(BATCH, 5)),
+        "p": rng.uniform(0.5, 2.0, size=(BATCH, 5)),
+        "m": a + 3 * np.eye(3),
+        "spd": a @ a.transpose(0, 2, 1) + np.eye(3),
+        "n": rng.integers(1, 10, size=BATCH),
+        "s": rng.normal(size=BATCH),
+        "i": rng.integers(0, 5, size=BATCH),
+        "k": rng.integers(-3, 3, size=BATCH),
+        "v3": rng.normal(size=(BATCH, 3)),
+        "w3": rng.normal(size=(BATCH, 3)),
+    }
+
+
+ARGUMENTS = _arguments()
+
+
+def _define(name: str, body: str) -> object:
+    """A function `name(PARAMETERS)` returning `body`, with source abir can read."""
+    filename = f"<numpy-calls {name}>"
+    source = f"def {name}({PARAMETERS}):\n    return {body}\n"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    namespace = {"np": np, **CONSTANTS}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace[name]
+
+
+def _per_member(fn: object) -> list:
+    names = PARAMETERS.split(", ")
+    return [fn(*(ARGUMENTS[a][b] for a in names)) for b in range(BATCH)]  # type: ignore[operator]
+
+
+def _batched(fn: object, backend: str) -> object:
+    ctx = abir.Context()
+    return ctx.batch()(fn)(*(ARGUMENTS[a] for a in PARAMETERS.split(", ")), backend=backend)
+
+
+def _assert_same(call: str, got: object, members: list) -> None:
+    expected_leaves = [optree.tree_leaves(m) for m in members]
+    got_leaves = optree.tree_leaves(got)
+    assert len(got_leaves) == len(expected_leaves[0]), call
+    for k, leaf in enumerate(got_leaves):
+        expected = np.stack([np.asarray(m[k]) for m in expected_leaves])
+        leaf = np.asarray(leaf)
+        assert leaf.dtype == expected.dtype, f"{call}: dtype {leaf.dtype}, per member {expected.dtype}"
+        assert leaf.shape == expected.shape, f"{call}: shape {leaf.shape}, per member {expected.shape}"
+        np.testing.assert_allclose(leaf, expected, rtol=1e-6, atol=1e-9, err_msg=call)
+
+
+def test_enough_calls_are_checked():
+    assert len(CALLS) + len(REFUSED) >= 150
+    assert len(set(CALLS)) == len(CALLS)
+
+
+@pytest.mark.parametrize("call", CALLS)
+def test_call_on_numpy_equals_the_call_per_member(call):
+    fn = _define("numpy_call", call)
+    _assert_same(call, _batched(fn, "numpy"), _per_member(fn))
+
+
+@pytest.mark.parametrize("backend", ["jax", "tf"])
+@pytest.mark.parametrize("start", range(0, len(CALLS), GROUP))
+def test_calls_on_compiled_backends_equal_the_calls_per_member(backend, start):
+    group = CALLS[start : start + GROUP]
+    fn = _define(f"calls_{start}", "(" + ", ".join(group) + ",)")
+    got = _batched(fn, backend)
+    members = _per_member(fn)
+    for k, call in enumerate(group):
+        _assert_same(call, got[k], [m[k] for m in members])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax", "tf"])
+@pytest.mark.parametrize("call", REFUSED)
+def test_call_whose_result_shape_may_differ_per_member_is_refused(call, backend):
+    fn = _define("refused", call)
+    with pytest.raises(AbirError, match=r"<numpy-calls refused>:2"):
+        _batched(fn, backend)
+
+
+def test_numpy_calls_are_array_prims_not_opaque_callables():
+    fn = _define("in_the_ir", "(" + ", ".join(CALLS[:GROUP]) + ",)")
+    ctx = abir.Context()
+    ctx.batch()(fn)
+    text = str(ctx.program("in_the_ir"))
+    assert "functional.opaque" not in text
+    assert 'functional.prim "numpy" <{function = "arctan2"' in text
