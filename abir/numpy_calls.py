@@ -41,6 +41,8 @@ from typing import Any
 
 import numpy as np
 
+from abir.errors import AbirError
+
 # -- the functions -------------------------------------------------------------------------------
 
 UFUNC = "ufunc"
@@ -283,6 +285,10 @@ class Operand:
     index: int
 
 
+class NotCompilableError(AbirError):
+    """A NumPy call that cannot run where the program is compiled (NumPy code under XLA)."""
+
+
 class UnencodableArgument(TypeError):
     """A compile-time argument the IR cannot hold (a function, an arbitrary object)."""
 
@@ -476,7 +482,7 @@ def _quietly(fn: Callable[[], Any]) -> Any:
 def _numpy_call(call: Call, operands: list[np.ndarray]) -> np.ndarray:
     batch = max((o.shape[0] for o in operands), default=1)
     if operands:
-        fast = _whole_batch_rule(call, operands)
+        fast = _whole_batch_rule(call, operands, np)
         if fast is not None:
             try:
                 return _quietly(fast)
@@ -521,22 +527,34 @@ def _well_conditioned(x: np.ndarray) -> np.ndarray:
     return np.ones_like(x)
 
 
-def _whole_batch_rule(call: Call, operands: list[np.ndarray]) -> Callable[[], np.ndarray] | None:
-    """The whole-batch computation of `call`, if its batching has one for these operands."""
+def _whole_batch_rule(call: Call, operands: list[Any], xp: Any = np) -> Callable[[], Any] | None:
+    """The whole-batch computation of `call` in namespace `xp` (NumPy, or TensorFlow's NumPy
+    API), if its batching has one for these operands and `xp` has the function."""
+    fn = _numpy_object(call.entry.name, xp)
+    if fn is None:
+        return None
     if call.entry.batching == UFUNC:
-        return _ufunc_rule(call, operands)
+        return _ufunc_rule(call, operands, xp, fn)
     if call.entry.batching == AXIS:
-        return _axis_rule(call, operands)
+        return _axis_rule(call, operands, xp, fn)
     return None
+
+
+def _rank(x: Any) -> int:
+    return len(x.shape)
+
+
+def _select_output(call: Call, result: Any, xp: Any) -> Any:
+    if call.entry.output_count(call.bound) > 1 or isinstance(result, tuple | list):
+        result = result[call.output]
+    return xp.asarray(result)
 
 
 def _top_level_operands(call: Call) -> dict[str, Operand] | None:
     """The parameter each operand is passed as (a whole argument), or None if one sits inside a
-    structure or the function's parameters are unknown."""
+    structure."""
     placed: dict[str, Operand] = {}
-    positional = [f"#{i}" for i in range(len(call.args))]
-    names = call.bound if call.bound else {**dict(zip(positional, call.args, strict=True)), **call.kwargs}
-    for name, value in names.items():
+    for name, value in _named_arguments(call).items():
         if isinstance(value, Operand):
             placed[name] = value
         elif _operands(value):
@@ -544,44 +562,39 @@ def _top_level_operands(call: Call) -> dict[str, Operand] | None:
     return placed
 
 
-def _ufunc_rule(call: Call, operands: list[np.ndarray]) -> Callable[[], np.ndarray] | None:
+def _named_arguments(call: Call) -> dict[str, Any]:
+    """The template's arguments by parameter name (`#0`, `#1`, ... without a signature)."""
+    return call.bound or {**{f"#{i}": a for i, a in enumerate(call.args)}, **call.kwargs}
+
+
+def _ufunc_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
+    """Elementwise functions and gufuncs: the batch is one more loop dimension, once each
+    operand's loop dimensions are padded to a common rank after the batch axis."""
     placed = _top_level_operands(call)
-    if placed is None:
-        return None
     entry = call.entry
-    if entry.elementwise_in and not set(placed) <= set(entry.elementwise_in):
-        return None
-    order = list(call.bound) if call.bound else [f"#{i}" for i in range(len(call.args))]
-    cores = {name: (entry.core[i] if i < len(entry.core) else 0) for i, name in enumerate(order)}
-    loop_ranks = [o.ndim - 1 - cores.get(name, 0) for name, o in ((n, operands[p.index]) for n, p in placed.items())]
-    if min(loop_ranks, default=0) < 0:
+    if placed is None or entry.elementwise_in and not set(placed) <= set(entry.elementwise_in):
         return None
     if entry.name.endswith("_like") and "shape" in call.bound:
         return None
-    broadcast = entry.elementwise_in or tuple(call.bound)
-    statics = [
-        np.ndim(v) - cores.get(name, 0)
-        for name, v in call.bound.items()
-        if name in broadcast and isinstance(v, np.ndarray | list)
+    named = _named_arguments(call)
+    cores = {name: (entry.core[i] if i < len(entry.core) else 0) for i, name in enumerate(named)}
+    loop_ranks = {name: _rank(operands[p.index]) - 1 - cores[name] for name, p in placed.items()}
+    if min(loop_ranks.values(), default=0) < 0:
+        return None
+    broadcast = entry.elementwise_in or tuple(named)
+    static_ranks = [
+        np.ndim(v) - cores[name] for name, v in named.items() if name in broadcast and isinstance(v, np.ndarray | list)
     ]
-    loop_rank = max([*loop_ranks, *statics, 0])
+    loop_rank = max([*loop_ranks.values(), *static_ranks, 0])
     aligned = list(operands)
     for name, place in placed.items():
         o = operands[place.index]
-        missing = loop_rank - (o.ndim - 1 - cores.get(name, 0))
-        aligned[place.index] = o.reshape((o.shape[0], *(1,) * missing, *o.shape[1:]))
-    fn = _numpy_object(entry.name)
-
-    def run() -> np.ndarray:
-        result = fn(*_fill(call.args, aligned), **_fill(call.kwargs, aligned))
-        if entry.output_count(call.bound) > 1 or isinstance(result, tuple | list):
-            result = result[call.output]
-        return np.asarray(result)
-
-    return run
+        shape = tuple(int(d) for d in o.shape)
+        aligned[place.index] = xp.reshape(o, (shape[0], *(1,) * (loop_rank - loop_ranks[name]), *shape[1:]))
+    return lambda: _select_output(call, fn(*_fill(call.args, aligned), **_fill(call.kwargs, aligned)), xp)
 
 
-def _axis_rule(call: Call, operands: list[np.ndarray]) -> Callable[[], np.ndarray] | None:
+def _axis_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
     """Axis functions whose batched operands all are the first argument: the axes shifted past
     the batch axis (`axis=None` per `none_axis`)."""
     if not call.bound or not call.args or not isinstance(call.args[0], Operand):
@@ -589,41 +602,33 @@ def _axis_rule(call: Call, operands: list[np.ndarray]) -> Callable[[], np.ndarra
     first = call.args[0]
     if any(o.index != first.index for o in _operands((call.args[1:], call.kwargs))):
         return None
-    if call.entry.name == "pad":
-        return _pad_rule(call, operands, first)
     x = operands[first.index]
-    member_rank = x.ndim - 1
-    shifted = dict(call.bound)
+    if call.entry.name == "pad":
+        return _pad_rule(call, x, xp, fn)
+    shape = tuple(int(d) for d in x.shape)
+    arguments = dict(call.bound)
     restore: tuple[int, ...] | None = None
     for name in call.entry.axes:
-        value = shifted.get(name, _default(call.entry.name, name))
-        if value is None:
-            if call.entry.none_axis == ALL_AXES:
-                shifted[name] = tuple(range(1, member_rank + 1))
-                continue
-            if call.bound.get("keepdims"):
-                return None
-            restore = x.shape if call.entry.none_axis == FLATTEN_RESTORE else None
-            x = x.reshape((x.shape[0], -1))
-            shifted[name] = 1
-            continue
-        shifted[name] = _shift_axes(value)
-    if call.entry.name in ("percentile", "quantile", "nanpercentile", "nanquantile") and np.ndim(shifted.get("q")) != 0:
+        value = arguments.get(name, _default(call.entry.name, name))
+        if value is not None:
+            arguments[name] = _shift_axes(value)
+        elif call.entry.none_axis == ALL_AXES:
+            every = tuple(range(1, len(shape)))
+            arguments[name] = every[0] if len(every) == 1 else every
+        elif call.bound.get("keepdims"):
+            return None
+        else:
+            restore = shape if call.entry.none_axis == FLATTEN_RESTORE else None
+            x = xp.reshape(x, (shape[0], -1))
+            arguments[name] = 1
+    if call.entry.name.endswith(("percentile", "quantile")) and np.ndim(arguments.get("q")) != 0:
         return None
-    fn = _numpy_object(call.entry.name)
-    first_name = next(iter(call.bound))
-    shifted[first_name] = x
-    positional_only = _positional_only(call.entry.name)
-    args = [shifted.pop(name) for name in positional_only if name in shifted]
-    kwargs = {k: _fill(v, operands) for k, v in shifted.items()}
-    args = [_fill(a, operands) if a is not x else x for a in args]
+    arguments[next(iter(call.bound))] = x
+    positional = [arguments.pop(name) for name in _positional_only(call.entry.name) if name in arguments]
 
-    def run() -> np.ndarray:
-        result = fn(*args, **kwargs)
-        if call.entry.output_count(call.bound) > 1 or isinstance(result, tuple | list):
-            result = result[call.output]
-        result = np.asarray(result)
-        return result.reshape(restore) if restore is not None else result
+    def run() -> Any:
+        result = _select_output(call, fn(*positional, **arguments), xp)
+        return xp.reshape(result, restore) if restore is not None else result
 
     return run
 
@@ -649,15 +654,16 @@ def _shift_axes(value: Any) -> Any:
     return value + 1 if value >= 0 else value
 
 
-def _pad_rule(call: Call, operands: list[np.ndarray], first: Operand) -> Callable[[], np.ndarray]:
-    x = operands[first.index]
-    widths = np.broadcast_to(np.asarray(call.bound.get("pad_width"), dtype=np.int64), (x.ndim - 1, 2))
+def _pad_rule(call: Call, x: Any, xp: Any, fn: Callable[..., Any]) -> Callable[[], Any]:
+    """`np.pad` with no padding on the batch axis (each per-axis argument gains a first row)."""
+    rank = _rank(x) - 1
+    widths = np.broadcast_to(np.asarray(call.bound.get("pad_width"), dtype=np.int64), (rank, 2))
     kwargs = {k: v for k, v in call.bound.items() if k not in ("array", "pad_width")}
     for key in ("constant_values", "end_values", "stat_length"):
         if key in kwargs and np.ndim(kwargs[key]) >= 1:
-            values = np.broadcast_to(np.asarray(kwargs[key]), (x.ndim - 1, 2))
+            values = np.broadcast_to(np.asarray(kwargs[key]), (rank, 2))
             kwargs[key] = np.concatenate([np.zeros((1, 2), values.dtype), values])
-    return lambda: np.pad(x, np.concatenate([np.zeros((1, 2), np.int64), widths]), **kwargs)
+    return lambda: fn(x, np.concatenate([np.zeros((1, 2), np.int64), widths]), **kwargs)
 
 
 # -- JAX and TensorFlow ----------------------------------------------------------------------------
@@ -739,10 +745,18 @@ def _jax_host_call(call: Call, operands: Sequence[Any], dtype: np.dtype) -> Any:
 
 
 def _tf_call(call: Call, operands: Sequence[Any]) -> Any:
+    """TensorFlow's NumPy API on the whole batch where a batching rule applies, else the NumPy
+    path as a `tf.numpy_function` (which XLA cannot compile: an error under XLA)."""
     import tensorflow as tf
+    import tensorflow.experimental.numpy as tnp
 
     dtype = result_dtype(_call_key(call), _member_types(operands))
     batch = max(int(o.shape[0]) for o in operands)
+    operands = [tf.broadcast_to(o, (batch, *o.shape[1:])) if int(o.shape[0]) != batch else o for o in operands]
+    fast = _whole_batch_rule(call, list(operands), tnp)
+    if fast is not None:
+        with contextlib.suppress(Exception):  # not traceable with TF's ops: the NumPy path below
+            return tf.cast(fast(), dtype)
     members = [np.zeros((1, *o.shape[1:]), o.dtype.as_numpy_dtype) for o in operands]
     shape = _numpy_call(call, members).shape[1:]
 
@@ -751,6 +765,20 @@ def _tf_call(call: Call, operands: Sequence[Any]) -> Any:
 
     if tf.executing_eagerly():
         return tf.convert_to_tensor(host(*(o.numpy() for o in operands)))
+    if _compiled_by_xla():
+        raise NotCompilableError(
+            f"np.{call.entry.name} runs per member through NumPy on TensorFlow, which XLA cannot compile "
+            "(TensorFlowBackend(jit_compile=True) or a tf.function(jit_compile=True)): run it without XLA, "
+            "or on the JAX backend"
+        )
     result = tf.numpy_function(host, list(operands), tf.as_dtype(dtype), stateful=False)
     result.set_shape((batch, *shape))
     return result
+
+
+def _compiled_by_xla() -> bool:
+    """Whether the TensorFlow graph being built is compiled by XLA."""
+    import tensorflow as tf
+    from tensorflow.python.ops import control_flow_util
+
+    return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))

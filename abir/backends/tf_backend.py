@@ -502,9 +502,10 @@ class TensorFlowBackend(Backend):
         if name == "where":
             cond, x, y = args
             return tf.where(as_tensor(cond, tf.bool), as_tensor(x, out_dtype), as_tensor(y, out_dtype))
+        operand_dtypes = [np_dtype_of(a) for a in args]
         numpy_dtype = (
-            np.result_type(*(np_dtype_of(a) for a in args))
-            if name in prims.COMMON_DTYPE_PRIMS
+            np.result_type(*operand_dtypes)
+            if name in prims.COMMON_DTYPE_PRIMS or any(d.kind == "c" for d in operand_dtypes)
             else result_dtype
         )
         compute = _compute_dtype(name, tf_dtype(numpy_dtype))

@@ -686,6 +686,10 @@ def convert_constant(value: Attribute, want: Attribute, where: str) -> Attribute
         raise TypeInferenceError(f"in @{where}: the literal {scalar!r} does not fit a {want}") from exc
     if dtype.kind == "f":
         return FloatAttr(float(scalar), want)
+    if dtype.kind == "c":  # a real literal: the complex operation promotes it as NumPy does
+        if isinstance(scalar, complex) and scalar.imag:
+            raise TypeInferenceError(f"in @{where}: the complex literal {scalar!r} is not supported; build it from reals")
+        return FloatAttr(float(np.real(scalar)), want.element_type)  # type: ignore[attr-defined]
     return IntegerAttr(int(scalar), want)
 
 

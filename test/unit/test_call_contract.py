@@ -463,7 +463,7 @@ def test_mismatched_batch_sizes_and_unsupported_dtypes_say_what_is_expected():
     f = batched(add)
     with pytest.raises(ValueError, match=r"mismatched batch sizes 2, 3; .*same or 1"):
         f(np.array([1, 2]), np.array([1, 2, 3]))
-    with pytest.raises(TypeError, match=r"dtype <U1.*use bool, int, uint or float arrays"):
+    with pytest.raises(TypeError, match=r"dtype <U1.*use bool, int, uint, float or complex arrays"):
         f(np.array(["a", "b"]), 1)
     with pytest.raises(TypeError, match=r"dtype complex128"):
         f(np.array([1j, 2j]), 1)
