@@ -83,6 +83,8 @@ def load_callable(spec: str) -> tuple[str, Callable[..., Any]]:
             value = getattr(value, part)
     except (ImportError, AttributeError) as e:
         raise ModuleRunError(f"--opaque {spec!r}: {e}") from None
+    except Exception as e:  # the module itself fails to import (a syntax error, an error it raises)
+        raise ModuleRunError(f"--opaque {spec!r}: importing {module_name} raised {type(e).__name__}: {e}") from None
     if not callable(value):
         raise ModuleRunError(f"--opaque {spec!r}: {target} is a {type(value).__name__}, not a callable")
     return name, value

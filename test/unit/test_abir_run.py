@@ -299,3 +299,12 @@ def test_a_recorded_call_reads_literals_and_numbers_operands_as_the_frontend_pas
 @pytest.mark.parametrize("text", ["print('never run')x", "not a call", "f(*xs)", "f(**kw)", "(" * 500 + ")" * 500, ""])
 def test_a_text_that_is_no_plain_call_records_none(text):
     assert abir_run.recorded_call(text) is None
+
+
+def test_an_opaque_module_that_fails_to_import_is_a_diagnostic(tmp_path, capsys, monkeypatch):
+    (tmp_path / "broken_helpers.py").write_text("def twice(x:\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    program = tmp_path / "opaque.mlir"
+    program.write_text(OPAQUE)
+    status, _, err = run_tool(capsys, str(program), "--arg", "[1.0]", "--opaque", "twice=broken_helpers:twice")
+    assert_tool_error(status, err, "--opaque 'twice=broken_helpers:twice': importing broken_helpers raised SyntaxError")
