@@ -468,7 +468,8 @@ def infer_types(
         if not all(is_value_type(t) for t in arg_types):
             raise TypeInferenceError(
                 f"@{entry} has untyped parameters {list(map(str, arg_types))}; give their types, e.g. "
-                f"-p 'infer-types{{entry={entry} arg-types=i64}}' (one type per parameter)"
+                f"-p 'infer-types{{entry={entry} arg-types={example_arg_types(arg_types)}}}' (one type per "
+                "parameter, separated by commas)"
             )
     sources = {op.sym_name.data: op.source.data for op in module.ops if isinstance(op, functional.OpaqueOp)}
     inference = ModuleInference(
@@ -698,8 +699,9 @@ class InferTypesPass(ModulePass):
     """Infer per-member types from `entry` (default: the module's `abir.entry` attribute, else its
     only function, its only function with typed parameters, or the only function no other function
     calls; an error names the candidates when several remain); records the entry as `abir.entry`. Options:
-    entry; arg-types, the entry's parameter types when the IR leaves them unknown (quote types
-    with punctuation: `infer-types{entry=f arg-types=i64,"tensor<3xf64>"}`)."""
+    entry; arg-types, the entry's parameter types when the IR leaves them unknown, one per
+    parameter, separated by commas (quote types with punctuation:
+    `infer-types{entry=f arg-types=i64,"tensor<3xf64>"}`)."""
 
     name = "infer-types"
 
@@ -708,6 +710,13 @@ class InferTypesPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         infer_types(op, self.entry or default_entry(op), parse_arg_types(ctx, self.arg_types))
+
+
+def example_arg_types(declared: Sequence[Attribute]) -> str:
+    """An `arg-types` value for parameters of the `declared` types: each typed one as declared
+    (in double quotes when it has punctuation), i64 for each untyped one."""
+    texts = [str(t) if is_value_type(t) else "i64" for t in declared]
+    return ",".join(text if text.isalnum() else f'"{text}"' for text in texts)
 
 
 def parse_arg_types(ctx: Context, texts: tuple[str, ...] | str) -> list[Attribute] | None:

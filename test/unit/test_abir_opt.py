@@ -157,7 +157,7 @@ def test_list_abir_passes_says_what_each_does() -> None:
     lines = result.stdout.splitlines()
     assert [line.split()[0] for line in lines] == list(PASSES)
     assert all(len(line.split(maxsplit=1)) == 2 for line in lines)
-    assert "abir's: infer-types" in " ".join(_run("--help").stdout.split())
+    assert "infer-types, simplify-functional" in _run("--help").stdout
 
 
 def test_abir_lower_takes_the_only_function_and_a_failing_pass_is_a_diagnostic() -> None:
@@ -169,3 +169,96 @@ def test_abir_lower_takes_the_only_function_and_a_failing_pass_is_a_diagnostic()
     assert failed.stderr.startswith("abir-opt: error: @fib has untyped parameters") and "Traceback" not in failed.stderr
     bad_spec = _run("-p", 'abir-lower{arg-types="f64x"}', stdin=FIB_UNTYPED)
     assert bad_spec.returncode == 1 and "type expected" in bad_spec.stderr and "Traceback" not in bad_spec.stderr
+
+
+RPOW_UNTYPED = """functional.func @rpow(%x: !functional.unknown, %n: !functional.unknown) -> !functional.unknown {
+  %y = functional.prim "pow"(%x, %n) : (!functional.unknown, !functional.unknown) -> !functional.unknown
+  functional.return %y : !functional.unknown
+}
+"""
+
+
+def assert_cli_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    """abir-opt failed with exit status 1 and one diagnostic holding every fragment, no traceback."""
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert result.stderr.startswith("abir-opt: error: "), result.stderr
+    assert "Traceback" not in output, output
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+def test_a_misspelt_pass_names_the_closest_abir_passes_and_how_to_list_them() -> None:
+    source = str(LIT_DIR / "dialects" / "functional" / "fibonacci.mlir")
+    assert_cli_error(
+        _run("-p", "infer-type", source), "unknown pass 'infer-type'", "did you mean infer-types?", "--list-abir-passes"
+    )
+    assert_cli_error(_run("-p", "canonicalize,abir-lowr", source), "unknown pass 'abir-lowr'", "did you mean abir-lower")
+
+
+@pytest.mark.parametrize(
+    ("file", "fragment"),
+    [
+        ("missing.mlir", "cannot read the input file {dir}/missing.mlir: No such file or directory"),
+        ("subdir", "cannot read the input file {dir}/subdir: Is a directory"),
+        ("prog.txt", "{dir}/prog.txt: Unrecognized file extension 'txt'; abir-opt reads MLIR text"),
+        ("latin1.mlir", "{dir}/latin1.mlir is not UTF-8 text"),
+    ],
+)
+def test_an_unreadable_input_file_is_named(tmp_path: Path, file: str, fragment: str) -> None:
+    (tmp_path / "subdir").mkdir()
+    (tmp_path / "prog.txt").write_text(FIB_UNTYPED)
+    (tmp_path / "latin1.mlir").write_bytes("// caf\xe9\n".encode("latin-1"))
+    assert_cli_error(_run(str(tmp_path / file)), fragment.format(dir=tmp_path))
+
+
+def test_an_unwritable_output_file_is_named(tmp_path: Path) -> None:
+    target = tmp_path / "no-such-dir" / "out.mlir"
+    assert_cli_error(_run("-o", str(target), stdin=FIB_UNTYPED), f"cannot write the output file {target}")
+
+
+@pytest.mark.parametrize(
+    ("passes", "fragments"),
+    [
+        ("infer-types{entry=f arg-types=}", ["infer-types{entry=f arg-types=}", "Unknown argument value", "separated by commas"]),
+        ("infer-types{entry=fib", ["expected either a space or `}`", "Pass options:"]),
+        ("infer-types{entry=fib}}", ["Expected a comma after pass argument dict"]),
+        ("infer-types{foo=f}", ["pass infer-types has no option 'foo'; its options: entry, arg-types"]),
+        ("infer-types{entyr=fib}", ["has no option 'entyr'; did you mean entry?"]),
+        ("infer-types{arg-types=i64 i64}", ["has no option 'i64'", "the values of a list option", "separated by commas"]),
+        ("infer-types{entry=3}", ["-p 'infer-types{entry=3}': Incompatible types", "entry (str | None)"]),
+        ("cse{aggressive=true}", ["pass cse takes no options, got 'aggressive'; write -p cse"]),
+    ],
+)
+def test_malformed_pass_options_are_diagnostics(passes: str, fragments: list[str]) -> None:
+    assert_cli_error(_run("-p", passes, stdin=FIB_UNTYPED), *fragments)
+
+
+def test_pass_options_take_kebab_or_snake_case_and_several_types_separated_by_commas() -> None:
+    typed = _run("-p", 'infer-types{entry=rpow arg_types=f64,i64}', stdin=RPOW_UNTYPED)
+    assert typed.returncode == 0, typed.stderr
+    assert "functional.func @rpow(%x: f64, %n: i64) -> f64" in typed.stdout
+
+
+def test_the_hint_for_untyped_parameters_gives_one_type_per_parameter() -> None:
+    assert_cli_error(
+        _run("-p", "infer-types", stdin=RPOW_UNTYPED),
+        "@rpow has untyped parameters",
+        "-p 'infer-types{entry=rpow arg-types=i64,i64}' (one type per parameter, separated by commas)",
+    )
+    partly_typed = RPOW_UNTYPED.replace("%x: !functional.unknown", "%x: tensor<3xf64>").replace(
+        '"pow"(%x, %n) : (!functional.unknown,', '"pow"(%x, %n) : (tensor<3xf64>,'
+    )
+    assert_cli_error(_run("-p", "abir-lower", stdin=partly_typed), 'arg-types="tensor<3xf64>",i64}')
+
+
+def test_help_lists_abirs_passes_and_the_option_syntax_before_xdsls_passes() -> None:
+    from abir.passes.infer_types import InferTypesPass
+
+    text = _run("--help").stdout
+    top = text[: text.index("positional arguments:")]
+    assert "abir's passes (abir-opt --list-abir-passes says what each does):" in top
+    assert "infer-types, simplify-functional" in top and "canonicalize" not in top
+    assert "arg-types=i64,f64" in top and "separated by commas" in " ".join(top.split())
+    assert text.index("xDSL's passes, which -p takes too:") > text.index("--list-abir-passes  ")
+    assert "separated by commas" in " ".join((InferTypesPass.__doc__ or "").split())

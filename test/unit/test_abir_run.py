@@ -173,3 +173,138 @@ def test_the_tool_takes_opaque_callables_by_module_and_name(tmp_path, capsys):
     assert "has no attribute 'no_such'" in capsys.readouterr().err
     assert abir_run.main([str(tmp_path / "missing.mlir")]) == 1
     assert "cannot read" in capsys.readouterr().err
+
+
+RANDOM_WALK = """
+functional.opaque @key_0 "abir.random.key(seed)"
+functional.opaque @uniform_1 "abir.random.uniform(key, n, shape=(3,))"
+functional.opaque @helper_2 "helper(x)"
+functional.func @walk(%seed: !functional.unknown, %n: !functional.unknown) -> !functional.unknown {
+  %key = functional.prim @key_0(%seed) : (!functional.unknown) -> !functional.unknown
+  %x = functional.prim @uniform_1(%key, %n) : (!functional.unknown, !functional.unknown) -> !functional.unknown
+  %s = functional.prim "sum"(%x) : (!functional.unknown) -> !functional.unknown
+  functional.return %s : !functional.unknown
+}
+functional.func @other(%x: !functional.unknown) -> !functional.unknown {
+  %y = functional.call @inner(%x) : (!functional.unknown) -> !functional.unknown
+  functional.return %y : !functional.unknown
+}
+functional.func @inner(%x: !functional.unknown) -> !functional.unknown {
+  %y = functional.prim "exp"(%x) : (!functional.unknown) -> !functional.unknown
+  functional.return %y : !functional.unknown
+}
+functional.func @unused(%x: !functional.unknown) -> !functional.unknown {
+  %y = functional.prim @helper_2(%x) : (!functional.unknown) -> !functional.unknown
+  functional.return %y : !functional.unknown
+}
+"""
+
+KEYWORDS = """
+functional.opaque @affine_0 "affine(x, 2, scale=s, offset=o)"
+functional.opaque @affine_1 "affine((x, 10), 3, offset=o, scale=(1.5, 2))"
+functional.func @f(%x: !functional.unknown, %s: !functional.unknown, %o: !functional.unknown) -> !functional.unknown {
+  %0 = functional.prim @affine_0(%x, %o, %s) : (!functional.unknown, !functional.unknown, !functional.unknown) -> !functional.unknown
+  %1 = functional.prim @affine_1(%x, %o) : (!functional.unknown, !functional.unknown) -> !functional.unknown
+  %2 = functional.prim "add"(%0, %1) : (!functional.unknown, !functional.unknown) -> !functional.unknown
+  functional.return %2 : !functional.unknown
+}
+"""
+"""Operands in the order the frontend passes them: positional arguments, then keywords by name."""
+
+AFFINE = '''
+import numpy as np
+
+
+def affine(x, k, *, scale, offset):
+    if isinstance(x, tuple):
+        x = x[0] + x[1]
+    return x * np.asarray(scale)[..., 0] + offset + k if np.ndim(scale) else x * scale + offset + k
+'''
+
+
+def run_tool(capsys, *argv: str) -> tuple[int, str, str]:
+    """abir-run's exit status, standard output and standard error for `argv`."""
+    status = abir_run.main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def assert_tool_error(status: int, err: str, *fragments: str) -> None:
+    assert status == 1, err
+    assert err.startswith("abir-run: error: ") and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in err, err
+
+
+def test_the_tool_asks_only_for_the_opaque_callables_the_entry_reaches(tmp_path, capsys):
+    program = tmp_path / "walk.mlir"
+    program.write_text(RANDOM_WALK)
+    status, out, err = run_tool(capsys, str(program), "--entry", "other", "--arg", "[0.0]")
+    assert (status, out) == (0, "result 0: float64 [1.0]\n"), err
+    status, _, err = run_tool(capsys, str(program), "--entry", "walk", "--arg", "uint32:[1]", "--arg", "uint32:[0]")
+    assert_tool_error(status, err, "declares the opaque prim(s) @key_0, @uniform_1,", "--opaque NAME=module:function")
+    assert "@helper_2" not in err
+
+
+def test_the_tool_calls_an_opaque_callable_with_the_recorded_keyword_arguments(tmp_path, capsys):
+    import abir.random
+
+    program = tmp_path / "walk.mlir"
+    program.write_text(RANDOM_WALK)
+    opaque = ["--opaque", "key_0=abir.random:key", "--opaque", "uniform_1=abir.random:uniform"]
+    status, out, err = run_tool(capsys, str(program), "--entry", "walk", "--arg", "uint32:[1, 2]", "--arg", "uint32:[0, 5]", *opaque)
+    assert status == 0, err
+    seeds, counters = np.array([1, 2], dtype=np.uint32), np.array([0, 5], dtype=np.uint32)
+    expected = abir.random.uniform(abir.random.key(seeds), counters, shape=(3,)).sum(axis=-1)
+    assert out == abir_run.format_result(0, expected) + "\n"
+
+
+def test_the_tool_places_operands_among_literal_positional_keyword_and_tuple_arguments(tmp_path, capsys, monkeypatch):
+    (tmp_path / "affine_helpers.py").write_text(AFFINE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    program = tmp_path / "keywords.mlir"
+    program.write_text(KEYWORDS)
+    opaque = ["--opaque", "affine_0=affine_helpers:affine", "--opaque", "affine_1=affine_helpers:affine"]
+    status, out, err = run_tool(capsys, str(program), "--arg", "[1.0]", "--arg", "[10.0]", "--arg", "[100.0]", *opaque)
+    assert status == 0, err
+    first = 1.0 * 10.0 + 100.0 + 2  # affine(x, 2, scale=s, offset=o)
+    second = (1.0 + 10) * 1.5 + 100.0 + 3  # affine((x, 10), 3, offset=o, scale=(1.5, 2))
+    assert out == f"result 0: float64 [{first + second}]\n"
+
+
+def test_keyword_arguments_the_tool_cannot_place_are_a_diagnostic(tmp_path, capsys):
+    program = tmp_path / "walk.mlir"
+    program.write_text(RANDOM_WALK.replace("shape=(3,)", "shape=(dim,)"))
+    opaque = ["--opaque", "key_0=abir.random:key", "--opaque", "uniform_1=abir.random:uniform"]
+    status, _, err = run_tool(capsys, str(program), "--entry", "walk", "--arg", "uint32:[1]", "--arg", "uint32:[0]", *opaque)
+    assert_tool_error(
+        status, err, "--opaque uniform_1: the text of @uniform_1, 'abir.random.uniform(key, n, shape=(dim,))'",
+        "has 3 argument(s) that are not literals, but the prim passes 2 operand(s)", "shape=(3,), not shape=(n,)",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "args", "kwargs", "count"),
+    [
+        ("f(x, 2, shape=(3,), dtype='float32')", (abir_run.Operand(0), 2), {"dtype": "float32", "shape": (3,)}, 1),
+        ("f(a, b=c, a=d)", (abir_run.Operand(0),), {"a": abir_run.Operand(1), "b": abir_run.Operand(2)}, 3),
+        ("f((x, 2), [y, -1.5])", ((abir_run.Operand(0), 2), [abir_run.Operand(1), -1.5]), {}, 2),
+    ],
+)
+def test_a_recorded_call_reads_literals_and_numbers_operands_as_the_frontend_passes_them(text, args, kwargs, count):
+    call = abir_run.recorded_call(text)
+    assert call == abir_run.RecordedCall(args, kwargs, count)
+
+
+@pytest.mark.parametrize("text", ["print('never run')x", "not a call", "f(*xs)", "f(**kw)", "(" * 500 + ")" * 500, ""])
+def test_a_text_that_is_no_plain_call_records_none(text):
+    assert abir_run.recorded_call(text) is None
+
+
+def test_an_opaque_module_that_fails_to_import_is_a_diagnostic(tmp_path, capsys, monkeypatch):
+    (tmp_path / "broken_helpers.py").write_text("def twice(x:\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    program = tmp_path / "opaque.mlir"
+    program.write_text(OPAQUE)
+    status, _, err = run_tool(capsys, str(program), "--arg", "[1.0]", "--opaque", "twice=broken_helpers:twice")
+    assert_tool_error(status, err, "--opaque 'twice=broken_helpers:twice': importing broken_helpers raised SyntaxError")
