@@ -18,7 +18,10 @@ the op, which every backend runs on the event dimensions of the whole-batch arra
   values (the frontend does not know per-member types; the value is computed at run time, the
   same in every row, usable in arithmetic and as a loop bound, not as a compile-time shape);
 * `x.astype(np.float32)`, `np.float32(x)`, `float(x)`, `int(x)`: the builtin `astype` prim with
-  the dtype's IR type as result type; `x.astype(y.dtype)` the array prim `astype_like`.
+  the dtype's IR type as result type; `x.astype(y.dtype)` the array prim `astype_like`;
+* every other NumPy function (and `.real`, `.imag`, `.mT`, `.argsort()`, ...): the array prim
+  `numpy` (`abir.numpy_calls`), run per member; a NumPy function it does not list, or whose
+  result's shape would depend on a member's values, is an error at the call.
 
 Each array prim carries `abir.loc = "file:line"` and `abir.source` (the construct's text), which
 type inference names when the prim cannot be computed.

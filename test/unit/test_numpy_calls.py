@@ -392,3 +392,19 @@ def test_numpy_calls_are_array_prims_not_opaque_callables():
     text = str(ctx.program("in_the_ir"))
     assert "functional.opaque" not in text
     assert 'functional.prim "numpy" <{function = "arctan2"' in text
+
+
+def spectrum_power(z, n):
+    power = z * 0
+    while n > 0:
+        power = power + z * z.conj()
+        n = n - 1
+    return power, np.abs(z), z.real, np.angle(z)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "jax", "tf"])
+def test_complex_values_mix_with_real_literals_and_prims(backend):
+    z = np.array([[1 + 2j, 3 - 1j], [0.5j, 2 + 0j], [1, 1j]])
+    n = np.array([1, 2, 3])
+    got = abir.Context().batch()(spectrum_power)(z, n, backend=backend)
+    _assert_same("spectrum_power", got, [spectrum_power(z[b], n[b]) for b in range(3)])
