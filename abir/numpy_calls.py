@@ -533,6 +533,8 @@ def _whole_batch_rule(call: Call, operands: list[Any], xp: Any = np) -> Callable
     fn = _numpy_object(call.entry.name, xp)
     if fn is None:
         return None
+    if call.entry.name in _SPECIAL_RULES:
+        return _SPECIAL_RULES[call.entry.name](call, operands, xp, fn)
     if call.entry.batching == UFUNC:
         return _ufunc_rule(call, operands, xp, fn)
     if call.entry.batching == AXIS:
@@ -664,6 +666,52 @@ def _pad_rule(call: Call, x: Any, xp: Any, fn: Callable[..., Any]) -> Callable[[
             values = np.broadcast_to(np.asarray(kwargs[key]), (rank, 2))
             kwargs[key] = np.concatenate([np.zeros((1, 2), values.dtype), values])
     return lambda: fn(x, np.concatenate([np.zeros((1, 2), np.int64), widths]), **kwargs)
+
+
+def _solve_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
+    """`solve(a, b)` on stacks; a member's vector `b` becomes a one-column matrix (NumPy reads a
+    batch of vectors `[B, n]` as one matrix)."""
+    named = _named_arguments(call)
+    a, b = named.get("a"), named.get("b")
+    if not isinstance(b, Operand) or not isinstance(a, Operand | np.ndarray):
+        return None
+    rhs = operands[b.index]
+    a_value = operands[a.index] if isinstance(a, Operand) else a
+    if _rank(rhs) == 2:
+        return lambda: fn(a_value, rhs[..., None])[..., 0]
+    if _rank(rhs) == 3:
+        return lambda: fn(a_value, rhs)
+    return None
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
+    """`einsum` with a new index for the batch axis on every batched operand and in front of the
+    output (an implicit output made explicit first)."""
+    subscripts, *inputs = call.args
+    if call.kwargs or not isinstance(subscripts, str) or "." in subscripts:
+        return None
+    spec = subscripts.replace(" ", "")
+    ins, _, out = spec.partition("->")
+    terms = ins.split(",")
+    if len(terms) != len(inputs) or any(not isinstance(i, Operand | np.ndarray) for i in inputs):
+        return None
+    if "->" not in spec:
+        letters = "".join(terms)
+        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    batch = next(c for c in _LETTERS if c not in spec)
+    terms = [batch + t if isinstance(i, Operand) else t for t, i in zip(terms, inputs, strict=True)]
+    values = [operands[i.index] if isinstance(i, Operand) else i for i in inputs]
+    return lambda: fn(",".join(terms) + "->" + batch + out, *values)
+
+
+_SPECIAL_RULES: dict[str, Callable[..., Callable[[], Any] | None]] = {
+    "linalg.solve": _solve_rule,
+    "einsum": _einsum_rule,
+}
+"""Whole-batch rules of functions that batch in their own way (`pad`'s is an axis rule's)."""
 
 
 # -- JAX and TensorFlow ----------------------------------------------------------------------------

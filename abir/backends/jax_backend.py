@@ -425,7 +425,7 @@ class JaxBackend(Backend):
     @staticmethod
     def _cast_operands(name: str, args: Sequence[Any], result_dtype: np.dtype | None) -> list[Any]:
         """The operands as jnp arrays of the dtype NumPy's ufunc loop would use."""
-        complex_operand = any(np.dtype(dtype_of(a)).kind == "c" for a in args)
+        complex_operand = any(getattr(dtype_of(a), "kind", None) == "c" for a in args)
         if name in prims.COMMON_DTYPE_PRIMS or result_dtype is None or complex_operand:
             dt = np.result_type(*(dtype_of(a) for a in args))
         else:

@@ -505,7 +505,7 @@ class TensorFlowBackend(Backend):
         operand_dtypes = [np_dtype_of(a) for a in args]
         numpy_dtype = (
             np.result_type(*operand_dtypes)
-            if name in prims.COMMON_DTYPE_PRIMS or any(d.kind == "c" for d in operand_dtypes)
+            if name in prims.COMMON_DTYPE_PRIMS or any(getattr(d, "kind", None) == "c" for d in operand_dtypes)
             else result_dtype
         )
         compute = _compute_dtype(name, tf_dtype(numpy_dtype))
