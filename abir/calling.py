@@ -137,12 +137,68 @@ def is_structure(value: Any) -> bool:
     return type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields"))
 
 
+def is_number(value: Any) -> bool:
+    """A Python number (bool, int, float) or a NumPy number or bool."""
+    return isinstance(value, bool | int | float | np.number | np.bool_)
+
+
+def is_number_list(value: Any) -> bool:
+    """A non-empty plain list or tuple (not a namedtuple) whose items are numbers or, nested to
+    any depth, such lists: an array, as `np.asarray` reads it, not a structure. (A structure's
+    leaves are shared numbers or arrays with a batch axis each; a list of numbers has no batch
+    axis to give its leaves, so it is the batch.)"""
+    return type(value) in (tuple, list) and len(value) > 0 and all(is_number(v) or is_number_list(v) for v in value)
+
+
+def read_number_lists(function_name: str, where: str, value: Any) -> Any:
+    """`value` (argument `where` of `function_name`) with every `is_number_list` in it read as
+    an array by `np.asarray`, its first axis the batch; other structures kept."""
+    if is_number_list(value):
+        return number_list_as_array(function_name, where, value)
+    if not is_structure(value):
+        return value
+    items = [read_number_lists(function_name, f"{where}[{index}]", item) for index, item in enumerate(value)]
+    return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+
+
+def number_list_as_array(function_name: str, where: str, value: list[Any] | tuple[Any, ...]) -> np.ndarray:
+    """The array `np.asarray` reads from the list of numbers `value`, or an error at the call
+    naming `where` when it reads none (ragged nesting, integers beyond 64 bits)."""
+    kind = type(value).__name__
+    try:
+        array = np.asarray(value)
+    except ValueError as err:  # ragged: rows of different lengths
+        raise ValueError(
+            f"{where} of {function_name}() is a {kind} of numbers, which abir reads as one array (the batch "
+            f"axis first), as np.asarray does, but np.asarray cannot read it: {str(err).rstrip('.')}. Pass a rectangular "
+            "nested list (every member's value of the same shape), or an array"
+        ) from None
+    if array.dtype == object:
+        raise TypeError(
+            f"{where} of {function_name}() is a {kind} of numbers that np.asarray reads only as Python "
+            f"objects (an integer beyond 64 bits?); pass an array of the dtype you mean, e.g. "
+            f"np.asarray({_shortened(value)}, dtype=np.float64)"
+        )
+    return array
+
+
+def _shortened(value: list[Any] | tuple[Any, ...], items: int = 3) -> str:
+    """`value` as Python shows it, its outer items after the first `items` elided."""
+    if len(value) <= items:
+        return repr(value)
+    shown = ", ".join(repr(item) for item in value[:items])
+    return f"[{shown}, ...]" if isinstance(value, list) else f"({shown}, ...)"
+
+
 def flatten_arguments(function_name: str, args: Sequence[Any]) -> tuple[list[Any], list[optree.PyTreeSpec]]:
-    """Flatten every argument into leaves (tuples, lists and namedtuples are structure)."""
+    """Flatten every argument into leaves (tuples, lists and namedtuples are structure, except
+    that a list or tuple of numbers is one array: `is_number_list`)."""
     leaves: list[Any] = []
     treedefs: list[optree.PyTreeSpec] = []
     for position, arg in enumerate(args):
-        check_argument(function_name, f"argument {position}", arg)
+        where = f"argument {position}"
+        arg = read_number_lists(function_name, where, arg)
+        check_argument(function_name, where, arg)
         arg_leaves, treedef = optree.tree_flatten(arg)
         leaves.extend(arg_leaves)
         treedefs.append(treedef)
@@ -166,7 +222,10 @@ def check_argument(function_name: str, where: str, value: Any) -> None:
         fix = "pass a tuple or a namedtuple instead of a dict (batched functions take tuples, lists and namedtuples)"
     else:
         problem = f"is a {type(value).__name__}"
-        fix = "abir batches arrays (NumPy, JAX or TensorFlow) and Python numbers, nested in tuples, lists or namedtuples"
+        fix = (
+            "abir batches arrays (NumPy, JAX or TensorFlow), lists of numbers (read as np.asarray reads them) "
+            "and Python numbers, nested in tuples, lists or namedtuples"
+        )
     raise TypeError(f"{where} of {function_name}() {problem}; {fix}")
 
 
