@@ -27,7 +27,7 @@ from abir.backends.numpy_backend import NumpyBackend
 from abir.errors import AbirError
 from abir.frontend.program import FrontendProgram
 from abir.lru import LRUCache
-from abir.opaque import HelperStructureLearned, failure_mark, helper_error
+from abir.opaque import HelperStructureLearned, calling_with_batch, failure_mark, helper_error
 from abir.passes.infer_types import infer_types
 from abir.passes.pipeline import lower_to_vm, optimize_functional
 from abir.types import TensorType, ir_type
@@ -354,8 +354,8 @@ class Compiler:
     def for_call(self, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
         """The compiled program a call `name(*args)` on `backend` runs."""
         leaves, treedefs = flatten_arguments(name, args)
-        leaf_batch_size(name, leaves, treedefs)
-        return self.compiled(name, treedefs, signature_of(leaves), resolve_backend(backend), weak_leaves(leaves))
+        with calling_with_batch(leaf_batch_size(name, leaves, treedefs)):
+            return self.compiled(name, treedefs, signature_of(leaves), resolve_backend(backend), weak_leaves(leaves))
 
     def for_signature(self, name: str, sig: Sequence[Any], backend: Backend | None) -> CompiledProgram:
         """The compiled program for a signature given as one TensorType pattern per argument."""
@@ -368,7 +368,7 @@ class Compiler:
         leaves, treedefs = flatten_arguments(name, args)
         batch_size = leaf_batch_size(name, leaves, treedefs)
         signature = signature_of(leaves)
-        with options.backend.scope(leaves):
+        with options.backend.scope(leaves), calling_with_batch(batch_size, machine_rows(batch_size, options)):
             program = self.compiled(
                 name, treedefs, signature, options.backend, weak_leaves(leaves), options.block_code_cache
             )
@@ -459,7 +459,7 @@ def run_machine(
         batch_size = batch_size_of(
             f"'{machine.name}'", [leaf_shape(leaf) for leaf in leaves], lambda: [f"input {n!r}" for n in machine.inputs]
         )
-    rows = padded_size(batch_size) if options.pad_batch else batch_size
+    rows = machine_rows(batch_size, options)
     return machine.run(
         leaves,
         options.backend,
@@ -468,6 +468,11 @@ def run_machine(
         max_steps=options.max_steps,
         padded_batch=rows,
     )
+
+
+def machine_rows(batch_size: int, options: CallOptions) -> int:
+    """How many rows the machine runs for `batch_size` members: `padded_size` with `pad_batch`."""
+    return padded_size(batch_size) if options.pad_batch and batch_size > 0 else batch_size
 
 
 def padded_size(batch_size: int) -> int:

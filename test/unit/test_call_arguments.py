@@ -1,10 +1,12 @@
-"""Arguments as users pass them.
+"""Arguments as users pass them, and the batch size errors report.
 
 * A plain list or tuple whose items are numbers (Python or NumPy; nested lists of them too) is
   one array, read as `np.asarray` reads it, its first axis the batch: `egcd([12, 18, 35], [8, 27,
   14])` runs three members. Namedtuples, and lists or tuples holding arrays, stay structures.
 * A list `np.asarray` cannot read (ragged, integers beyond 64 bits) is refused at the call,
   naming the function, the argument and the fix.
+* Errors about an undecorated helper's result report the batch size the user passed, not the
+  stand-in rows of type inference nor the rows `pad_batch=True` runs.
 
 Every batched result is compared with the plain function run on each member's own values.
 """
@@ -19,6 +21,9 @@ import optree
 import pytest
 
 import abir
+from abir.errors import HelperError, TypeInferenceError
+from abir.opaque import calling_with_batch
+from abir.passes.prim_evaluation import PrimEvaluator
 
 Params = collections.namedtuple("Params", "scale shift")
 
@@ -49,6 +54,30 @@ def scaled(x, params):
 
 def first_plus_second(pair):
     return pair[0] + pair[1]
+
+
+def keeps_one_row(x):
+    return x[:1]
+
+
+def uses_keeps_one_row(x):
+    return keeps_one_row(x) + 1
+
+
+def keeps_two_rows(x):
+    return x[:2]
+
+
+def uses_keeps_two_rows(x):
+    return keeps_two_rows(x) + 1
+
+
+def total(v):
+    return v.sum()
+
+
+def uses_total(v):
+    return total(v) * 2.0
 
 
 # ----- comparing with plain Python per member ----------------------------------------------------
@@ -219,3 +248,49 @@ def test_a_list_of_another_size_than_the_batch_is_a_mismatch_at_the_call():
         f(np.arange(4), [1, 2, 3])
     assert "mismatched batch sizes" in str(info.value)
     assert last_frame_here(info) == line
+
+
+# ----- batch sizes in errors are the user's -------------------------------------------------------
+
+
+def test_a_helper_dropping_rows_at_type_inference_names_itself_and_the_users_batch(backend):
+    f = batched(uses_keeps_one_row)
+    with pytest.raises(HelperError) as info:
+        f(np.arange(3.0), backend=backend)
+    message = str(info.value)
+    assert "the helper 'keeps_one_row'" in message and "return keeps_one_row(x) + 1" in message
+    assert "shape [1] for arguments with 2 rows" in message
+    assert "your call's batch has 3 members" in message
+    assert "batch of 2" not in message and "batch of 4" not in message
+
+
+def test_a_helper_returning_a_scalar_per_batch_reports_the_users_batch_not_the_stand_in_rows(backend):
+    f = batched(uses_total)
+    with pytest.raises(HelperError) as info:
+        f(np.ones((3, 3)), backend=backend)  # stand-in rows at type inference: 4 (more than the event size)
+    message = str(info.value)
+    assert "the helper 'total'" in message and "shape [] for arguments with 4 rows" in message
+    assert "your call's batch has 3 members" in message and "batch of 4" not in message
+
+
+@pytest.mark.parametrize("pad_batch", [False, True])
+def test_a_helper_dropping_rows_at_run_time_reports_the_users_batch(backend, pad_batch):
+    f = batched(uses_keeps_two_rows)  # two stand-in rows at type inference pass; three members do not
+    with pytest.raises(HelperError) as info:
+        f(np.arange(3.0), backend=backend, pad_batch=pad_batch)
+    message = str(info.value)
+    assert "the helper 'keeps_two_rows'" in message and "return keeps_two_rows(x) + 1" in message
+    rows = 4 if pad_batch else 3
+    assert f"shape [2] for arguments with {rows} rows" in message
+    if pad_batch:
+        assert "pad_batch=True runs your batch of 3 as 4 rows" in message
+    else:
+        assert "your call's batch" not in message  # the rows the helper got are the user's batch
+
+
+def test_a_registered_opaque_dropping_rows_reports_the_stand_in_rows_and_the_users_batch():
+    with calling_with_batch(3), pytest.raises(TypeInferenceError) as info:
+        PrimEvaluator._strip_batch(np.zeros(1), 2, "opaque callable @lookup (source: 'lookup(x)')")
+    message = str(info.value)
+    assert "returned shape [1] for arguments with 2 rows" in message and "for your batch of 3" in message
+    assert "batch of 2" not in message
