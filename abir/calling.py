@@ -143,11 +143,13 @@ def is_number(value: Any) -> bool:
 
 
 def is_number_list(value: Any) -> bool:
-    """A non-empty plain list or tuple (not a namedtuple) whose items are numbers or, nested to
-    any depth, such lists: an array, as `np.asarray` reads it, not a structure. (A structure's
-    leaves are shared numbers or arrays with a batch axis each; a list of numbers has no batch
-    axis to give its leaves, so it is the batch.)"""
-    return type(value) in (tuple, list) and len(value) > 0 and all(is_number(v) or is_number_list(v) for v in value)
+    """A non-empty plain list or tuple (not a namedtuple) whose items are all numbers, or all
+    such lists: an array, as `np.asarray` reads it, not a structure. (A structure's leaves are
+    shared numbers or arrays with a batch axis each; a list of numbers has no batch axis to give
+    its leaves, so it is the batch.) A list mixing numbers and lists is a structure."""
+    if type(value) not in (tuple, list) or len(value) == 0:
+        return False
+    return all(is_number(item) for item in value) or all(is_number_list(item) for item in value)
 
 
 def read_number_lists(function_name: str, where: str, value: Any) -> Any:
@@ -171,7 +173,8 @@ def number_list_as_array(function_name: str, where: str, value: list[Any] | tupl
         raise ValueError(
             f"{where} of {function_name}() is a {kind} of numbers, which abir reads as one array (the batch "
             f"axis first), as np.asarray does, but np.asarray cannot read it: {str(err).rstrip('.')}. Pass a rectangular "
-            "nested list (every member's value of the same shape), or an array"
+            "nested list (every member's value of the same shape) or an array; for a structure, make its leaves "
+            "arrays (np.asarray(...) each) or a namedtuple"
         ) from None
     if array.dtype == object:
         raise TypeError(
@@ -229,18 +232,36 @@ def check_argument(function_name: str, where: str, value: Any) -> None:
     raise TypeError(f"{where} of {function_name}() {problem}; {fix}")
 
 
-def leaf_batch_size(function_name: str, leaves: Sequence[Any], treedefs: Sequence[optree.PyTreeSpec]) -> int:
+def leaf_batch_size(
+    function_name: str, leaves: Sequence[Any], treedefs: Sequence[optree.PyTreeSpec], args: Sequence[Any] = ()
+) -> int:
     """The common leading dimension of a call's argument leaves (`flatten_arguments`); leaves of
-    size 1 and scalars broadcast."""
+    size 1 and scalars broadcast. With the call's `args`, an error says which leaves were lists
+    of numbers read as batches, and how to share numbers with every member instead."""
 
     def names() -> list[str]:
         return [
-            f"argument {position}" + "".join(f"[{entry}]" for entry in path)
+            f"argument {position}" + "".join(f"[{entry}]" for entry in path) + _number_list_note(args, position, path)
             for position, treedef in enumerate(treedefs)
             for path in treedef.paths()
         ]
 
     return batch_size_of(f"{function_name}()", [leaf_shape(leaf) for leaf in leaves], names)
+
+
+def _number_list_note(args: Sequence[Any], position: int, path: Sequence[Any]) -> str:
+    """A note for the leaf at `path` in argument `position` when it was a list of numbers."""
+    if position >= len(args):
+        return ""
+    value = args[position]
+    for entry in path:
+        value = value[entry]
+    if not is_number_list(value):
+        return ""
+    return (
+        f" (a {type(value).__name__} of numbers: a batch, as np.asarray reads it; to give every member the same "
+        "numbers, pass them in a namedtuple or as size-1 arrays)"
+    )
 
 
 def signature_of(leaves: Sequence[Any]) -> tuple[TensorType, ...]:
@@ -354,7 +375,7 @@ class Compiler:
     def for_call(self, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
         """The compiled program a call `name(*args)` on `backend` runs."""
         leaves, treedefs = flatten_arguments(name, args)
-        with calling_with_batch(leaf_batch_size(name, leaves, treedefs)):
+        with calling_with_batch(leaf_batch_size(name, leaves, treedefs, args)):
             return self.compiled(name, treedefs, signature_of(leaves), resolve_backend(backend), weak_leaves(leaves))
 
     def for_signature(self, name: str, sig: Sequence[Any], backend: Backend | None) -> CompiledProgram:
@@ -366,7 +387,7 @@ class Compiler:
         """Run batched function `name` on `args` (the non-dry-run modes)."""
         options = parse_call_options(name, kwargs)
         leaves, treedefs = flatten_arguments(name, args)
-        batch_size = leaf_batch_size(name, leaves, treedefs)
+        batch_size = leaf_batch_size(name, leaves, treedefs, args)
         signature = signature_of(leaves)
         with options.backend.scope(leaves), calling_with_batch(batch_size, machine_rows(batch_size, options)):
             program = self.compiled(

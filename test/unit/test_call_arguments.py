@@ -1,8 +1,9 @@
 """Arguments as users pass them, and the batch size errors report.
 
-* A plain list or tuple whose items are numbers (Python or NumPy; nested lists of them too) is
-  one array, read as `np.asarray` reads it, its first axis the batch: `egcd([12, 18, 35], [8, 27,
-  14])` runs three members. Namedtuples, and lists or tuples holding arrays, stay structures.
+* A plain list or tuple whose items are all numbers (Python or NumPy), or all such lists, is one
+  array, read as `np.asarray` reads it, its first axis the batch: `egcd([12, 18, 35], [8, 27,
+  14])` runs three members. Namedtuples, lists or tuples holding arrays, and lists mixing numbers
+  and lists stay structures.
 * A list `np.asarray` cannot read (ragged, integers beyond 64 bits) is refused at the call,
   naming the function, the argument and the fix.
 * Errors about an undecorated helper's result report the batch size the user passed, not the
@@ -103,12 +104,15 @@ def batched(program, *others):
 def as_numpy_reads(arg):
     """`arg` with every plain list or tuple of numbers read by `np.asarray` (the reference rule)."""
 
-    def numbers_only(value):
-        if type(value) in (list, tuple):
-            return len(value) > 0 and all(numbers_only(v) for v in value)
+    def is_number(value):
         return isinstance(value, bool | int | float | np.number | np.bool_)
 
-    if numbers_only(arg) and type(arg) in (list, tuple):
+    def numbers_only(value):
+        if type(value) not in (list, tuple) or not value:
+            return False
+        return all(map(is_number, value)) or all(map(numbers_only, value))
+
+    if numbers_only(arg):
         return np.asarray(arg)
     if type(arg) in (list, tuple):
         return type(arg)(as_numpy_reads(item) for item in arg)
@@ -200,6 +204,10 @@ def test_a_list_of_numbers_inside_a_structure_is_one_array(backend):
     assert_matches_python(first_plus_second, (([1.0, 2.0, 3.0], np.array([10.0, 20.0, 30.0])),), 3, backend)
 
 
+def test_a_tuple_mixing_a_list_of_numbers_and_a_number_is_a_structure(backend):
+    assert_matches_python(first_plus_second, (([1.0, 2.0, 3.0], 10.0),), 3, backend)
+
+
 def test_a_namedtuple_of_numbers_stays_a_structure_shared_by_every_member(backend):
     assert_matches_python(scaled, (np.array([1.0, 2.0, 3.0]), Params(2.0, 0.5)), 3, backend)
 
@@ -226,7 +234,7 @@ def test_a_ragged_list_is_refused_at_the_call_naming_the_argument_and_the_fix():
         f([[1.0, 2.0], [3.0]])
     message = str(info.value)
     assert "argument 0 of norm_squared()" in message
-    assert "np.asarray" in message and "rectangular" in message
+    assert "np.asarray" in message and "rectangular" in message and "namedtuple" in message
     assert last_frame_here(info) == line
     assert not any("abir/frontend" in str(entry.path) for entry in info.traceback)
 
@@ -243,10 +251,11 @@ def test_an_integer_beyond_64_bits_is_refused_at_the_call_with_a_dtype_to_pass()
 
 def test_a_list_of_another_size_than_the_batch_is_a_mismatch_at_the_call():
     f = batched(add)
-    with pytest.raises(ValueError, match=r"argument 1 has 3") as info:
+    with pytest.raises(ValueError, match=r"argument 1 \(a list of numbers.*\) has 3") as info:
         line = raising_line()
         f(np.arange(4), [1, 2, 3])
     assert "mismatched batch sizes" in str(info.value)
+    assert "to give every member the same numbers, pass them in a namedtuple or as size-1 arrays" in str(info.value)
     assert last_frame_here(info) == line
 
 
