@@ -1,6 +1,7 @@
 """Calling a batched function: argument checks, signatures, compile caches and execution.
 
-A call flattens its (possibly nested) arguments into array leaves, checks them, derives the
+A call flattens its (possibly nested) arguments into array leaves (a plain list or tuple of
+numbers is one array, as `np.asarray` reads it: `is_number_list`), checks them, derives the
 signature (per-member dtype and event shape of every leaf, never the batch size; Python numbers
 are weak like literals, NEP 50), compiles the program for that signature once (frontend
 specialization, type inference, lowering to the vm dialect, kernel construction) and runs it on
