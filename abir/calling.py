@@ -1,6 +1,7 @@
 """Calling a batched function: argument checks, signatures, compile caches and execution.
 
-A call flattens its (possibly nested) arguments into array leaves, checks them, derives the
+A call flattens its (possibly nested) arguments into array leaves (a plain list or tuple of
+numbers is one array, as `np.asarray` reads it: `is_number_list`), checks them, derives the
 signature (per-member dtype and event shape of every leaf, never the batch size; Python numbers
 are weak like literals, NEP 50), compiles the program for that signature once (frontend
 specialization, type inference, lowering to the vm dialect, kernel construction) and runs it on
@@ -27,7 +28,7 @@ from abir.backends.numpy_backend import NumpyBackend
 from abir.errors import AbirError
 from abir.frontend.program import FrontendProgram
 from abir.lru import LRUCache
-from abir.opaque import HelperStructureLearned, failure_mark, helper_error
+from abir.opaque import HelperStructureLearned, calling_with_batch, failure_mark, helper_error
 from abir.passes.infer_types import infer_types
 from abir.passes.pipeline import lower_to_vm, optimize_functional
 from abir.types import TensorType, ir_type
@@ -137,12 +138,71 @@ def is_structure(value: Any) -> bool:
     return type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(value, "_fields"))
 
 
+def is_number(value: Any) -> bool:
+    """A Python number (bool, int, float) or a NumPy number or bool."""
+    return isinstance(value, bool | int | float | np.number | np.bool_)
+
+
+def is_number_list(value: Any) -> bool:
+    """A non-empty plain list or tuple (not a namedtuple) whose items are all numbers, or all
+    such lists: an array, as `np.asarray` reads it, not a structure. (A structure's leaves are
+    shared numbers or arrays with a batch axis each; a list of numbers has no batch axis to give
+    its leaves, so it is the batch.) A list mixing numbers and lists is a structure."""
+    if type(value) not in (tuple, list) or len(value) == 0:
+        return False
+    return all(is_number(item) for item in value) or all(is_number_list(item) for item in value)
+
+
+def read_number_lists(function_name: str, where: str, value: Any) -> Any:
+    """`value` (argument `where` of `function_name`) with every `is_number_list` in it read as
+    an array by `np.asarray`, its first axis the batch; other structures kept."""
+    if is_number_list(value):
+        return number_list_as_array(function_name, where, value)
+    if not is_structure(value):
+        return value
+    items = [read_number_lists(function_name, f"{where}[{index}]", item) for index, item in enumerate(value)]
+    return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+
+
+def number_list_as_array(function_name: str, where: str, value: list[Any] | tuple[Any, ...]) -> np.ndarray:
+    """The array `np.asarray` reads from the list of numbers `value`, or an error at the call
+    naming `where` when it reads none (ragged nesting, integers beyond 64 bits)."""
+    kind = type(value).__name__
+    try:
+        array = np.asarray(value)
+    except ValueError as err:  # ragged: rows of different lengths
+        raise ValueError(
+            f"{where} of {function_name}() is a {kind} of numbers, which abir reads as one array (the batch "
+            f"axis first), as np.asarray does, but np.asarray cannot read it: {str(err).rstrip('.')}. Pass a rectangular "
+            "nested list (every member's value of the same shape) or an array; for a structure, make its leaves "
+            "arrays (np.asarray(...) each) or a namedtuple"
+        ) from None
+    if array.dtype == object:
+        raise TypeError(
+            f"{where} of {function_name}() is a {kind} of numbers that np.asarray reads only as Python "
+            f"objects (an integer beyond 64 bits?); pass an array of the dtype you mean, e.g. "
+            f"np.asarray({_shortened(value)}, dtype=np.float64)"
+        )
+    return array
+
+
+def _shortened(value: list[Any] | tuple[Any, ...], items: int = 3) -> str:
+    """`value` as Python shows it, its outer items after the first `items` elided."""
+    if len(value) <= items:
+        return repr(value)
+    shown = ", ".join(repr(item) for item in value[:items])
+    return f"[{shown}, ...]" if isinstance(value, list) else f"({shown}, ...)"
+
+
 def flatten_arguments(function_name: str, args: Sequence[Any]) -> tuple[list[Any], list[optree.PyTreeSpec]]:
-    """Flatten every argument into leaves (tuples, lists and namedtuples are structure)."""
+    """Flatten every argument into leaves (tuples, lists and namedtuples are structure, except
+    that a list or tuple of numbers is one array: `is_number_list`)."""
     leaves: list[Any] = []
     treedefs: list[optree.PyTreeSpec] = []
     for position, arg in enumerate(args):
-        check_argument(function_name, f"argument {position}", arg)
+        where = f"argument {position}"
+        arg = read_number_lists(function_name, where, arg)
+        check_argument(function_name, where, arg)
         arg_leaves, treedef = optree.tree_flatten(arg)
         leaves.extend(arg_leaves)
         treedefs.append(treedef)
@@ -166,22 +226,43 @@ def check_argument(function_name: str, where: str, value: Any) -> None:
         fix = "pass a tuple or a namedtuple instead of a dict (batched functions take tuples, lists and namedtuples)"
     else:
         problem = f"is a {type(value).__name__}"
-        fix = "abir batches arrays (NumPy, JAX or TensorFlow) and Python numbers, nested in tuples, lists or namedtuples"
+        fix = (
+            "abir batches arrays (NumPy, JAX or TensorFlow), lists of numbers (read as np.asarray reads them) "
+            "and Python numbers, nested in tuples, lists or namedtuples"
+        )
     raise TypeError(f"{where} of {function_name}() {problem}; {fix}")
 
 
-def leaf_batch_size(function_name: str, leaves: Sequence[Any], treedefs: Sequence[optree.PyTreeSpec]) -> int:
+def leaf_batch_size(
+    function_name: str, leaves: Sequence[Any], treedefs: Sequence[optree.PyTreeSpec], args: Sequence[Any] = ()
+) -> int:
     """The common leading dimension of a call's argument leaves (`flatten_arguments`); leaves of
-    size 1 and scalars broadcast."""
+    size 1 and scalars broadcast. With the call's `args`, an error says which leaves were lists
+    of numbers read as batches, and how to share numbers with every member instead."""
 
     def names() -> list[str]:
         return [
-            f"argument {position}" + "".join(f"[{entry}]" for entry in path)
+            f"argument {position}" + "".join(f"[{entry}]" for entry in path) + _number_list_note(args, position, path)
             for position, treedef in enumerate(treedefs)
             for path in treedef.paths()
         ]
 
     return batch_size_of(f"{function_name}()", [leaf_shape(leaf) for leaf in leaves], names)
+
+
+def _number_list_note(args: Sequence[Any], position: int, path: Sequence[Any]) -> str:
+    """A note for the leaf at `path` in argument `position` when it was a list of numbers."""
+    if position >= len(args):
+        return ""
+    value = args[position]
+    for entry in path:
+        value = value[entry]
+    if not is_number_list(value):
+        return ""
+    return (
+        f" (a {type(value).__name__} of numbers: a batch, as np.asarray reads it; to give every member the same "
+        "numbers, pass them in a namedtuple or as size-1 arrays)"
+    )
 
 
 def signature_of(leaves: Sequence[Any]) -> tuple[TensorType, ...]:
@@ -295,8 +376,8 @@ class Compiler:
     def for_call(self, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
         """The compiled program a call `name(*args)` on `backend` runs."""
         leaves, treedefs = flatten_arguments(name, args)
-        leaf_batch_size(name, leaves, treedefs)
-        return self.compiled(name, treedefs, signature_of(leaves), resolve_backend(backend), weak_leaves(leaves))
+        with calling_with_batch(leaf_batch_size(name, leaves, treedefs, args)):
+            return self.compiled(name, treedefs, signature_of(leaves), resolve_backend(backend), weak_leaves(leaves))
 
     def for_signature(self, name: str, sig: Sequence[Any], backend: Backend | None) -> CompiledProgram:
         """The compiled program for a signature given as one TensorType pattern per argument."""
@@ -307,9 +388,9 @@ class Compiler:
         """Run batched function `name` on `args` (the non-dry-run modes)."""
         options = parse_call_options(name, kwargs)
         leaves, treedefs = flatten_arguments(name, args)
-        batch_size = leaf_batch_size(name, leaves, treedefs)
+        batch_size = leaf_batch_size(name, leaves, treedefs, args)
         signature = signature_of(leaves)
-        with options.backend.scope(leaves):
+        with options.backend.scope(leaves), calling_with_batch(batch_size, machine_rows(batch_size, options)):
             program = self.compiled(
                 name, treedefs, signature, options.backend, weak_leaves(leaves), options.block_code_cache
             )
@@ -400,7 +481,7 @@ def run_machine(
         batch_size = batch_size_of(
             f"'{machine.name}'", [leaf_shape(leaf) for leaf in leaves], lambda: [f"input {n!r}" for n in machine.inputs]
         )
-    rows = padded_size(batch_size) if options.pad_batch else batch_size
+    rows = machine_rows(batch_size, options)
     return machine.run(
         leaves,
         options.backend,
@@ -409,6 +490,11 @@ def run_machine(
         max_steps=options.max_steps,
         padded_batch=rows,
     )
+
+
+def machine_rows(batch_size: int, options: CallOptions) -> int:
+    """How many rows the machine runs for `batch_size` members: `padded_size` with `pad_batch`."""
+    return padded_size(batch_size) if options.pad_batch and batch_size > 0 else batch_size
 
 
 def padded_size(batch_size: int) -> int:

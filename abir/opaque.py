@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +98,49 @@ def site_of(name: str) -> CallSite | None:
 
 
 # ---------------------------------------------------------------------------------------------
+# The batch the user passed, for messages
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallBatch:
+    """The batch of the call being compiled or run: `size` members as the user passed them, run
+    on `rows` rows (more with `pad_batch=True`). Messages name it; nothing computes with it."""
+
+    size: int
+    rows: int
+
+    def explain_rows(self, received: set[int]) -> str:
+        """How the leading dimensions `received` by a helper relate to this batch ("" when
+        they are the user's batch size)."""
+        if not received or received == {self.size}:
+            return ""
+        if received == {self.rows} and self.rows > self.size:
+            return f"; pad_batch=True runs your batch of {self.size} as {self.rows} rows, a power of two"
+        members = "member" if self.size == 1 else "members"
+        return f"; your call's batch has {self.size} {members}"
+
+
+_CALL_BATCH: ContextVar[CallBatch | None] = ContextVar("abir_call_batch", default=None)
+
+
+@contextmanager
+def calling_with_batch(size: int, rows: int | None = None) -> Iterator[None]:
+    """Within: errors about helpers name `size`, the batch size the user's call passed (run on
+    `rows` rows, default `size`), where the arrays a helper got have another leading dimension."""
+    token = _CALL_BATCH.set(CallBatch(size, size if rows is None else rows))
+    try:
+        yield
+    finally:
+        _CALL_BATCH.reset(token)
+
+
+def call_batch() -> CallBatch | None:
+    """The batch of the call being compiled or run (`calling_with_batch`), if any."""
+    return _CALL_BATCH.get()
+
+
+# ---------------------------------------------------------------------------------------------
 # Undecorated helpers
 # ---------------------------------------------------------------------------------------------
 
@@ -128,9 +173,12 @@ class Helper:
         return leaves[0] if len(leaves) == 1 else tuple(leaves)
 
     def call_structured(self, *arrays: Any) -> Any:
-        """The helper's result as it returns it (structure included)."""
+        """The helper's result as it returns it (structure included); a result leaf whose leading
+        dimension is not its arguments' (`check_result_rows`) fails as the helper's error."""
         try:
-            return self.run(*arrays)
+            out = self.run(*arrays)
+            check_result_rows(out, arrays)
+            return out
         except AbirError:
             raise
         except Exception as err:
@@ -155,6 +203,8 @@ class Helper:
         the phase, e.g. type inference on dummy arrays, said after the shapes)."""
         received = ", ".join(f"[{', '.join(map(str, s))}]" for s in shapes if s is not None) or "none"
         received += f", {when}" if when else ""
+        if (batch := call_batch()) is not None:
+            received += batch.explain_rows({s[0] for s in shapes if s})
         jax_hint = (
             " (under JAX its arguments are traced arrays: use jax.numpy functions, not NumPy's)"
             if type(err).__name__ == "TracerArrayConversionError" else ""
@@ -167,6 +217,26 @@ class Helper:
             f"Either decorate '{self.name}' with the same Context (`@ctx.batch()`) to run it per "
             f"example, or make it batch-aware: whole-array operations along the leading batch axis, "
             f"no Python `if`/`while` on its arguments{jax_hint}"
+        )
+
+
+def check_result_rows(out: Any, arrays: Sequence[Any]) -> None:
+    """A helper's result leaves keep the leading (batch) dimension of the arrays it got: a
+    `ValueError` saying which result does not. Unknown dimensions (symbolic ones in a TF graph),
+    arguments of different leading dimensions and leaves without a shape are not checked here."""
+    rows = {shape[0] for shape in map(_shape_of, arrays) if shape}
+    if len(rows) != 1 or -1 in rows:
+        return
+    (want,) = rows
+    leaves = optree.tree_leaves(out)
+    for index, leaf in enumerate(leaves):
+        shape = _shape_of(leaf)
+        if shape is None or (shape and shape[0] in (want, -1)):
+            continue
+        which = "its result" if len(leaves) == 1 else f"its result #{index}"
+        raise ValueError(
+            f"{which} has shape [{', '.join(map(str, shape))}] for arguments with {want} rows; a helper returns "
+            f"arrays with the leading (batch) dimension of its arguments: [{want}, ...] here"
         )
 
 

@@ -29,7 +29,7 @@ from abir.dialects.functional import (
     SOURCE_ATTR,
 )
 from abir.errors import AbirError, LocatedSyntaxError, TypeInferenceError
-from abir.opaque import Helper, HelperStructureLearned, helper_error, lookup_opaque, site_of
+from abir.opaque import Helper, HelperStructureLearned, call_batch, helper_error, lookup_opaque, site_of
 from abir.passes.type_lattice import (
     Fact,
     fmt,
@@ -154,10 +154,18 @@ class PrimEvaluator:
         shape = tuple(shape)
         if not shape or shape[0] != batch:
             raise TypeInferenceError(
-                f"{where} returned shape {shape} for a batch of {batch}; results must keep the leading "
-                "batch dimension"
+                f"{where} returned shape {list(shape)} for arguments with {batch} rows (zero-filled stand-ins "
+                f"for the batch at type inference{_users_batch()}); results must keep the leading batch "
+                f"dimension: [{batch}, ...] here"
             )
         return Fact(ir_type(np.dtype(getattr(dtype, "as_numpy_dtype", dtype)), shape[1:]))
+
+
+def _users_batch() -> str:
+    """A clause naming the batch size of the call being compiled (`, for your batch of 3`), or
+    "" outside a call."""
+    batch = call_batch()
+    return "" if batch is None else f", for your batch of {batch.size}"
 
 
 class LocatedTypeInferenceError(TypeInferenceError):
