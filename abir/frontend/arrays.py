@@ -55,6 +55,8 @@ SCAN_FUNCTIONS: dict[Any, str] = {np.cumsum: "cumsum", np.cumprod: "cumprod"}
 SCANS = {"cumsum": "cumulative_sum", "cumprod": "cumulative_prod"}
 """NumPy's scan names and the array prims they become."""
 PRODUCT_FUNCTIONS: dict[Any, str] = {np.dot: "dot", np.matmul: "matmul", np.inner: "inner", np.outer: "outer"}
+PYTHON_REDUCTIONS: dict[Any, str] = {builtins.sum: "sum", builtins.max: "max", builtins.min: "min", builtins.any: "any", builtins.all: "all"}
+"""Python builtins that iterate an array's first axis, and the reduction over that axis they are."""
 SHAPE_ATTRIBUTES = ("ndim", "size")
 ARRAY_METHODS = (
     *array_prims.REDUCTIONS, *SCANS, "astype", "reshape", "transpose", "flatten", "ravel", "squeeze",
@@ -479,6 +481,28 @@ class ArrayLowering:
         what = {builtins.len: "len", np.ndim: "ndim", np.size: "size"}[fn]
         return self.shape_fact(node, args[0], what, 0 if what == "len" else None)
 
+
+    # -- Python's builtins over a member's array -----------------------------------------------
+
+    def python_reduction(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> Any:
+        """`sum(v)`, `max(v)`, `min(v)`, `any(v)`, `all(v)` over a per-member array: Python
+        iterates its first axis, so they reduce that axis (`sum(v, start)` adds `start`); `max`,
+        `min`, `any` and `all` then compare or test whole rows, which Python refuses for rows of
+        more than one element (a located error), or `NotImplemented` for other calls."""
+        name = PYTHON_REDUCTIONS.get(fn) if fn in PYTHON_REDUCTIONS else None
+        arity = 2 if fn is builtins.sum else 1
+        if name is None or kwargs or not 1 <= len(args) <= arity or not isinstance(args[0], SSAValue):
+            return NotImplemented
+        reduced = self.batch_op(node, name, {"axis": 0}, [args[0]])
+        if fn is builtins.sum:
+            return self.state.prim("add", [reduced, self.state.materialize(args[1], node)]) if len(args) == 2 else reduced
+        message = self.source.error(
+            node,
+            f"{fn.__name__}() over a per-member array with more than one axis {'compares' if name in ('max', 'min') else 'tests'} "
+            "its rows, and Python raises: ValueError: The truth value of an array with more than one element is ambiguous",
+            f"reduce every element: np.{name}(x), or name the axis: np.{name}(x, axis=...)",
+        )
+        return self.batch_op(node, "check_scalar", {"message": str(message)}, [reduced])
 
     # -- NumPy functions per member ---------------------------------------------------------------
 

@@ -592,6 +592,8 @@ class ExpressionLowering:
             return self.state.prim(builtin, [self.state.materialize(a, node) for a in args])
         if (per_member := self.arrays.numpy_call(node, fn, args, kwargs)) is not NotImplemented:
             return per_member
+        if (reduced := self.arrays.python_reduction(node, fn, args, kwargs)) is not NotImplemented:
+            return reduced
         result = self._opaque_call(node, fn, args, kwargs, n_results)
         if isinstance(result, SSAValue) and _returns_new_array(fn, kwargs):
             self.state.aliases.fresh(result)

@@ -1,5 +1,6 @@
-"""Every NumPy call means, for each member, what it means on that member alone: checked call by
-call against plain Python run per member, on NumPy, JAX and TensorFlow.
+"""Every NumPy call (and Python's `sum`, `max`, `min`, `any`, `all` over an array) means, for each
+member, what it means on that member alone: checked call by call against plain Python run per
+member, on NumPy, JAX and TensorFlow.
 
 `CALLS` are each written as a user would, on per-member vectors `v`, `w`, `p` (5 floats, `p`
 positive), matrices `m` (3x3, well conditioned) and `spd` (symmetric positive definite), vectors
@@ -270,6 +271,13 @@ CALLS = [
     "m.dot(v3)",
     "v.copy()",
     "m.ravel()",
+    "sum(v)",
+    "sum(v, 10.0)",
+    "sum(m)",
+    "max(v)",
+    "min(v)",
+    "any(v > 0)",
+    "all(v > -5)",
 ]
 
 REFUSED = [
@@ -286,6 +294,7 @@ REFUSED = [
     "np.arange(n)",
     "np.repeat(v, n)",
     "np.polymul(v3, w3)",
+    "max(m)",
 ]
 
 PARAMETERS = "v, w, p, m, spd, n, s, i, k, v3, w3"
