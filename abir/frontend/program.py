@@ -101,11 +101,18 @@ class UserFunctions:
 
     def declare_primitive(self, function: Any) -> None:
         """Make `function` a whole-batch primitive (no longer a helper, if it was one)."""
-        self._primitives[id(function)] = function
+        parts = _identity(function)
+        self._primitives[tuple(id(part) for part in parts)] = parts
         self.forget(function)
 
     def is_primitive(self, function: Any) -> bool:
-        return self._primitives.get(id(function)) is function
+        """Whether `function` was declared, or is a method bound from a declared function."""
+        method = getattr(function, "__func__", None)
+        return self._declared(_identity(function)) or method is not None and self._declared((method,))
+
+    def _declared(self, parts: tuple[Any, ...]) -> bool:
+        declared = self._primitives.get(tuple(id(part) for part in parts))
+        return declared is not None and all(a is b for a, b in zip(declared, parts, strict=True))
 
     def forget(self, function: Any) -> None:
         """Drop `function`'s helper registration (it became a primitive or was decorated)."""
@@ -260,6 +267,15 @@ class ProgramBuilder:
         name = self.opaque_names.name(key, hint, fn)
         self._opaques[name] = source
         return name
+
+
+def _identity(function: Any) -> tuple[Any, ...]:
+    """The objects that identify a callable: itself, or for a bound method (made anew by every
+    attribute read, `obj.method`) its object and its function."""
+    receiver, method = getattr(function, "__self__", None), getattr(function, "__func__", None)
+    if receiver is not None and method is not None:
+        return (receiver, method)
+    return (function,)
 
 
 def _contains(tree: ast.AST, node: ast.AST) -> bool:

@@ -171,6 +171,21 @@ def uses_doubler(x):
     return doubler(x)
 
 
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x):
+        return x * self.k
+
+
+scaler = Scaler(3)
+
+
+def uses_scaler(x):
+    return scaler.apply(x)
+
+
 shift_by_one = lambda x: x + 1  # noqa: E731
 
 
@@ -616,6 +631,14 @@ def test_a_math_function_abir_has_no_prim_for_is_refused():
 def test_a_callable_object_is_refused_with_what_to_do_instead():
     with pytest.raises(UncompilableHelperError, match=r"only plain `def` functions are compiled per member"):
         batched(uses_doubler)(np.array([1.0, 2.0]))
+    assert_matches_python(uses_doubler, (np.array([1.0, 2.0]),), abir.NumpyBackend(), primitives=(doubler,))
+
+
+def test_a_method_is_refused_unless_declared(backend):
+    with pytest.raises(UncompilableHelperError, match=r"ctx\.primitive\(Scaler\.apply\)"):
+        batched(uses_scaler)(np.array([1.0, 2.0]), backend=backend)
+    assert_matches_python(uses_scaler, (np.array([1.0, 2.0]),), backend, primitives=(scaler.apply,))
+    assert_matches_python(uses_scaler, (np.array([1.0, 2.0]),), backend, primitives=(Scaler.apply,))
 
 
 # ----- helpers returning structures ------------------------------------------------------------------
