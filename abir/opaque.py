@@ -309,6 +309,8 @@ def is_user_function(fn: object) -> bool:
 def qualified_name(fn: object) -> str:
     """How a fix names a callable: `scipy.special.logsumexp`, `math.lgamma`, `my_helper`."""
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    if "<" in name:  # `test.<locals>.f`: a function defined inside another goes by its own name
+        name = getattr(fn, "__name__", None) or name
     module = getattr(fn, "__module__", None)
     if not module or module in ("builtins", "__main__") or library_package(fn) is None:
         return str(name)

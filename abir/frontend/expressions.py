@@ -825,7 +825,7 @@ class ExpressionLowering:
     def _uncompilable_helper(self, node: ast.Call, fn: Any, err: UnsupportedSyntaxError) -> UncompilableHelperError:
         """The refusal of a call to the undecorated function `fn`, which the frontend cannot
         compile per member for the reason `err` gives."""
-        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "helper")
+        name = qualified_name(fn)
         return _uncompilable(self.source.error(
             node,
             f"the helper '{name}'{_definition(fn)} is not decorated in the Context, so abir compiles it per "
