@@ -33,6 +33,7 @@ _LAZY = {
     "run_module": ("abir.running", "run_module"),
     "tf_function": ("abir.backends.tf_backend", "tf_function"),
     "staged_error": ("abir.backends.jax_backend", "staged_error"),
+    "UncompilableHelperError": ("abir.opaque", "UncompilableHelperError"),
 }
 
 
@@ -63,6 +64,7 @@ __all__ = [
     "TensorType",
     "Type",
     "TypeInferenceError",
+    "UncompilableHelperError",
     "UnsupportedSyntaxError",
     "random",
     "run_module",

@@ -12,7 +12,10 @@
     ctx.program("fib")    # only what `fib` reaches
 
 Functions decorated in one `Context` may call each other by name in any order (forward
-references, recursion, mutual recursion). `build_program` is what the rest of the pipeline uses:
+references, recursion, mutual recursion). A function of the user's that is not decorated is
+compiled per member all the same when a batched function calls it (a *helper*, registered in the
+context on its first call); a function declared with `ctx.primitive` is instead called once on
+whole-batch arrays. `build_program` is what the rest of the pipeline uses:
 the module for an entry function specialized to the structure of its arguments. The context owns
 an `abir.calling.Compiler`, which compiles and runs its calls and reads the context only through
 `abir.calling.ProgramSource` (`build_program`, `type_inference_callables`, `forget_programs`,
@@ -52,6 +55,7 @@ from abir.frontend.program import (
     ProgramBuilder,
     SpecializationNames,
     SpecKey,
+    UserFunctions,
 )
 from abir.frontend.source import FunctionSource
 from abir.frontend.syntax import check_supported_syntax
@@ -150,6 +154,7 @@ class Context:
         self._type_inference: dict[str, TypeInference] = {}
         self._names = SpecializationNames()
         self._opaques = OpaqueNames()
+        self._user_functions = UserFunctions()
         self._programs: dict[tuple[str, tuple[optree.PyTreeSpec, ...]], FrontendProgram] = {}
         self._module: ModuleOp | None = None
         self.generation = 0
@@ -192,14 +197,46 @@ class Context:
                 source_line=source.source_line(source.lineno(source.tree)),
                 suggestion="give each batched function of a Context its own name",
             )
+        if self._user_functions.is_primitive(function):
+            raise UnsupportedSyntaxError(
+                f"'{name}' is declared a primitive of this Context (`ctx.primitive`), so it cannot be batched too",
+                filename=source.filename,
+                lineno=source.lineno(source.tree),
+                source_line=source.source_line(source.lineno(source.tree)),
+                suggestion="keep one: `@ctx.batch()` runs it per example, `@ctx.primitive` once on whole batches",
+            )
         batched = BatchedFunction(self, name, function, type_inference)
         self._functions[name] = FunctionEntry(name, source, batched)
+        self._user_functions.forget(function)
+        self._user_functions.forget_name(name)
         if type_inference is not None:
             self._type_inference[name] = type_inference
         self._programs.clear()
         self._module = None
         self.generation += 1
         return batched
+
+    def primitive(self, function: Callable[..., Any] | None = None) -> Any:
+        """Declare `function` a primitive: a call from a batched function runs it once per block
+        run on whole-batch arrays `[B, ...]` (it must work on each member's row along the leading
+        axis, on the backend's arrays) instead of compiling it per member. Usable as
+        `@ctx.primitive`, `@ctx.primitive()` and `ctx.primitive(fn)` (for a library function, e.g.
+        `ctx.primitive(scipy.special.logsumexp)`); returns `function` unchanged, so that plain
+        Python (and `dry_run=True`) calls it as it is."""
+        if function is None:
+            return self.primitive
+        if isinstance(function, BatchedFunction):
+            raise TypeError(
+                f"'{function.name}' is a batched function of a Context, so it cannot be a primitive too; "
+                "keep one: `@ctx.batch()` runs it per example, `@ctx.primitive` once on whole batches"
+            )
+        if not callable(function):
+            raise TypeError(f"ctx.primitive takes a callable, got {type(function).__name__} {function!r}")
+        self._user_functions.declare_primitive(function)
+        self._programs.clear()
+        self._module = None
+        self.generation += 1
+        return function
 
     # -- inspection -------------------------------------------------------------------------
 
@@ -291,7 +328,7 @@ class Context:
             raise KeyError(f"no batched function named '{name}' in this Context (known: {known})") from None
 
     def _builder(self) -> ProgramBuilder:
-        return ProgramBuilder(self._functions, self._names, self._opaques)
+        return ProgramBuilder(self._functions, self._names, self._opaques, self._user_functions)
 
     def forget_programs(self) -> None:
         """Drop the lowered modules (an undecorated helper's result structure became known, so

@@ -4,19 +4,24 @@
 records its source text in the module. Programs built by a `Context` register their callables
 automatically; a program read from text can run only after `register_opaque` supplies them.
 
-A call from a batched function to a function not decorated in its Context registers a `Helper`:
-the reference's contract makes such a helper a primitive, called once on whole-batch arrays. The
-`Helper` remembers where it is called, so that a failure (at type inference on dummies, or at run
-time on any backend) becomes a `HelperError` naming the helper, its line and the ways out, and it
-learns the structure the helper returns (tuples, lists, namedtuples) so that the frontend can keep
-that structure. Array operations are not opaque: they are builtin array prims
-(`abir.array_prims`) whose parameters are in the IR.
+A call from a batched function to a whole-batch primitive registers a `Helper`: a function the
+user declared with `Context.primitive`, or a library callable abir runs on whole batches (NumPy
+functions it has no prim for, `abir.random`). An undecorated function of the user's is not one:
+the frontend compiles it per member, as if it were decorated (`is_user_function`), or refuses it
+(`UncompilableHelperError`). The `Helper` remembers where it is called, so that a failure (at
+type inference on dummies, or at run time on any backend) becomes a `HelperError` naming the
+helper, its line and the ways out, and it learns the structure the helper returns (tuples, lists,
+namedtuples) so that the frontend can keep that structure. Array operations are not opaque: they
+are builtin array prims (`abir.array_prims`) whose parameters are in the IR.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+import sys
+import sysconfig
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,7 +30,7 @@ from typing import Any
 
 import optree
 
-from abir.errors import AbirError, HelperError
+from abir.errors import AbirError, HelperError, UnsupportedSyntaxError
 
 _REGISTRY: dict[str, Callable[..., Any]] = {}
 _COUNTER = itertools.count()
@@ -164,6 +169,9 @@ class Helper:
     stood_in: bool = field(default=False)
     """Whether the frontend lowered the helper's result as a placeholder while its structure was
     unknown (`stand_in`): the program must be lowered again once the structure is known."""
+    declared: bool = field(default=True)
+    """Whether the user declared the callable a primitive (`Context.primitive`); False for a
+    library callable abir itself runs on whole batches."""
 
     def __call__(self, *arrays: Any) -> Any:
         out = self.call_structured(*arrays)
@@ -206,18 +214,32 @@ class Helper:
         if (batch := call_batch()) is not None:
             received += batch.explain_rows({s[0] for s in shapes if s})
         jax_hint = (
-            " (under JAX its arguments are traced arrays: use jax.numpy functions, not NumPy's)"
+            " Under JAX its arguments are traced arrays: use jax.numpy functions, not NumPy's"
             if type(err).__name__ == "TracerArrayConversionError" else ""
         )  # fmt: skip
         return HelperError(
             f"{self.site.describe()}the helper '{self.name}'{self.definition()} failed: "
-            f"{type(err).__name__}: {_first_line(err)}\n"
-            f"'{self.name}' is not decorated in the Context, so it is a primitive: it is called once "
-            f"with whole-batch arrays of shape [B, ...] (here {received}), not once per example. "
-            f"Either decorate '{self.name}' with the same Context (`@ctx.batch()`) to run it per "
-            f"example, or make it batch-aware: whole-array operations along the leading batch axis, "
-            f"no Python `if`/`while` on its arguments{jax_hint}"
+            f"{type(err).__name__}: {_first_line(err)}\n{self._contract()} (here {received}), not once "
+            f"per example. {self._ways_out()}.{jax_hint}"
         )
+
+    def _contract(self) -> str:
+        """Why the helper got whole batches."""
+        if self.declared:
+            return (f"'{self.name}' is declared a primitive (`ctx.primitive`), so it is called once with "
+                    "whole-batch arrays of shape [B, ...]")
+        return f"'{self.name}' is a library function abir calls once with whole-batch arrays of shape [B, ...]"
+
+    def _ways_out(self) -> str:
+        """How to make the call work, in the user's terms."""
+        batch_aware = ("whole-array operations along the leading batch axis (`axis=-1` for the member's last "
+                       "axis), no Python `if`/`while` on its arguments")
+        if self.declared:
+            return (f"Either make '{self.name}' batch-aware: {batch_aware}; or drop its `ctx.primitive` "
+                    f"declaration, so that abir compiles it per example (as `@ctx.batch()` does)")
+        return (f"Either call it from a function of yours declared `@ctx.primitive` and make that batch-aware: "
+                f"{batch_aware}; or compute the value with operations abir compiles per example")
+
 
 
 def check_result_rows(out: Any, arrays: Sequence[Any]) -> None:
@@ -313,3 +335,63 @@ def _first_line(err: BaseException) -> str:
     """The first line of an error's message (the whole error stays chained as the cause)."""
     lines = str(err).strip().splitlines()
     return lines[0] if lines else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Which callables are the user's own functions
+# ---------------------------------------------------------------------------------------------
+
+LIBRARY_PACKAGES = frozenset({
+    "abir", "numpy", "scipy", "jax", "jaxlib", "tensorflow", "keras", "optree", "xdsl", "torch", "pandas",
+    "sklearn", "numba", "blackjax", "tensorflow_probability",
+})  # fmt: skip
+"""Top-level packages whose functions are never compiled per member, wherever they are installed."""
+
+_LIBRARY_DIRECTORIES = tuple(
+    {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
+
+
+def library_package(fn: object) -> str | None:
+    """The library `fn` belongs to: abir, NumPy, JAX, TensorFlow, SciPy (`LIBRARY_PACKAGES`),
+    Python's standard library (builtins included), or any package installed where Python keeps
+    its libraries (site-packages); None for a callable of the user's own code."""
+    module = getattr(fn, "__module__", None) or getattr(type(fn), "__module__", None) or ""
+    top = module.partition(".")[0]
+    if top in LIBRARY_PACKAGES or top == "builtins":
+        return top
+    code = getattr(fn, "__code__", None)
+    if code is not None:  # a Python function: where its file is (a user's package may share a stdlib name)
+        filename = code.co_filename
+        return (top or filename) if filename.startswith(_LIBRARY_DIRECTORIES) or "site-packages" in filename else None
+    if top in sys.stdlib_module_names or isinstance(fn, types.BuiltinFunctionType | types.BuiltinMethodType):
+        return top or "builtins"
+    return None
+
+
+def is_user_function(fn: object) -> bool:
+    """Whether `fn` is a plain Python function of the user's (a `def` or a lambda, not a builtin,
+    a class, a method, a C function, nor a function of a library): the frontend compiles a call
+    to one per member, as if it were decorated in the Context."""
+    return isinstance(fn, types.FunctionType) and library_package(fn) is None
+
+
+def qualified_name(fn: object) -> str:
+    """How a fix names a callable: `scipy.special.logsumexp`, `math.lgamma`, `my_helper`."""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+    if "<" in name:  # `test.<locals>.f`: a function defined inside another goes by its own name
+        name = getattr(fn, "__name__", None) or name
+    module = getattr(fn, "__module__", None)
+    if not module or module in ("builtins", "__main__") or library_package(fn) is None:
+        return str(name)
+    public = module.split(".")
+    while len(public) > 1 and public[-1].startswith("_"):  # `scipy.special._logsumexp` -> `scipy.special`
+        public.pop()
+    return f"{'.'.join(public)}.{name}"
+
+
+class UncompilableHelperError(UnsupportedSyntaxError):
+    """A call from a batched function to a callable abir can neither compile per member nor
+    treat as a primitive (an undecorated function whose source it cannot read or lower, a
+    library callable not declared `ctx.primitive`): refused at compile time with the reason and
+    the fixes, never run on the whole batch silently."""

@@ -23,9 +23,11 @@ gives the structure, as a base case would.
 from __future__ import annotations
 
 import ast
+import inspect
 import math
 import operator
 import random
+import types
 from typing import Any
 
 import numpy as np
@@ -35,8 +37,10 @@ from xdsl.ir import SSAValue
 from abir import prims
 from abir.dialects.functional import LOCATION_ATTR, CallOp, UnknownType
 from abir.dry_run import truthy
+from abir.errors import UnsupportedSyntaxError
 from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, LikeDtype
 from abir.frontend.range_membership import range_arguments, range_membership
+from abir.frontend.source import FunctionSource
 from abir.frontend.state import LoweringState, UnknownResultStructure, describe_structure
 from abir.frontend.values import (
     MaybeUndefined,
@@ -45,11 +49,20 @@ from abir.frontend.values import (
     describe_object,
     drop_none,
     flatten,
+    is_materializable,
     stand_in,
     unflatten,
     unwrap_statics,
 )
-from abir.opaque import CallSite, Helper, helper_result_structure
+from abir.opaque import (
+    CallSite,
+    Helper,
+    UncompilableHelperError,
+    helper_result_structure,
+    is_user_function,
+    library_package,
+    qualified_name,
+)
 
 BINARY_PRIMS: dict[type[ast.operator], str] = {
     ast.Add: "add",
@@ -696,9 +709,12 @@ class ExpressionLowering:
                 node, f"keyword arguments in calls to batched function '{name}' are not supported",
                 "pass the arguments positionally",
             )
+        return self._specialization_call(node, name, self.elements(node.args, in_call=True))
+
+    def _specialization_call(self, node: ast.Call, name: str, arguments: list[Any]) -> Any:
+        """A call of the decorated function or helper `name` on `arguments` (one value each)."""
         flat_args: list[SSAValue] = []
         treedefs = []
-        arguments = self.elements(node.args, in_call=True)
         if pending := next((a for a in arguments if awaits_result_structure(a)), None):
             return stand_in(pending)  # a helper's result of unknown structure: lowered again once known
         for arg in arguments:
@@ -745,6 +761,15 @@ class ExpressionLowering:
         return _numpy_prim(fn, len(args))
 
     def _opaque_call(self, node: ast.Call, fn: Any, args: list, kwargs: dict, n_results: int | None) -> Any:
+        """A call of a callable that is neither a batched function nor lowered by abir itself: an
+        undecorated function of the user's is compiled per member (`_helper_call`); a declared
+        primitive, a NumPy callable or one of abir's own runs once on whole-batch arrays (a
+        `Helper` prim); anything else is refused (`_refused_callable`)."""
+        declared = self.state.services.is_primitive(fn)
+        if not declared and is_user_function(fn):
+            return self._helper_call(node, fn, args, kwargs)
+        if not declared and not _runs_on_whole_batch(fn):
+            raise self._refused_callable(node, fn)
         leaves, treedef = flatten((args, kwargs))
         batched = [leaf for leaf in leaves if isinstance(leaf, SSAValue)]
         statics = [leaf.value if isinstance(leaf, Static) else None for leaf in leaves]
@@ -759,12 +784,93 @@ class ExpressionLowering:
         arguments_key = tuple(_static_key(leaf.value) if isinstance(leaf, Static) else BATCHED for leaf in leaves)
         key = (self.source.function, node.lineno, node.col_offset, treedef, arguments_key, n_results)
         hint = getattr(fn, "__name__", None) or type(fn).__name__
-        helper = Helper(call_with_batched_leaves, fn, CallSite.of(self.source, node))
+        helper = Helper(call_with_batched_leaves, fn, CallSite.of(self.source, node), declared=declared)
         symbol = self.state.services.opaque(key, hint, self.source.segment(node), helper)
         if (structure := helper_result_structure(symbol)) is not None:  # learned by type inference
             return unflatten(structure, self.state.opaque_prim(symbol, batched, structure.num_leaves))
         results = self.state.opaque_prim(symbol, batched, n_results or 1)
         return tuple(results) if n_results is not None else results[0]
+
+    def _helper_call(self, node: ast.Call, fn: types.FunctionType, args: list, kwargs: dict) -> Any:
+        """A call of an undecorated function of the user's, compiled per member as a decorated
+        function is (keywords bound to its parameters by name). What keeps it from compiling (its
+        source, its syntax, a construct its body uses) is an `UncompilableHelperError` here."""
+        try:
+            name = self.state.services.helper_callee(fn)
+        except UnsupportedSyntaxError as err:
+            raise self._uncompilable_helper(node, fn, err) from None
+        helper = self.state.services.helper_source(name)
+        assert helper is not None, f"'{name}' was just registered as a helper"
+        arguments = self._helper_arguments(node, helper, args, kwargs)
+        try:
+            return self._specialization_call(node, name, arguments)
+        except UncompilableHelperError:
+            raise  # a helper it calls, or a callable its body calls: that call's own error
+        except UnsupportedSyntaxError as err:
+            if not _raised_in(helper, err):
+                raise
+            raise self._uncompilable_helper(node, fn, err) from None
+
+    def _helper_arguments(self, node: ast.Call, helper: FunctionSource, args: list, kwargs: dict) -> list[Any]:
+        """The helper's arguments in parameter order; every leaf must be able to become a
+        per-member value (a number, a bool, a NumPy array, `None`, or a batched value)."""
+        name = helper.name
+        try:
+            bound = inspect.signature(helper.function).bind(*args, **kwargs)
+        except TypeError as err:
+            raise self.source.error(node, f"calling '{name}' raises TypeError: {err}",
+                                    f"pass '{name}' one value per parameter") from None
+        arguments = list(bound.args)
+        for leaf in flatten(drop_none(arguments))[0]:
+            if isinstance(leaf, Static) and not is_materializable(leaf.value):
+                raise _uncompilable(self.source.error(
+                    node,
+                    f"the helper '{name}'{_definition(helper.function)} is compiled per member, so its arguments "
+                    f"become per-member values (numbers, booleans, NumPy arrays, and tuples, lists and namedtuples "
+                    f"of them), but {describe_object(leaf.value)} is passed to it",
+                    f"read that value inside '{name}' (from its module or closure) instead of passing it, or "
+                    f"compute it before the call; or, if '{name}' works on whole batches, declare it a primitive "
+                    f"(`@ctx.primitive`)",
+                ))
+        return arguments
+
+    def _uncompilable_helper(self, node: ast.Call, fn: Any, err: UnsupportedSyntaxError) -> UncompilableHelperError:
+        """The refusal of a call to the undecorated function `fn`, which the frontend cannot
+        compile per member for the reason `err` gives."""
+        name = qualified_name(fn)
+        return _uncompilable(self.source.error(
+            node,
+            f"the helper '{name}'{_definition(fn)} is not decorated in the Context, so abir compiles it per "
+            f"member, as if it were decorated, but it cannot be compiled per member: {_reason(err)}",
+            f"make '{name}' compilable per member (as the reason says), or, if it works on whole batches "
+            f"(arrays [B, ...], each member's row along the leading axis), declare it a primitive: "
+            f"`@ctx.primitive` on its definition, or `ctx.primitive({name})`",
+        ))
+
+    def _refused_callable(self, node: ast.Call, fn: Any) -> UncompilableHelperError:
+        """The refusal of a call to a callable abir neither compiles per member nor runs as a
+        whole-batch primitive: a library function other than NumPy's and abir's, or a callable of
+        the user's that is not a plain function (a class, a method, a callable object)."""
+        call = f"`{self.source.segment(node)}`"
+        name = qualified_name(fn)
+        library = library_package(fn)
+        if library is not None:
+            return _uncompilable(self.source.error(
+                node,
+                f"{call} calls {name} (from {library}) on per-member values; abir neither compiles it per member "
+                "nor knows it as a whole-batch primitive, and called once on whole-batch arrays [B, ...] it "
+                "may not compute what it computes for one member",
+                f"if it works on whole batches (each member's row along the leading axis), declare it once, "
+                f"before the call: `ctx.primitive({name})`; else compute the value with operators and NumPy "
+                "functions, or in a function of yours (compiled per member)",
+            ))
+        return _uncompilable(self.source.error(
+            node,
+            f"{call} calls {describe_object(fn)} on per-member values, which abir cannot compile per member: "
+            "only plain `def` functions are compiled per member (a class, a method or a callable object is not)",
+            "call a module-level `def` function doing the work instead (it is compiled per member), or, if the "
+            f"callable works on whole batches, declare it a primitive: `ctx.primitive({name})`",
+        ))
 
 
 NEW_ARRAY_FUNCTIONS = (np.zeros_like, np.ones_like, np.full_like, np.empty_like, np.array, np.copy)
@@ -857,3 +963,47 @@ def _suggestion_for(kind: str) -> str:
     if kind == "Lambda":
         return "define a named function at module level and call it"
     return "compute it in a helper function called from the batched function"
+
+
+def _runs_on_whole_batch(fn: Any) -> bool:
+    """Whether a call of `fn` that abir does not lower itself stays a whole-batch opaque prim
+    without being declared a primitive: NumPy's callables (functions, ufuncs, types, methods
+    of NumPy arrays) and abir's own (`abir.random`)."""
+    if isinstance(fn, np.ufunc) or isinstance(getattr(fn, "__self__", None), np.ndarray | np.generic):
+        return True
+    return library_package(fn) in ("numpy", "abir")
+
+
+def _raised_in(helper: FunctionSource, err: UnsupportedSyntaxError) -> bool:
+    """Whether `err` is located in the body of `helper` (not in a function it calls)."""
+    first = helper.lineno(helper.tree)
+    last = helper.line_offset + (helper.tree.end_lineno or helper.tree.lineno)
+    return err.filename == helper.filename and err.lineno is not None and first <= err.lineno <= last
+
+
+def _reason(err: UnsupportedSyntaxError) -> str:
+    """The frontend's refusal `err` in one line: where, what, and its own fix in parentheses."""
+    where = f"{err.filename}:{err.lineno}: " if err.filename and err.lineno else ""
+    message = str(err.msg)
+    if err.suggestion and message.endswith(f". Instead: {err.suggestion}"):
+        message = f"{message.removesuffix(f'. Instead: {err.suggestion}')} (there: {err.suggestion})"
+    return where + message
+
+
+def _definition(fn: Any) -> str:
+    """` (defined at file:line)` of a Python function, for messages; empty when unknown."""
+    code = getattr(fn, "__code__", None)
+    return "" if code is None else f" (defined at {code.co_filename}:{code.co_firstlineno})"
+
+
+def _uncompilable(located: UnsupportedSyntaxError) -> UncompilableHelperError:
+    """`located` (an error of the calling line) as an `UncompilableHelperError`."""
+    error = UncompilableHelperError(
+        located.msg,
+        filename=located.filename,
+        lineno=located.lineno,
+        col_offset=None if located.offset is None else located.offset - 1,
+        source_line=located.text,
+    )
+    error.suggestion = located.suggestion
+    return error

@@ -7,6 +7,12 @@ lowered is unknown: the calling path (the rest of a statement sequence, or one o
 conditional expression, `and` or `or`, whose other operand then joins alone) is abandoned for
 this round, the base cases give the structure, and the whole program is lowered again until no
 call site is left unknown.
+
+A Context's functions are the decorated ones and its *helpers*: undecorated functions of the
+user's that a batched function calls (`abir.opaque.is_user_function`), registered by
+`UserFunctions.helper_name` on their first call and then compiled per member exactly like
+decorated functions (specializations, recursion, structures). Functions declared with
+`Context.primitive` are not helpers: their calls stay opaque prims on whole batches.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from abir.dialects.functional import OpaqueOp
 from abir.errors import UnsupportedSyntaxError
 from abir.frontend.lowering import FunctionLowering, LoweredFunction
 from abir.frontend.source import FunctionSource
+from abir.frontend.syntax import check_supported_syntax
 from abir.frontend.values import LEAF
 from abir.opaque import fresh_opaque_name, register_opaque
 
@@ -43,17 +50,81 @@ class FrontendProgram:
 
 @dataclass(frozen=True)
 class FunctionEntry:
-    """What a program needs to know about one decorated function."""
+    """What a program needs to know about one decorated function or helper."""
 
     name: str
     source: FunctionSource
     batched: Any
-    """The object users call (the `BatchedFunction`); calls to it are batched calls."""
+    """The object users call: the `BatchedFunction` (calls to it are batched calls), or a
+    helper's own Python function."""
 
     @property
     def n_params(self) -> int:
         args = self.source.tree.args
         return len(args.posonlyargs) + len(args.args)
+
+
+class UserFunctions:
+    """A Context's undecorated functions compiled per member (helpers) and its declared primitives.
+
+    Helpers are keyed by the function object (the same function reached through any name is one
+    helper) and named after it; a name a decorated function or another helper has gets a suffix
+    (`step_2`). Each registered function and primitive is kept alive, so its id stays its own."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, FunctionEntry] = {}
+        self._names: dict[int, str] = {}
+        self._primitives: dict[int, Any] = {}
+
+    def helper_name(self, function: Any, taken: Callable[[str], bool]) -> str:
+        """The helper name of `function`, registering it on first use (`taken`: whether a
+        decorated function has a name). Raises `UnsupportedSyntaxError` when its source cannot
+        be read or holds syntax outside abir's subset."""
+        name = self._names.get(id(function))
+        if name is not None:
+            return name
+        source = FunctionSource.of(function)
+        check_supported_syntax(source)
+        name = source.name
+        suffix = 1
+        while taken(name) or name in self.entries:
+            suffix += 1
+            name = f"{source.name}_{suffix}"
+        self.entries[name] = FunctionEntry(name, source, function)
+        self._names[id(function)] = name
+        return name
+
+    def source(self, name: str) -> FunctionSource | None:
+        """The source of helper `name`; None when `name` is not a helper (a decorated function)."""
+        entry = self.entries.get(name)
+        return entry.source if entry is not None else None
+
+    def declare_primitive(self, function: Any) -> None:
+        """Make `function` a whole-batch primitive (no longer a helper, if it was one)."""
+        parts = _identity(function)
+        self._primitives[tuple(id(part) for part in parts)] = parts
+        self.forget(function)
+
+    def is_primitive(self, function: Any) -> bool:
+        """Whether `function` was declared, or is a method bound from a declared function."""
+        method = getattr(function, "__func__", None)
+        return self._declared(_identity(function)) or method is not None and self._declared((method,))
+
+    def _declared(self, parts: tuple[Any, ...]) -> bool:
+        declared = self._primitives.get(tuple(id(part) for part in parts))
+        return declared is not None and all(a is b for a, b in zip(declared, parts, strict=True))
+
+    def forget(self, function: Any) -> None:
+        """Drop `function`'s helper registration (it became a primitive or was decorated)."""
+        name = self._names.pop(id(function), None)
+        if name is not None:
+            del self.entries[name]
+
+    def forget_name(self, name: str) -> None:
+        """Drop the helper named `name`, if any (a decorated function now has that name)."""
+        entry = self.entries.get(name)
+        if entry is not None:
+            self.forget(entry.source.function)
 
 
 class SpecializationNames:
@@ -94,9 +165,15 @@ class ProgramBuilder:
     """Lowers the specializations reachable from some entry points into one module."""
 
     def __init__(
-        self, functions: dict[str, FunctionEntry], names: SpecializationNames, opaques: OpaqueNames
+        self,
+        functions: dict[str, FunctionEntry],
+        names: SpecializationNames,
+        opaques: OpaqueNames,
+        user_functions: UserFunctions | None = None,
     ):
         self.functions = functions
+        """The decorated functions."""
+        self.user_functions = user_functions if user_functions is not None else UserFunctions()
         self.names = names
         self.opaque_names = opaques
         self.outputs: dict[SpecKey, optree.PyTreeSpec] = {}
@@ -127,7 +204,7 @@ class ProgramBuilder:
             return
         self._lowered[key] = None  # in progress
         name, treedefs = key
-        entry = self.functions[name]
+        entry = self._entry(name)
         result = FunctionLowering(entry.source, self, self.names.symbol(key), treedefs).lower()
         if result.output is not None:
             self.outputs[key] = result.output
@@ -139,9 +216,18 @@ class ProgramBuilder:
         module.verify()
         return module
 
+    def _entry(self, name: str) -> FunctionEntry:
+        """The decorated function or helper `name`."""
+        return self.functions.get(name) or self.user_functions.entries[name]
+
+    def _caller(self, node: ast.AST) -> FunctionEntry:
+        """The decorated function or helper whose body holds `node`."""
+        entries = [*self.functions.values(), *self.user_functions.entries.values()]
+        return next(e for e in entries if _contains(e.source.tree, node))
+
     def _unresolved_error(self, unknown: Any) -> UnsupportedSyntaxError:
-        entry = self.functions[unknown.callee]
-        caller = next(e for e in self.functions.values() if _contains(e.source.tree, unknown.node))
+        entry = self._entry(unknown.callee)
+        caller = self._caller(unknown.node)
         return caller.source.error(
             unknown.node,
             f"cannot tell what '{unknown.callee}' returns: every path through it that returns calls "
@@ -157,9 +243,9 @@ class ProgramBuilder:
     def call_target(
         self, name: str, arg_treedefs: tuple[optree.PyTreeSpec, ...], node: ast.AST
     ) -> tuple[str, optree.PyTreeSpec | None]:
-        entry = self.functions[name]
+        entry = self._entry(name)
         if len(arg_treedefs) != entry.n_params:
-            caller = next(e for e in self.functions.values() if _contains(e.source.tree, node))
+            caller = self._caller(node)
             raise caller.source.error(
                 node,
                 f"batched function '{name}' takes {entry.n_params} argument(s) but {len(arg_treedefs)} were given",
@@ -168,10 +254,28 @@ class ProgramBuilder:
         self._ensure_lowered(key)
         return self.names.symbol(key), self.outputs.get(key)
 
+    def helper_callee(self, fn: Any) -> str:
+        return self.user_functions.helper_name(fn, lambda name: name in self.functions)
+
+    def helper_source(self, name: str) -> FunctionSource | None:
+        return self.user_functions.source(name)
+
+    def is_primitive(self, fn: Any) -> bool:
+        return self.user_functions.is_primitive(fn)
+
     def opaque(self, key: Any, hint: str, source: str, fn: Any) -> str:
         name = self.opaque_names.name(key, hint, fn)
         self._opaques[name] = source
         return name
+
+
+def _identity(function: Any) -> tuple[Any, ...]:
+    """The objects that identify a callable: itself, or for a bound method (made anew by every
+    attribute read, `obj.method`) its object and its function."""
+    receiver, method = getattr(function, "__self__", None), getattr(function, "__func__", None)
+    if receiver is not None and method is not None:
+        return (receiver, method)
+    return (function,)
 
 
 def _contains(tree: ast.AST, node: ast.AST) -> bool:

@@ -72,6 +72,20 @@ class ProgramServices(Protocol):
         """The symbol of a specialization and its output structure (None while unknown)."""
         ...
 
+    def helper_callee(self, fn: Any) -> str:
+        """The name under which the undecorated user function `fn` is compiled per member, as a
+        decorated function is (registered on first use); `UnsupportedSyntaxError` when its source
+        cannot be read or holds syntax outside abir's subset."""
+        ...
+
+    def helper_source(self, name: str) -> FunctionSource | None:
+        """The source of the helper `name` (None when `name` is a decorated function)."""
+        ...
+
+    def is_primitive(self, fn: Any) -> bool:
+        """Whether `fn` was declared a whole-batch primitive (`Context.primitive`)."""
+        ...
+
     def opaque(self, key: Any, hint: str, source: str, fn: Any) -> str:
         """Register (once per key) an opaque callable and declare it in the module."""
         ...

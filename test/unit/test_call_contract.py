@@ -1,7 +1,11 @@
 """The contract of a call to a batched function, checked against plain Python run per member.
 
-* Undecorated helpers are primitives, called once on whole-batch arrays; when one fails (at
-  type inference or at run time, on any backend) the error names it, its line and the two ways out.
+* An undecorated function of the user's is compiled per member, as if it were decorated (an `if`,
+  `np.sum(v)`, recursion mean what they mean for one member); one abir cannot compile is refused
+  at compile time with the reason and both fixes. A function declared `ctx.primitive` is called
+  once on whole-batch arrays; when one fails (at type inference or at run time, on any backend)
+  the error names it, its line and the ways out. A library callable other than NumPy's and
+  abir's is refused unless declared `ctx.primitive(fn)`.
 * `dry_run=True` runs the plain Python function member by member and stacks the results.
 * Bad arguments fail clearly at the call; an empty batch returns empty results of the inferred
   types; backends may be named.
@@ -14,15 +18,18 @@ Every batched result is compared with the plain function run on each member's ow
 from __future__ import annotations
 
 import collections
+import math
 
 import numpy as np
 import optree
 import pytest
+import scipy.special
 
 import abir
 from abir import TensorType
 from abir.calling import resolve_backend
 from abir.errors import HelperError, TypeInferenceError
+from abir.opaque import UncompilableHelperError
 
 Point = collections.namedtuple("Point", "x y")
 
@@ -71,6 +78,119 @@ def raises_abir_error(x):
 
 def uses_raises_abir_error(x):
     return raises_abir_error(x)
+
+
+def member_sum(v):
+    return np.sum(v)
+
+
+def first_column_total(m):
+    return np.sum(m, axis=0)[0]
+
+
+def uses_member_sums(v, m):
+    return member_sum(v) * 10 + first_column_total(m)
+
+
+def helper_fib(n):
+    if n < 2:
+        return n
+    return helper_fib(n - 1) + helper_fib(n - 2)
+
+
+def uses_helper_fib(n):
+    return helper_fib(n) + 1
+
+
+def helper_even(n):
+    if n == 0:
+        return True
+    return batched_odd(n - 1)
+
+
+def batched_odd(n):
+    if n == 0:
+        return False
+    return helper_even(n - 1)
+
+
+def scale_by(x, factor):
+    return x * factor
+
+
+def uses_keywords(x):
+    return scale_by(factor=3, x=x) + scale_by(x, factor=2)
+
+
+def row_count(x):
+    return x * 0 + np.size(x)  # 1 for one member, B for a whole batch
+
+
+def uses_row_count(x):
+    return row_count(x)
+
+
+def prints(x):
+    print(x)
+    return x
+
+
+def uses_prints(x):
+    return prints(x) * 2
+
+
+def apply_to(fn, x):
+    return fn(x)
+
+
+def uses_apply_to(x):
+    return apply_to(np.sin, x)
+
+
+def uses_logsumexp(v):
+    return scipy.special.logsumexp(v, axis=-1)
+
+
+def uses_lgamma(x):
+    return math.lgamma(x)
+
+
+def uses_round(x):
+    return round(x)
+
+
+class Doubler:
+    def __call__(self, x):
+        return x * 2
+
+
+doubler = Doubler()
+
+
+def uses_doubler(x):
+    return doubler(x)
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, x):
+        return x * self.k
+
+
+scaler = Scaler(3)
+
+
+def uses_scaler(x):
+    return scaler.apply(x)
+
+
+shift_by_one = lambda x: x + 1  # noqa: E731
+
+
+def uses_lambda(x):
+    return shift_by_one(x)
 
 
 # ----- helpers returning structures ---------------------------------------------------------------
@@ -275,16 +395,19 @@ def assert_members(result, expected, check_dtype=True):
                 assert row.dtype == np.asarray(want).dtype, f"member {i}: {row.dtype} != {np.asarray(want).dtype}"
 
 
-def batched(program, *others, type_inference=None):
-    """`program` decorated in a new Context, with the other functions it calls."""
+def batched(program, *others, type_inference=None, primitives=()):
+    """`program` decorated in a new Context, with the other functions it calls and the
+    primitives it declares."""
     ctx = abir.Context()
+    for primitive in primitives:
+        ctx.primitive(primitive)
     for other in others:
         ctx.batch_uncurried(other)
     return ctx.batch_uncurried(program, type_inference)
 
 
-def assert_matches_python(program, args, backend, *others, type_inference=None, check_dtype=True):
-    result = batched(program, *others, type_inference=type_inference)(*args, backend=backend)
+def assert_matches_python(program, args, backend, *others, type_inference=None, check_dtype=True, primitives=()):
+    result = batched(program, *others, type_inference=type_inference, primitives=primitives)(*args, backend=backend)
     expected = per_member(program, args)
     assert_members(result, expected, check_dtype)
     return result
@@ -294,72 +417,228 @@ def line_of(function, offset=0) -> str:
     return f"{__file__}:{function.__code__.co_firstlineno + offset}"
 
 
-# ----- undecorated helpers: primitives on the whole batch, failures explained -----------------------
+# ----- undecorated helpers: compiled per member ------------------------------------------------------
 
 
-def test_batch_aware_helper_runs_once_on_the_whole_batch(backend):
-    assert_matches_python(uses_high_byte, (np.array([0, 255, 256, 70000, 1 << 20]),), backend)
-
-
-def test_helper_with_an_if_names_itself_its_lines_and_both_ways_out(backend):
-    f = batched(uses_sign_of)
-    with pytest.raises(HelperError) as info:
-        f(np.array([3, -2, 5]), backend=backend)
-    message = str(info.value)
-    assert "the helper 'sign_of'" in message
-    assert f"defined at {line_of(sign_of)}" in message
-    assert line_of(uses_sign_of, 1) in message and "return sign_of(x) * x" in message
-    assert "not decorated" in message and "[B, ...]" in message
-    assert "@ctx.batch()" in message and "batch-aware" in message
-    assert isinstance(info.value.__cause__, ValueError)
+def test_undecorated_helper_with_an_if_is_compiled_per_member(backend):
+    assert_matches_python(uses_sign_of, (np.array([3, -2, 5, 0]),), backend)
 
 
 def test_decorating_the_helper_batches_it_per_example(backend):
     assert_matches_python(uses_sign_of, (np.array([3, -2, 5, 0]),), backend, sign_of)
 
 
-def test_numpy_function_in_a_helper_under_jax_says_to_use_jax_numpy():
-    f = batched(uses_numpy_sine)
+def test_numpy_reductions_in_a_helper_mean_the_members_own(backend):
+    v = np.arange(12.0).reshape(4, 3)
+    m = np.arange(24.0).reshape(4, 3, 2)
+    result = assert_matches_python(uses_member_sums, (v, m), backend)
+    np.testing.assert_allclose(np.asarray(result)[1], (3 + 4 + 5) * 10 + (6 + 8 + 10))
+
+
+def test_recursion_through_an_undecorated_helper(backend):
+    assert_matches_python(uses_helper_fib, (np.array([0, 1, 5, 9]),), backend)
+
+
+def test_mutual_recursion_of_a_helper_and_a_decorated_function(backend):
+    assert_matches_python(helper_even, (np.array([0, 1, 4, 7]),), backend, batched_odd)
+
+
+def test_keyword_arguments_bind_to_a_helpers_parameters(backend):
+    assert_matches_python(uses_keywords, (np.array([1.5, -2.0]),), backend)
+
+
+def test_numpy_function_in_an_undecorated_helper_runs_per_member_on_every_backend(backend):
+    assert_matches_python(uses_numpy_sine, (np.array([0.5, 1.0, -2.0]),), backend)
+
+
+def test_a_helper_is_registered_on_its_first_call_and_not_listed_as_decorated():
+    ctx = abir.Context()
+    f = ctx.batch_uncurried(uses_helper_fib)
+    np.testing.assert_array_equal(f(np.array([3, 6])), [3, 9])
+    assert ctx.function_names() == ["uses_helper_fib"]
+    assert "@helper_fib" in str(ctx.program("uses_helper_fib"))
+
+
+# ----- undecorated helpers abir cannot compile: refused at compile time ---------------------------------
+
+
+def test_an_uncompilable_helper_is_refused_with_the_reason_and_both_fixes(backend):
+    f = batched(uses_reject_negative)
+    with pytest.raises(UncompilableHelperError) as info:
+        f(np.array([4, 1, 2]), backend=backend)
+    message = str(info.value)
+    assert message.startswith(line_of(uses_reject_negative, 1))
+    assert "return reject_negative(x) + 1" in message
+    assert f"the helper 'reject_negative' (defined at {line_of(reject_negative)})" in message
+    assert f"{line_of(reject_negative, 2)}: " in message and "`raise` is not supported" in message
+    assert "compilable per member" in message
+    assert "`@ctx.primitive`" in message and "ctx.primitive(reject_negative)" in message
+    assert isinstance(info.value, abir.UnsupportedSyntaxError)
+
+
+@pytest.mark.parametrize(
+    ("program", "reason"),
+    [
+        (uses_prints, "print() inside a batched function"),
+        (uses_lambda, "a lambda cannot be a batched function"),
+        (uses_apply_to, "but the callable sin is passed to it"),
+    ],
+    ids=["print", "lambda", "callable-argument"],
+)
+def test_helpers_abir_cannot_compile_per_member_name_why(program, reason):
+    with pytest.raises(UncompilableHelperError, match=r"the helper '.*' \(defined at .*\)") as info:
+        batched(program)(np.array([1.0, 2.0]))
+    assert reason in str(info.value) and "compiled per member" in str(info.value)
+    assert "@ctx.primitive" in str(info.value)
+
+
+# ----- primitives: declared, called once on the whole batch, failures explained -------------------------
+
+
+def test_a_primitive_gets_the_whole_batch(backend):
+    result = batched(uses_row_count, primitives=(row_count,))(np.array([1, 2, 3, 4, 5]), backend=backend)
+    np.testing.assert_array_equal(np.asarray(result), [5] * 5)
+    np.testing.assert_array_equal(np.asarray(batched(uses_row_count)(np.array([1, 2, 3]), backend=backend)), [1, 1, 1])
+
+
+def test_primitive_can_be_declared_as_a_decorator_with_or_without_parentheses():
+    ctx = abir.Context()
+
+    @ctx.primitive
+    def rows(x):
+        return x * 0 + x.shape[0]
+
+    @ctx.primitive()
+    def twice_rows(x):
+        return x * 0 + 2 * x.shape[0]
+
+    @ctx.batch()
+    def uses_both(x):
+        return rows(x) + twice_rows(x)
+
+    assert rows(np.zeros(2)).tolist() == [2.0, 2.0]  # the function itself, unchanged
+    np.testing.assert_array_equal(uses_both(np.array([1, 2, 3])), [9, 9, 9])
+
+
+def test_declaring_a_primitive_after_a_call_recompiles():
+    ctx = abir.Context()
+    f = ctx.batch_uncurried(uses_row_count)
+    np.testing.assert_array_equal(f(np.array([1, 2, 3])), [1, 1, 1])
+    ctx.primitive(row_count)
+    np.testing.assert_array_equal(f(np.array([1, 2, 3])), [3, 3, 3])
+
+
+def test_a_batched_function_cannot_be_a_primitive_too():
+    ctx = abir.Context()
+    f = ctx.batch_uncurried(uses_row_count)
+    with pytest.raises(TypeError, match="cannot be a primitive too"):
+        ctx.primitive(f)
+    ctx.primitive(row_count)
+    with pytest.raises(abir.UnsupportedSyntaxError, match="declared a primitive"):
+        ctx.batch_uncurried(row_count)
+
+
+def test_batch_aware_primitive_runs_once_on_the_whole_batch(backend):
+    assert_matches_python(uses_high_byte, (np.array([0, 255, 256, 70000, 1 << 20]),), backend, primitives=(high_byte,))
+
+
+def test_primitive_with_an_if_names_itself_its_lines_and_the_ways_out(backend):
+    f = batched(uses_sign_of, primitives=(sign_of,))
+    with pytest.raises(HelperError) as info:
+        f(np.array([3, -2, 5]), backend=backend)
+    message = str(info.value)
+    assert "the helper 'sign_of'" in message
+    assert f"defined at {line_of(sign_of)}" in message
+    assert line_of(uses_sign_of, 1) in message and "return sign_of(x) * x" in message
+    assert "declared a primitive (`ctx.primitive`)" in message and "[B, ...]" in message
+    assert "batch-aware" in message and "drop its `ctx.primitive` declaration" in message
+    assert isinstance(info.value.__cause__, ValueError)
+
+
+def test_numpy_function_in_a_primitive_under_jax_says_to_use_jax_numpy():
+    f = batched(uses_numpy_sine, primitives=(numpy_sine,))
     with pytest.raises(HelperError, match=r"(?s)the helper 'numpy_sine'.*jax\.numpy") as info:
         f(np.array([0.5, 1.0]), backend=abir.JaxBackend())
     assert type(info.value.__cause__).__name__ == "TracerArrayConversionError"
 
 
 @pytest.mark.parametrize("name", ["numpy", "tf"])
-def test_numpy_function_in_a_helper_runs_where_the_backend_allows(name):
-    assert_matches_python(uses_numpy_sine, (np.array([0.5, 1.0, -2.0]),), resolve_backend(name))
+def test_numpy_function_in_a_primitive_runs_where_the_backend_allows(name):
+    assert_matches_python(uses_numpy_sine, (np.array([0.5, 1.0, -2.0]),), resolve_backend(name), primitives=(numpy_sine,))
 
 
-def test_helper_failing_at_run_time_is_explained(backend):
-    f = batched(uses_reject_negative)
+def test_primitive_failing_at_run_time_is_explained(backend):
+    f = batched(uses_reject_negative, primitives=(reject_negative,))
     with pytest.raises(HelperError, match=r"the helper 'reject_negative'") as info:
         f(np.array([4, -1, 2]), backend=backend)
     assert line_of(uses_reject_negative, 1) in str(info.value)
     assert info.value.__cause__ is not None
 
 
-def test_helper_failing_in_the_stackless_executor_is_explained():
-    f = batched(uses_reject_negative)
+def test_primitive_failing_in_the_stackless_executor_is_explained():
+    f = batched(uses_reject_negative, primitives=(reject_negative,))
     np.testing.assert_array_equal(f(np.array([4, 1]), stackless=True), [5, 2])
     with pytest.raises(HelperError, match=r"(?s)failed: ValueError: negative input.*\(here \[3\]\)") as info:
         f(np.array([4, -1, 2]), stackless=True)
     assert isinstance(info.value.__cause__, ValueError)
 
 
-def test_helper_falling_back_to_numpy_under_xla_is_explained():
+def test_primitive_falling_back_to_numpy_under_xla_is_explained():
     # TF runs NumPy code inside a graph as a `numpy_function`, which XLA cannot compile; the error
     # names the helper on every call (the second call reuses the traced graph).
-    f = batched(uses_reject_negative)
+    f = batched(uses_reject_negative, primitives=(reject_negative,))
     xla = abir.TensorFlowBackend(jit_compile=True)
     for _ in range(2):
         with pytest.raises(HelperError, match=r"the helper 'reject_negative'"):
             f(np.array([4, 1, 2]), backend=xla)
 
 
-def test_abir_errors_raised_in_a_helper_pass_unchanged():
+def test_abir_errors_raised_in_a_primitive_pass_unchanged():
     with pytest.raises(abir.StackOverflowError, match="raised by abir code") as info:
-        batched(uses_raises_abir_error)(np.array([1, 2]))
+        batched(uses_raises_abir_error, primitives=(raises_abir_error,))(np.array([1, 2]))
     assert not isinstance(info.value, HelperError)
+
+
+# ----- library callables: refused unless declared primitives ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("program", "args", "fix"),
+    [
+        (uses_logsumexp, (np.arange(6.0).reshape(2, 3),), "ctx.primitive(scipy.special.logsumexp)"),
+        (uses_round, (np.array([1.5, 2.5]),), "ctx.primitive(round)"),
+    ],
+    ids=["scipy", "builtin"],
+)
+def test_a_library_callable_is_refused_unless_declared(program, args, fix):
+    with pytest.raises(UncompilableHelperError) as info:
+        batched(program)(*args)
+    message = str(info.value)
+    assert message.startswith(line_of(program, 1)) and "whole-batch arrays [B, ...]" in message
+    assert fix in message
+
+
+def test_a_declared_library_callable_gets_the_whole_batch():
+    v = np.array([[0.0, 1.0, 2.0], [3.0, -1.0, 0.5]])
+    assert_matches_python(uses_logsumexp, (v,), abir.NumpyBackend(), primitives=(scipy.special.logsumexp,))
+
+
+def test_a_math_function_abir_has_no_prim_for_is_refused():
+    with pytest.raises(UncompilableHelperError, match=r"ctx\.primitive\(math\.lgamma\)"):
+        batched(uses_lgamma)(np.array([1.5, 2.5]))
+
+
+def test_a_callable_object_is_refused_with_what_to_do_instead():
+    with pytest.raises(UncompilableHelperError, match=r"only plain `def` functions are compiled per member"):
+        batched(uses_doubler)(np.array([1.0, 2.0]))
+    assert_matches_python(uses_doubler, (np.array([1.0, 2.0]),), abir.NumpyBackend(), primitives=(doubler,))
+
+
+def test_a_method_is_refused_unless_declared(backend):
+    with pytest.raises(UncompilableHelperError, match=r"ctx\.primitive\(Scaler\.apply\)"):
+        batched(uses_scaler)(np.array([1.0, 2.0]), backend=backend)
+    assert_matches_python(uses_scaler, (np.array([1.0, 2.0]),), backend, primitives=(scaler.apply,))
+    assert_matches_python(uses_scaler, (np.array([1.0, 2.0]),), backend, primitives=(Scaler.apply,))
 
 
 # ----- helpers returning structures ------------------------------------------------------------------
@@ -376,9 +655,14 @@ STRUCTURED = [
 ]
 
 
+STRUCTURE_HELPERS = (halves, as_list, as_point, nested)
+
+
+@pytest.mark.parametrize("as_primitives", [False, True], ids=["per-member", "primitives"])
 @pytest.mark.parametrize(("program", "others"), STRUCTURED, ids=[p.__name__ for p, _ in STRUCTURED])
-def test_helper_structures_stay_structured_through_calls_and_results(backend, program, others):
-    result = assert_matches_python(program, (np.array([-7, 0, 3, 8, 13]),), backend, *others)
+def test_helper_structures_stay_structured_through_calls_and_results(backend, program, others, as_primitives):
+    primitives = STRUCTURE_HELPERS if as_primitives else ()
+    result = assert_matches_python(program, (np.array([-7, 0, 3, 8, 13]),), backend, *others, primitives=primitives)
     if program is return_helper_structure:
         assert type(result[1]) is Point
 

@@ -137,10 +137,11 @@ def test_type_inference_callables_cover_every_specialization():
 
 
 def test_opaque_callables_are_registered_and_take_batched_leaves_only():
+    ctx = Context()
+
+    @ctx.primitive
     def scaled(v, factor):
         return v * factor
-
-    ctx = Context()
 
     @ctx.batch()
     def f(x):

@@ -2,7 +2,7 @@
 plain Python run (`dry_run=True`) on NumPy, JAX and TensorFlow, or the program is rejected with an
 error naming the user's line.
 
-* A call taking the result of an undecorated helper whose result structure type inference has
+* A call taking the result of a primitive (`ctx.primitive`) whose result structure type inference has
   not learned yet is lowered with a placeholder; the program must be lowered again once the
   structure is known, also when it is a single array (the call used to stay the placeholder:
   `r(x, helper(x))` became `helper(x)`).
@@ -36,17 +36,17 @@ from abir.errors import AbirError, UnsupportedSyntaxError
 
 
 def doubled(a):
-    """An undecorated helper returning one array."""
+    """A primitive returning one array."""
     return a * 2
 
 
 def pair_of(a):
-    """An undecorated helper returning a tuple."""
+    """A primitive returning a tuple."""
     return a + 1, a * 2
 
 
 def two_vector(a):
-    """An undecorated helper returning one array with an axis of 2 per member."""
+    """A primitive returning one array with an axis of 2 per member."""
     return np.stack([a, a + 1], axis=-1)
 
 
@@ -207,13 +207,21 @@ PROGRAMS = [
     compile_time_array, scalar_argument_accumulates, array_update_then_item, rebinding_loop_keeps_alias,
     scalar_copies_in_item_loop, scalar_read_on_some_paths, guarded_power, power_in_arm,
 ]  # fmt: skip
-UNDECORATED = {doubled, pair_of, two_vector}
+PRIMITIVES = (doubled, pair_of, two_vector)
+"""Declared `ctx.primitive`: called on whole batches, their result structures learned at type inference."""
+
+
+def context_with_primitives() -> abir.Context:
+    context = abir.Context()
+    for primitive in PRIMITIVES:
+        context.primitive(primitive)
+    return context
 
 
 @pytest.fixture(scope="module")
 def batched() -> dict[str, object]:
-    context = abir.Context()
-    return {p.__name__: context.batch_uncurried(p) for p in PROGRAMS if p not in UNDECORATED}
+    context = context_with_primitives()
+    return {p.__name__: context.batch_uncurried(p) for p in PROGRAMS if p not in PRIMITIVES}
 
 
 @pytest.fixture(scope="module", params=["numpy", "jax", "tf"])
@@ -311,7 +319,7 @@ def line_of(function, text: str) -> int:
 
 def expect_error(function, marker: str, message: str, *args) -> AbirError:
     """Calling `function` batched fails at `marker`'s line with `message` and a suggestion."""
-    context = abir.Context()
+    context = context_with_primitives()
     context.batch()(countdown)
     with pytest.raises(AbirError) as info:
         context.batch()(function)(*args, backend=NumpyBackend())
@@ -466,7 +474,7 @@ def test_a_call_in_a_returned_and_compiles_to_a_few_blocks(backend):
 
 
 def minus_zero_times(k, a):
-    """An undecorated helper taking a compile-time number or array."""
+    """A primitive (declared `ctx.primitive`) taking a compile-time number or array."""
     return a - 0 * np.max(k)
 
 
@@ -595,6 +603,7 @@ FUZZ_PROGRAMS = [
 @pytest.fixture(scope="module")
 def fuzz_batched() -> dict[str, object]:
     context = abir.Context()
+    context.primitive(minus_zero_times)
     return {p.__name__: context.batch_uncurried(p) for p in FUZZ_PROGRAMS}
 
 
@@ -608,6 +617,7 @@ def test_a_helper_call_is_the_same_helper_in_every_lowering():
     """Lowering again (as a Context does once type inference learned a helper's structure) finds
     the helper registered for the same call and compile-time argument values."""
     context = abir.Context()
+    context.primitive(minus_zero_times)
     context.batch()(helpers_with_computed_compile_time_arguments)
     name = helpers_with_computed_compile_time_arguments.__name__
     first = str(context.build_program(name).module)

@@ -1,5 +1,5 @@
 """The printed functional IR is the whole program: for every program of the test corpus that uses
-no user-marked primitive (an undecorated helper stays an opaque prim), the functional IR the
+no primitive (a function declared `ctx.primitive` stays an opaque prim), the functional IR the
 frontend prints for a call runs in a fresh process with `abir-run` (nothing of this process's
 registries is there) and gives what the Python function gives, member by member."""
 
@@ -79,7 +79,7 @@ def run_in_fresh_process(tmp_path: Path, text: str, entry: str, leaves) -> list[
 def test_printed_ir_runs_elsewhere_as_the_python_call(tmp_path, program, args):
     printed = printed_program(program, args)
     if printed is None:
-        pytest.skip(f"{program.__name__} calls an undecorated helper (an opaque prim)")
+        pytest.skip(f"{program.__name__} calls a primitive (an opaque prim)")
     text, entry, leaves, output_treedef = printed
     results = optree.tree_unflatten(output_treedef, run_in_fresh_process(tmp_path, text, entry, leaves))
     batch = max(np.shape(leaf)[0] for leaf in leaves if np.ndim(leaf) > 0)

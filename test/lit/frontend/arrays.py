@@ -3,8 +3,8 @@
 # Array syntax on batched values: indexing with compile-time and per-member indices, methods,
 # attributes and axis-aware NumPy functions become builtin array prims with their static
 # parameters (index spec, axis, shape) in the op and the Python line in `abir.loc`; astype with a
-# compile-time dtype is the builtin prim with that dtype as result type; an undecorated helper
-# stays an opaque prim; starred compile-time tuples are spread.
+# compile-time dtype is the builtin prim with that dtype as result type; a primitive
+# (`ctx.primitive`) stays an opaque prim; starred compile-time tuples are spread.
 import numpy as np
 
 import abir.context
@@ -17,6 +17,7 @@ def pair(a, b):
 
 
 ctx = abir.context.Context()
+ctx.primitive(pair)
 
 
 @ctx.batch()
@@ -38,7 +39,7 @@ print(ctx.module())
 # CHECK:      functional.opaque @pair_{{[0-9]+}} "pair(*parts)"
 # CHECK-NOT:  functional.opaque
 # CHECK-LABEL: functional.func @arrays(%x: !functional.unknown, %i: !functional.unknown)
-# CHECK-NEXT:   %first = functional.prim "getitem" <{index = ["0"]}>(%x) {abir.loc = "{{.*}}arrays.py:24", abir.source = "x[0]"} : (!functional.unknown) -> !functional.unknown
+# CHECK-NEXT:   %first = functional.prim "getitem" <{index = ["0"]}>(%x) {abir.loc = "{{.*}}arrays.py:25", abir.source = "x[0]"} : (!functional.unknown) -> !functional.unknown
 # CHECK-NEXT:   %rest = functional.prim "getitem" <{index = ["1:", "...", "newaxis"]}>(%x)
 # CHECK-NEXT:   %picked = functional.prim "getitem" <{index = ["?"]}>(%x, %i) {{.*}} : (!functional.unknown, !functional.unknown) -> !functional.unknown
 # CHECK-NEXT:   %[[TABLE:.*]] = functional.constant dense<[10, 20, 30]> : tensor<3xi64>

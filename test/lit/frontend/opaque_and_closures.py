@@ -1,7 +1,7 @@
 # RUN: python %s | filecheck %s
 # RUN: python %s | abir-opt | filecheck %s
-# Calls of other Python callables become opaque prims with their source text; compile-time
-# arguments (keywords, closure constants) are bound in the registered callable. NumPy functions
+# Calls of primitives (callables declared `ctx.primitive`) become opaque prims with their source
+# text; compile-time arguments (keywords, closure constants) are bound in the registered callable. NumPy functions
 # with an Array-API name become builtin prims, axis-aware ones (`np.sum(x, axis=0)`) array
 # prims. Names from the enclosing scope (modules, module attributes, closure cells, config
 # objects) are compile-time constants.
@@ -27,6 +27,7 @@ def make(ctx, cfg):
 
 
 ctx = abir.context.Context()
+ctx.primitive(split)
 make(ctx, types.SimpleNamespace(limit=3.0, scale=2.0))
 print(ctx.module())
 
