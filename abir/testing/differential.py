@@ -9,7 +9,10 @@ TensorFlow flushes to zero), under a tracer that bounds the traced lines and the
 such a program is invalid (`InvalidProgram`), not a failure.
 The batched run decorates every batched function in one `abir.Context` and calls the entry on
 the whole batch; any exception, or a member whose result differs (ints exactly, floats within
-`RTOL`/`ATOL`), is a `Failure`.
+`RTOL`/`ATOL`), is a `Failure`. One kind of failure may be tolerated: a refusal (`REFUSED`), abir
+declining with its own error (`abir.errors.AbirError`, not a member's run-time error) to compile
+a program that makes library calls (`LIBRARY_CALLS`), as it does for calls it does not support;
+`counts_as_failure` says which failures count under a strict or a tolerant policy.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from typing import Any
 import numpy as np
 
 import abir
-from abir.testing.generate import PAIR, FuzzProgram, ValueType, tensor_types, type_of
+from abir.errors import AbirError, MemberRunError
+from abir.testing.generate import LIBRARY_CALLS, PAIR, FuzzProgram, ValueType, tensor_types, type_of
 
 BACKENDS = ("numpy", "jax", "tf")
 """The backends a campaign checks by default."""
@@ -86,7 +90,7 @@ class Failure:
 
     backend: str
     kind: str
-    """"mismatch" (a member's result differs) or "error" (the batched call raised)."""
+    """"mismatch" (a member's result differs), "error" (the batched call raised) or `REFUSED`."""
     message: str
     error_type: str | None = None
     member: int | None = None
@@ -96,7 +100,43 @@ class Failure:
     def signature(self) -> tuple[str, str | None, str]:
         """What a smaller program must reproduce to be the same bug (an error's message up to
         names and numbers)."""
-        return (self.kind, self.error_type, message_shape(self.message) if self.kind == "error" else "")
+        return (self.kind, self.error_type, message_shape(self.message) if self.kind != "mismatch" else "")
+
+
+REFUSED = "refused"
+"""The kind of failure of a program with library calls that abir declined to compile."""
+
+
+def counts_as_failure(failure: Failure, tolerate_refusals: bool = True) -> bool:
+    """Whether `failure` is one under the refusal policy: refusals are tolerated (counted apart
+    by the campaign) unless `tolerate_refusals` is False."""
+    return failure.kind != REFUSED or not tolerate_refusals
+
+
+def is_refusal(program: FuzzProgram, error: BaseException) -> bool:
+    """Whether `error`, raised by a batched call of `program`, is abir declining to compile it:
+    an `AbirError` other than a member's run-time error, in a program making library calls."""
+    return isinstance(error, AbirError) and not isinstance(error, MemberRunError) and bool(program.library_calls())
+
+
+def refused_calls(program: FuzzProgram, message: str) -> list[str]:
+    """The library calls of `program` a refusal's message names: by their source text (abir
+    quotes the expression it refuses), else by their function's name (`np.trace`, or a helper's
+    quoted name, `'trace'`); all of the program's calls when it names none."""
+    tagged = [node for node in ast.walk(program.module) if hasattr(node, "fz_call")]
+    quoted = sorted({node.fz_call for node in tagged if ast.unparse(node) in message})  # type: ignore[attr-defined]
+    if quoted:
+        return quoted
+    made = program.library_calls()
+    named = [c.name for c in LIBRARY_CALLS if c.name in made and _function_mentioned(c.template, message)]
+    return named or made
+
+
+def _function_mentioned(template: str, message: str) -> bool:
+    head = template.split("(")[0]
+    if not head.startswith("np."):
+        return False
+    return head in message or f"'{head.rsplit('.', 1)[-1]}'" in message
 
 
 def message_shape(message: str) -> str:
@@ -312,12 +352,12 @@ def check(
     try:
         entry = batched_entry(program, namespace)
     except Exception as e:
-        return [_error_failure(backend, e) for backend in backends]
+        return [_error_failure(program, backend, e) for backend in backends]
     for backend in backends:
         try:
             result = run_batched(program, namespace, backend, entry, seconds)
         except Exception as e:
-            failures.append(_error_failure(backend, e))
+            failures.append(_error_failure(program, backend, e))
             continue
         mismatch = compare_members(expected, result)
         if mismatch is not None:
@@ -326,8 +366,13 @@ def check(
     return failures
 
 
-def _error_failure(backend: str, error: Exception) -> Failure:
-    message = str(error).strip().splitlines()[0] if str(error).strip() else ""
+def _error_failure(program: FuzzProgram, backend: str, error: Exception) -> Failure:
+    """The failure of a batched call that raised `error`: a refusal, or an error (its message's
+    first line; a refusal keeps its whole message, which may name the call further down)."""
+    text = str(error).strip()
+    if is_refusal(program, error):
+        return Failure(backend, REFUSED, f"{type(error).__name__}: {text}", type(error).__name__)
+    message = text.splitlines()[0] if text else ""
     return Failure(backend, "error", f"{type(error).__name__}: {message}", type(error).__name__)
 
 

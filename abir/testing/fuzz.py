@@ -4,9 +4,13 @@
 
 Program `i` of seed `s` is drawn from `random.Random(f"{s}:{i}:{attempt}")` (the first attempt
 whose plain Python run stays within the bounds, see `abir.testing.differential`), so a
-`(seed, index)` pair names a program for good. Each failure is shrunk on its cheapest failing
-backend (`abir.testing.shrink`) and printed as a standalone script: the minimal program, how to
-batch and call it, the plain Python result and each backend's. The exit status is 1 when a
+`(seed, index)` pair names a program for good. A share of the programs (`--library-share`, drawn
+from a stream of its own) computes on per-member arrays of several shapes with NumPy library
+calls (`LIBRARY_CALLS`); the other programs are the ones the seed drew before library calls
+existed. Each failure is shrunk on its cheapest failing backend (`abir.testing.shrink`) and
+printed as a standalone script: the minimal program, how to batch and call it, the plain Python
+result and each backend's. abir refusing to compile a program with library calls is tolerated
+and counted by call (`--strict-refusals` makes it a failure). The exit status is 1 when a
 program failed.
 """
 
@@ -18,6 +22,7 @@ import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,21 +30,27 @@ from typing import Any
 from abir.testing.differential import (
     BACKENDS,
     MAX_STACK_DEPTH,
+    REFUSED,
     VARIANTS,
     Failure,
     InvalidProgram,
     check,
+    counts_as_failure,
     describe_value,
     load,
     member_value,
+    refused_calls,
     run_reference,
 )
 from abir.testing.generate import (
     ALL_FEATURES,
     DEFAULT_FEATURES,
+    LIBRARY_CALLS,
     OFF_BY_DEFAULT,
     FuzzProgram,
+    LibraryCall,
     ProgramGenerator,
+    parse_calls,
     parse_features,
     tensor_types,
 )
@@ -49,6 +60,8 @@ MAX_ATTEMPTS = 50
 """Draws per program index before giving up on finding a valid program."""
 SHRINK_ORDER = ("numpy", "stackless", "numpy-sweep", "tf", "jax", "jax-switch", "tf-xla")
 """Backends from the cheapest to the dearest to compile a candidate for."""
+LIBRARY_SHARE = 0.3
+"""The share of programs that make library calls on arrays of several shapes (by default)."""
 
 
 @dataclass
@@ -59,17 +72,29 @@ class Generated:
     attempts: int
 
 
-def generate(seed: int, index: int, features: frozenset[str], directory: str) -> Generated:
-    """Program `index` of `seed`: the first draw that is valid plain Python within the bounds."""
+def generate(seed: int, index: int, features: frozenset[str], directory: str,
+             calls: tuple[LibraryCall, ...] = LIBRARY_CALLS, library_share: float = LIBRARY_SHARE) -> Generated:  # fmt: skip
+    """Program `index` of `seed`: the first draw that is valid plain Python within the bounds,
+    making library calls (of `calls`) if it is one of the share `library_share` of programs."""
+    features = program_features(seed, index, features, library_share)
     for attempt in range(MAX_ATTEMPTS):
         rng = random.Random(f"{seed}:{index}:{attempt}")
-        program = ProgramGenerator(rng, features).generate(f"seed {seed}, program {index}")
+        program = ProgramGenerator(rng, features, calls).generate(f"seed {seed}, program {index}")
         try:
             reference = run_reference(program, directory)
         except InvalidProgram:
             continue
         return Generated(program, load(program, directory), reference, attempt + 1)
     raise RuntimeError(f"no valid program for seed {seed}, index {index} in {MAX_ATTEMPTS} draws")
+
+
+def program_features(seed: int, index: int, features: frozenset[str], library_share: float) -> frozenset[str]:
+    """The features of program `index` of `seed`: "library_calls" only for the share
+    `library_share` of the programs, drawn from a stream of its own (the other programs are drawn
+    as before library calls existed)."""
+    if random.Random(f"{seed}:{index}:library").random() < library_share:
+        return features
+    return features - {"library_calls"}
 
 
 @dataclass
@@ -79,6 +104,7 @@ class Report:
     label: str
     original: FuzzProgram
     failures: list[Failure]
+    """The failures that count (refusals only under the strict policy)."""
     minimal: FuzzProgram
     minimal_failures: list[Failure]
     reference: list[Any]
@@ -102,12 +128,39 @@ class CampaignResult:
     reports: list[Report] = field(default_factory=list)
     draws: int = 0
     seconds: float = 0.0
+    library_programs: int = 0
+    """Programs that make library calls."""
+    calls_made: Counter[str] = field(default_factory=Counter)
+    """Programs making each library call."""
+    refused_programs: Counter[str] = field(default_factory=Counter)
+    """Tolerated refusals by backend: programs abir declined to compile."""
+    refused_calls: Counter[tuple[str, str]] = field(default_factory=Counter)
+    """Tolerated refusals by (backend, library call the refusal names)."""
 
     def summary(self) -> str:
         distinct = len({r.key() for r in self.reports})
         status = "no failures" if not self.reports else f"{len(self.reports)} failing programs ({distinct} distinct)"
-        return (f"{self.count} programs (seed {self.seed}, {self.draws} draws), backends {','.join(self.backends)}: "
-                f"{status} in {self.seconds:.0f} s")  # fmt: skip
+        lines = [f"{self.count} programs (seed {self.seed}, {self.draws} draws), backends {','.join(self.backends)}: "
+                 f"{status} in {self.seconds:.0f} s"]  # fmt: skip
+        if self.library_programs:
+            lines.append(f"{self.library_programs} programs made library calls; {self.refusal_summary()}")
+        failing = Counter(call for report in self.reports for call in report.minimal.library_calls())
+        if failing:
+            lines.append("library calls in the failing programs (shrunk): " + _counts(failing))
+        return "\n".join(lines)
+
+    def refusal_summary(self) -> str:
+        if not self.refused_programs:
+            return "none refused"
+        parts = []
+        for backend, programs in sorted(self.refused_programs.items()):
+            calls = Counter({call: n for (b, call), n in self.refused_calls.items() if b == backend})
+            parts.append(f"{backend} refused {programs} ({_counts(calls)})")
+        return "; ".join(parts)
+
+
+def _counts(counter: Counter[str]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in sorted(counter.items(), key=lambda item: (-item[1], item[0])))
 
 
 def run_campaign(
@@ -121,17 +174,22 @@ def run_campaign(
     out: Callable[[str], None] = print,
     directory: str | None = None,
     stop_after: int | None = None,
+    calls: tuple[LibraryCall, ...] = LIBRARY_CALLS,
+    library_share: float = LIBRARY_SHARE,
+    tolerate_refusals: bool = True,
 ) -> CampaignResult:
     """Generate and check programs `start .. start + count - 1` of `seed` (stopping after
-    `stop_after` failing programs, if given)."""
+    `stop_after` failing programs, if given); refusals count as failures unless tolerated."""
     result = CampaignResult(count, seed, backends)
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="abir_fuzz_") as scratch:
         directory = directory or scratch
         for index in range(start, start + count):
-            generated = generate(seed, index, features, directory)
+            generated = generate(seed, index, features, directory, calls, library_share)
             result.draws += generated.attempts
-            failures = check(generated.program, backends, generated.namespace, generated.reference)
+            found = check(generated.program, backends, generated.namespace, generated.reference)
+            count_library_calls(result, generated.program, found)
+            failures = [f for f in found if counts_as_failure(f, tolerate_refusals)]
             if failures:
                 report = _report(generated, failures, backends, directory, shrink_failures, shrink_seconds, result)
                 result.reports.append(report)
@@ -141,9 +199,23 @@ def run_campaign(
                     break
             done = index - start + 1
             if done % 25 == 0 or done == count:
-                out(f"# {done}/{count} programs, {len(result.reports)} failing, {time.monotonic() - began:.0f} s")
+                out(f"# {done}/{count} programs, {len(result.reports)} failing, {result.library_programs} with library "
+                    f"calls ({result.refusal_summary()}), {time.monotonic() - began:.0f} s")  # fmt: skip
     result.seconds = time.monotonic() - began
     return result
+
+
+def count_library_calls(result: CampaignResult, program: FuzzProgram, failures: list[Failure]) -> None:
+    """Add a program's library calls and refusals to the campaign's counts."""
+    made = program.library_calls()
+    if not made:
+        return
+    result.library_programs += 1
+    result.calls_made.update(made)
+    for failure in failures:
+        if failure.kind == REFUSED:
+            result.refused_programs[failure.backend] += 1
+            result.refused_calls.update((failure.backend, call) for call in refused_calls(program, failure.message))
 
 
 def _report(generated: Generated, failures: list[Failure], backends: tuple[str, ...], directory: str,
@@ -156,7 +228,7 @@ def _report(generated: Generated, failures: list[Failure], backends: tuple[str, 
         if other.duplicate_of is None:
             earlier.setdefault(failure_key(other.failures), number)
             earlier.setdefault(other.key(), number)
-    if failure_key(failures) in earlier and all(f.kind == "error" for f in failures):
+    if failure_key(failures) in earlier and all(f.kind != "mismatch" for f in failures):
         report.duplicate_of = earlier[failure_key(failures)]
         return report
     if shrink_failures:
@@ -174,7 +246,8 @@ def _report(generated: Generated, failures: list[Failure], backends: tuple[str, 
 
 def format_report(report: Report, number: int) -> str:
     failing = ", ".join(f"{f.backend}: {f.kind}" for f in report.minimal_failures)
-    header = f"=== failure {number}: {report.label} ({failing}) ==="
+    calls = report.minimal.library_calls()
+    header = f"=== failure {number}: {report.label} ({failing}{'; calls ' + ', '.join(calls) if calls else ''}) ==="
     if report.duplicate_of is not None:
         return f"{header}\n# the same error as failure {report.duplicate_of}: {report.failures[0].message}\n"
     lines = report.original.source().count("\n")
@@ -212,8 +285,8 @@ def repro_script(program: FuzzProgram, failures: list[Failure], reference: list[
         options = "".join(f", {k}={v!r}" for k, v in variant.call_options)
         call = (f"batched_{program.entry}(*args, backend={variant.backend_source()}, "
                 f"max_stack_depth={MAX_STACK_DEPTH}{options})")  # fmt: skip
-        if failure.kind == "error":
-            lines.append(f"print({call})  # {failure.backend} raises {failure.message}")
+        if failure.kind != "mismatch":
+            lines.append(f"print({call})  # {failure.backend} raises {failure.message.splitlines()[0]}")
         else:
             lines.append(f"print({call})  # {failure.backend}, member {failure.member}: {describe_value(failure.got)}")
     return "\n".join(lines)
@@ -244,6 +317,13 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     features = " ".join(f"{name}{' (off)' if name in OFF_BY_DEFAULT else ''}" for name in sorted(ALL_FEATURES))
     parser.add_argument("--features", default="",
                         help=f"changes to the default features, e.g. +item_assignment,-arrays; the features: {features}")
+    parser.add_argument("--calls", default="",
+                        help="library calls: e.g. -flip,-roll (all but those) or flip,roll (only those); "
+                             f"the calls: {' '.join(c.name for c in LIBRARY_CALLS)}")
+    parser.add_argument("--library-share", type=float, default=LIBRARY_SHARE,
+                        help=f"share of the programs that make library calls (default {LIBRARY_SHARE}; 1 for all)")
+    parser.add_argument("--strict-refusals", action="store_true",
+                        help="count abir refusing to compile a program with library calls as a failure")
     parser.add_argument("--no-shrink", action="store_true", help="report failures as generated, unshrunk")
     parser.add_argument("--shrink-seconds", type=float, default=300.0, help="time limit for shrinking one failure")
     parser.add_argument("--show", action="store_true", help="print the programs' source instead of checking them")
@@ -260,13 +340,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         features = parse_features(args.features)
+        calls = parse_calls(args.calls)
     except ValueError as e:
         print(e, file=sys.stderr)
         return 2
     if args.show:
         with tempfile.TemporaryDirectory(prefix="abir_fuzz_") as directory:
             for index in range(args.start, args.start + args.count):
-                program = generate(args.seed, index, features, directory).program
+                program = generate(args.seed, index, features, directory, calls, args.library_share).program
                 print(f"# {program.label}\n{program.source()}")
         return 0
     if any(VARIANTS[b].backend_class == "TensorFlowBackend" for b in backends):
@@ -276,7 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"# abir fuzz: {args.count} programs from seed {args.seed}, backends {','.join(backends)}, "
           f"features {','.join(sorted(features))}", flush=True)  # fmt: skip
     result = run_campaign(args.count, args.seed, backends, features, args.start, not args.no_shrink,
-                          args.shrink_seconds, out=lambda text: print(text, flush=True))  # fmt: skip
+                          args.shrink_seconds, out=lambda text: print(text, flush=True), calls=calls,
+                          library_share=args.library_share, tolerate_refusals=not args.strict_refusals)  # fmt: skip
     print(result.summary())
     return 1 if result.reports else 0
 

@@ -13,6 +13,14 @@ the arms of conditional expressions included (all are on by default but `range_m
 recursive function then first calls itself, with `d - 1` and its own other parameters, before
 any other statement, the shape `summarize-descents` turns into one `vm.descend`).
 
+With the feature "library_calls", a program also computes on per-member arrays of several shapes
+(vectors of two lengths and the matrices over them, e.g. (3,), (2,), (2, 3), (3, 3)): parameters,
+variables and results of those types, and the NumPy calls and array operations of
+`LIBRARY_CALLS` on them (reductions with and without axis, elementwise math, shape
+manipulation, sorting and searching, linear algebra, indexing), nested in expressions, so that
+their results decide conditions (`if np.sum(v) > 0:`), index arrays and go into loops and
+recursive calls. Each call's result is tagged with its name (`fz_call`) for the reports.
+
 Programs are valid plain Python by construction, so that any difference between the batched run
 and the plain one is abir's:
 
@@ -25,16 +33,21 @@ and the plain one is abir's:
 * nothing divides by zero and indices stay in range (`a // (abs(b) + 1)`, `v[i % 3]`), unless
   the program itself guards the operation (`if b != 0: x = a // b`), which is part of the test:
   abir computes such blocks on junk rows of the members that stand elsewhere;
-* floats are multiples of 1/4 where possible, so that sums are exact in any order.
+* floats are multiples of 1/4 where possible, so that sums are exact in any order; library
+  results that libraries may round differently are put on a grid (`quantized`), and library
+  calls guard their domains (`np.exp(np.clip(x, -4.0, 4.0))`, determinants of diagonally
+  dominant matrices).
 
-Every expression node carries its type (`fz_type`: "int", "float", "bool", "vec", "pair" or a
-tuple of those) for the shrinker, which replaces expressions only by others of the same type.
+Every expression node carries its type (`fz_type`: "int", "float", "bool", "vec", "pair", an
+array type `"f64[2, 3]"` or a tuple of those) for the shrinker, which replaces expressions only by others of the same type.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import functools
+import itertools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,7 +74,7 @@ MAX_ENTRY_DEPTH = 5
 ALL_FEATURES = frozenset({
     "recursion", "mutual_recursion", "loops", "arrays", "namedtuples", "tuples", "helpers", "opaque_helpers",
     "type_inference", "guarded_operations", "broadcast_inputs", "constants", "item_assignment", "ternary_calls",
-    "range_membership", "descents",
+    "range_membership", "descents", "library_calls",
 })  # fmt: skip
 OFF_BY_DEFAULT: frozenset[str] = frozenset({"range_membership", "descents"})
 """Features `--features +name` turns on: off so that the programs of the seeds run so far stay the
@@ -117,6 +130,10 @@ class FuzzProgram:
     def copy(self) -> FuzzProgram:
         return copy.deepcopy(self)
 
+    def library_calls(self) -> list[str]:
+        """The names of the `LIBRARY_CALLS` the program makes, sorted."""
+        return library_calls_in(self.module)
+
 
 def _leaves(value: Any) -> list[Any]:
     if isinstance(value, tuple):
@@ -130,8 +147,11 @@ def tensor_types(t: ValueType, vector_size: int) -> list[Any]:
         return [leaf for part in t for leaf in tensor_types(part, vector_size)]
     if t == PAIR:
         return [leaf for _, kind in PAIR_FIELDS for leaf in tensor_types(kind, vector_size)]
-    dtype = {INT: np.int64, FLOAT: np.float64, BOOL: np.bool_, VEC: np.float64}[t]
-    return [TensorType(np.dtype(dtype), (vector_size,) if t == VEC else ())]
+    shape = array_shape(t, vector_size)
+    if shape is not None:
+        return [TensorType(np.dtype(np.float64), shape)]
+    dtype = {INT: np.int64, FLOAT: np.float64, BOOL: np.bool_}[t]
+    return [TensorType(np.dtype(dtype), ())]
 
 
 # ----- typed AST construction -----------------------------------------------------------------
@@ -191,11 +211,11 @@ def compare(left: ast.expr, ops: list[ast.cmpop], rights: list[ast.expr]) -> ast
 def clamp(node: ast.expr, limit: float = LIMIT) -> ast.expr:
     """`node` bounded by `limit` in magnitude (unchanged when its bound already is)."""
     t = type_of(node)
-    if mag_of(node) <= limit or t not in (INT, FLOAT, VEC):
+    if mag_of(node) <= limit or not (t in (INT, FLOAT) or is_array(t)):
         return node
     bound: Any = int(limit) if t == INT else float(limit)
-    if t == VEC:
-        return typed(call(np_attr("clip"), node, literal(-bound, FLOAT), literal(bound, FLOAT)), VEC, limit)
+    if is_array(t):
+        return typed(call(np_attr("clip"), node, literal(-bound, FLOAT), literal(bound, FLOAT)), t, limit)  # type: ignore[arg-type]
     inner = typed(call("min", node, literal(bound, t)), t, mag_of(node))
     return typed(call("max", inner, literal(-bound, t)), t, limit)
 
@@ -203,6 +223,296 @@ def clamp(node: ast.expr, limit: float = LIMIT) -> ast.expr:
 def modulo_bound(node: ast.expr, modulus: int) -> ast.expr:
     """`node % modulus`: an int in [0, modulus)."""
     return binop(node, ast.Mod(), literal(modulus, INT), INT, modulus - 1)
+
+
+# ----- per-member arrays and library calls ----------------------------------------------------
+
+
+def array_type(shape: tuple[int, ...], vector_size: int) -> ValueType:
+    """The type of a per-member float array of `shape`: VEC for `(vector_size,)`, else
+    `"f64[2, 3]"`-style."""
+    return VEC if shape == (vector_size,) else f"f64{list(shape)}"
+
+
+def array_shape(t: ValueType | None, vector_size: int) -> tuple[int, ...] | None:
+    """The member shape of an array type, None for any other type."""
+    if t == VEC:
+        return (vector_size,)
+    if isinstance(t, str) and t.startswith("f64["):
+        return tuple(int(part) for part in t[4:-1].split(",") if part.strip())
+    return None
+
+
+def is_array(t: ValueType | None) -> bool:
+    return t == VEC or (isinstance(t, str) and t.startswith("f64["))
+
+
+Magnitude = Callable[[list[float], dict[str, int]], float]
+"""A call's result bound from its arguments' bounds and its signature's dimensions."""
+
+
+def largest_argument(mags: list[float], dims: dict[str, int]) -> float:
+    return max(mags)
+
+
+@dataclass(frozen=True)
+class LibraryCall:
+    """A NumPy call (or array operation) that programs make on per-member arrays.
+
+    `template` is its text: `_0`, `_1`, ... stand for the arguments, `{a}`, `{b}` for the
+    dimensions of `signature`; it may guard the arguments' domain (`np.clip`, `np.abs`) so that
+    results stay finite and well defined. `signature` reads `"arguments -> result"`, each an
+    array shape over dimension names (`(a, b)`, `(a-1,)`, `(2, a)`), `A` (any array shape, the
+    same wherever it appears; `A` also names its size), `float`, `int`, `bool`, `index<a` (an
+    argument kept in [0, a)) or, as a result, `int<a` (an int in [0, a)). `magnitude` bounds the
+    result's magnitude. `exact` is False for results that libraries may round differently
+    (transcendental functions, factorizations): programs put them on a grid (`quantized`), so
+    that a last-bit difference cannot change a later comparison."""
+
+    name: str
+    template: str
+    signature: str
+    magnitude: Magnitude = largest_argument
+    exact: bool = True
+
+
+LIBRARY_CALLS: tuple[LibraryCall, ...] = (
+    # reductions
+    LibraryCall("sum", "np.sum(_0)", "A -> float", lambda x, d: d["A"] * x[0]),
+    LibraryCall("sum_axis0", "np.sum(_0, axis=0)", "(a, b) -> (b,)", lambda x, d: d["a"] * x[0]),
+    LibraryCall("sum_axis1", "_0.sum(axis=1)", "(a, b) -> (a,)", lambda x, d: d["b"] * x[0]),
+    LibraryCall("max", "_0.max()", "A -> float"),
+    LibraryCall("min", "np.min(_0)", "A -> float"),
+    LibraryCall("max_axis1", "_0.max(axis=1)", "(a, b) -> (a,)"),
+    LibraryCall("min_axis0", "np.min(_0, axis=0)", "(a, b) -> (b,)"),
+    LibraryCall("mean", "np.mean(_0)", "A -> float"),
+    LibraryCall("mean_axis0", "np.mean(_0, axis=0)", "(a, b) -> (b,)"),
+    LibraryCall("std", "np.std(_0)", "A -> float", exact=False),
+    LibraryCall("any", "np.any(_0 > 0.5)", "A -> bool", lambda x, d: 1),
+    # elementwise
+    LibraryCall("exp", "np.exp(np.clip(_0, -4.0, 4.0))", "A -> A", lambda x, d: 55, exact=False),
+    LibraryCall("tanh", "np.tanh(_0)", "A -> A", lambda x, d: 1, exact=False),
+    LibraryCall("abs", "np.abs(_0)", "A -> A"),
+    LibraryCall("square", "np.square(_0)", "A -> A", lambda x, d: x[0] ** 2),
+    LibraryCall("arctan2", "np.arctan2(np.abs(_0) + 0.25, _1)", "A, A -> A", lambda x, d: 4, exact=False),
+    LibraryCall("hypot", "np.hypot(_0, _1)", "A, A -> A", lambda x, d: x[0] + x[1], exact=False),
+    # shapes
+    LibraryCall("flip", "np.flip(_0)", "A -> A"),
+    LibraryCall("flip_axis1", "np.flip(_0, axis=1)", "(a, b) -> (a, b)"),
+    LibraryCall("roll", "np.roll(_0, 1)", "A -> A"),
+    LibraryCall("roll_by", "np.roll(_0, _1)", "(a,), int -> (a,)"),
+    LibraryCall("transpose", "np.transpose(_0)", "(a, b) -> (b, a)"),
+    LibraryCall("T", "_0.T", "(a, b) -> (b, a)"),
+    LibraryCall("reshape", "_0.reshape({b}, {a})", "(a, b) -> (b, a)"),
+    LibraryCall("reshape_flat", "_0.reshape(-1)", "(a, b) -> (a*b,)"),
+    LibraryCall("reshape_square", "_0.reshape({a}, {a})", "(a*a,) -> (a, a)"),
+    LibraryCall("concatenate", "np.concatenate([_0, _1])", "(a,), (b,) -> (a+b,)"),
+    LibraryCall("concatenate_rows", "np.concatenate([_0, _1], axis=0)", "(a, c), (b, c) -> (a+b, c)"),
+    LibraryCall("stack", "np.stack([_0, _1])", "(a,), (a,) -> (2, a)"),
+    LibraryCall("stack_axis1", "np.stack([_0, _1], axis=1)", "(a,), (a,) -> (a, 2)"),
+    # sorting and searching
+    LibraryCall("sort", "np.sort(_0)", "(a,) -> (a,)"),
+    LibraryCall("sort_rows", "np.sort(_0, axis=1)", "(a, b) -> (a, b)"),
+    LibraryCall("argsort", "np.argsort(_0)[0]", "(a,) -> int<a"),
+    LibraryCall("take_argsort", "_0[np.argsort(_1)]", "(a,), (a,) -> (a,)"),
+    LibraryCall("cumsum", "np.cumsum(_0)", "(a,) -> (a,)", lambda x, d: d["a"] * x[0]),
+    LibraryCall("cumsum_axis0", "np.cumsum(_0, axis=0)", "(a, b) -> (a, b)", lambda x, d: d["a"] * x[0]),
+    LibraryCall("diff", "np.diff(_0)", "(a,) -> (a-1,)", lambda x, d: 2 * x[0]),
+    LibraryCall("argmax", "np.argmax(_0)", "A -> int<A"),
+    LibraryCall("argmin", "_0.argmin()", "(a,) -> int<a"),
+    # linear algebra
+    LibraryCall("matmul", "_0 @ _1", "(a,), (a,) -> float", lambda x, d: d["a"] * x[0] * x[1]),
+    LibraryCall("matmul_mv", "_0 @ _1", "(a, b), (b,) -> (a,)", lambda x, d: d["b"] * x[0] * x[1]),
+    LibraryCall("matmul_vm", "_0 @ _1", "(a,), (a, b) -> (b,)", lambda x, d: d["a"] * x[0] * x[1]),
+    LibraryCall("matmul_mm", "_0 @ _1", "(a, b), (b, c) -> (a, c)", lambda x, d: d["b"] * x[0] * x[1]),
+    LibraryCall("dot", "np.dot(_0, _1)", "(a,), (a,) -> float", lambda x, d: d["a"] * x[0] * x[1]),
+    LibraryCall("dot_mv", "np.dot(_0, _1)", "(a, b), (b,) -> (a,)", lambda x, d: d["b"] * x[0] * x[1]),
+    LibraryCall("outer", "np.outer(_0, _1)", "(a,), (b,) -> (a, b)", lambda x, d: x[0] * x[1]),
+    LibraryCall("norm", "np.linalg.norm(_0)", "A -> float", lambda x, d: d["A"] * x[0]),
+    LibraryCall("trace", "np.trace(_0)", "(a, a) -> float", lambda x, d: d["a"] * x[0]),
+    LibraryCall("det", "np.linalg.det(np.clip(_0, -2.0, 2.0) + 10.0 * np.eye({a}))", "(a, a) -> float",
+                lambda x, d: 12.0 ** d["a"], exact=False),  # fmt: skip
+    # indexing
+    LibraryCall("v[i]", "_0[_1]", "(a,), index<a -> float"),
+    LibraryCall("m[i]", "_0[_1]", "(a, b), index<a -> (b,)"),
+    LibraryCall("m[i, j]", "_0[_1, _2]", "(a, b), index<a, index<b -> float"),
+    LibraryCall("m[:, j]", "_0[:, _1]", "(a, b), index<b -> (a,)"),
+    LibraryCall("v[1:]", "_0[1:]", "(a,) -> (a-1,)"),
+    LibraryCall("v[::-1]", "_0[::-1]", "(a,) -> (a,)"),
+    LibraryCall("m[::-1]", "_0[::-1]", "(a, b) -> (a, b)"),
+)
+"""The NumPy calls and array operations generated programs make (with the feature
+"library_calls"), one per line: name (what reports count refusals and differences by), call text,
+signature, result bound, exactness."""
+
+LIBRARY_WEIGHTS: dict[ValueType, int] = {INT: 1, FLOAT: 3, BOOL: 1, VEC: 4}
+"""How often an expression of a type is a library call, against the other builders (other arrays: 6)."""
+QUANTUM = 8
+"""Inexact results are rounded to multiples of 1 / QUANTUM (see `quantized`)."""
+
+
+def parse_calls(text: str, base: tuple[LibraryCall, ...] = LIBRARY_CALLS) -> tuple[LibraryCall, ...]:
+    """The library calls `text` names: `"flip,roll"` only those, `"-flip,-roll"` all of `base`
+    but those (`"+name"` adds a call back); an empty text is `base`."""
+    by_name = {c.name: c for c in LIBRARY_CALLS}
+    items = [part.strip() for part in text.split(",") if part.strip()]
+    for item in items:
+        if item.lstrip("+-") not in by_name:
+            raise ValueError(f"unknown library call '{item.lstrip('+-')}'; the calls are {', '.join(by_name)}")
+    names = {c.name for c in base}
+    if any(not item.startswith(("+", "-")) for item in items):
+        names = set()
+    for item in items:
+        (names.discard if item.startswith("-") else names.add)(item.lstrip("+-"))
+    return tuple(c for c in LIBRARY_CALLS if c.name in names)
+
+
+@dataclass(frozen=True)
+class ArgumentKind:
+    """One parsed item of a signature: `kind` is "array" (with `dims`), "any", "float", "int",
+    "bool", "index" or "int<" (with `bound`)."""
+
+    kind: str
+    dims: tuple[str, ...] = ()
+    bound: str = ""
+
+
+def _parse_item(text: str) -> ArgumentKind:
+    text = text.strip()
+    if text.startswith("("):
+        return ArgumentKind("array", tuple(d.strip() for d in text.strip("()").split(",") if d.strip()))
+    for prefix, kind in (("index<", "index"), ("int<", "int<")):
+        if text.startswith(prefix):
+            return ArgumentKind(kind, bound=text[len(prefix):])
+    return ArgumentKind({"A": "any"}.get(text, text))
+
+
+def _split_items(text: str) -> list[str]:
+    """`text` split at the commas outside parentheses."""
+    items, depth, current = [], 0, ""
+    for char in text:
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append(current)
+            current = ""
+        else:
+            current += char
+    return [item for item in [*items, current] if item.strip()]
+
+
+def parse_signature(signature: str) -> tuple[list[ArgumentKind], ArgumentKind]:
+    arguments, result = signature.split("->")
+    return [_parse_item(item) for item in _split_items(arguments)], _parse_item(result)
+
+
+def _dimension(expression: str, dims: dict[str, int]) -> int:
+    """The value of a dimension expression (`a`, `a-1`, `a*b`, `2`) under `dims`."""
+
+    def evaluate(node: ast.expr) -> int:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return node.value
+        if isinstance(node, ast.Name):
+            return dims[node.id]
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult):
+            left, right = evaluate(node.left), evaluate(node.right)
+            return left + right if isinstance(node.op, ast.Add) else left - right if isinstance(node.op, ast.Sub) else left * right
+        raise ValueError(f"bad dimension expression '{expression}'")
+
+    return evaluate(_parsed(expression))
+
+
+@functools.cache
+def _parsed(expression: str) -> ast.expr:
+    return ast.parse(expression, mode="eval").body
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A library call at concrete types: its argument types (`index` arguments as ("index", n)),
+    result type, result bound for `int<` results, and its dimensions."""
+
+    call: LibraryCall
+    arguments: tuple[Any, ...]
+    result: ValueType
+    dims: tuple[tuple[str, int], ...]
+
+
+@functools.cache
+def signatures(call_: LibraryCall, shapes: tuple[tuple[int, ...], ...], vector_size: int) -> tuple[Signature, ...]:
+    """Every instance of `call_` whose array arguments and result have shapes in `shapes`."""
+    arguments, result = parse_signature(call_.signature)
+    items = [*arguments, result]
+    names = sorted({n.id for item in items for text in (*item.dims, item.bound) if text
+                    for n in ast.walk(_parsed(text)) if isinstance(n, ast.Name)} - {"A"})  # fmt: skip
+    lengths = sorted({d for shape in shapes for d in shape})
+    uses_any = any(item.kind == "any" or item.bound == "A" for item in items)
+    found = []
+    for values in itertools.product(lengths, repeat=len(names)):
+        for any_shape in shapes if uses_any else [()]:
+            dims = dict(zip(names, values, strict=True))
+            dims["A"] = int(np.prod(any_shape))
+            concrete = [_concrete(item, dims, any_shape, shapes, vector_size) for item in items]
+            if all(c is not None for c in concrete):
+                *args, res = concrete
+                found.append(Signature(call_, tuple(args), res, tuple(sorted(dims.items()))))
+    return tuple(found)
+
+
+def _concrete(item: ArgumentKind, dims: dict[str, int], any_shape: tuple[int, ...],
+              shapes: tuple[tuple[int, ...], ...], vector_size: int) -> Any:  # fmt: skip
+    """The concrete type of a signature item, None when its shape is not one of `shapes`."""
+    if item.kind in ("array", "any"):
+        shape = any_shape if item.kind == "any" else tuple(_dimension(d, dims) for d in item.dims)
+        return array_type(shape, vector_size) if shape in shapes else None
+    if item.kind in ("index", "int<"):
+        return (item.kind, _dimension(item.bound, dims))
+    return {"float": FLOAT, "int": INT, "bool": BOOL}[item.kind]
+
+
+def result_type(signature: Signature) -> ValueType:
+    result = signature.result
+    return INT if isinstance(result, tuple) else result
+
+
+def emit(signature: Signature, arguments: list[ast.expr]) -> ast.expr:
+    """The call's expression over the typed `arguments`, typed and tagged with the call's name
+    (`fz_call`), its inexact results quantized."""
+    call_ = signature.call
+    dims = dict(signature.dims)
+    tree = ast.parse(call_.template.format(**dims), mode="eval").body
+    arguments = list(arguments)
+
+    class Substitute(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.AST:
+            if node.id.startswith("_") and node.id[1:].isdigit():
+                return copy.deepcopy(arguments[int(node.id[1:])])
+            return node
+
+    node = Substitute().visit(tree)
+    t = result_type(signature)
+    if isinstance(signature.result, tuple):
+        mag = float(signature.result[1])
+    else:
+        mag = float(call_.magnitude([mag_of(a) for a in arguments if type_of(a) is not None] or [0.0], dims))
+    node = typed(node, t, mag)
+    node.fz_call = call_.name  # type: ignore[attr-defined]
+    return node if call_.exact else quantized(node)
+
+
+def quantized(node: ast.expr) -> ast.expr:
+    """`np.round(8 * x + 0.3) / 8`: `x` on the grid of eighths. A rounding boundary of this grid
+    is no dyadic rational, so an exact value computed with a last-bit error never falls on either
+    side of one, and an irrational value lies within a few ulps of one with negligible odds."""
+    t, mag = type_of(node), mag_of(node)
+    scaled = binop(binop(literal(float(QUANTUM), FLOAT), ast.Mult(), node, t, QUANTUM * mag), ast.Add(),  # type: ignore[arg-type]
+                   literal(0.3, FLOAT), t, QUANTUM * mag + 1)  # type: ignore[arg-type]  # fmt: skip
+    rounded = typed(call(np_attr("round"), scaled), t, QUANTUM * mag + 1)  # type: ignore[arg-type]
+    return binop(rounded, ast.Div(), literal(float(QUANTUM), FLOAT), t, mag + 1)  # type: ignore[arg-type]
+
+
+def library_calls_in(module: ast.AST) -> list[str]:
+    """The names of the library calls in `module` (tagged by `emit`), sorted."""
+    return sorted({node.fz_call for node in ast.walk(module) if hasattr(node, "fz_call")})
 
 
 # ----- function plans -------------------------------------------------------------------------
@@ -240,7 +550,8 @@ class Scope:
 class ProgramGenerator:
     """Draws one `FuzzProgram` from `rng` using only the given features."""
 
-    def __init__(self, rng: random.Random, features: frozenset[str] = DEFAULT_FEATURES):
+    def __init__(self, rng: random.Random, features: frozenset[str] = DEFAULT_FEATURES,
+                 calls: tuple[LibraryCall, ...] = LIBRARY_CALLS):  # fmt: skip
         self.rng = rng
         self.features = features
         self.vector_size = rng.choice((2, 3, 4))
@@ -251,6 +562,23 @@ class ProgramGenerator:
             if self.has("arrays"):
                 values = [literal(rng.randint(-12, 12) / 4, FLOAT) for _ in range(self.vector_size)]
                 self.constants["C"] = (VEC, typed(call(np_attr("array"), ast.List(values, ast.Load())), VEC, 3))
+        self.shapes: tuple[tuple[int, ...], ...] = ((self.vector_size,),)
+        """The member shapes of the program's arrays."""
+        self.signatures: list[Signature] = []
+        """The library calls the program may make, at the program's shapes."""
+        if self.has("library_calls") and self.has("arrays") and calls:
+            lengths = sorted({self.vector_size, rng.choice((2, 3))})
+            self.shapes = (*((k,) for k in lengths), *((i, j) for i in lengths for j in lengths))
+            self.signatures = [s for c in calls for s in signatures(c, self.shapes, self.vector_size)]
+
+    @property
+    def library(self) -> bool:
+        """Whether the program makes library calls on arrays of several shapes."""
+        return bool(self.signatures)
+
+    def array_type(self) -> ValueType:
+        """One of the program's array types, drawn (VEC when the program makes no library calls)."""
+        return array_type(self.rng.choice(self.shapes), self.vector_size)
 
     def constant_names(self, t: ValueType) -> list[str]:
         return [name for name, (kind, _) in self.constants.items() if kind == t]
@@ -302,6 +630,8 @@ class ProgramGenerator:
         choices: list[tuple[ValueType, int]] = [(INT, 6), (FLOAT, 3), (BOOL, 1)]
         if self.has("arrays"):
             choices.append((VEC, 3))
+        if self.library:
+            choices.append((self.array_type(), 6))
         if self.has("namedtuples"):
             choices.append((PAIR, 1))
         if self.has("tuples"):
@@ -312,6 +642,8 @@ class ProgramGenerator:
         choices: list[tuple[ValueType, int]] = [(INT, 6), (FLOAT, 4), (BOOL, 1)]
         if self.has("arrays"):
             choices.append((VEC, 2))
+        if self.library:
+            choices.append((self.array_type(), 3))
         if self.has("namedtuples"):
             choices.append((PAIR, 1))
         if self.has("tuples"):
@@ -346,7 +678,7 @@ class ProgramGenerator:
     # -- inputs -------------------------------------------------------------------------------
 
     def _inputs(self, types: list[ValueType]) -> list[Any]:
-        batch = self.rng.randint(1, 8)
+        batch = self.rng.randint(2 if self.library else 1, 8)  # a call computed across the batch shows
         values = [self.input_value(t, batch) for t in types]
         if self.has("broadcast_inputs") and batch > 1 and values and self.rng.random() < 0.2:
             i = self.rng.randrange(len(values))
@@ -365,8 +697,10 @@ class ProgramGenerator:
             return np.array([rng.randint(-24, 24) / 4 for _ in range(batch)], dtype=np.float64)
         if t == BOOL:
             return np.array([rng.random() < 0.5 for _ in range(batch)], dtype=np.bool_)
-        values = [[rng.randint(-16, 16) / 4 for _ in range(self.vector_size)] for _ in range(batch)]
-        return np.array(values, dtype=np.float64)
+        shape = array_shape(t, self.vector_size)
+        assert shape is not None, t
+        values = [rng.randint(-16, 16) / 4 for _ in range(batch * int(np.prod(shape)))]
+        return np.array(values, dtype=np.float64).reshape(batch, *shape)
 
 
 def _first_member(value: Any) -> Any:
@@ -526,6 +860,8 @@ class FunctionBuilder:
         choices: list[tuple[ValueType, int]] = [(INT, 6), (FLOAT, 4), (BOOL, 2)]
         if self.g.has("arrays"):
             choices.append((VEC, 3))
+        if self.g.library:
+            choices.append((self.g.array_type(), 5))
         if self.g.has("namedtuples"):
             choices.append((PAIR, 1))
         if self.g.has("tuples"):
@@ -754,13 +1090,19 @@ class FunctionBuilder:
         if depth > 0:
             table = {INT: self.int_builders, FLOAT: self.float_builders, BOOL: self.bool_builders,
                      VEC: self.vec_builders, PAIR: self.pair_builders}  # fmt: skip
-            compound = table[t](scope, depth - 1) if isinstance(t, str) else self.tuple_builders(t, scope, depth - 1)
-            choices += compound
+            if isinstance(t, tuple):
+                choices += self.tuple_builders(t, scope, depth - 1)
+            elif t in table:
+                choices += table[t](scope, depth - 1)
+            else:
+                choices += self.array_builders(t, scope, depth - 1)
+            if self.g.library and isinstance(t, str) and t != PAIR:
+                choices.append((lambda: self.library_call(t, scope, depth - 1), LIBRARY_WEIGHTS.get(t, 6)))
             if calls and self.calls < self.MAX_CALLS:
                 callees = [s for s in self.callable_specs(scope) if s.result == t]
                 if callees:
                     choices.append((lambda: self.call_to(self.rng.choice(callees), scope, depth - 1), 3))
-            if isinstance(t, str) and t != VEC:
+            if isinstance(t, str) and not is_array(t):
                 choices.append((lambda: self.ternary(t, scope, depth - 1, calls), 1))
             choices.append((lambda: self.structure_part(t, scope), 2))
         return choices
@@ -796,9 +1138,18 @@ class FunctionBuilder:
         if t == VEC:
             values = ast.List([literal(rng.randint(-8, 8) / 4, FLOAT) for _ in range(self.g.vector_size)], ast.Load())
             return typed(call(np_attr("array"), values), VEC, 2)
+        shape = array_shape(t, self.g.vector_size)
+        if shape is not None:
+            return typed(call(np_attr("array"), self.nested_list(shape)), t, 2)
         if t == PAIR:
             return typed(call("P", self.constant(INT, scope), self.constant(FLOAT, scope)), PAIR, LIMIT)
         return typed(ast.Tuple([self.constant(part, scope) for part in t], ast.Load()), t, LIMIT)
+
+    def nested_list(self, shape: tuple[int, ...]) -> ast.List:
+        """A literal list of lists of quarters, of `shape`."""
+        if len(shape) == 1:
+            return ast.List([literal(self.rng.randint(-8, 8) / 4, FLOAT) for _ in range(shape[0])], ast.Load())
+        return ast.List([self.nested_list(shape[1:]) for _ in range(shape[0])], ast.Load())
 
     def structure_part(self, t: ValueType, scope: Scope) -> ast.expr | None:
         """`p.a`, `p[1]`, `t[0]` of a namedtuple or tuple variable holding a `t`."""
@@ -961,10 +1312,11 @@ class FunctionBuilder:
             choices.append((lambda: self.vector_float(vectors, scope, depth), 4))
         return choices
 
-    def index(self, scope: Scope) -> ast.expr:
-        """An index into a per-member array that is always in range."""
+    def index(self, scope: Scope, size: int | None = None) -> ast.expr:
+        """An index into a per-member array of length `size` (the vector size by default) that is
+        always in range."""
         rng = self.rng
-        size = self.g.vector_size
+        size = size or self.g.vector_size
         form = rng.randrange(3)
         if form == 0:
             return literal(rng.randint(-size, size - 1), INT)
@@ -1098,6 +1450,46 @@ class FunctionBuilder:
             return binop(zeros, ast.Add(), s, VEC, mag_of(s))
 
         return [(arithmetic, 5), (elementwise, 4), (rearranged, 2), (filled, 1)]
+
+    def array_builders(self, t: ValueType, scope: Scope, depth: int) -> list[tuple[Builder, int]]:
+        """Elementwise arithmetic on arrays of type `t` (other than VEC, whose builders know more)."""
+        rng = self.rng
+
+        def arithmetic() -> ast.expr:
+            kinds = rng.choice([(t, t), (t, t), (t, FLOAT), (FLOAT, t), (t, INT)])
+            a, b = (self.operand(k, scope, depth) for k in kinds)
+            op = rng.choice([ast.Add(), ast.Sub(), ast.Mult()])
+            mag = mag_of(a) * mag_of(b) if isinstance(op, ast.Mult) else mag_of(a) + mag_of(b)
+            return binop(a, op, b, t, mag)
+
+        def elementwise() -> ast.expr:
+            a = self.operand(t, scope, depth)
+            if rng.random() < 0.5:
+                return typed(ast.UnaryOp(ast.USub(), a), t, mag_of(a))
+            return binop(a, ast.Div(), literal(rng.choice((2.0, 4.0, -2.0)), FLOAT), t, mag_of(a))
+
+        return [(arithmetic, 5), (elementwise, 2)]
+
+    def library_call(self, t: ValueType, scope: Scope, depth: int) -> ast.expr | None:
+        """A call of `LIBRARY_CALLS` whose result has type `t` (None when none has)."""
+        options = [s for s in self.g.signatures if result_type(s) == t]
+        if not options:
+            return None
+        present = set(scope.variables.values())
+        on_variables = [s for s in options if any(kind in present for kind in s.arguments if is_array(kind))]
+        if on_variables and self.rng.random() < 0.8:  # on the members' arrays rather than on literals
+            options = on_variables
+        signature = self.rng.choice(options)
+        return emit(signature, [self.library_argument(kind, scope, depth) for kind in signature.arguments])
+
+    def library_argument(self, kind: Any, scope: Scope, depth: int) -> ast.expr:
+        """An argument of a library call: often an array variable as it is (the members' own arrays)."""
+        if isinstance(kind, tuple):  # ("index", n): kept in range
+            return self.index(scope, kind[1])
+        names = scope.of_type(kind) if is_array(kind) else []
+        if names and self.rng.random() < 0.6:
+            return self.variable(self.rng.choice(names), kind)
+        return self.operand(kind, scope, depth, calls=kind != INT)
 
     def pair_builders(self, scope: Scope, depth: int) -> list[tuple[Builder, int]]:
         def construct() -> ast.expr:

@@ -29,7 +29,18 @@ from typing import Any
 import numpy as np
 
 from abir.testing.differential import Failure, InvalidProgram, check, load, run_reference
-from abir.testing.generate import BOOL, FLOAT, INT, PAIR, VEC, FuzzProgram, ValueType, literal, type_of, typed
+from abir.testing.generate import (
+    BOOL,
+    FLOAT,
+    INT,
+    PAIR,
+    FuzzProgram,
+    ValueType,
+    array_shape,
+    literal,
+    type_of,
+    typed,
+)
 
 Path = tuple[tuple[str, int | None], ...]
 """Where a node sits in the module: (field, index) steps from the root."""
@@ -351,9 +362,11 @@ def _simple_values(t: ValueType | None, vector_size: int) -> list[ast.expr]:
         return [literal(0.0, FLOAT), literal(1.0, FLOAT)]
     if t == BOOL:
         return [literal(False, BOOL), literal(True, BOOL)]
-    if t == VEC:
-        zeros = ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "zeros", ast.Load()), [ast.Constant(vector_size)], [])
-        return [typed(zeros, VEC, 0)]
+    shape = array_shape(t, vector_size)
+    if shape is not None:
+        size: ast.expr = ast.Constant(shape[0]) if len(shape) == 1 else ast.Tuple([ast.Constant(d) for d in shape], ast.Load())
+        zeros = ast.Call(ast.Attribute(ast.Name("np", ast.Load()), "zeros", ast.Load()), [size], [])
+        return [typed(zeros, t, 0)]  # type: ignore[arg-type]
     if t == PAIR:
         return [typed(ast.Call(ast.Name("P", ast.Load()), [literal(0, INT), literal(0.0, FLOAT)], []), PAIR, 0)]
     if isinstance(t, tuple):

@@ -1,6 +1,8 @@
 """The differential fuzzer (abir.testing): a fixed sample of random programs, batched on every
 backend, must equal plain Python member by member; the fuzzer itself must generate valid,
 deterministic programs, find an injected miscompilation and shrink it to a small program.
+Programs making library calls on per-member arrays are part of the samples: abir refusing to
+compile one is tolerated (and counted), a result different from plain Python is a failure.
 
 `make fuzz` runs the large form (1,000 programs); the `slow` test here runs 200 programs on every
 backend with ABIR_FULL=1 and a reduced NumPy-only sample otherwise.
@@ -15,13 +17,34 @@ import time
 import numpy as np
 import pytest
 
-from abir.testing import fuzz
-from abir.testing.differential import check, load, run_reference, time_limit
-from abir.testing.generate import BOOL, DEFAULT_FEATURES, FLOAT, INT, parse_features, type_of
+from abir import errors
+from abir.testing import differential, fuzz
+from abir.testing.differential import REFUSED, check, counts_as_failure, load, run_reference, time_limit
+from abir.testing.generate import (
+    BOOL,
+    DEFAULT_FEATURES,
+    FLOAT,
+    INT,
+    LIBRARY_CALLS,
+    array_shape,
+    parse_calls,
+    parse_features,
+    signatures,
+    type_of,
+)
 
 SEED = 0
 SAMPLE = {"numpy": range(12), "jax": range(4), "tf": range(4)}
 """Program indices of seed 0 each backend checks in every test run."""
+LIBRARY_SEED = 11
+LIBRARY_SAMPLE = {"numpy": range(4), "jax": range(2), "tf": range(2)}
+"""Program indices of `LIBRARY_SEED`, all making library calls, each backend checks."""
+KNOWN_WRONG = "-flip,-flip_axis1,-roll,-roll_by,-sort_rows,-argsort,-take_argsort"
+"""Library calls abir gets wrong today (computed across the batch or along the wrong axis, or
+failing with an error not its own on a backend): the tests draw programs without them, so that
+they check the other calls; `python -m abir.testing.fuzz` draws them and reports each. A call
+drops out of this list once abir computes it right."""
+TEST_CALLS = parse_calls(KNOWN_WRONG)
 FULL = os.environ.get("ABIR_FULL") == "1"
 
 
@@ -32,16 +55,22 @@ def directory(tmp_path_factory) -> str:
 
 def reproduction_hint(seed: int, index: int, backend: str) -> str:
     return (f"shrink it with: python -m abir.testing.fuzz --seed {seed} --start {index} --count 1 "
-            f"--backends {backend}")  # fmt: skip
+            f"--backends {backend} --calls={KNOWN_WRONG} (with --library-share 1 for a library sample)")  # fmt: skip
 
 
-def check_programs(seed: int, indices: range, backend: str, directory: str) -> None:
+def check_programs(seed: int, indices: range, backend: str, directory: str,
+                   library_share: float = fuzz.LIBRARY_SHARE) -> list[fuzz.Generated]:  # fmt: skip
+    """Check the programs (refusals tolerated); return them."""
+    checked = []
     for index in indices:
-        generated = fuzz.generate(seed, index, DEFAULT_FEATURES, directory)
-        failures = check(generated.program, (backend,), generated.namespace, generated.reference)
+        generated = fuzz.generate(seed, index, DEFAULT_FEATURES, directory, TEST_CALLS, library_share)
+        found = check(generated.program, (backend,), generated.namespace, generated.reference)
+        failures = [f for f in found if counts_as_failure(f)]
         report = fuzz.Report(generated.program.label, generated.program, failures, generated.program, failures,
                              generated.reference, 0)  # fmt: skip
         assert not failures, fuzz.format_report(report, 1) + reproduction_hint(seed, index, backend)
+        checked.append(generated)
+    return checked
 
 
 @pytest.mark.parametrize(
@@ -49,6 +78,16 @@ def check_programs(seed: int, indices: range, backend: str, directory: str) -> N
 )
 def test_fixed_sample_matches_plain_python(backend, index, directory):
     check_programs(SEED, range(index, index + 1), backend, directory)
+
+
+@pytest.mark.parametrize(
+    ("backend", "index"), [(b, i) for b, indices in LIBRARY_SAMPLE.items() for i in indices], ids=lambda v: str(v)
+)
+def test_library_sample_matches_plain_python(backend, index, directory):
+    """Programs computing on per-member arrays with library calls (a share of every sample; here
+    all of them) equal plain Python, or abir refuses them."""
+    (generated,) = check_programs(LIBRARY_SEED, range(index, index + 1), backend, directory, library_share=1.0)
+    assert generated.program.library_calls()
 
 
 @pytest.mark.slow
@@ -91,6 +130,80 @@ def test_programs_are_valid_and_cover_the_subset(directory):
     text = "\n".join(ast.unparse(module) for module in modules)
     for construct in ("r1(d - 1", "r2(d - 1", "._replace(", "P(", "np.dot(", "len(", ".sum()", "C[", "elif "):
         assert construct in text, construct
+
+
+def test_library_programs_use_arrays_of_several_shapes_and_most_calls(directory):
+    """Programs with library calls take and compute arrays of several shapes, matrices among
+    them, test their reductions in conditions, and the sample uses most calls of the table."""
+    calls: set[str] = set()
+    shapes: set[tuple[int, ...]] = set()
+    conditions = 0
+    for index in range(30):
+        program = fuzz.generate(9, index, DEFAULT_FEATURES, directory, library_share=1.0).program
+        calls |= set(program.library_calls())
+        types = [type_of(node) for node in ast.walk(program.module)] + program.input_types
+        shapes |= {array_shape(t, program.vector_size) for t in types if array_shape(t, program.vector_size)}
+        conditions += sum(any(hasattr(node, "fz_call") for node in ast.walk(statement.test))
+                          for statement in ast.walk(program.module) if isinstance(statement, ast.If | ast.While))  # fmt: skip
+    assert len(calls) >= 0.8 * len(LIBRARY_CALLS), sorted({c.name for c in LIBRARY_CALLS} - calls)
+    assert {(2, 3), (3, 2), (3,), (4,)} <= shapes
+    assert conditions >= 10
+    plain = [fuzz.generate(9, index, DEFAULT_FEATURES, directory, library_share=0.0).program for index in range(5)]
+    assert not any(program.library_calls() for program in plain)
+
+
+def test_the_library_table_is_well_formed():
+    """Names are unique, and every call has instances at some program's shapes."""
+    assert len({c.name for c in LIBRARY_CALLS}) == len(LIBRARY_CALLS)
+    layouts = [(2, 3), (2, 4), (3, 4), (3,)]
+    for library_call in LIBRARY_CALLS:
+        found = [s for lengths in layouts
+                 for s in signatures(library_call, (*((k,) for k in lengths), *((i, j) for i in lengths for j in lengths)),
+                                     lengths[0])]  # fmt: skip
+        assert found, library_call.name
+    assert [c.name for c in parse_calls("flip,roll")] == ["flip", "roll"]
+    assert {c.name for c in parse_calls("-flip")} == {c.name for c in LIBRARY_CALLS} - {"flip"}
+    assert parse_calls("") == LIBRARY_CALLS
+    with pytest.raises(ValueError, match="unknown library call 'bogus'"):
+        parse_calls("-bogus")
+
+
+def test_refusals_are_tolerated_and_counted_unless_strict(monkeypatch, directory):
+    """abir's own compile-time error on a program with library calls is a refusal: tolerated
+    and counted by call, or a failure under the strict policy; a member's run-time error and an
+    error not abir's stay failures."""
+
+    monkeypatch.setattr(differential, "run_batched", raising(errors.TypeInferenceError("'np.trace(x)' is refused")))
+    tolerant = fuzz.run_campaign(3, 4, ("numpy",), out=lambda text: None, directory=directory, library_share=1.0)
+    assert not tolerant.reports and tolerant.refused_programs["numpy"] == 3
+    assert "numpy refused 3" in tolerant.summary()
+    strict = fuzz.run_campaign(1, 4, ("numpy",), out=lambda text: None, directory=directory, library_share=1.0,
+                               tolerate_refusals=False, shrink_failures=False)  # fmt: skip
+    assert [f.kind for f in strict.reports[0].failures] == [REFUSED]
+    generated = fuzz.generate(4, 0, DEFAULT_FEATURES, directory, library_share=1.0)
+    for error in (errors.MemberRunError("members failed", members=[0]), ValueError("not abir's")):
+        monkeypatch.setattr(differential, "run_batched", raising(error))
+        (failure,) = check(generated.program, ("numpy",), generated.namespace, generated.reference)
+        assert failure.kind == "error" and counts_as_failure(failure)
+
+
+def raising(error: Exception):
+    """A stand-in for `differential.run_batched` that raises `error`."""
+
+    def run_batched(*args, **kwargs):
+        raise error
+
+    return run_batched
+
+
+def test_finds_a_library_call_computed_wrongly(monkeypatch, directory):
+    """Programs calling `np.tanh` on arrays, their plain Python results computed, then batched
+    with `np.tanh` standing for `np.sinh`: the check reports mismatches."""
+    programs = [fuzz.generate(5, index, DEFAULT_FEATURES, directory, parse_calls("tanh"), 1.0) for index in range(4)]
+    assert all(generated.program.library_calls() == ["tanh"] for generated in programs)
+    monkeypatch.setattr(np, "tanh", np.sinh)
+    kinds = [f.kind for g in programs for f in check(g.program, ("numpy",), g.namespace, g.reference)]
+    assert "mismatch" in kinds, kinds
 
 
 def test_features_can_be_turned_off_and_on(directory):
@@ -150,7 +263,7 @@ def test_finds_and_shrinks_an_injected_miscompilation(monkeypatch, directory):
 
     monkeypatch.setitem(numpy_backend._FUNCTIONS, "remainder", np.fmod)
     result = fuzz.run_campaign(30, 3, ("numpy",), shrink_seconds=20, out=lambda text: None, directory=directory,
-                               stop_after=1)  # fmt: skip
+                               stop_after=1, library_share=0.0)  # fmt: skip
     assert result.reports, "no program failed with `%` computed as fmod"
     report = result.reports[0]
     assert report.minimal_failures[0].kind == "mismatch"
@@ -169,6 +282,7 @@ def test_command_line(capsys):
     out = capsys.readouterr().out
     assert "2 programs (seed 0" in out and "no failures" in out
     assert fuzz.main(["--count", "1", "--backends", "cuda"]) == 2
+    assert fuzz.main(["--count", "1", "--calls=-bogus"]) == 2
     assert fuzz.main(["--count", "1", "--show", "--seed", "4"]) == 0
     assert "def f(" in capsys.readouterr().out
 
