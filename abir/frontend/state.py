@@ -20,7 +20,14 @@ from xdsl.dialects.builtin import StringAttr, SymbolRefAttr, TensorType, i1
 from xdsl.ir import Block, BlockArgument, SSAValue
 
 from abir import prims
-from abir.dialects.functional import LOCATION_ATTR, SOURCE_ATTR, TRUTH_VALUE_ATTR, ConstantOp, PrimOp, UnknownType
+from abir.dialects.functional import (
+    LOCATION_ATTR,
+    SOURCE_ATTR,
+    TRUTH_VALUE_ATTR,
+    ConstantOp,
+    PrimOp,
+    UnknownType,
+)
 from abir.frontend.aliases import SCALAR_OR_VIEW, VIEW, AliasTracker, updates_in_place
 from abir.frontend.cfg import Edge, FunctionGraph
 from abir.frontend.source import FunctionSource
