@@ -57,6 +57,11 @@ class TruthValueError(ValueError, AbirError):
     construct and a fix."""
 
 
+class InternalError(AbirError):
+    """An exception from inside abir, xDSL or a backend that reached a batched call: a bug in
+    abir. The message names the batched function; the original exception is the `__cause__`."""
+
+
 class MemberRunError(RuntimeError, AbirError):
     """A run in which some members failed. `members` lists them by their index in the batch of
     the call; under `jax.vmap`, whose mapped calls run as one batch, `vmap_indices` gives each
