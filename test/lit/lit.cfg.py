@@ -15,7 +15,7 @@ config.maxIndividualTestTime = 120
 # filecheck, python) first on PATH so the tests work without activating it.
 bin_dir = os.path.dirname(sys.executable)
 config.environment["PATH"] = bin_dir + os.pathsep + config.environment.get("PATH", "")
-for name in ("HOME", "TMPDIR"):
+for name in ("HOME", "TMPDIR", "PYTHONPATH"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 config.environment["JAX_PLATFORMS"] = "cpu"
