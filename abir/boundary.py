@@ -1,7 +1,8 @@
 """The exception boundary of a batched call: what a user sees is an abir error (`abir.errors`) or
 the Python error a member's plain run raises, never an exception from abir's machinery.
 
-An exception of a class defined by xDSL, JAX or TensorFlow, or a programming error
+An exception of a class defined by xDSL, JAX or TensorFlow (but for the runtime errors through
+which JAX and TensorFlow report failures inside a compiled program), or a programming error
 (`AssertionError`, `AttributeError`, `NameError`) raised in abir's own code, is a bug in abir:
 it becomes an `InternalError` naming the function and asking for a report, the original kept
 as `__cause__`. Everything else passes unchanged: abir's errors, the `TypeError`s and
@@ -18,6 +19,10 @@ from abir.errors import AbirError, InternalError
 
 INTERNAL_MODULES = ("xdsl", "jax", "jaxlib", "tensorflow")
 """Packages whose own exception classes never describe a user's mistake in a batched call."""
+RUNTIME_ERRORS = ("JaxRuntimeError", "XlaRuntimeError", "OpError")
+"""Exception classes (by name, with their subclasses) through which JAX and TensorFlow report an
+error raised while a compiled program runs (abir's runtime checks, a helper's failure): they
+carry abir's or the user's message and pass unchanged."""
 PROGRAMMING_ERRORS = (AssertionError, AttributeError, NameError)
 """Exception types that, raised in abir's own code, are a bug in abir."""
 ABIR_DIRECTORY = os.path.dirname(os.path.abspath(__file__))
@@ -44,7 +49,7 @@ def is_internal(error: BaseException) -> bool:
     """Whether `error` comes from abir's machinery rather than from the user's program or call."""
     root = type(error).__module__.split(".", 1)[0]
     if root in INTERNAL_MODULES:
-        return True
+        return not any(cls.__name__ in RUNTIME_ERRORS for cls in type(error).__mro__)
     return isinstance(error, PROGRAMMING_ERRORS) and _raised_in_abir(error)
 
 
