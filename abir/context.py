@@ -37,6 +37,7 @@ import optree
 from xdsl.dialects.builtin import ModuleOp
 
 from abir.backends.base import Backend
+from abir.boundary import batched_call_boundary
 from abir.calling import (
     CompiledProgram,
     Compiler,
@@ -89,7 +90,8 @@ class BatchedFunction:
             return self.python_function(*args, **kwargs)
         if dry_run:
             return self._dry_run(args, kwargs)
-        return self._context._compiler.call(self.name, args, kwargs)
+        with batched_call_boundary(self.name):
+            return self._context._compiler.call(self.name, args, kwargs)
 
     def _dry_run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The plain Python function run once per member on that member's values (NumPy scalars

@@ -50,6 +50,18 @@ class TypeInferenceError(TypeError, AbirError):
     """Types that cannot be determined, or that disagree with a user's `type_inference`."""
 
 
+class TruthValueError(ValueError, AbirError):
+    """A per-member array whose members have other than one element used as a truth value (an
+    `if` or `while` condition, `and`, `or`, `not`, a conditional expression, `bool()`), where
+    each member's plain Python run raises NumPy's ValueError; the message names the file, line,
+    construct and a fix."""
+
+
+class InternalError(AbirError):
+    """An exception from inside abir, xDSL or a backend that reached a batched call: a bug in
+    abir. The message names the batched function; the original exception is the `__cause__`."""
+
+
 class MemberRunError(RuntimeError, AbirError):
     """A run in which some members failed. `members` lists them by their index in the batch of
     the call; under `jax.vmap`, whose mapped calls run as one batch, `vmap_indices` gives each

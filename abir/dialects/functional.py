@@ -623,6 +623,11 @@ attribute's text (the frontend's located error for a float `range()` bound)."""
 ARRAY_OPERAND_ERROR_ATTR = "abir.array_operand_error"
 """On the prim of `x op= v`: type inference fails with the attribute's text when `x` (the first
 operand) is a per-member array, which NumPy would update in place where abir cannot follow it."""
+TRUTH_VALUE_ATTR = "abir.truth_value"
+"""On the `astype` to i1 of a value used as a truth value: how it is used (`"the condition of
+this `if`"`). Type inference requires each member's operand to have one element, as Python's
+`bool()` of a NumPy array does (a size-1 array is reduced to its element), and raises a located
+`TruthValueError` otherwise."""
 IN_PLACE_RESULT_ATTR = "abir.in_place_result"
 """On the prim of `x op= v`: when `x` (the first operand) is a per-member array, NumPy updates it
 in place, so the result keeps its dtype and shape; else type inference fails with the text."""

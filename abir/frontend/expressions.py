@@ -368,7 +368,7 @@ class ExpressionLowering:
         if isinstance(operand, Static):
             return self._static_apply(node, UNARY_OPERATORS[type(node.op)], operand)
         if isinstance(node.op, ast.Not):
-            condition = self.state.as_condition(operand, node)
+            condition = self.state.as_condition(operand, node.operand, "the operand of `not`")
             assert isinstance(condition, SSAValue)
             return self.state.prim("logical_not", [condition])
         return self.state.prim(UNARY_PRIMS[type(node.op)], [operand])
@@ -489,20 +489,22 @@ class ExpressionLowering:
 
     def expr_BoolOp(self, node: ast.BoolOp) -> Any:
         result = self.leaf(node.values[0])
-        for operand in node.values[1:]:
-            result = self._bool_op(node, isinstance(node.op, ast.And), result, operand)
+        for left_node, operand in zip(node.values, node.values[1:], strict=False):
+            result = self._bool_op(node, isinstance(node.op, ast.And), result, left_node, operand)
         return result
 
-    def _bool_op(self, node: ast.BoolOp, is_and: bool, left: Any, right_node: ast.expr) -> Any:
+    def _bool_op(self, node: ast.BoolOp, is_and: bool, left: Any, left_node: ast.expr, right_node: ast.expr) -> Any:
+        """`left and right` / `left or right`, `left` the value so far (Python takes its truth
+        value: that of the last operand `left_node` evaluated)."""
         if isinstance(left, Static):
             decided = bool(left.value) != is_and  # `False and ...` / `True or ...`
             return left if decided else self.leaf(right_node)
+        condition = self.state.as_condition(left, left_node, f"the left operand of `{'and' if is_and else 'or'}`")
         if not eager_safe(right_node):
-            return self._short_circuit(node, is_and, left, right_node)
+            return self._short_circuit(node, is_and, left, condition, right_node)
         right = self.state.materialize(self.leaf(right_node), node)
         if left in self.state.booleans and right in self.state.booleans:
-            return self.state.prim("logical_and" if is_and else "logical_or", [left, right])
-        condition = self.state.as_condition(left, node)
+            return self.state.prim("logical_and" if is_and else "logical_or", [condition, right])
         chosen = [right, left] if is_and else [left, right]
         return self._where(node, condition, *chosen)
 
@@ -512,9 +514,10 @@ class ExpressionLowering:
         self.state.aliases.derived(result, [a, b])
         return result
 
-    def _short_circuit(self, node: ast.BoolOp, is_and: bool, left: Any, right_node: ast.expr) -> Any:
-        """`a and f(x)` runs `f` only where `a` holds: branch, then join the two values."""
-        condition = self.state.as_condition(left, node)
+    def _short_circuit(
+        self, node: ast.BoolOp, is_and: bool, left: Any, condition: SSAValue | Static, right_node: ast.expr
+    ) -> Any:
+        """`a and f(x)` runs `f` only where `a` holds (`condition`): branch, then join the two values."""
         assert isinstance(condition, SSAValue)
         saved = dict(self.state.env)
         true_edge, false_edge = self.state.graph.branch(self.state.block, condition)
@@ -551,7 +554,9 @@ class ExpressionLowering:
         return self.state.env.pop(RESULT)
 
     def expr_IfExp(self, node: ast.IfExp) -> Any:
-        condition = self.state.as_condition(self.leaf(node.test), node.test)
+        condition = self.state.as_condition(
+            self.leaf(node.test), node.test, "the condition of this conditional expression (`... if ... else ...`)"
+        )
         if isinstance(condition, Static):
             return self.expr(node.body if condition.value else node.orelse)
         if eager_safe(node.body) and eager_safe(node.orelse):

@@ -312,7 +312,7 @@ class StatementLowering:
     # -- branches ---------------------------------------------------------------------------
 
     def stmt_If(self, node: ast.If) -> None:
-        condition = self.state.as_condition(self.expressions.leaf(node.test), node.test)
+        condition = self.state.as_condition(self.expressions.leaf(node.test), node.test, "the condition of this `if`")
         if isinstance(condition, Static):
             self.statements(node.body if condition.value else node.orelse)
             return
@@ -348,7 +348,9 @@ class StatementLowering:
 
     def stmt_While(self, node: ast.While) -> None:
         header, carried = self._enter_loop(node, assigned_names(node.body, node.test))
-        condition = self.state.as_condition(self.expressions.leaf(node.test), node.test)
+        condition = self.state.as_condition(
+            self.expressions.leaf(node.test), node.test, "the condition of this `while` loop"
+        )
         self._loop(node, header, carried, condition)
 
     def stmt_For(self, node: ast.For) -> None:

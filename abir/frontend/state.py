@@ -16,11 +16,18 @@ from typing import Any, Protocol
 
 import numpy as np
 import optree
-from xdsl.dialects.builtin import SymbolRefAttr, TensorType, i1
+from xdsl.dialects.builtin import StringAttr, SymbolRefAttr, TensorType, i1
 from xdsl.ir import Block, BlockArgument, SSAValue
 
 from abir import prims
-from abir.dialects.functional import ConstantOp, PrimOp, UnknownType
+from abir.dialects.functional import (
+    LOCATION_ATTR,
+    SOURCE_ATTR,
+    TRUTH_VALUE_ATTR,
+    ConstantOp,
+    PrimOp,
+    UnknownType,
+)
 from abir.frontend.aliases import SCALAR_OR_VIEW, VIEW, AliasTracker, updates_in_place
 from abir.frontend.cfg import Edge, FunctionGraph
 from abir.frontend.source import FunctionSource
@@ -172,8 +179,11 @@ class LoweringState:
             "index or destructure the structure first",
         )
 
-    def as_condition(self, value: Any, node: ast.AST) -> SSAValue | Static:
-        """An `i1` value (or a compile-time truth value) to branch on."""
+    def as_condition(self, value: Any, node: ast.AST, use: str = "a truth value") -> SSAValue | Static:
+        """A per-member `i1` scalar (or a compile-time truth value) to branch on: Python's
+        `bool(value)` for each member. `use` says how the value at `node` is used (`"the
+        condition of this `if`"`); unless `value` is a scalar by construction, type inference
+        checks that each member's value has one element (`TRUTH_VALUE_ATTR`), as NumPy does."""
         if isinstance(value, Static):
             try:
                 return Static(bool(value.value))
@@ -183,9 +193,21 @@ class LoweringState:
                 ) from None
         if isinstance(value, tuple | list):
             return Static(len(value) > 0)
-        if value.type == i1:
-            return value
-        return self.prim("astype", [value], to_bool=True)
+        if self.known_scalar(value):
+            return value if value.type == i1 else self.prim("astype", [value], to_bool=True)
+        return self._checked_truth_value(value, node, use)
+
+    def _checked_truth_value(self, value: SSAValue, node: ast.AST, use: str) -> SSAValue:
+        """`astype(value) -> i1`, marked for type inference to check that each member's value has
+        one element (`TRUTH_VALUE_ATTR`), located at `node`."""
+        op = PrimOp("astype", [value], [i1])
+        op.attributes[LOCATION_ATTR] = StringAttr(self.source.location(node))
+        op.attributes[SOURCE_ATTR] = StringAttr(self.source.segment(node))
+        op.attributes[TRUTH_VALUE_ATTR] = StringAttr(use)
+        self.block.add_op(op)
+        self.booleans.add(op.res[0])
+        self.aliases.fresh(op.res[0])
+        return op.res[0]
 
     def known_scalar(self, value: Any, visiting: set[SSAValue] | None = None, depth: int = 0) -> bool:
         """Whether `value` is a per-member scalar whatever the arguments' types: a number, a

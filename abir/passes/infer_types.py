@@ -45,7 +45,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from abir.dialects import functional, mark_failing_op
-from abir.dialects.functional import INTEGER_OPERANDS_ATTR, LOCATION_ATTR, SOURCE_ATTR
+from abir.dialects.functional import INTEGER_OPERANDS_ATTR, LOCATION_ATTR, SOURCE_ATTR, TRUTH_VALUE_ATTR
 from abir.dialects.symbols import lookup_symbol
 from abir.errors import TypeInferenceError
 from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of, reachable
@@ -56,6 +56,7 @@ from abir.passes.prim_evaluation import (
     check_integer_operands,
     constant_value,
     located_error,
+    truth_value_fact,
     user_result_facts,
 )
 from abir.passes.specialize_types import Specializations, base_names
@@ -195,6 +196,8 @@ class FunctionInference:
         return []
 
     def _prim(self, op: functional.PrimOp, operands: list[Fact]) -> list[Fact | None]:
+        if TRUTH_VALUE_ATTR in op.attributes:
+            return [truth_value_fact(op, operands[0], self.name)]
         if (requirement := op.attributes.get(INTEGER_OPERANDS_ATTR)) is not None:
             check_integer_operands(requirement, operands)
         check_in_place(op, operands)
@@ -495,6 +498,7 @@ def infer_types(
         concretize_weak_constants(funcs[name], set(weak_values))
     for name in locals_:
         cast_at_joins(funcs[name])
+        reduce_truth_values(funcs[name])
     inference.specs.finalize(module)
     drop_locations(module)
     module.attributes[ENTRY_ATTR] = StringAttr(entry)
@@ -507,6 +511,20 @@ def drop_locations(module: ModuleOp) -> None:
         if isinstance(op, functional.PrimOp):
             op.attributes.pop(LOCATION_ATTR, None)
             op.attributes.pop(SOURCE_ATTR, None)
+
+
+def reduce_truth_values(func: functional.FuncOp) -> None:
+    """The truth values the frontend marked (`TRUTH_VALUE_ATTR`), checked by inference, become
+    plain `astype`s to i1; an operand with per-member axes (of one element, or none where NumPy
+    allows it) is first reduced with `any`, which gives NumPy's truth value of such an array."""
+    for op in list(func.walk()):
+        if not isinstance(op, functional.PrimOp) or op.attributes.pop(TRUTH_VALUE_ATTR, None) is None:
+            continue
+        operand = op.arguments[0]
+        if tensor_type_of(operand.type).shape:
+            reduced = functional.PrimOp("any", [operand], [op.res[0].type])
+            Rewriter.insert_op(reduced, InsertPoint.before(op))
+            op.operands[0] = reduced.res[0]
 
 
 def weak_positions(local: LocalResult) -> list[tuple[Operation | Block, int]]:

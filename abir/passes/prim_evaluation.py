@@ -27,11 +27,13 @@ from abir.dialects.functional import (
     IN_PLACE_RESULT_ATTR,
     LOCATION_ATTR,
     SOURCE_ATTR,
+    TRUTH_VALUE_ATTR,
 )
-from abir.errors import AbirError, LocatedSyntaxError, TypeInferenceError
+from abir.errors import AbirError, LocatedSyntaxError, TruthValueError, TypeInferenceError
 from abir.opaque import Helper, HelperStructureLearned, call_batch, helper_error, lookup_opaque, site_of
 from abir.passes.type_lattice import (
     Fact,
+    describe_fact,
     fmt,
     scalar_of,
     weak_probe,
@@ -213,6 +215,43 @@ def check_in_place(op: functional.PrimOp, operands: Sequence[Fact], results: Seq
         failed = op.attributes.get(IN_PLACE_RESULT_ATTR)
     if failed is not None:
         raise LocatedTypeInferenceError(failed.data if isinstance(failed, StringAttr) else str(failed))
+
+
+def truth_value_fact(op: functional.PrimOp, operand: Fact, function: str) -> Fact:
+    """The fact of `op`, an `astype` to i1 the frontend marked as a truth value
+    (`TRUTH_VALUE_ATTR`): a per-member bool scalar when NumPy takes the truth value of an array
+    of the operand's per-member type (one element; an empty array where the installed NumPy
+    allows it), else a `TruthValueError` at the construct with NumPy's message."""
+    tensor = operand.tensor
+    if tensor.shape:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                bool(np.zeros(tuple(tensor.shape), tensor.dtype))
+        except ValueError as exc:
+            raise truth_value_error(op, describe_fact(operand), str(exc), function) from None
+    return Fact(ir_type(np.bool_))
+
+
+def truth_value_error(op: functional.PrimOp, described: str, numpy_message: str, function: str) -> TruthValueError:
+    """The located error for the truth value `op` of a per-member value `described` (`a float64
+    array of shape (3,)`) that NumPy refuses with `numpy_message`."""
+    use = _string_attribute(op, TRUTH_VALUE_ATTR) or "a truth value"
+    source = _string_attribute(op, SOURCE_ATTR) or "this value"
+    message = (
+        f"`{source}` is used as {use}, but each member's value is {described}, and Python's `bool()` of "
+        f"it raises ValueError: {numpy_message}\nInstead: reduce it to one truth value, e.g. "
+        f"`np.any({source})` or `np.all({source})`, or choose element by element with `np.where({source}, ..., ...)`"
+    )
+    location = _string_attribute(op, LOCATION_ATTR)
+    if location is None:
+        return TruthValueError(f"in @{function}: {message}")
+    return TruthValueError(str(located_error(location, function, message)))
+
+
+def _string_attribute(op: functional.PrimOp, name: str) -> str | None:
+    value = op.attributes.get(name)
+    return value.data if isinstance(value, StringAttr) else None
 
 
 def _describe_types(args: Sequence[TensorType]) -> str:

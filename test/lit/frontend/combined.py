@@ -54,5 +54,5 @@ print(ctx.module())
 # CHECK-NEXT:    functional.return %[[M1]] : i64
 
 # CHECK-LABEL: functional.func @flag(%x: !functional.unknown)
-# CHECK-NEXT:    %[[CAST:[^ ,:)]+]] = functional.prim "astype"(%x) : (!functional.unknown) -> i1
+# CHECK-NEXT:    %[[CAST:[^ ,:)]+]] = functional.prim "astype"(%x) {{.*}}abir.truth_value{{.*}} : (!functional.unknown) -> i1
 # CHECK-NEXT:    cf.cond_br %[[CAST]], ^bb1, ^bb2

@@ -33,13 +33,14 @@ print(ctx.module())
 # `or` of two comparisons: logical_or
 # CHECK:       %either = functional.prim "logical_or"(%{{.*}}, %{{.*}}) : (i1, i1) -> i1
 # `a or b` on numbers keeps Python's value semantics: a where a is truthy, else b
-# CHECK-NEXT:  %[[TRUTH:.*]] = functional.prim "astype"(%a) : (!functional.unknown) -> i1
+# CHECK-NEXT:  %[[TRUTH:.*]] = functional.prim "astype"(%a){{.*}} : (!functional.unknown) -> i1
 # CHECK-NEXT:  %[[OR:.*]] = functional.prim "where"(%[[TRUTH]], %a, %b)
-# CHECK-NEXT:  %[[OR_TRUTH:.*]] = functional.prim "astype"(%[[OR]]) : (!functional.unknown) -> i1
+# CHECK-NEXT:  %[[OR_TRUTH:.*]] = functional.prim "astype"(%[[OR]]){{.*}} : (!functional.unknown) -> i1
 # CHECK-NEXT:  %neither = functional.prim "logical_not"(%[[OR_TRUTH]]) : (i1) -> i1
 # a conditional expression without calls selects with where
 # CHECK-NEXT:  %[[GT:.*]] = functional.prim "greater"(%a, %b)
-# CHECK-NEXT:  %bigger = functional.prim "where"(%[[GT]], %a, %b)
+# CHECK-NEXT:  %[[GT_T:.*]] = functional.prim "astype"(%[[GT]]) {{.*}}abir.truth_value{{.*}} : (i1) -> i1
+# CHECK-NEXT:  %bigger = functional.prim "where"(%[[GT_T]], %a, %b)
 # the swap reads the old values: afterwards a is the old b, b is the old a % b
 # CHECK-NEXT:  %b_1 = functional.prim "remainder"(%a, %b)
 # literal arithmetic is folded at compile time

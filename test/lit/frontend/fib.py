@@ -19,7 +19,8 @@ print(ctx.module())
 # CHECK-LABEL: functional.func @fib(%n: !functional.unknown) -> !functional.unknown {
 # CHECK-NEXT:   %[[C2:[^ ,:)]+]] = functional.constant weak 2 : i64
 # CHECK-NEXT:   %[[GT:[^ ,:)]+]] = functional.prim "greater"(%n, %[[C2]]) : (!functional.unknown, i64) -> i1
-# CHECK-NEXT:   cf.cond_br %[[GT]], ^bb1, ^bb2
+# CHECK-NEXT:   %[[GT_T:[^ ,:)]+]] = functional.prim "astype"(%[[GT]]) {{.*}}abir.truth_value{{.*}} : (i1) -> i1
+# CHECK-NEXT:   cf.cond_br %[[GT_T]], ^bb1, ^bb2
 # CHECK-NEXT: ^bb1:
 # CHECK-NEXT:   %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
 # CHECK-NEXT:   %[[SUB:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C1]]) : (!functional.unknown, i64) -> !functional.unknown

@@ -24,7 +24,8 @@ print(ctx.module())
 # CHECK-LABEL: functional.func @is_even(%n: !functional.unknown) -> !functional.unknown {
 # CHECK-NEXT:   %[[C0:[^ ,:)]+]] = functional.constant weak 0 : i64
 # CHECK-NEXT:   %[[EQ:[^ ,:)]+]] = functional.prim "equal"(%n, %[[C0]]) : (!functional.unknown, i64) -> i1
-# CHECK-NEXT:   cf.cond_br %[[EQ]], ^bb1, ^bb2
+# CHECK-NEXT:   %[[EQ_T:[^ ,:)]+]] = functional.prim "astype"(%[[EQ]]) {{.*}}abir.truth_value{{.*}} : (i1) -> i1
+# CHECK-NEXT:   cf.cond_br %[[EQ_T]], ^bb1, ^bb2
 # CHECK-NEXT: ^bb1:
 # CHECK-NEXT:   %[[TRUE:[^ ,:)]+]] = functional.constant weak true
 # CHECK-NEXT:   functional.return %[[TRUE]] : i1
@@ -37,7 +38,8 @@ print(ctx.module())
 # CHECK-LABEL: functional.func @is_odd(%n: !functional.unknown) -> !functional.unknown {
 # CHECK-NEXT:   %[[C0:[^ ,:)]+]] = functional.constant weak 0 : i64
 # CHECK-NEXT:   %[[NE:[^ ,:)]+]] = functional.prim "not_equal"(%n, %[[C0]]) : (!functional.unknown, i64) -> i1
-# CHECK-NEXT:   cf.cond_br %[[NE]], ^bb1, ^bb2(%[[NE]] : i1)
+# CHECK-NEXT:   %[[NE_T:[^ ,:)]+]] = functional.prim "astype"(%[[NE]]) {{.*}}abir.truth_value{{.*}} : (i1) -> i1
+# CHECK-NEXT:   cf.cond_br %[[NE_T]], ^bb1, ^bb2(%[[NE]] : i1)
 # CHECK-NEXT: ^bb1:
 # CHECK-NEXT:   %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
 # CHECK-NEXT:   %[[SUB:[^ ,:)]+]] = functional.prim "subtract"(%n, %[[C1]]) : (!functional.unknown, i64) -> !functional.unknown

@@ -44,7 +44,8 @@ print(ctx.module())
 # CHECK-LABEL: functional.func @step.s1(%s: !functional.unknown, %s_1: !functional.unknown) -> (!functional.unknown, !functional.unknown) {
 # CHECK-NEXT:    %[[C10:[^ ,:)]+]] = functional.constant weak 10 : i64
 # CHECK-NEXT:    %[[GT:[^ ,:)]+]] = functional.prim "greater"(%s_1, %[[C10]])
-# CHECK-NEXT:    cf.cond_br %[[GT]], ^bb1, ^bb2
+# CHECK-NEXT:    %[[GT_T:[^ ,:)]+]] = functional.prim "astype"(%[[GT]]) {{.*}}abir.truth_value{{.*}} : (i1) -> i1
+# CHECK-NEXT:    cf.cond_br %[[GT_T]], ^bb1, ^bb2
 # CHECK-NEXT:  ^bb1:
 # CHECK-NEXT:    functional.return %s, %s_1 : !functional.unknown, !functional.unknown
 # CHECK-NEXT:  ^bb2:

@@ -24,7 +24,8 @@ print(ctx.module())
 # CHECK-LABEL: functional.func @fib(%n: !functional.unknown) -> !functional.unknown {
 # CHECK-NEXT:    %[[C2:[^ ,:)]+]] = functional.constant weak 2 : i64
 # CHECK-NEXT:    %[[LT:[^ ,:)]+]] = functional.prim "less"(%n, %[[C2]]) : (!functional.unknown, i64) -> i1
-# CHECK-NEXT:    cf.cond_br %[[LT]], ^bb1, ^bb2
+# CHECK-NEXT:    %[[LT_T:[^ ,:)]+]] = functional.prim "astype"(%[[LT]]) {{.*}}abir.truth_value{{.*}} : (i1) -> i1
+# CHECK-NEXT:    cf.cond_br %[[LT_T]], ^bb1, ^bb2
 # CHECK-NEXT:  ^bb1:
 # CHECK-NEXT:    cf.br ^bb3(%n : !functional.unknown)
 # CHECK-NEXT:  ^bb2:

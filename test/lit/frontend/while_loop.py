@@ -27,7 +27,8 @@ print(ctx.module())
 # CHECK-NEXT: ^bb1(%x_1: !functional.unknown, %count: !functional.unknown):
 # CHECK-NEXT:   %[[C1:[^ ,:)]+]] = functional.constant weak 1 : i64
 # CHECK-NEXT:   %[[NE:[^ ,:)]+]] = functional.prim "not_equal"(%x_1, %[[C1]]) : (!functional.unknown, i64) -> i1
-# CHECK-NEXT:   cf.cond_br %[[NE]], ^bb2, ^bb6
+# CHECK-NEXT:   %[[NE_T:[^ ,:)]+]] = functional.prim "astype"(%[[NE]]) {{.*}}abir.truth_value{{.*}} : (i1) -> i1
+# CHECK-NEXT:   cf.cond_br %[[NE_T]], ^bb2, ^bb6
 # CHECK:      ^bb3:
 # CHECK-NEXT:   %[[C2:[^ ,:)]+]] = functional.constant weak 2 : i64
 # CHECK-NEXT:   %x_2 = functional.prim "floor_divide"(%x_1, %[[C2]]) : (!functional.unknown, i64) -> !functional.unknown
