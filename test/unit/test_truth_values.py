@@ -31,7 +31,7 @@ def if_positive(a):
 def while_nonzero(v):
     n = 0
     while v:  # truth
-        v = v - 1
+        v = v - np.sign(v)
         n += 1
     return n
 
