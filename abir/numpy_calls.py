@@ -109,10 +109,6 @@ def _qr_outputs(arguments: dict[str, Any]) -> int:
     return 1 if arguments.get("mode", "reduced") == "r" else 2
 
 
-def _eig_outputs(arguments: dict[str, Any]) -> int:
-    return 2
-
-
 _FUNCTIONS: tuple[NumpyFunction, ...] = (
     # elementwise functions that are not ufuncs (every ufunc is one: `resolve`)
     _ufunc("round", "a", static=("decimals",)), _ufunc("around", "a", static=("decimals",)),
@@ -186,7 +182,7 @@ _FUNCTIONS: tuple[NumpyFunction, ...] = (
     _loop("ravel_multi_index", "dims", "mode", "order"), _loop("unravel_index", "shape", outputs=lambda a: len(a["shape"])),
     _loop("polyder", "m"), _loop("polyint", "m"), _loop("polyadd"), _loop("polysub"),
     _loop("outer"), _loop("inner"), _loop("dot"), _loop("matmul"), _loop("trim_zeros", "trim"),
-    _loop("linalg.eig", outputs=_eig_outputs), _loop("linalg.eigvals"),
+    _loop("linalg.eig", outputs=2), _loop("linalg.eigvals"),
     _loop("zeros", "shape", "dtype"), _loop("ones", "shape", "dtype"), _loop("empty", "shape", "dtype"),
     _loop("eye", "N", "M", "k", "dtype"), _loop("identity", "n", "dtype"), _loop("tri", "N", "M", "k", "dtype"),
     _loop("arange", "start_or_stop", "stop", "step", "dtype"),
@@ -783,13 +779,19 @@ def _jax_host_call(call: Call, operands: Sequence[Any], dtype: np.dtype) -> Any:
     import jax
 
     batch = max(o.shape[0] for o in operands)
-    members = [np.zeros((1, *o.shape[1:]), np.dtype(o.dtype)) for o in operands]
-    shape = _numpy_call(call, members).shape[1:]
+    host, shape = _on_host(call, operands, dtype)
+    return jax.pure_callback(host, jax.ShapeDtypeStruct((batch, *shape), dtype), *operands)
+
+
+def _on_host(call: Call, operands: Sequence[Any], dtype: np.dtype) -> tuple[Callable[..., np.ndarray], tuple[int, ...]]:
+    """The NumPy path as a host function of whole-batch arrays, and the member shape it returns."""
+    members = [np.zeros((1, *o.shape[1:]), np.dtype(getattr(o.dtype, "as_numpy_dtype", o.dtype))) for o in operands]
+    shape = tuple(_numpy_call(call, members).shape[1:])
 
     def host(*arrays: np.ndarray) -> np.ndarray:
         return _numpy_call(call, [np.asarray(a) for a in arrays]).astype(dtype)
 
-    return jax.pure_callback(host, jax.ShapeDtypeStruct((batch, *shape), dtype), *operands)
+    return host, shape
 
 
 def _tf_call(call: Call, operands: Sequence[Any]) -> Any:
@@ -805,12 +807,7 @@ def _tf_call(call: Call, operands: Sequence[Any]) -> Any:
     if fast is not None:
         with contextlib.suppress(Exception):  # not traceable with TF's ops: the NumPy path below
             return tf.cast(fast(), dtype)
-    members = [np.zeros((1, *o.shape[1:]), o.dtype.as_numpy_dtype) for o in operands]
-    shape = _numpy_call(call, members).shape[1:]
-
-    def host(*arrays: np.ndarray) -> np.ndarray:
-        return _numpy_call(call, [np.asarray(a) for a in arrays]).astype(dtype)
-
+    host, shape = _on_host(call, operands, dtype)
     if tf.executing_eagerly():
         return tf.convert_to_tensor(host(*(o.numpy() for o in operands)))
     if _compiled_by_xla():
