@@ -57,6 +57,12 @@ class TruthValueError(ValueError, AbirError):
     construct and a fix."""
 
 
+class ScalarConversionError(TypeError, AbirError):
+    """`float()` or `int()` of a per-member array (one or more axes), which each member's plain
+    Python run refuses with NumPy's TypeError; the message names the file, line, construct and a
+    fix."""
+
+
 class InternalError(AbirError):
     """An exception from inside abir, xDSL or a backend that reached a batched call: a bug in
     abir. The message names the batched function; the original exception is the `__cause__`."""

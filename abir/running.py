@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr, TensorType
 from xdsl.ir import Attribute, Operation
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
@@ -30,7 +30,7 @@ from abir.dialects import functional, make_context, verify_error_text, verify_mo
 from abir.dialects.parsing import AbirParser, located_error_text
 from abir.errors import AbirError
 from abir.opaque import register_opaque
-from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of
+from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of, reachable
 from abir.passes.pipeline import compile_functional, lower_to_vm
 from abir.types import ir_type, is_value_type, oversized_message
 from abir.vm.machine import DEFAULT_MAX_STACK_DEPTH, Machine, compile_machine
@@ -95,7 +95,7 @@ def run_module(
     callables of the module's opaque prims, by symbol name."""
     module = parse_module(module_or_text) if isinstance(module_or_text, str) else module_or_text
     check_sizes(module)
-    supply_opaque(module, opaque or {})
+    supply_opaque(module, opaque or {}, entry)
     try:
         machine = machine_for(module, entry, args)
     except Exception as e:  # a pass's error at an op read from text: point at its line
@@ -108,11 +108,11 @@ def run_module(
     return results[0] if len(results) == 1 else results
 
 
-def supply_opaque(module: ModuleOp, callables: Mapping[str, Callable[..., Any]]) -> None:
-    """Register the caller's callables for the module's opaque prims; an error naming every
-    declared prim the caller did not supply."""
-    declared = [op.sym_name.data for op in module.ops if isinstance(op, functional.OpaqueOp)]
-    missing = [name for name in declared if name not in callables]
+def supply_opaque(module: ModuleOp, callables: Mapping[str, Callable[..., Any]], entry: str | None = None) -> None:
+    """Register the caller's callables for the opaque prims a run from `entry` can call; an error
+    naming every such prim the caller did not supply."""
+    needed = called_opaque(module, entry)
+    missing = [name for name in needed if name not in callables]
     if missing:
         listed = ", ".join(f"@{name}" for name in missing)
         raise ModuleRunError(
@@ -120,8 +120,28 @@ def supply_opaque(module: ModuleOp, callables: Mapping[str, Callable[..., Any]])
             "source text is never run); supply each one: abir-run --opaque NAME=module:function, or "
             "run_module(..., opaque={'NAME': fn})"
         )
-    for name in declared:
+    for name in needed:
         register_opaque(name, callables[name])
+
+
+def called_opaque(module: ModuleOp, entry: str | None) -> list[str]:
+    """The declared opaque prims a run from `entry` can call: those called in the functions the
+    entry reaches (in a vm module, in its program)."""
+    declared = [op.sym_name.data for op in module.ops if isinstance(op, functional.OpaqueOp)]
+    functions = functions_of(module)
+    scope: list[Operation] = [module]
+    if declared and functions and not any(isinstance(op, vm.ProgramOp) for op in module.ops):
+        name = entry or choose_entry(module)
+        if name in functions:
+            scope = [functions[n] for n in reachable(call_graph(module), name) if n in functions]
+    called = {callee_of(op) for root in scope for op in root.walk()}
+    return [name for name in declared if name in called]
+
+
+def callee_of(op: Operation) -> str | None:
+    """The symbol an op calls (a function or an opaque prim), if any."""
+    callee = op.properties.get("callee")
+    return callee.string_value() if isinstance(callee, SymbolRefAttr) else None
 
 
 def machine_for(module: ModuleOp, entry: str | None, args: Sequence[Any]) -> Machine:

@@ -628,6 +628,14 @@ TRUTH_VALUE_ATTR = "abir.truth_value"
 this `if`"`). Type inference requires each member's operand to have one element, as Python's
 `bool()` of a NumPy array does (a size-1 array is reduced to its element), and raises a located
 `TruthValueError` otherwise."""
+SCALAR_CONVERSION_ATTR = "abir.scalar_conversion"
+"""On the `astype` of Python's `float()` or `int()` (the builtin's name): each member's operand must
+be a scalar, as NumPy converts only 0-dimensional arrays to Python scalars; type inference raises a
+located `ScalarConversionError` otherwise."""
+SELECT_ATTR = "abir.select"
+"""On the `where` of a conditional expression, `and` or `or` (`"an `and`"`): Python gives
+one operand itself, so each member's two candidates must have one shape, as where the paths of an
+`if` meet; type inference raises a located error otherwise (a `where` would broadcast them)."""
 IN_PLACE_RESULT_ATTR = "abir.in_place_result"
 """On the prim of `x op= v`: when `x` (the first operand) is a per-member array, NumPy updates it
 in place, so the result keeps its dtype and shape; else type inference fails with the text."""

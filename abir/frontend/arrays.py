@@ -40,7 +40,7 @@ from xdsl.ir import SSAValue
 
 from abir import array_prims, numpy_calls
 from abir.array_ops import ARRAY, BASIC, BATCHED, IndexComponent
-from abir.dialects.functional import LOCATION_ATTR, SOURCE_ATTR, PrimOp, UnknownType
+from abir.dialects.functional import LOCATION_ATTR, SCALAR_CONVERSION_ATTR, SOURCE_ATTR, PrimOp, UnknownType
 from abir.frontend.aliases import SCALAR_OR_VIEW, VIEW
 from abir.frontend.state import LoweringState
 from abir.frontend.values import Static, awaits_result_structure, flatten, stand_in, unflatten, unwrap_statics
@@ -137,6 +137,13 @@ class ArrayLowering:
             self.state.booleans.add(op.res[0])
         self.state.aliases.fresh(op.res[0])
         return op.res[0]
+
+    def _mark_scalar_conversion(self, node: ast.AST, op: Any, builtin: str) -> None:
+        """Mark the `astype` of `float(v)`/`int(v)` for type inference to check that each member's
+        `v` is a scalar (`SCALAR_CONVERSION_ATTR`), located at `node`."""
+        op.attributes[SCALAR_CONVERSION_ATTR] = StringAttr(builtin)
+        op.attributes[LOCATION_ATTR] = StringAttr(self.source.location(node))
+        op.attributes[SOURCE_ATTR] = StringAttr(self.source.segment(node))
 
     def array_operand(self, node: ast.AST, value: Any) -> SSAValue:
         """One array from a leaf, or from a flat list/tuple of leaves (stacked, as NumPy would)."""
@@ -469,7 +476,10 @@ class ArrayLowering:
             if fn is builtins.bool:
                 return self.state.as_condition(args[0], node)
             dtype = {builtins.float: np.float64, builtins.int: np.int64}.get(fn, fn)
-            return self.astype_op(node, args[0], dtype)
+            converted = self.astype_op(node, args[0], dtype)
+            if fn in (builtins.float, builtins.int):
+                self._mark_scalar_conversion(node, converted.owner, fn.__name__)
+            return converted
         return NotImplemented
 
     def _shape_function(self, node: ast.Call, fn: Any, args: list, kwargs: dict) -> SSAValue:

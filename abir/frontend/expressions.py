@@ -35,7 +35,7 @@ from xdsl.dialects.builtin import StringAttr, SymbolRefAttr
 from xdsl.ir import SSAValue
 
 from abir import prims
-from abir.dialects.functional import LOCATION_ATTR, CallOp, UnknownType
+from abir.dialects.functional import LOCATION_ATTR, SELECT_ATTR, SOURCE_ATTR, CallOp, UnknownType
 from abir.dry_run import truthy
 from abir.errors import UnsupportedSyntaxError
 from abir.frontend.arrays import FIXED_SIZE_SUGGESTION, LIST_METHODS, ArrayLowering, LikeDtype
@@ -506,11 +506,16 @@ class ExpressionLowering:
         if left in self.state.booleans and right in self.state.booleans:
             return self.state.prim("logical_and" if is_and else "logical_or", [condition, right])
         chosen = [right, left] if is_and else [left, right]
-        return self._where(node, condition, *chosen)
+        return self._where(node, "an `and`" if is_and else "an `or`", condition, *chosen)
 
-    def _where(self, node: ast.AST, condition: SSAValue, a: Any, b: Any) -> SSAValue:
-        """`a` where `condition` holds, else `b`: in Python one of the two objects itself."""
+    def _where(self, node: ast.AST, construct: str, condition: SSAValue, a: Any, b: Any) -> SSAValue:
+        """`a` where `condition` holds, else `b`: in Python one of the two objects itself, so type
+        inference checks that they have one shape (`SELECT_ATTR`)."""
         result = self.state.prim("where", [condition, self.state.materialize(a, node), self.state.materialize(b, node)])
+        op = result.owner
+        op.attributes[SELECT_ATTR] = StringAttr(construct)
+        op.attributes[LOCATION_ATTR] = StringAttr(self.source.location(node))
+        op.attributes[SOURCE_ATTR] = StringAttr(self.source.segment(node))
         self.state.aliases.derived(result, [a, b])
         return result
 
@@ -576,7 +581,7 @@ class ExpressionLowering:
                 "make both arms tuples/lists of the same length, or both single values",
             )
         selected = [
-            t if isinstance(t, SSAValue) and t is e else self._where(node, condition, t, e)
+            t if isinstance(t, SSAValue) and t is e else self._where(node, "a conditional expression", condition, t, e)
             for t, e in zip(then_leaves, else_leaves, strict=True)
         ]
         return unflatten(then_def, selected)

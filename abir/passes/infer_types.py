@@ -45,7 +45,14 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from abir.dialects import functional, mark_failing_op
-from abir.dialects.functional import INTEGER_OPERANDS_ATTR, LOCATION_ATTR, SOURCE_ATTR, TRUTH_VALUE_ATTR
+from abir.dialects.functional import (
+    INTEGER_OPERANDS_ATTR,
+    LOCATION_ATTR,
+    SCALAR_CONVERSION_ATTR,
+    SELECT_ATTR,
+    SOURCE_ATTR,
+    TRUTH_VALUE_ATTR,
+)
 from abir.dialects.symbols import lookup_symbol
 from abir.errors import TypeInferenceError
 from abir.passes.analysis import ENTRY_ATTR, call_graph, functions_of, reachable
@@ -54,6 +61,7 @@ from abir.passes.prim_evaluation import (
     PrimEvaluator,
     check_in_place,
     check_integer_operands,
+    check_scalar_conversion,
     constant_value,
     located_error,
     truth_value_fact,
@@ -201,6 +209,10 @@ class FunctionInference:
         if (requirement := op.attributes.get(INTEGER_OPERANDS_ATTR)) is not None:
             check_integer_operands(requirement, operands)
         check_in_place(op, operands)
+        if SELECT_ATTR in op.attributes:
+            check_select_arms(op, operands, self.name)
+        if SCALAR_CONVERSION_ATTR in op.attributes:
+            check_scalar_conversion(op, operands[0], self.name)
         try:
             if op.is_array_prim:
                 results = [self.evaluator.array(op, [f.strong() for f in operands])]
@@ -396,6 +408,27 @@ def argument_conflict(function: str, arg: BlockArgument, a: Fact, a_edge: Edge, 
         f"{_one_type_fix(f'{name!r}' if name else 'it', a, b)}"
     )
     return str(located_error(header if loop else b_edge.location, function, message))
+
+
+def check_select_arms(op: functional.PrimOp, operands: Sequence[Fact], function: str) -> None:
+    """The `where` of a conditional expression, `and` or `or` (`SELECT_ATTR`) gives each member
+    one of its two operands itself: they must have one shape (a `where` would broadcast them)."""
+    a, b = operands[1], operands[2]
+    if a.tensor.shape == b.tensor.shape:
+        return
+    construct = op.attributes[SELECT_ATTR]
+    construct = construct.data if isinstance(construct, StringAttr) else str(construct)
+    source = op.attributes.get(SOURCE_ATTR)
+    what = f"`{source.data}`" if isinstance(source, StringAttr) else "this value"
+    message = (
+        f"{what} ({construct}) gives each member one of two values itself: {describe_fact(a)} or "
+        f"{describe_fact(b)}; abir gives a value one type for every member (as NumPy stacking the members' "
+        f"values would need). Instead: {_one_type_fix('both values', a, b)}"
+    )
+    location = op.attributes.get(LOCATION_ATTR)
+    if not isinstance(location, StringAttr):
+        raise TypeInferenceError(f"in @{function}: {message}")
+    raise located_error(location.data, function, message)
 
 
 def result_conflict(
@@ -746,11 +779,16 @@ def parse_arg_types(ctx: Context, texts: tuple[str, ...] | str) -> list[Attribut
     from xdsl.parser import Parser
 
     types = []
-    for text in texts:
-        attr = Parser(ctx, text, "arg-types").parse_type()
-        if not is_value_type(attr):
-            raise TypeInferenceError(f"arg-types: {text} is not a per-member type (i1, i64, f32, tensor<3xf64>, ...)")
-        types.append(attr)
+    for text in texts:  # a quoted value may hold several types: `arg-types="i64,tensor<3xf64>"`
+        parser = Parser(ctx, text, "arg-types")
+        for attr in parser.parse_comma_separated_list(parser.Delimiter.NONE, parser.parse_type):
+            if not is_value_type(attr):
+                raise TypeInferenceError(
+                    f"arg-types: {attr} is not a per-member type (i1, i64, f32, tensor<3xf64>, ...)"
+                )
+            types.append(attr)
+        if parser.pos < len(text.rstrip()):
+            raise TypeInferenceError(f"arg-types: {text!r} has text after its types: separate types with ','")
     return types
 
 

@@ -26,10 +26,17 @@ from abir.dialects.functional import (
     ARRAY_OPERAND_ERROR_ATTR,
     IN_PLACE_RESULT_ATTR,
     LOCATION_ATTR,
+    SCALAR_CONVERSION_ATTR,
     SOURCE_ATTR,
     TRUTH_VALUE_ATTR,
 )
-from abir.errors import AbirError, LocatedSyntaxError, TruthValueError, TypeInferenceError
+from abir.errors import (
+    AbirError,
+    LocatedSyntaxError,
+    ScalarConversionError,
+    TruthValueError,
+    TypeInferenceError,
+)
 from abir.opaque import Helper, HelperStructureLearned, call_batch, helper_error, lookup_opaque, site_of
 from abir.passes.type_lattice import (
     Fact,
@@ -231,6 +238,25 @@ def truth_value_fact(op: functional.PrimOp, operand: Fact, function: str) -> Fac
         except ValueError as exc:
             raise truth_value_error(op, describe_fact(operand), str(exc), function) from None
     return Fact(ir_type(np.bool_))
+
+
+def check_scalar_conversion(op: functional.PrimOp, operand: Fact, function: str) -> None:
+    """`float(v)`/`int(v)` (`SCALAR_CONVERSION_ATTR`): NumPy converts only 0-dimensional arrays to
+    Python scalars, so a per-member array raises a located `ScalarConversionError`."""
+    if not operand.tensor.shape:
+        return
+    builtin = _string_attribute(op, SCALAR_CONVERSION_ATTR) or "float"
+    source = _string_attribute(op, SOURCE_ATTR) or f"{builtin}(...)"
+    message = (
+        f"`{source}` converts each member's value, {describe_fact(operand)}, to a Python {builtin}, and "
+        f"Python raises TypeError: only 0-dimensional arrays can be converted to Python scalars\nInstead: "
+        f"convert element by element with `.astype({builtin})`, or take one element (`[0]`) or a reduction "
+        f"(`.sum()`) first"
+    )
+    location = _string_attribute(op, LOCATION_ATTR)
+    if location is None:
+        raise ScalarConversionError(f"in @{function}: {message}")
+    raise ScalarConversionError(str(located_error(location, function, message)))
 
 
 def truth_value_error(op: functional.PrimOp, described: str, numpy_message: str, function: str) -> TruthValueError:

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
 from abir.dialects import functional, verify_error_text, vm
 from abir.errors import AbirError
 from abir.passes.analysis import call_graph, functions_of, reachable
-from abir.running import ModuleRunError, choose_entry, parse_module, run_module
+from abir.running import ModuleRunError, callee_of, choose_entry, parse_module, run_module
 
 BACKENDS = ("numpy", "jax", "tf")
 
@@ -110,12 +110,6 @@ def prune_to_entry(module: ModuleOp, entry: str | None) -> None:
         if isinstance(op, functional.OpaqueOp) and op.sym_name.data not in called:
             op.detach()
             op.erase()
-
-
-def callee_of(op: Any) -> str | None:
-    """The symbol an op calls (a function or an opaque prim), if any."""
-    callee = op.properties.get("callee")
-    return callee.string_value() if isinstance(callee, SymbolRefAttr) else None
 
 
 @dataclass(frozen=True)

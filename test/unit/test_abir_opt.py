@@ -167,6 +167,8 @@ def test_abir_lower_takes_the_only_function_and_a_failing_pass_is_a_diagnostic()
     failed = _run("-p", "abir-lower", stdin=FIB_UNTYPED)
     assert failed.returncode == 1
     assert failed.stderr.startswith("abir-opt: error: @fib has untyped parameters") and "Traceback" not in failed.stderr
+    two_quoted = _run("-p", 'abir-lower{arg-types="i64,i64"}', stdin=RPOW_UNTYPED)
+    assert two_quoted.returncode == 0 and "vm.program @rpow" in two_quoted.stdout, two_quoted.stderr
     bad_spec = _run("-p", 'abir-lower{arg-types="f64x"}', stdin=FIB_UNTYPED)
     assert bad_spec.returncode == 1 and "type expected" in bad_spec.stderr and "Traceback" not in bad_spec.stderr
 

@@ -75,6 +75,20 @@ def test_an_opaque_prim_needs_the_callers_callable():
     np.testing.assert_array_equal(run_module(OPAQUE, np.array([1.0, 2.0]), opaque={"twice": lambda x: 2 * x}), [2.0, 4.0])
 
 
+def test_only_the_opaque_prims_the_entry_reaches_need_callables():
+    unreached = OPAQUE + """
+functional.opaque @thrice "print('never run')"
+functional.func @g(%x: !functional.unknown) -> !functional.unknown {
+  %y = functional.prim @thrice(%x) : (!functional.unknown) -> !functional.unknown
+  functional.return %y : !functional.unknown
+}
+"""
+    result = run_module(unreached, np.array([1.0, 2.0]), entry="f", opaque={"twice": lambda x: 2 * x})
+    np.testing.assert_array_equal(result, [2.0, 4.0])
+    with pytest.raises(ModuleRunError, match=r"declares the opaque prim\(s\) @thrice,"):
+        run_module(unreached, np.array([1.0, 2.0]), entry="g", opaque={"twice": lambda x: 2 * x})
+
+
 def test_the_entry_is_chosen_or_named():
     two = FIB + ROW_SUM
     with pytest.raises(ModuleRunError, match=r"cannot choose the entry among @fib, @row_sum; name it"):
