@@ -30,6 +30,7 @@ from abir.tools.abir_opt import AbirOptMain, help_text
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+INLINE_PASS = re.compile(r"`([a-z]+(?:-[a-z]+)+\{[^`]*\})`")
 COMMAND = re.compile(r"abir-opt\s.*?-p\s+(?:'([^']*)'|\"([^\"]*)\"|(\S+))")
 
 FIB = """
@@ -128,6 +129,15 @@ def listed_pipelines() -> list[tuple[str, int, str]]:
     return found
 
 
+def inline_pass_options() -> list[tuple[str, int, str]]:
+    """Every backticked `pass{options}` of the documents: (file, line, text)."""
+    found = []
+    for document in DOCUMENTS:
+        for number, line in enumerate(document.read_text().splitlines(), 1):
+            found += [(document.name, number, text) for text in INLINE_PASS.findall(line)]
+    return found
+
+
 def option_names(pass_class: type[ModulePass]) -> set[str]:
     return {field.name.replace("_", "-") for field in dataclasses.fields(pass_class) if field.init}
 
@@ -136,7 +146,23 @@ def test_the_documents_list_pipelines() -> None:
     assert len(listed_pipelines()) >= 3  # the fib commands of docs/architecture.md at least
 
 
-@pytest.mark.parametrize(("document", "line", "spec"), listed_pipelines())
+def test_the_documents_write_passes_with_options() -> None:
+    assert {"abir-lower{block-order=flow}", "inline-calls{simplify=true}"} <= {t for _, _, t in inline_pass_options()}
+
+
+def test_the_readmes_pass_list_is_the_registry() -> None:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if "--list-abir-passes` lists" in line)
+    listed = []
+    for line in lines[start + 1 :]:
+        if match := re.match(r"  - `([a-z-]+)`: ", line):
+            listed.append(match.group(1))
+        elif listed and not line.startswith("    "):
+            break
+    assert listed == list(PASSES)
+
+
+@pytest.mark.parametrize(("document", "line", "spec"), listed_pipelines() + inline_pass_options())
 def test_every_listed_pass_exists_with_its_options(document: str, line: int, spec: str) -> None:
     available = AbirOptMain.__new__(AbirOptMain)
     available.available_passes = {}
