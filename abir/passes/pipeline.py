@@ -88,11 +88,14 @@ def pipeline_specs(
 
 def passes_of(specs: Iterable[ArgSpec], **instead: ModulePass) -> tuple[ModulePass, ...]:
     """The registered passes `specs` name, with their options; `instead` gives a pass object to
-    use for a pass name (keyword with `_` for `-`), for inputs no textual option can carry."""
+    use for a pass name (keyword with `_` for `-`), for inputs no textual option can carry; the
+    spec of a pass given so must carry no options (they would be lost)."""
     registry = get_all_passes()
     passes = []
     for spec in specs:
         given = instead.get(spec.name.replace("-", "_"))
+        if given is not None and spec.parameters:
+            raise ValueError(f"'{spec}' has options, but a {type(given).__name__} replaces it; give them to that pass")
         passes.append(given if given is not None else registry[spec.name]().from_pass_spec(spec))
     return tuple(passes)
 

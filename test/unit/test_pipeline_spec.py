@@ -20,7 +20,9 @@ from abir.dialects import make_context
 from abir.passes import PASSES
 from abir.passes.pipeline import (
     DEFAULT_PIPELINE,
+    FUNCTIONAL_STAGE,
     AbirLowerPass,
+    TypeInferenceWithCallables,
     compile_functional,
     lower_to_vm,
     passes_of,
@@ -87,6 +89,13 @@ def test_pipeline_specs_fill_in_the_callers_options() -> None:
     assert "order-sweeps" not in names(pipeline_specs())
     with pytest.raises(ValueError, match="block order must be one of priority, flow"):
         pipeline_specs(block_order="sideways")
+
+
+def test_a_pass_given_in_place_of_a_spec_with_options_is_refused() -> None:
+    specs = pipeline_specs(FUNCTIONAL_STAGE, entry="fib")
+    with pytest.raises(ValueError, match="has options, but a TypeInferenceWithCallables replaces it"):
+        passes_of(specs, infer_types=TypeInferenceWithCallables("fib", (i64,)))
+    assert passes_of(pipeline_specs(FUNCTIONAL_STAGE), infer_types=TypeInferenceWithCallables("fib", (i64,)))[0].entry
 
 
 @pytest.mark.parametrize(("block_order", "superblocks"), [("priority", True), ("flow", True), ("priority", False)])
