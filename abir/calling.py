@@ -29,8 +29,7 @@ from abir.errors import AbirError
 from abir.frontend.program import FrontendProgram
 from abir.lru import LRUCache
 from abir.opaque import HelperStructureLearned, calling_with_batch, failure_mark, helper_error
-from abir.passes.infer_types import infer_types
-from abir.passes.pipeline import lower_to_vm, optimize_functional
+from abir.passes.pipeline import lower_to_vm, type_and_optimize
 from abir.types import TensorType, ir_type
 from abir.vm.inputs import batch_size_of, prepare_inputs
 from abir.vm.machine import Machine, check_max_steps, compile_machine
@@ -344,13 +343,12 @@ class Compiler:
         self, frontend: FrontendProgram, arg_types: Sequence[Attribute], weak: Sequence[bool] | None
     ) -> ModuleOp:
         """The frontend's module typed for `arg_types` (`weak`: which are Python numbers) and
-        optimized, as `abir.passes.pipeline.compile_functional` does."""
-        typed = frontend.module.clone()
+        optimized: the pipeline's functional stage, as `abir.passes.pipeline.compile_functional`
+        runs it."""
         user_type_inference = self.source.type_inference_callables()
-        infer_types(typed, frontend.entry, arg_types, user_type_inference=user_type_inference, weak_args=weak)
-        optimize_functional(typed)
-        typed.verify()
-        return typed
+        return type_and_optimize(
+            frontend.module.clone(), frontend.entry, arg_types, user_type_inference=user_type_inference, weak_args=weak
+        )
 
     def compiled(
         self,

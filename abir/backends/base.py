@@ -346,11 +346,10 @@ class BackendProtocol(Protocol):
         """An all-true bool `[size]` mask."""
 
     @abc.abstractmethod
-    def initial_program_counter(self, batch_size: int, entry: int = 0, name: str | None = None) -> Any:
-        """Every member's program counter at the start of a run: int32 `[batch_size]`, all
-        `entry` (abir numbers the entry block 0). Not among the reference's documented methods
-        (its machine builds the counter with `fill`); abir keeps it for callers written
-        against the method list of its own README."""
+    def initial_program_counter(self, batch_size: int, dtype: Any, name: str | None = None) -> Any:
+        """A `[batch_size]` vector of zeros of `dtype`: every member's program counter before a
+        run. The entry point is the caller's choice (abir's machine enters block 0 and sets the
+        padding rows of a padded batch itself)."""
 
     @abc.abstractmethod
     def merge_dtypes(self, dt1: Any, dt2: Any) -> np.dtype:
@@ -850,8 +849,8 @@ class Backend(BackendProtocol):
     def full_mask(self, size: int, name: str | None = None) -> Any:
         return self.full((size,), True, np.bool_)
 
-    def initial_program_counter(self, batch_size: int, entry: int = 0, name: str | None = None) -> Any:
-        return self.full((batch_size,), entry, np.int32)
+    def initial_program_counter(self, batch_size: int, dtype: Any, name: str | None = None) -> Any:
+        return self.full((int(batch_size),), 0, dtype)
 
     def merge_dtypes(self, dt1: Any, dt2: Any) -> np.dtype:
         if dt1 is None or dt2 is None:

@@ -351,9 +351,19 @@ class ModuleInference:
             fn_params = self.specs.params(name)
             user = self.user_callable(name)
             if user is not None and fn_params and all(p is not None for p in fn_params):
-                joined = self._declared(name, user, fn_params, n_out)
+                joined = self._declared_if_counts_agree(name, user, fn_params, n_out)
             results[name] = joined if all(j is not None for j in joined) else None
         return results
+
+    def _declared_if_counts_agree(
+        self, name: str, user: Callable[..., Any], params: Sequence[Fact], n_out: int
+    ) -> list[Fact | None]:
+        """The declared result facts, or unknown ones while their count differs from the
+        function's results: a primitive in its body may yet return a structure the frontend
+        lowers again (`HelperStructureLearned`) once the body is inferred with these parameters;
+        `_check_user` reports a count that still differs at the fixed point."""
+        declared = user_result_facts(name, user, params)
+        return list(declared) if len(declared) == n_out else [None] * n_out
 
     def _declared(self, name: str, user: Callable[..., Any], params: Sequence[Fact], n_out: int) -> list[Fact | None]:
         """The result facts a user's `type_inference` declares (strong: a declared type wins over

@@ -60,6 +60,7 @@ from abir.passes.analysis import (
     reachable,
     strongly_connected_components,
 )
+from abir.passes.simplify import simplify_functional
 
 MAX_INLINE_OPS = 200
 """The largest callee (operations in its body, terminators and constants included) copied into
@@ -169,12 +170,16 @@ def inline_calls(module: ModuleOp, entry: str | None = None, max_ops: int = MAX_
 class InlineCallsPass(ModulePass):
     """Inline calls to non-recursive functions (callees first) and erase functions unreachable
     from the entry. Options: entry (default: the module's `abir.entry` attribute); max-ops, the
-    largest callee copied into more than one call site (default `MAX_INLINE_OPS`)."""
+    largest callee copied into more than one call site (default `MAX_INLINE_OPS`); simplify=true
+    runs simplify-functional afterwards when a call was inlined (the pipeline's choice: a module
+    nothing was inlined into is as simplify-functional left it)."""
 
     name = "inline-calls"
 
     entry: str | None = None
     max_ops: int = MAX_INLINE_OPS
+    simplify: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        inline_calls(op, self.entry, self.max_ops)
+        if inline_calls(op, self.entry, self.max_ops) and self.simplify:
+            simplify_functional(op)

@@ -1,47 +1,137 @@
-"""The compiler pipeline as Python API and as one named pass (`abir-lower`).
+"""The compiler pipeline: one textual pass-pipeline spec, its Python API and one named pass.
 
-    typed = compile_functional(module, "fib", [i64])    # infer types, simplify, if-convert (new module)
-    vm_module = lower_to_vm(typed, "fib")               # functional -> stack -> vm (new module)
+    typed = compile_functional(module, "fib", [i64])    # the functional stage (a new module)
+    vm_module = lower_to_vm(typed, "fib")               # the stack and vm stages (a new module)
 
-`compile_functional` runs infer-types, simplify-functional, inline-calls, simplify-functional,
-if-convert, simplify-functional.
-`lower_to_stack` runs lower-calls, merge-blocks, stack-optimize, coalesce-copies (to a fixed
-point with stack-optimize's invariant saves), stack-optimize again (invariant saves only),
-allocate-storage; `lower_to_vm` continues with fuse-blocks,
-allocate-storage again, schedule-blocks, stack-to-vm, form-superblocks (when asked),
-merge-identical-blocks and, for the `flow` order, order-sweeps, verifying the result of each
-stage. Both are xDSL `PassPipeline`s of the registered passes (`stack_passes`, `vm_passes`);
-`optimize_functional` stays a function: whether simplify-functional runs again depends on
-whether inline-calls changed anything.
+`DEFAULT_PIPELINE` is the whole pipeline as `abir-opt -p` reads it (xDSL's pipeline syntax, each
+pass with its options), made of three stages: `FUNCTIONAL_STAGE` (typed, simplified functional
+IR), `STACK_STAGE` (the allocated, optimized stack program) and `VM_STAGE` (the vm program).
+`pipeline_specs` fills in the options a caller decides (entry, argument types, block order,
+superblocks); `abir-lower` (`AbirLowerPass`), `compile_functional`, `lower_to_stack`,
+`lower_to_vm` and `abir.calling.Compiler.typed_module` all build their passes from it, and
+each stage's result is verified.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline
 
 from abir.dialects import failing_op, mark_failing_op
-from abir.passes.allocate_storage import AllocateStoragePass
-from abir.passes.coalesce_copies import CoalesceCopiesPass
-from abir.passes.form_superblocks import FormSuperblocksPass
-from abir.passes.fuse_blocks import FuseBlocksPass
-from abir.passes.if_convert import if_convert
-from abir.passes.infer_types import default_entry, infer_types, parse_arg_types
-from abir.passes.inline_calls import inline_calls
-from abir.passes.lower_calls import LowerCallsPass, lower_calls, replace_module_body
-from abir.passes.merge_identical_blocks import MergeIdenticalBlocksPass
-from abir.passes.order_sweeps import OrderSweepsPass
-from abir.passes.schedule_blocks import MergeBlocksPass, ScheduleBlocksPass
-from abir.passes.simplify import simplify_functional
-from abir.passes.stack_optimize import StackOptimizePass
-from abir.passes.stack_to_vm import StackToVmPass
-from abir.passes.summarize_descents import SummarizeDescentsPass
+from abir.passes import get_all_passes
+from abir.passes.infer_types import default_entry, infer_types
+from abir.passes.lower_calls import LowerCallsPass, lower_calls
+
+FUNCTIONAL_STAGE = (
+    "infer-types,simplify-functional,inline-calls{simplify=true},if-convert,simplify-functional"
+)
+"""Types from the entry, then simplification; inline-calls runs before if-convert, so that
+inlined code is converted with its caller's, and simplify-functional runs again after if-convert
+to share the arms' constants."""
+STACK_STAGE = (
+    "lower-calls,merge-blocks,stack-optimize,coalesce-copies{drop-saves=true},"
+    "stack-optimize{dead-saves=false},allocate-storage"
+)
+"""The second stack-optimize drops the saves coalesced copies show no call changes."""
+VM_STAGE = (
+    "fuse-blocks,allocate-storage,schedule-blocks{order=priority},stack-to-vm,form-superblocks,"
+    "merge-identical-blocks,summarize-descents"
+)
+"""fuse-blocks shapes the block list for the machine (fused blocks keep more variables
+temporary, hence allocate-storage again); summarize-descents runs last, since the passes
+before it see the self-call it summarizes. `pipeline_specs` adds order-sweeps after
+merge-identical-blocks for the `flow` block order and drops form-superblocks without
+superblocks."""
+DEFAULT_PIPELINE = f"{FUNCTIONAL_STAGE},{STACK_STAGE},{VM_STAGE}"
+"""The pipeline a batched call runs (block order `priority`, superblocks on), entry and
+argument types left to infer-types."""
+BLOCK_ORDERS = ("priority", "flow")
+
+
+def pipeline_specs(
+    stage: str = DEFAULT_PIPELINE,
+    *,
+    entry: str | None = None,
+    arg_types: Sequence[str] = (),
+    block_order: str = "priority",
+    superblocks: bool = True,
+) -> list[ArgSpec]:
+    """The passes of `stage` (a part of `DEFAULT_PIPELINE`) with the caller's options: `entry`
+    for infer-types and lower-calls, `arg_types` (as text) for infer-types, `block_order` for
+    schedule-blocks (`flow` adds order-sweeps after merge-identical-blocks), and without
+    `superblocks` no form-superblocks."""
+    if block_order not in BLOCK_ORDERS:
+        raise ValueError(f"block order must be one of {', '.join(BLOCK_ORDERS)}, got '{block_order}'")
+    specs: list[ArgSpec] = []
+    for spec in parse_pipeline(stage):
+        options = dict(spec.parameters)
+        if spec.name in ("infer-types", "lower-calls") and entry is not None:
+            options["entry"] = (entry,)
+        if spec.name == "infer-types" and arg_types:
+            options["arg-types"] = tuple(arg_types)
+        if spec.name == "schedule-blocks":
+            options["order"] = (block_order,)
+        if spec.name == "form-superblocks" and not superblocks:
+            continue
+        specs.append(ArgSpec(spec.name, options))
+        if spec.name == "merge-identical-blocks" and block_order == "flow":
+            specs.append(ArgSpec("order-sweeps", {}))
+    return specs
+
+
+def passes_of(specs: Iterable[ArgSpec], **instead: ModulePass) -> tuple[ModulePass, ...]:
+    """The registered passes `specs` name, with their options; `instead` gives a pass object to
+    use for a pass name (keyword with `_` for `-`), for inputs no textual option can carry; the
+    spec of a pass given so must carry no options (they would be lost)."""
+    registry = get_all_passes()
+    passes = []
+    for spec in specs:
+        given = instead.get(spec.name.replace("-", "_"))
+        if given is not None and spec.parameters:
+            raise ValueError(f"'{spec}' has options, but a {type(given).__name__} replaces it; give them to that pass")
+        passes.append(given if given is not None else registry[spec.name]().from_pass_spec(spec))
+    return tuple(passes)
+
+
+@dataclass(frozen=True)
+class TypeInferenceWithCallables(ModulePass):
+    """infer-types with the inputs only Python gives: argument types as attributes, user
+    type-inference callables by function name and which arguments are weak (Python numbers).
+    Not registered: `passes_of(..., infer_types=...)` puts it where the spec says infer-types."""
+
+    name = "infer-types"
+
+    entry: str = ""
+    arg_types: tuple[Attribute, ...] = ()
+    user_type_inference: Mapping[str, Callable[..., Any]] | None = field(default=None, compare=False)
+    weak_args: tuple[bool, ...] | None = None
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        infer_types(
+            op, self.entry, list(self.arg_types), user_type_inference=self.user_type_inference, weak_args=self.weak_args
+        )
+
+
+def type_and_optimize(
+    module: ModuleOp,
+    entry: str,
+    arg_types: Sequence[Attribute],
+    *,
+    user_type_inference: Mapping[str, Callable[..., Any]] | None = None,
+    weak_args: Sequence[bool] | None = None,
+) -> ModuleOp:
+    """`module` after `FUNCTIONAL_STAGE` (in place), `entry` typed with `arg_types`; verified."""
+    infer = TypeInferenceWithCallables(
+        entry, tuple(arg_types), user_type_inference, None if weak_args is None else tuple(weak_args)
+    )
+    return run_passes(module, passes_of(pipeline_specs(FUNCTIONAL_STAGE), infer_types=infer))
 
 
 def compile_functional(
@@ -58,51 +148,12 @@ def compile_functional(
     typed = module.clone()
     originals = dict(zip(typed.walk(), module.walk(), strict=True))
     try:
-        infer_types(typed, entry, arg_types, user_type_inference=user_type_inference)
-        optimize_functional(typed)
-        typed.verify()
+        type_and_optimize(typed, entry, arg_types, user_type_inference=user_type_inference)
     except Exception as error:
         if (op := failing_op(error)) in originals:
             mark_failing_op(error, originals[op])
         raise
     return typed
-
-
-def optimize_functional(typed: ModuleOp) -> None:
-    """simplify-functional, inline-calls (non-recursive callees, before if-convert so their code is
-    converted with the caller's) and simplify-functional again when something was inlined,
-    if-convert, simplify-functional again (CSE of the arms' constants)."""
-    simplify_functional(typed)
-    if inline_calls(typed):
-        simplify_functional(typed)
-    if_convert(typed)
-    simplify_functional(typed)
-
-
-def stack_passes(entry: str) -> tuple[ModulePass, ...]:
-    """The passes from typed functional IR to the allocated, optimized stack program."""
-    return (
-        LowerCallsPass(entry),
-        MergeBlocksPass(),
-        StackOptimizePass(),
-        CoalesceCopiesPass(drop_saves=True),
-        StackOptimizePass(dead_saves=False),  # coalesced copies show saves no call changes
-        AllocateStoragePass(),
-    )
-
-
-def vm_passes(block_order: str = "priority", superblocks: bool = True) -> tuple[ModulePass, ...]:
-    """The passes from the allocated stack program to the vm program (see `lower_to_vm`)."""
-    return (
-        FuseBlocksPass(),  # shapes the block list for the machine, like schedule-blocks
-        AllocateStoragePass(),  # fused blocks keep more variables temporary
-        ScheduleBlocksPass(block_order),
-        StackToVmPass(),
-        *((FormSuperblocksPass(),) if superblocks else ()),
-        MergeIdenticalBlocksPass(),
-        *((OrderSweepsPass(),) if block_order == "flow" else ()),
-        SummarizeDescentsPass(),  # last: the passes before it see the self-call it summarizes
-    )
 
 
 def run_passes(module: ModuleOp, passes: Sequence[ModulePass]) -> ModuleOp:
@@ -113,29 +164,32 @@ def run_passes(module: ModuleOp, passes: Sequence[ModulePass]) -> ModuleOp:
 
 
 def lower_to_stack(typed_module: ModuleOp, entry: str) -> ModuleOp:
-    """The allocated, optimized stack module of a typed functional module (a new module; the typed
-    one is left as it is). `lower-calls` builds the stack module afresh, so nothing is cloned."""
-    lowered = lower_calls(typed_module, entry)
-    return run_passes(lowered, stack_passes(entry)[1:])
+    """The allocated, optimized stack module of a typed functional module (`STACK_STAGE`; a new
+    module, the typed one is left as it is: lower-calls builds the stack module afresh)."""
+    first, *rest = pipeline_specs(STACK_STAGE, entry=entry)
+    if first.name != LowerCallsPass.name:
+        raise ValueError(f"STACK_STAGE must begin with {LowerCallsPass.name}, not {first.name}")
+    return run_passes(lower_calls(typed_module, entry), passes_of(rest))
 
 
 def lower_to_vm(
     typed_module: ModuleOp, entry: str, block_order: str = "priority", superblocks: bool = True
 ) -> ModuleOp:
-    """A new verified vm module: opaque declarations, `vm.var`s and one `vm.program @<entry>`,
-    its blocks ordered by `schedule-blocks` with `block_order` (`priority` or `flow`), with
-    `superblocks`, branch arms merged into their blocks (`form-superblocks`), identical blocks
-    merged (`merge-identical-blocks`), and for the `flow`
-    order renumbered by expected transitions (`order-sweeps`)."""
-    return run_passes(lower_to_stack(typed_module, entry), vm_passes(block_order, superblocks))
+    """A new verified vm module (`STACK_STAGE`, then `VM_STAGE`): opaque declarations,
+    `vm.var`s and one `vm.program @<entry>`, its blocks ordered by schedule-blocks with
+    `block_order` (`priority` or `flow`), with `superblocks` branch arms merged into their blocks
+    (form-superblocks)."""
+    vm_specs = pipeline_specs(VM_STAGE, block_order=block_order, superblocks=superblocks)
+    return run_passes(lower_to_stack(typed_module, entry), passes_of(vm_specs))
 
 
 @dataclass(frozen=True)
 class AbirLowerPass(ModulePass):
-    """The whole pipeline from (typed or untyped) functional IR to vm. Options: entry (default: as
-    for infer-types, the only function no other function calls when nothing else decides); arg-types, the entry's
-    parameter types when the IR leaves them unknown (as for infer-types); block-order, the
-    schedule-blocks policy (priority or flow); superblocks, whether to run form-superblocks."""
+    """The whole pipeline (`DEFAULT_PIPELINE`) from (typed or untyped) functional IR to vm.
+    Options: entry (default: as for infer-types, the only function no other function calls when
+    nothing else decides); arg-types, the entry's parameter types when the IR leaves them unknown
+    (as for infer-types); block-order, the schedule-blocks policy (priority or flow);
+    superblocks, whether to run form-superblocks."""
 
     name = "abir-lower"
 
@@ -147,7 +201,9 @@ class AbirLowerPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         entry = self.entry or default_entry(op)
         attributes = dict(op.attributes)  # infer-types records `abir.entry`, which the vm module drops
-        infer_types(op, entry, parse_arg_types(ctx, self.arg_types))
-        optimize_functional(op)
-        replace_module_body(op, lower_to_vm(op, entry, self.block_order, self.superblocks))
+        options = {"entry": entry, "arg_types": self.arg_types, "block_order": self.block_order}
+        for stage in (FUNCTIONAL_STAGE, STACK_STAGE, VM_STAGE):
+            specs = pipeline_specs(stage, **options, superblocks=self.superblocks)
+            PassPipeline(passes_of(specs)).apply(ctx, op)
+            op.verify()
         op.attributes = attributes

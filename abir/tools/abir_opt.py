@@ -33,6 +33,7 @@ from abir.dialects import get_all_dialects, verify_error_text, verify_module
 from abir.dialects.parsing import AbirParser, located_error_text
 from abir.errors import AbirError
 from abir.passes import PASSES, get_all_passes
+from abir.passes.pipeline import DEFAULT_PIPELINE
 
 OPTION_SYNTAX = (
     "Pass options: -p 'infer-types{entry=f arg-types=i64,f64}': a pass's options in braces, separated by "
@@ -160,7 +161,9 @@ class AbirOptMain(xDSLOptMain):
 def help_text(description: str, abir_passes: Iterable[str]) -> str:
     """The top of `--help`: the tool, abir's passes and how to give pass options."""
     heading = "abir's passes (abir-opt --list-abir-passes says what each does):"
-    return "\n\n".join([description, wrapped(heading, abir_passes), textwrap.fill(OPTION_SYNTAX, 78)])
+    spec = wrapped("", DEFAULT_PIPELINE.split(",")).replace(", ", ",")  # as -p takes it, broken after commas
+    pipeline = f"The default pipeline, which abir-lower runs:{spec}"
+    return "\n\n".join([description, wrapped(heading, abir_passes), pipeline, textwrap.fill(OPTION_SYNTAX, 78)])
 
 
 def wrapped(heading: str, names: Iterable[str]) -> str:

@@ -217,7 +217,7 @@ REFERENCE_SIGNATURES = {
     "equal": ("t1", "t2", "name"),
     "fill": ("value", "size", "dtype", "shape", "name"),
     "full_mask": ("size", "name"),
-    "initial_program_counter": ("batch_size",),
+    "initial_program_counter": ("batch_size", "dtype", "name"),
     "merge_dtypes": ("dt1", "dt2"),
     "merge_shapes": ("s1", "s2"),
     "not_equal": ("t1", "t2", "name"),
@@ -322,7 +322,8 @@ def test_fill_full_mask_and_initial_program_counter(backend: Backend) -> None:
     assert_same(backend.to_numpy(backend.fill(7, 3, np.int64, [2])), np.full((3, 2), 7, np.int64), "fill")
     assert_same(backend.to_numpy(backend.fill(0.5, 2, np.float32, [])), np.full(2, 0.5, np.float32), "fill")
     assert_same(backend.to_numpy(backend.full_mask(4)), np.ones(4, bool), "full_mask")
-    assert_same(backend.to_numpy(backend.initial_program_counter(3)), np.zeros(3, np.int32), "pc")
+    for dtype in (np.int32, np.int64):
+        assert_same(backend.to_numpy(backend.initial_program_counter(3, dtype)), np.zeros(3, dtype), "pc")
 
 
 @pytest.mark.parametrize(("dt1", "dt2"), [(np.int32, np.float32), (np.int64, np.int64), (np.bool_, np.int8),
