@@ -28,15 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 
 from abir.dialects import vm
 from abir.passes.analysis import CALL_LOCATION_ATTR, LOCATION_ATTR, the_vm_program
 from abir.passes.form_superblocks import renumber
-
-TARGET_PROPERTIES = ("target", "then_target", "else_target", "return_target")
 
 
 def block_key(block: vm.BlockOp) -> tuple[object, ...]:
@@ -63,12 +61,7 @@ def _text(attributes: Mapping[str, Attribute]) -> tuple[tuple[str, str], ...]:
 
 def redirect(program: vm.ProgramOp, replaced: dict[int, int]) -> None:
     """Point every block reference in `program` that names a key of `replaced` at its value."""
-    for block in program.blocks:
-        for op in block.body.block.ops:
-            for name in TARGET_PROPERTIES:
-                attr = op.properties.get(name)
-                if isinstance(attr, IntegerAttr) and attr.value.data in replaced:
-                    op.properties[name] = IntegerAttr(replaced[attr.value.data], 64)
+    vm.retarget_blocks(program.blocks, replaced)
 
 
 def merge_once(program: vm.ProgramOp) -> bool:
