@@ -21,11 +21,17 @@ builtin.module {
       vm.call 1, return 4
     }
     vm.block 2 attributes {function = "tree"} {
-      vm.pop @depth
+      %d = vm.read @depth : i64
+      %one = vm.constant 1 : i64
+      %up = vm.prim "add"(%d, %one) : (i64, i64) -> i64
+      vm.write @depth, %up : i64
       vm.return
     }
     vm.block 3 attributes {function = "tree"} {
-      vm.pop @depth
+      %d = vm.read @depth : i64
+      %one = vm.constant 1 : i64
+      %up = vm.prim "add"(%d, %one) : (i64, i64) -> i64
+      vm.write @depth, %up : i64
       vm.return
     }
     vm.block 4 {
@@ -39,7 +45,10 @@ builtin.module {
 // CHECK:      vm.block 1 attributes {function = "tree"} {
 // CHECK-NEXT:   vm.descend @depth step -1 until "equal" 0, 0 exit 2 return 3
 // CHECK:      vm.block 2 attributes {function = "tree"} {
-// CHECK-NEXT:   vm.pop @depth
+// CHECK-NEXT:   %{{.*}} = vm.read @depth : i64
+// CHECK-NEXT:   %{{.*}} = vm.constant 1 : i64
+// CHECK-NEXT:   %{{.*}} = vm.prim "add"
+// CHECK-NEXT:   vm.write @depth
 // CHECK-NEXT:   vm.return
 // CHECK:      vm.block 3 {
 // CHECK-NEXT:   vm.halt
