@@ -2,7 +2,8 @@
 followed by the verifier, leaves a program that computes what the program before them computes
 (and so what the default order's program computes). The programs are the vm inputs of the lit
 corpus (their variables drawn at random per member) and the vm programs of generated Python
-programs, checked against plain Python per member."""
+programs, checked against plain Python per member. Passes carry no order constraints: each
+reads and rewrites block targets through `vm.BlockTargets`, whatever ops earlier passes made."""
 
 from __future__ import annotations
 
@@ -12,17 +13,23 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
+import optree
 import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+import abir.testing.differential as differential
+from abir.calling import CompiledProgram
 from abir.dialects import vm
 from abir.passes.form_superblocks import FormSuperblocksPass
 from abir.passes.merge_identical_blocks import MergeIdenticalBlocksPass
 from abir.passes.order_sweeps import OrderSweepsPass
+from abir.passes.pipeline import lower_to_stack, run_passes, vm_passes
 from abir.passes.summarize_descents import SummarizeDescentsPass
 from abir.running import parse_module, run_module
+from abir.testing.fuzz import generate
+from abir.testing.generate import DEFAULT_FEATURES
 from abir.types import tensor_type_of
 
 VM_PASSES: tuple[type[ModulePass], ...] = (
@@ -31,8 +38,12 @@ VM_PASSES: tuple[type[ModulePass], ...] = (
     OrderSweepsPass,
     SummarizeDescentsPass,
 )
-DEFAULT_ORDER = VM_PASSES
-"""The order `abir.passes.pipeline.vm_passes` runs them in (with the `flow` block order)."""
+DEFAULT_ORDER = tuple(type(p) for p in vm_passes("flow") if type(p) in VM_PASSES)
+"""The order the pipeline runs them in (with the `flow` block order, which adds order-sweeps)."""
+TO_VM = tuple(p for p in vm_passes("flow") if type(p) not in VM_PASSES)
+"""The pipeline's passes from the allocated stack program to the first vm program."""
+GENERATED_SEED = 2027
+GENERATED_PROGRAMS = 6
 ORDERS_PER_PROGRAM = 4
 BATCH = 6
 MAX_STEPS = 20_000
@@ -132,3 +143,27 @@ def test_lit_vm_programs_in_any_pass_order(name: str, text: str) -> None:
         pytest.skip("an error test, or a program that does not run as it is")
     module, inputs = found
     check_orders(name, module, inputs, seed=len(text))
+
+
+def generated_vm_program(index: int, directory: str) -> tuple[ModuleOp, list[np.ndarray]]:
+    """Generated program `index` (no library calls), checked batched against plain Python per
+    member through the default pipeline (on NumPy, which runs the orders below; the fuzz tests
+    cover the other backends); its first vm program (before the vm-level passes) and its flat
+    inputs."""
+    generated = generate(GENERATED_SEED, index, DEFAULT_FEATURES, directory, library_share=0.0)
+    program, namespace = generated.program, generated.namespace
+    failures = differential.check(program, ("numpy",), namespace, generated.reference)
+    assert not failures, [f"{f.backend}: {f.message}" for f in failures]
+    cache: dict[object, object] = {}
+    inputs = differential.batched_inputs(program, namespace)
+    differential.batched_entry(program, namespace)(*inputs, backend="numpy", block_code_cache=cache)
+    (compiled,) = [v for v in cache.values() if isinstance(v, CompiledProgram)]
+    stack_module = lower_to_stack(compiled.typed, compiled.frontend.entry)
+    leaves = [np.broadcast_to(leaf, (program.batch_size(), *np.shape(leaf)[1:])) for leaf in optree.tree_leaves(inputs)]
+    return run_passes(stack_module, TO_VM), leaves
+
+
+@pytest.mark.parametrize("index", range(GENERATED_PROGRAMS))
+def test_generated_programs_in_any_pass_order(index: int, tmp_path: Path) -> None:
+    module, inputs = generated_vm_program(index, str(tmp_path))
+    check_orders(f"generated program {index}", module, inputs, seed=index)
