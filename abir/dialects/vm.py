@@ -28,6 +28,11 @@ terminator:
 Prims see every member's row (junk in inactive rows); only `vm.write`, `vm.push`, `vm.pop` and
 `vm.peek` are masked to the members standing at the block (minus those that left it by an
 earlier `vm.exit_if %cond, N`, a side exit to block N).
+
+Every op that names blocks carries the `BlockTargets` trait, the one place that says which
+properties are block numbers and how each is reached (`TargetRole`); passes and the machine find
+and rewrite targets only through it (`op_targets`, `retarget`, `block_successors`,
+`return_sites`).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ import optree
 import pytest
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.irdl import IRDLOperation
 from xdsl.passes import ModulePass
 
 import abir.testing.differential as differential
@@ -167,3 +168,20 @@ def generated_vm_program(index: int, directory: str) -> tuple[ModuleOp, list[np.
 def test_generated_programs_in_any_pass_order(index: int, tmp_path: Path) -> None:
     module, inputs = generated_vm_program(index, str(tmp_path))
     check_orders(f"generated program {index}", module, inputs, seed=index)
+
+
+@pytest.mark.parametrize("op_class", vm.Vm.operations, ids=lambda c: c.name)
+def test_block_targets_names_every_target_property(op_class: type[IRDLOperation]) -> None:
+    """A vm op's block-number properties (named `*target`) are exactly its `BlockTargets`."""
+    named = {name for name in op_class.get_irdl_definition().properties if name.endswith("target")}
+    trait = op_class.get_trait(vm.BlockTargets)
+    assert named == ({name for name, _ in trait.properties} if trait is not None else set())
+
+
+def test_retarget_follows_a_mapping_and_renumbering_needs_every_block() -> None:
+    descend = vm.DescendOp("k", -1, "equal", 0, 0, False, [("k", False, False)], exit_target=3, return_target=4)
+    vm.retarget(descend, {3: 2})
+    assert vm.op_targets(descend) == (2, 4)
+    assert vm.op_targets(descend, (vm.TargetRole.RETURN,)) == (4,)
+    with pytest.raises(KeyError):
+        vm.retarget(descend, {2: 1}.__getitem__)
