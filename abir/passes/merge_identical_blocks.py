@@ -4,10 +4,10 @@
 in one step; when those predecessors later keep the copy apart (a side exit of a superblock
 leads to it), the program ends up with several identical blocks. On the machine that splits the
 members who run that code over several block runs, each masking all the others. This pass
-merges them back (cross-jumping): every jump, branch, side exit or call that leads to a copy
-leads to the first one instead, and the copies go. Merging can make more blocks identical (two
-blocks that jumped to two copies now jump to the same block), so it repeats until nothing
-changes. Blocks are then renumbered in their order.
+merges them back (cross-jumping): every jump, branch, side exit, call or descent that leads to
+a copy leads to the first one instead (`vm.BlockTargets`), and the copies go. Merging can make
+more blocks identical (two blocks that jumped to two copies now jump to the same block), so it
+repeats until nothing changes. Blocks are then renumbered in their order.
 
 Two blocks are identical when their ops are, one by one (name, properties, attributes, result
 types, and operands as the same positions among the block's values; value names play no part),
