@@ -28,11 +28,18 @@ terminator:
 Prims see every member's row (junk in inactive rows); only `vm.write`, `vm.push`, `vm.pop` and
 `vm.peek` are masked to the members standing at the block (minus those that left it by an
 earlier `vm.exit_if %cond, N`, a side exit to block N).
+
+Every op that names blocks carries the `BlockTargets` trait, the one place that says which
+properties are block numbers and how each is reached (`TargetRole`); passes and the machine find
+and rewrite targets only through it (`op_targets`, `retarget`, `block_successors`,
+`return_sites`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import Enum
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
@@ -72,6 +79,7 @@ from xdsl.traits import (
     HasParent,
     IsTerminator,
     NoTerminator,
+    OpTrait,
     Pure,
     SymbolOpInterface,
 )
@@ -391,20 +399,104 @@ def _check_targets(op: Operation, targets: Sequence[int]) -> None:
             raise VerifyException(f"jump to block {target}, but the program has blocks 0..{size - 1}")
 
 
+class TargetRole(Enum):
+    """How a block target is reached: `NEXT`, pc := target now (a jump, a branch arm, a side exit,
+    a descent's exit); `CALLEE`, the entry of the function a call enters; `RETURN`, pushed on the
+    program-counter stack, reached by a later `vm.return`."""
+
+    NEXT = "next"
+    CALLEE = "callee"
+    RETURN = "return"
+
+
+ALL_ROLES = frozenset(TargetRole)
+
+
+@dataclass(frozen=True)
+class BlockTargets(OpTrait):
+    """The one description of the blocks an op names: each `(property, role)` pair is an
+    `IntegerAttr` property holding a block number. Passes and the machine read and rewrite block
+    targets only through this trait (`targets`, `retarget`, `block_successors`)."""
+
+    properties: tuple[tuple[str, TargetRole], ...]
+
+    def targets(self, op: Operation, roles: Collection[TargetRole] = ALL_ROLES) -> tuple[int, ...]:
+        """The block numbers `op` names in the given roles, in property order."""
+        return tuple(_target_of(op, name) for name, role in self.properties if role in roles)
+
+    def retarget(self, op: Operation, mapping: Mapping[int, int] | Callable[[int], int]) -> None:
+        """Replace every target t by mapping[t] (a mapping leaves the targets it lacks alone)."""
+        new = mapping if callable(mapping) else (lambda t: mapping.get(t, t))
+        for name, _ in self.properties:
+            op.properties[name] = IntegerAttr(new(_target_of(op, name)), 64)
+
+    def set_target(self, op: Operation, position: int, target: int) -> None:
+        """Point the `position`-th target (in property order) at `target`."""
+        op.properties[self.properties[position][0]] = IntegerAttr(target, 64)
+
+    def verify(self, op: Operation) -> None:
+        _check_targets(op, self.targets(op))
+
+
+def _target_of(op: Operation, name: str) -> int:
+    attr = op.properties[name]
+    assert isinstance(attr, IntegerAttr)
+    return attr.value.data
+
+
+def op_targets(op: Operation, roles: Collection[TargetRole] = ALL_ROLES) -> tuple[int, ...]:
+    """The block numbers `op` names in the given roles (none for an op without `BlockTargets`)."""
+    trait = op.get_trait(BlockTargets)
+    return trait.targets(op, roles) if trait is not None else ()
+
+
+def retarget(op: Operation, mapping: Mapping[int, int] | Callable[[int], int]) -> None:
+    """`BlockTargets.retarget` for an op that names blocks; other ops are left alone."""
+    if (trait := op.get_trait(BlockTargets)) is not None:
+        trait.retarget(op, mapping)
+
+
+def block_successors(block: BlockOp, roles: Collection[TargetRole] = ALL_ROLES) -> list[int]:
+    """The targets in the given roles of every op of `block`, side exits first, in op order
+    (repeated when named twice). A `vm.return`'s successors are not named by it: see
+    `return_sites`."""
+    return [target for op in block.body.block.ops for target in op_targets(op, roles)]
+
+
+def retarget_blocks(blocks: Iterable[BlockOp], mapping: Mapping[int, int] | Callable[[int], int]) -> None:
+    """`retarget` every op of every block."""
+    for block in blocks:
+        for op in block.body.block.ops:
+            retarget(op, mapping)
+
+
+def return_sites(
+    blocks: Sequence[BlockOp], function_of: Callable[[BlockOp], Hashable]
+) -> dict[Hashable, list[tuple[int, int]]]:
+    """Per function, (block, return block) for each op that pushes a return block for it: a call
+    for the function it enters (its callee's), a descent for the function of its own block.
+    `blocks` are indexed by number."""
+    sites: dict[Hashable, list[tuple[int, int]]] = {}
+    for block in blocks:
+        for op in block.body.block.ops:
+            for back in op_targets(op, (TargetRole.RETURN,)):
+                callee = op_targets(op, (TargetRole.CALLEE,))
+                function = function_of(blocks[callee[0]] if callee else block)
+                sites.setdefault(function, []).append((block.number, back))
+    return sites
+
+
 @irdl_op_definition
 class JumpOp(IRDLOperation):
     """pc := target."""
 
     name = "vm.jump"
     target = prop_def(IntegerAttr[I64])
-    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock()))
+    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock(), BlockTargets((("target", TargetRole.NEXT),))))
     assembly_format = "$target attr-dict"
 
     def __init__(self, target: int):
         super().__init__(properties={"target": IntegerAttr(target, 64)})
-
-    def verify_(self) -> None:
-        _check_targets(self, [self.target.value.data])
 
 
 @irdl_op_definition
@@ -415,7 +507,13 @@ class BranchOp(IRDLOperation):
     cond = operand_def(IntegerType(1))
     then_target = prop_def(IntegerAttr[I64])
     else_target = prop_def(IntegerAttr[I64])
-    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock()))
+    traits = lazy_traits_def(
+        lambda: (
+            IsTerminator(),
+            _InBlock(),
+            BlockTargets((("then_target", TargetRole.NEXT), ("else_target", TargetRole.NEXT))),
+        )
+    )
     assembly_format = "$cond `,` $then_target `,` $else_target attr-dict"
 
     def __init__(self, cond: SSAValue | Operation, then_target: int, else_target: int):
@@ -423,9 +521,6 @@ class BranchOp(IRDLOperation):
             operands=[cond],
             properties={"then_target": IntegerAttr(then_target, 64), "else_target": IntegerAttr(else_target, 64)},
         )
-
-    def verify_(self) -> None:
-        _check_targets(self, [self.then_target.value.data, self.else_target.value.data])
 
 
 @irdl_op_definition
@@ -437,14 +532,11 @@ class ExitIfOp(IRDLOperation):
     name = "vm.exit_if"
     cond = operand_def(IntegerType(1))
     target = prop_def(IntegerAttr[I64])
-    traits = traits_def(_InBlock())
+    traits = lazy_traits_def(lambda: (_InBlock(), BlockTargets((("target", TargetRole.NEXT),))))
     assembly_format = "$cond `,` $target attr-dict"
 
     def __init__(self, cond: SSAValue | Operation, target: int):
         super().__init__(operands=[cond], properties={"target": IntegerAttr(target, 64)})
-
-    def verify_(self) -> None:
-        _check_targets(self, [self.target.value.data])
 
 
 @irdl_op_definition
@@ -454,16 +546,19 @@ class CallOp(IRDLOperation):
     name = "vm.call"
     target = prop_def(IntegerAttr[I64])
     return_target = prop_def(IntegerAttr[I64])
-    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock()))
+    traits = lazy_traits_def(
+        lambda: (
+            IsTerminator(),
+            _InBlock(),
+            BlockTargets((("target", TargetRole.CALLEE), ("return_target", TargetRole.RETURN))),
+        )
+    )
     assembly_format = "$target `,` `return` $return_target attr-dict"
 
     def __init__(self, target: int, return_target: int):
         super().__init__(
             properties={"target": IntegerAttr(target, 64), "return_target": IntegerAttr(return_target, 64)}
         )
-
-    def verify_(self) -> None:
-        _check_targets(self, [self.target.value.data, self.return_target.value.data])
 
 
 DESCENT_PREDICATES = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
@@ -495,7 +590,13 @@ class DescendOp(IRDLOperation):
     pushes_before_exit = prop_def(ArrayAttr[IntegerAttr[I64]])
     exit_target = prop_def(IntegerAttr[I64])
     return_target = prop_def(IntegerAttr[I64])
-    traits = lazy_traits_def(lambda: (IsTerminator(), _InBlock()))
+    traits = lazy_traits_def(
+        lambda: (
+            IsTerminator(),
+            _InBlock(),
+            BlockTargets((("exit_target", TargetRole.NEXT), ("return_target", TargetRole.RETURN))),
+        )
+    )
     assembly_format = (
         "$counter `step` $step `until` $predicate $offset `,` $bound `exit` $exit_target `return` $return_target "
         "`update_first` $update_before_exit `pushes` $pushes `updated` $pushes_updated `early` $pushes_before_exit "
@@ -541,7 +642,6 @@ class DescendOp(IRDLOperation):
         ]
 
     def verify_(self) -> None:
-        _check_targets(self, [self.exit_target.value.data, self.return_target.value.data])
         if self.predicate.data not in DESCENT_PREDICATES:
             raise VerifyException(f"vm.descend ends on one of {', '.join(DESCENT_PREDICATES)}, got {self.predicate.data!r}")
         if self.step.value.data == 0:

@@ -50,22 +50,10 @@ def _ops(block: vm.BlockOp) -> list[Operation]:
     return list(block.body.block.ops)
 
 
-def _exit_targets(block: vm.BlockOp) -> list[int]:
-    return [op.target.value.data for op in block.body.block.ops if isinstance(op, vm.ExitIfOp)]
-
-
 def _flow_targets(block: vm.BlockOp) -> list[int]:
-    """Where members go from `block` within its function: side exits, jumps and branches, and
-    a call's return block (the callee comes back there)."""
-    targets = _exit_targets(block)
-    match block.body.block.last_op:
-        case vm.JumpOp() as term:
-            targets.append(term.target.value.data)
-        case vm.BranchOp() as term:
-            targets += [term.then_target.value.data, term.else_target.value.data]
-        case vm.CallOp() as term:
-            targets.append(term.return_target.value.data)
-    return targets
+    """Where members go from `block` within its function: side exits, jumps and branches, a
+    descent's exit, and the return block of a call or descent (the callee comes back there)."""
+    return vm.block_successors(block, (vm.TargetRole.NEXT, vm.TargetRole.RETURN))
 
 
 def _entered_otherwise(blocks: Iterable[vm.BlockOp]) -> set[int]:
@@ -73,8 +61,7 @@ def _entered_otherwise(blocks: Iterable[vm.BlockOp]) -> set[int]:
     callees and return blocks."""
     entered = {0}
     for block in blocks:
-        if isinstance(term := block.body.block.last_op, vm.CallOp):
-            entered |= {term.target.value.data, term.return_target.value.data}
+        entered.update(vm.block_successors(block, (vm.TargetRole.CALLEE, vm.TargetRole.RETURN)))
     return entered
 
 
@@ -144,8 +131,9 @@ def thread_trampolines(program: vm.ProgramOp) -> None:
         branch = blocks[number].body.block.last_op
         if not isinstance(branch, vm.BranchOp):
             continue
-        for name in ("then_target", "else_target"):
-            target = branch.properties[name].value.data  # type: ignore[union-attr]
+        arms = branch.get_trait(vm.BlockTargets)
+        assert arms is not None
+        for position, target in enumerate(arms.targets(branch)):
             if target in entered_otherwise or references[target] < 2 or not is_trampoline(blocks[target]):
                 continue
             copy = blocks[target].clone()
@@ -154,7 +142,7 @@ def thread_trampolines(program: vm.ProgramOp) -> None:
             blocks[copy.number] = copy
             copies.setdefault(target, []).append(copy.number)
             references[target] -= 1
-            branch.properties[name] = IntegerAttr(copy.number, 64)
+            arms.set_target(branch, position, copy.number)
     order = [n for original in originals for n in (original, *copies.get(original, ()))]
     renumber(program, {old: new for new, old in enumerate(order)})
 
@@ -162,12 +150,13 @@ def thread_trampolines(program: vm.ProgramOp) -> None:
 def _absorb(head: vm.BlockOp, branch: vm.BranchOp, arm: vm.BlockOp, continue_then: bool) -> None:
     """`head` ends with a side exit to the other arm, then `arm`'s ops."""
     cond = branch.cond
+    then_arm, else_arm = vm.op_targets(branch)
     if continue_then:
         negate = vm.PrimOp("logical_not", [cond], [IntegerType(1)])
         head.body.block.insert_op_before(negate, branch)
-        cond, other = negate.res[0], branch.else_target.value.data
+        cond, other = negate.res[0], else_arm
     else:
-        other = branch.then_target.value.data
+        other = then_arm
     head.body.block.insert_op_before(vm.ExitIfOp(cond, other), branch)
     branch.detach()
     branch.erase()
@@ -177,12 +166,10 @@ def _absorb(head: vm.BlockOp, branch: vm.BranchOp, arm: vm.BlockOp, continue_the
 
 
 def renumber(program: vm.ProgramOp, numbers: Mapping[int, int]) -> None:
+    """Block n becomes block numbers[n], and so does every target naming it."""
     for block in program.blocks:
         block.properties["index"] = IntegerAttr(numbers[block.number], 64)
-        for op in block.body.block.ops:
-            for name in ("target", "then_target", "else_target", "return_target"):
-                if isinstance(attr := op.properties.get(name), IntegerAttr):
-                    op.properties[name] = IntegerAttr(numbers[attr.value.data], 64)
+    vm.retarget_blocks(program.blocks, numbers.__getitem__)
 
 
 def form_superblocks(module: ModuleOp) -> None:
@@ -196,7 +183,7 @@ def form_superblocks(module: ModuleOp) -> None:
             continue
         head = blocks[number]
         while isinstance(branch := head.body.block.last_op, vm.BranchOp):
-            arms = [branch.then_target.value.data, branch.else_target.value.data]
+            arms = list(vm.op_targets(branch))
             candidates = [arm for arm in arms if analysis.absorbable(number, arm)]
             if len(candidates) == 2 and analysis.preference(arms[0]) == analysis.preference(arms[1]):
                 # no arm is clearly the common one: only a trampoline is absorbed (it adds

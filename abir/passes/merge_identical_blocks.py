@@ -4,10 +4,10 @@
 in one step; when those predecessors later keep the copy apart (a side exit of a superblock
 leads to it), the program ends up with several identical blocks. On the machine that splits the
 members who run that code over several block runs, each masking all the others. This pass
-merges them back (cross-jumping): every jump, branch, side exit or call that leads to a copy
-leads to the first one instead, and the copies go. Merging can make more blocks identical (two
-blocks that jumped to two copies now jump to the same block), so it repeats until nothing
-changes. Blocks are then renumbered in their order.
+merges them back (cross-jumping): every jump, branch, side exit, call or descent that leads to
+a copy leads to the first one instead (`vm.BlockTargets`), and the copies go. Merging can make
+more blocks identical (two blocks that jumped to two copies now jump to the same block), so it
+repeats until nothing changes. Blocks are then renumbered in their order.
 
 Two blocks are identical when their ops are, one by one (name, properties, attributes, result
 types, and operands as the same positions among the block's values; value names play no part),
@@ -28,15 +28,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 
 from abir.dialects import vm
 from abir.passes.analysis import CALL_LOCATION_ATTR, LOCATION_ATTR, the_vm_program
 from abir.passes.form_superblocks import renumber
-
-TARGET_PROPERTIES = ("target", "then_target", "else_target", "return_target")
 
 
 def block_key(block: vm.BlockOp) -> tuple[object, ...]:
@@ -63,12 +61,7 @@ def _text(attributes: Mapping[str, Attribute]) -> tuple[tuple[str, str], ...]:
 
 def redirect(program: vm.ProgramOp, replaced: dict[int, int]) -> None:
     """Point every block reference in `program` that names a key of `replaced` at its value."""
-    for block in program.blocks:
-        for op in block.body.block.ops:
-            for name in TARGET_PROPERTIES:
-                attr = op.properties.get(name)
-                if isinstance(attr, IntegerAttr) and attr.value.data in replaced:
-                    op.properties[name] = IntegerAttr(replaced[attr.value.data], 64)
+    vm.retarget_blocks(program.blocks, replaced)
 
 
 def merge_once(program: vm.ProgramOp) -> bool:

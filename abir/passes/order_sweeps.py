@@ -61,34 +61,25 @@ def transition_matrix(blocks: Mapping[int, vm.BlockOp], visits: np.ndarray) -> n
     """P[a, b]: the probability that a member at block a goes to block b next (the halt, block
     len(blocks), absorbs), returns split by the given visits of the calling blocks."""
     n = len(blocks)
-    calls: dict[str | None, list[tuple[int, int]]] = {}
-    for number, block in blocks.items():
-        if isinstance(term := block.body.block.last_op, vm.CallOp):
-            calls.setdefault(vm_function_of(blocks[term.target.value.data]), []).append(
-                (number, term.return_target.value.data)
-            )
+    calls = vm.return_sites([blocks[number] for number in range(n)], vm_function_of)
     matrix = np.zeros((n, n + 1))
     for number, block in blocks.items():
         stay = 1.0
-        for op in block.body.block.ops:
-            if isinstance(op, vm.ExitIfOp):
-                matrix[number, op.target.value.data] += stay * EXIT_PROBABILITY
+        *body, term = block.body.block.ops
+        for op in body:
+            for target in vm.op_targets(op):  # side exits
+                matrix[number, target] += stay * EXIT_PROBABILITY
                 stay *= 1 - EXIT_PROBABILITY
-        match block.body.block.last_op:
-            case vm.JumpOp() as term:
-                matrix[number, term.target.value.data] += stay
-            case vm.BranchOp() as term:
-                matrix[number, term.then_target.value.data] += stay / 2
-                matrix[number, term.else_target.value.data] += stay / 2
-            case vm.CallOp() as term:
-                matrix[number, term.target.value.data] += stay
-            case vm.ReturnOp():
-                sites = calls.get(vm_function_of(block), [])
-                total = sum(visits[caller] for caller, _ in sites)
-                for caller, back in sites:
-                    matrix[number, back] += stay * (visits[caller] / total if total > 0 else 1 / len(sites))
-            case _:  # vm.halt
-                matrix[number, n] += stay
+        if nexts := vm.op_targets(term, (vm.TargetRole.NEXT, vm.TargetRole.CALLEE)):
+            for target in nexts:
+                matrix[number, target] += stay / len(nexts)
+        elif isinstance(term, vm.ReturnOp):
+            sites = calls.get(vm_function_of(block), [])
+            total = sum(visits[caller] for caller, _ in sites)
+            for caller, back in sites:
+                matrix[number, back] += stay * (visits[caller] / total if total > 0 else 1 / len(sites))
+        else:  # vm.halt
+            matrix[number, n] += stay
     return matrix
 
 

@@ -123,7 +123,7 @@ def summarize(block: vm.BlockOp) -> vm.DescendOp | None:
     """The `vm.descend` equivalent to `block`, or None when it is not such a descent."""
     ops = list(block.body.block.ops)
     call = ops[-1] if ops else None
-    if not isinstance(call, vm.CallOp) or call.target.value.data != block.number:
+    if not isinstance(call, vm.CallOp) or vm.op_targets(call, (vm.TargetRole.CALLEE,)) != (block.number,):
         return None
     writes = [op for op in ops if isinstance(op, vm.WriteOp)]
     exits = [op for op in ops if isinstance(op, vm.ExitIfOp)]
@@ -131,7 +131,8 @@ def summarize(block: vm.BlockOp) -> vm.DescendOp | None:
         return None
     counter = writes[0].var.string_value()
     try:
-        descend = _summarize(ops[:-1], counter, call.return_target.value.data)
+        (return_target,) = vm.op_targets(call, (vm.TargetRole.RETURN,))
+        descend = _summarize(ops[:-1], counter, return_target)
     except _NotADescent:
         return None
     if not _scalar_variables(call, [descend.counter, *descend.pushes.data]):
@@ -172,7 +173,8 @@ def _summarize(ops: list[Operation], counter: str, return_target: int) -> vm.Des
                 cond = values.get(op.cond)
                 if not isinstance(cond, _Test):
                     raise _NotADescent
-                test, exit_target = cond, op.target.value.data
+                (exit_target,) = vm.op_targets(op)
+                test = cond
             case vm.PushOp():
                 for ref in op.vars.data:
                     name = ref.string_value()

@@ -551,30 +551,14 @@ def _register_writes(ops: Sequence[Operation], pointers: Mapping[str, str]) -> t
 
 def _successors(blocks: Sequence[vm.BlockOp]) -> list[set[int]]:
     """Each block's possible next blocks: side exits, jump and branch targets, a call's callee,
-    and for a return the return block of every call of its function (the halt index is not a
-    block)."""
-    functions = [_function_of(block) for block in blocks]
-    return_sites: dict[str | None, set[int]] = {}
-    for block in blocks:
-        term = block.body.block.last_op
-        if isinstance(term, vm.CallOp):
-            return_sites.setdefault(functions[term.target.value.data], set()).add(term.return_target.value.data)
-        elif isinstance(term, vm.DescendOp):  # its iterations called the block's own function
-            return_sites.setdefault(functions[block.number], set()).add(term.return_target.value.data)
+    a descent's exit, and for a return the return block of every call (or descent) of its
+    function (the halt index is not a block)."""
+    sites = vm.return_sites(blocks, _function_of)
     successors = []
-    for index, block in enumerate(blocks):
-        exits = {op.target.value.data for op in block.body.block.ops if isinstance(op, vm.ExitIfOp)}
-        match block.body.block.last_op:
-            case vm.JumpOp() as term:
-                exits.add(term.target.value.data)
-            case vm.BranchOp() as term:
-                exits |= {term.then_target.value.data, term.else_target.value.data}
-            case vm.CallOp() as term:
-                exits.add(term.target.value.data)
-            case vm.DescendOp() as term:
-                exits.add(term.exit_target.value.data)
-            case vm.ReturnOp():
-                exits |= return_sites.get(functions[index], set())
+    for block in blocks:
+        exits = set(vm.block_successors(block, (vm.TargetRole.NEXT, vm.TargetRole.CALLEE)))
+        if isinstance(block.body.block.last_op, vm.ReturnOp):
+            exits |= {back for _, back in sites.get(_function_of(block), [])}
         successors.append(exits)
     return successors
 
