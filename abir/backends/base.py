@@ -604,9 +604,7 @@ class Backend(BackendProtocol):
     """Whether the compiler merges branch arms into their blocks for this backend
     (`form-superblocks`): a traced backend pays for each block run (a conditional, the masks,
     the pc) more than for the ops of a larger block; an eager one pays for every op it runs,
-    also for members that already left the block. Measured on NUTS (examples/nuts.py, 64
-    chains): JAX 11,244 -> 7,577 block runs, 995 -> 692 sweeps, 12% less CPU time (22% at 1,024
-    chains); NumPy (switch) 0.59 -> 0.81 s."""
+    also for members that already left the block (docs/performance.md#form-superblocks)."""
     last_stats: RunStats | None = None
     """Set by `run` on backends that can count steps eagerly (NumPy); None otherwise."""
 
