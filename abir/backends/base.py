@@ -197,9 +197,7 @@ def sparse_skipping_scheduler(fraction: float = 0.05) -> Scheduler:
     together. Results are the same under any policy; only the number of machine steps changes.
     Traceable (backend ops only, so JAX and TF run it inside the compiled loop); O(B^2) per step.
 
-    Measured (NumPy, `RunStats.steps` / ideal): NUTS 64 chains x 20 transitions, depth 6:
-    12,991 -> 10,115 (ideal 2,900; lane use 18% -> 23%); fib and the loop programs of
-    test/unit/test_steps.py: unchanged or one step fewer."""
+    What it saves in machine steps: docs/performance.md#sparse-skipping."""
     fraction = float(fraction)
 
     def sparse_skipping(backend: Backend, pc: Any) -> Any:

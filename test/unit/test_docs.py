@@ -12,6 +12,7 @@ README_MAX_LINES = 200
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 DATE = re.compile(r"20[0-9]{2}-[0-9]{2}-[0-9]{2}")
 TABLE_PROVENANCE = ("- Command:", "- Date:", "- CPU:")
+CODE_REFERENCE = re.compile(r"docs/([\w-]+\.md)(?:#([\w-]+))?")
 
 
 def github_anchor(heading: str) -> str:
@@ -79,6 +80,17 @@ def test_no_dates_in_code():
         if DATE.search(line)
     ]
     assert not dated, "dates belong in docs/performance.md, not in code: " + ", ".join(dated)
+
+
+def test_code_references_to_docs_resolve():
+    """Docstrings link to a doc section as `docs/file.md#anchor`; each must name a real one."""
+    broken = []
+    for path in sorted((ROOT / "abir").rglob("*.py")):
+        for name, anchor in CODE_REFERENCE.findall(path.read_text()):
+            document = ROOT / "docs" / name
+            if not document.exists() or (anchor and anchor not in anchors_of(document)):
+                broken.append(f"{path.relative_to(ROOT)}: docs/{name}#{anchor}")
+    assert not broken, "; ".join(broken)
 
 
 def tables_without_provenance(text: str) -> list[int]:
