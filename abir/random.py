@@ -20,8 +20,8 @@ element `counter * 2**32 + i` of the stream JAX draws from a key (in its default
 `jax.random.bits` and `jax.random.uniform` of the same key bit for bit (float64 with
 `jax_enable_x64`). `key`, `fold_in` and `split` are JAX's as well.
 
-Called inside a batched function these are opaque primitives (see the README, "Writing batched
-functions"): they get whole-batch arrays of the backend (NumPy arrays, JAX arrays or tracers,
+Called inside a batched function these are opaque primitives (see docs/language.md,
+"Randomness: `abir.random`"): they get whole-batch arrays of the backend (NumPy arrays, JAX arrays or tracers,
 TensorFlow tensors or the `NumpyTensor`s abir hands to helpers) and compute with that library's
 ops. Every argument except `shape` and `dtype` is one value per member (a scalar in the
 per-member code), broadcast NumPy-style; the draws have shape `lead + shape`, `lead` the shape of

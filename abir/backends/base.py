@@ -197,9 +197,7 @@ def sparse_skipping_scheduler(fraction: float = 0.05) -> Scheduler:
     together. Results are the same under any policy; only the number of machine steps changes.
     Traceable (backend ops only, so JAX and TF run it inside the compiled loop); O(B^2) per step.
 
-    Measured (NumPy, `RunStats.steps` / ideal): NUTS 64 chains x 20 transitions, depth 6:
-    12,991 -> 10,115 (ideal 2,900; lane use 18% -> 23%); fib and the loop programs of
-    test/unit/test_steps.py: unchanged or one step fewer."""
+    What it saves in machine steps: docs/performance.md#sparse-skipping."""
     fraction = float(fraction)
 
     def sparse_skipping(backend: Backend, pc: Any) -> Any:
@@ -603,9 +601,7 @@ class Backend(BackendProtocol):
     """Whether the compiler merges branch arms into their blocks for this backend
     (`form-superblocks`): a traced backend pays for each block run (a conditional, the masks,
     the pc) more than for the ops of a larger block; an eager one pays for every op it runs,
-    also for members that already left the block. Measured on NUTS (examples/nuts.py, 64
-    chains): JAX 11,244 -> 7,577 block runs, 995 -> 692 sweeps, 12% less CPU time (22% at 1,024
-    chains); NumPy (switch) 0.59 -> 0.81 s."""
+    also for members that already left the block (docs/performance.md#form-superblocks)."""
     last_stats: RunStats | None = None
     """Set by `run` on backends that can count steps eagerly (NumPy); None otherwise."""
 

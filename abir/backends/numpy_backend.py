@@ -16,7 +16,7 @@ Two executions of the loop (`execution=`, as on the JAX backend):
 
 The compiler does not form superblocks for this backend (`superblocks = False`): an eager step
 pays for every op of its block, also for members that left it by a side exit, more than for
-the step itself (NUTS, 64 chains, switch: 0.59 s without, 0.81 s with).
+the step itself (docs/performance.md#form-superblocks).
 
 A machine step costs tens of microseconds of Python and NumPy call overhead whatever the number
 of active members, so the loop keeps its own per-step work small: the next block is one NumPy

@@ -12,9 +12,8 @@ reductions over the batch, casts and an in-place row update), so both run the sa
   A block's conditional returns only what the block may change: the registers it writes and
   the stacks it pushes onto, its stack write requests scattered inside the branch; the other
   branch passes them through (XLA copies a value a conditional passes through, a small copy per
-  value; padded requests applied after the conditional instead cost a scatter per skipped block:
-  on NUTS, JAX, an empty sweep of its 21 blocks took 11.9 us at B=64 and 55.8 us at B=1024 that
-  way, 4.1 and 11.0 us passing the state through; TF+XLA 98 against 88 ms per run).
+  value; padded requests applied after the conditional instead cost a scatter per skipped block,
+  which measured slower: docs/performance.md#the-machines-fixed-costs).
 * `"switch"`: `while next_block(pc) < halt: state = switch(next_block(pc), blocks)(state)`, one
   block per iteration chosen by the backend's `scheduler` (the reference's design). With split
   kernels neither the registers nor the stacks pass through the switch: a `RegisterLayout`
@@ -295,8 +294,8 @@ class TracedLoop(abc.ABC):
         sweep, at the tail's first block (tail blocks move members only forward, so it stays
         true through the tail); a block that jumps to itself repeats in a loop of its own (each
         repeat counts as a loop iteration, so a member that never leaves stops the launch), run
-        without a conditional since the loop's condition found a member there (collatz JAX
-        B=64 0.76 -> 0.40 ms; NUTS B=64 24.1 -> 23.7 ms, its tree descent repeats 2,000 times)."""
+        without a conditional since the loop's condition found a member there
+        (docs/performance.md#the-machines-fixed-costs)."""
         counters = state.pop(STATS_KEY, {})
         splits = [self.traced_split(kernel) if splittable([kernel]) else None for kernel in self.kernels]
         steps = [self.sweep_step(kernel, split, state) for kernel, split in zip(self.kernels, splits, strict=True)]

@@ -2,8 +2,8 @@
 
 xDSL's `SymbolTable.lookup_symbol` scans the table's ops on every call, so verifying a module
 whose ops name variables and functions (every `stack.read`, `vm.write`, `functional.call`...)
-took time quadratic in its size (a module of 1,500 small functions: 5.75 s, 0.55 s with the
-index), and 40 ms of the 0.26 s the NUTS of `examples/nuts.py` took to compile. `lookup_symbol` answers from a name -> op index of the table,
+took time quadratic in its size (measured in docs/performance.md#symbol-lookup).
+`lookup_symbol` answers from a name -> op index of the table,
 checked on every hit (the op must still be in the table under that name) and rebuilt by one scan
 when a check fails or a name is missing, so passes may add, erase and rename symbols freely.
 The index holds its table and ops weakly (an op refers to its table through its parent), so a

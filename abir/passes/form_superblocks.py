@@ -16,15 +16,13 @@ loop), else the arm that does not return (a recursive function's calls outnumber
 cases); when neither rule tells them apart, A absorbs neither unless one arm is a trampoline
 (a block that is only a call or a jump), which adds nothing to run for the members that leave.
 Either choice runs the same program, but the absorbed ops run (masked) for every member that
-enters A, also those that leave by the side exit: on recursive Fibonacci, absorbing the bigger
-of two equal arms made JAX 2x slower at B=1024 (the pushes and pops of the absorbed arm scatter
-over the whole batch on every run).
+enters A, also those that leave by the side exit, so absorbing the wrong arm can cost more
+than the block run it saves (docs/performance.md#form-superblocks).
 
 A trampoline that several branches lead to is first copied, one copy per branch arm
 (`thread_trampolines`), so that each can be absorbed. On recursive Fibonacci this removes the
-two bare `vm.call` blocks, half of its block runs (JAX, one core: B=64 5,980 -> 2,961 block runs
-and 4.4 -> 3.7 ms, B=1024 22.2 -> 16.7 ms; the descent to the base case becomes one block that
-calls itself, which a sweep repeats).
+two bare `vm.call` blocks, half of its block runs; the descent to the base case becomes one
+block that calls itself, which a sweep repeats.
 
 On NUTS (examples/nuts.py, 64 chains x 20 transitions) this turns the transition's doubling
 loop (four blocks) into one block and pairs up the blocks of `build_tree` around its calls.

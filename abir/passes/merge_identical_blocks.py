@@ -15,11 +15,8 @@ and so are their attributes (the function they belong to) but the source locatio
 and `abir.call_loc` (copies made by `fuse-blocks` share them; a merged block keeps the first
 one's); what a block does depends on nothing else. The entry block (0) is never dropped.
 
-On NUTS (examples/nuts.py, 20 transitions, B=64) the end of a transition (the running sums,
-the step counter and the loop test) was three identical blocks, one per way out of the doubling
-loop (a divergence, a U-turn, the maximum depth), run 564 times in all; merged, 379 times. The
-block runs fall from 6,208 to 6,025 and the time on JAX (one core) from 24.0 to 23.1 ms (two
-alternating runs each), at B=1024 from 284 to 281 ms.
+`fuse-blocks` leaves such copies, e.g. one per way out of a loop; what merging them gains:
+docs/performance.md#merge-identical-blocks.
 """
 
 from __future__ import annotations

@@ -23,11 +23,8 @@ how often a member is expected to make it:
   move forward to the halt) stays at the end in its order, so the machine still holds members
   there until every live member arrives.
 
-Measured on NUTS (examples/nuts.py, 20 transitions, JAX, one core): the sweeps fall from 692
-to 508 at B=64 (the fewest any order gives on the member-by-member trace of that run: 506) and
-from 740 to 544 at B=1024, the block runs from 7,571 to 5,911 and from 10,211 to 7,742, the time
-from 36.5 to 30 ms and from 401 to 324 ms. Orders that gain less than `MIN_GAIN` by the model are
-not applied.
+What it gains: docs/performance.md#order-sweeps. Orders that gain less than `MIN_GAIN` by the
+model are not applied.
 """
 
 from __future__ import annotations
@@ -50,8 +47,7 @@ EXIT_PROBABILITY = 0.5
 FIXED_POINT_ROUNDS = 8
 MIN_GAIN = 0.1
 """The new order is kept only when it cuts the expected backward transitions by this fraction:
-on recursive Fibonacci the model found 2% (22 -> 21.5), and the reordered program ran 3% more
-block runs in as many sweeps; on NUTS 24% (16.9 -> 12.8)."""
+a small gain by the model can be a loss in the run (docs/performance.md#order-sweeps)."""
 MAX_BLOCKS = 200
 """Larger programs keep the order of `schedule-blocks` (each local-search move is evaluated on
 the whole order)."""

@@ -28,11 +28,7 @@ it ends at its base case or overflows a stack, naming the recursive call's line,
 `vm.descend` keeps as `abir.call_loc`). The pass runs last in the vm pipeline: the passes before
 it reason about the self-call, not the op.
 
-Measured on NUTS (examples/nuts.py, B=64, JAX, one core, alternating runs): the tree descent of
-`build_tree` ran 2,086 times in 546 sweeps; summarized, it runs once per sweep that has members
-there, the block runs fall from 5,977 to 4,490 and the time from 15.9 to 14.7-14.9 ms; at B=1024
-no change (189-197 against 188-192 ms: writing whole stacks costs what the repeated runs did).
-Recursive Fibonacci at B=64: 3.7 -> 3.2 ms. The NumPy backend's programs (no superblocks) keep
+What it gains: docs/performance.md#summarize-descents. The NumPy backend's programs (no superblocks) keep
 the descent's test and its call in separate blocks, which this pass does not match.
 """
 

@@ -75,9 +75,8 @@ BATCHED_TIME_LIMIT = 120.0
 """Seconds of the process's CPU time a batched run may use before it counts as hanging
 (interrupts Python-level loops, as the NumPy backend's; a compiled JAX or TF loop is not
 interrupted). CPU time, not wall-clock time: on a core shared with other jobs a run gets a
-fraction of each second, and a wall-clock limit reported a slow program as a hang (seed 0,
-programs 84-86 on JAX timed out at 120 s wall-clock with the load average at 9, when the
-process got about 15% of the core)."""
+fraction of each second, and a wall-clock limit reported a slow program as a hang
+(docs/reliability.md)."""
 
 
 class InvalidProgram(Exception):

@@ -841,8 +841,8 @@ class Machine:
     def _reused_zero_state(self, backend: Backend, batch: int, max_stack_depth: int) -> State:
         """A copy of the zero state made before for this backend type, batch and depth, on a
         backend whose arrays never change (`Backend.immutable_arrays`), when it is small (at
-        most `REUSED_ZERO_STATE_BYTES`). Making the zeros is a dispatch of its own: about 23 us
-        of a 230 us collatz call on JAX at B=64."""
+        most `REUSED_ZERO_STATE_BYTES`). Making the zeros is a dispatch of its own, a noticeable
+        part of a small call (docs/performance.md#the-machines-fixed-costs)."""
         key = (type(backend), batch, max_stack_depth)
         zeros = self._zero_states.get(key)
         if zeros is None:
