@@ -803,11 +803,13 @@ def _tf_call(call: Call, operands: Sequence[Any]) -> Any:
     dtype = result_dtype(_call_key(call), _member_types(operands))
     batch = max(int(o.shape[0]) for o in operands)
     operands = [tf.broadcast_to(o, (batch, *o.shape[1:])) if int(o.shape[0]) != batch else o for o in operands]
-    fast = _whole_batch_rule(call, list(operands), tnp)
-    if fast is not None:
-        with contextlib.suppress(Exception):  # not traceable with TF's ops: the NumPy path below
-            return tf.cast(fast(), dtype)
     host, shape = _on_host(call, operands, dtype)
+    for rule in (_tf_rule, lambda c, o: _whole_batch_rule(c, o, tnp), _tf_member_map):
+        with contextlib.suppress(Exception):  # not traceable with TF's ops: the next rule
+            fast = rule(call, list(operands))
+            result = None if fast is None else tf.cast(fast(), dtype)
+            if result is not None and tuple(result.shape) == (batch, *shape):
+                return result
     if tf.executing_eagerly():
         return tf.convert_to_tensor(host(*(o.numpy() for o in operands)))
     if _compiled_by_xla():
@@ -827,3 +829,396 @@ def _compiled_by_xla() -> bool:
     from tensorflow.python.ops import control_flow_util
 
     return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
+
+
+# -- TensorFlow's own ops --------------------------------------------------------------------------
+
+
+def _tf_rule(call: Call, operands: Sequence[Any]) -> Callable[[], Any] | None:
+    """The whole-batch computation of `call` in TensorFlow's own ops (`tf.linalg`, `tf.signal`,
+    `tf.sort`, ...; XLA-compilable), for the functions and arguments `_tf_rules` covers."""
+    name = call.entry.name
+    if name in _TF_OPERAND_RULES:
+        return _TF_OPERAND_RULES[name](call, operands)
+    rule = _tf_rules().get(name)
+    named = _named_arguments(call)
+    first = next(iter(named.values()), None)
+    if rule is None or not isinstance(first, Operand):
+        return None
+    static = dict(list(named.items())[1:])
+    if _operands(list(static.values())):
+        return None
+    return rule(call, _tf_inexact(operands[first.index]), static)
+
+
+def _tf_member_map(call: Call, operands: Sequence[Any]) -> Callable[[], Any] | None:
+    """TensorFlow's NumPy API called per member under `tf.vectorized_map` (batched ops where
+    TF has batching rules for them, else a loop XLA still compiles)."""
+    import tensorflow as tf
+    import tensorflow.experimental.numpy as tnp
+
+    fn = _numpy_object(call.entry.name, tnp)
+    if fn is None or call.entry.name in _TF_MEMBER_MAP_DIFFERS:
+        return None
+    args, kwargs = _as_jax_arguments(call, fn)
+
+    def member(values: tuple[Any, ...]) -> Any:
+        result = fn(*_fill(args, values), **_fill(kwargs, values))
+        return _select_output(call, result, tnp)
+
+    return lambda: tf.vectorized_map(member, tuple(operands), fallback_to_while_loop=True)
+
+
+_TF_MEMBER_MAP_DIFFERS: frozenset[str] = frozenset()
+"""Functions whose `tf.experimental.numpy` counterpart differs from NumPy's meaning."""
+
+
+def _tf_inexact(x: Any) -> Any:
+    """`x` as floats where it holds integers or booleans (NumPy's linear algebra and FFTs compute in float64)."""
+    import tensorflow as tf
+
+    return x if x.dtype.is_floating or x.dtype.is_complex else tf.cast(x, tf.float64)
+
+
+def _tf_complex(x: Any) -> Any:
+    import tensorflow as tf
+
+    if x.dtype.is_complex:
+        return x
+    return tf.cast(x, tf.complex64 if x.dtype == tf.float32 else tf.complex128)
+
+
+def _tf_selected(call: Call, results: Sequence[Any]) -> Any:
+    return results[call.output]
+
+
+def _tf_matrix_power(x: Any, n: int) -> Any:
+    import tensorflow as tf
+
+    if n < 0:
+        x, n = tf.linalg.inv(x), -n
+    result = tf.eye(int(x.shape[-1]), batch_shape=[int(d) for d in x.shape[:-2]], dtype=x.dtype)
+    power = x
+    while n:
+        if n & 1:
+            result = result @ power
+        n >>= 1
+        if n:
+            power = power @ power
+    return result
+
+
+def _tf_pivots(x: Any) -> tuple[Any, Any]:
+    """Gaussian elimination with partial pivoting, as LAPACK's LU (XLA has no LU or
+    determinant kernel on CPU), unrolled over the member's `n` columns: the sign of the row
+    permutation and U's diagonal."""
+    import tensorflow as tf
+
+    n = int(x.shape[-1])
+    a = tf.reshape(x, (-1, n, n))
+    sign = tf.ones(tf.shape(a)[:1], a.dtype)
+    rows = tf.range(n, dtype=tf.int64)
+    pivots = []
+    for k in range(n):
+        p = tf.argmax(tf.abs(a[:, k:, k]), axis=-1) + k
+        swap = tf.where(rows == k, p[:, None], tf.where(rows == p[:, None], tf.constant(k, tf.int64), rows))
+        a = tf.gather(a, swap, axis=1, batch_dims=1)
+        sign = tf.where(p != k, -sign, sign)
+        pivot = a[:, k, k]
+        pivots.append(pivot)
+        safe = tf.where(pivot == 0, tf.ones_like(pivot), pivot)
+        factors = tf.where((pivot == 0)[:, None], tf.zeros_like(a[:, k + 1 :, k]), a[:, k + 1 :, k] / safe[:, None])
+        a = tf.concat([a[:, : k + 1], a[:, k + 1 :] - factors[..., None] * a[:, k : k + 1]], axis=1)
+    batch = tf.shape(x)[:-2]
+    return tf.reshape(sign, batch), tf.reshape(tf.stack(pivots, axis=-1), tf.concat([batch, [n]], 0))
+
+
+def _tf_det(x: Any) -> Any:
+    import tensorflow as tf
+
+    sign, pivots = _tf_pivots(x)
+    return sign * tf.reduce_prod(pivots, axis=-1)
+
+
+def _tf_slogdet(x: Any) -> tuple[Any, Any]:
+    import tensorflow as tf
+
+    sign, pivots = _tf_pivots(x)
+    magnitude = tf.abs(pivots)
+    phase = pivots / tf.cast(tf.where(magnitude == 0, tf.ones_like(magnitude), magnitude), pivots.dtype)
+    signs = sign * tf.reduce_prod(phase, axis=-1)
+    return signs, tf.reduce_sum(tf.math.log(magnitude), axis=-1)
+
+
+def _tf_singular_values(x: Any) -> Any:
+    import tensorflow as tf
+
+    return tf.linalg.svd(x, compute_uv=False)
+
+
+def _tf_matrix_rank(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
+    import tensorflow as tf
+
+    if set(static) - {"hermitian"} or static.get("hermitian") or _rank(x) < 3:
+        return None
+    eps = np.finfo(x.dtype.real_dtype.as_numpy_dtype).eps
+    size = max(int(x.shape[-1]), int(x.shape[-2]))
+
+    def run() -> Any:
+        s = _tf_singular_values(x)
+        tol = tf.reduce_max(s, axis=-1, keepdims=True) * size * eps
+        return tf.reduce_sum(tf.cast(s > tol, tf.int64), axis=-1)
+
+    return run
+
+
+def _tf_norm(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
+    """`linalg.norm` of a vector (any order) or a matrix (None, 'fro', 'nuc', 2, -2, 1, -1, inf,
+    -inf) over the whole member."""
+    import tensorflow as tf
+
+    ord_, axis = static.get("ord"), static.get("axis")
+    if axis is not None or static.get("keepdims") or _rank(x) not in (2, 3):
+        return None
+    a = tf.abs(x)
+    if _rank(x) == 2:
+        return _tf_vector_norm(a, ord_)
+    matrix = {
+        None: lambda: tf.sqrt(tf.reduce_sum(a * a, axis=(1, 2))),
+        "fro": lambda: tf.sqrt(tf.reduce_sum(a * a, axis=(1, 2))),
+        "nuc": lambda: tf.reduce_sum(_tf_singular_values(x), axis=-1),
+        2: lambda: tf.reduce_max(_tf_singular_values(x), axis=-1),
+        -2: lambda: tf.reduce_min(_tf_singular_values(x), axis=-1),
+        1: lambda: tf.reduce_max(tf.reduce_sum(a, axis=1), axis=-1),
+        -1: lambda: tf.reduce_min(tf.reduce_sum(a, axis=1), axis=-1),
+        math.inf: lambda: tf.reduce_max(tf.reduce_sum(a, axis=2), axis=-1),
+        -math.inf: lambda: tf.reduce_min(tf.reduce_sum(a, axis=2), axis=-1),
+    }
+    return matrix.get(ord_)
+
+
+def _tf_vector_norm(a: Any, ord_: Any) -> Callable[[], Any] | None:
+    import tensorflow as tf
+
+    if ord_ is None or ord_ == 2:
+        return lambda: tf.sqrt(tf.reduce_sum(a * a, axis=1))
+    if ord_ == math.inf:
+        return lambda: tf.reduce_max(a, axis=1)
+    if ord_ == -math.inf:
+        return lambda: tf.reduce_min(a, axis=1)
+    if ord_ == 0:
+        return lambda: tf.reduce_sum(tf.cast(a != 0, a.dtype), axis=1)
+    if isinstance(ord_, int | float) and not isinstance(ord_, bool):
+        p = float(ord_)
+        return lambda: tf.reduce_sum(a**p, axis=1) ** (1 / p)
+    return None
+
+
+def _tf_cond(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
+
+    if static.get("p") is not None or _rank(x) != 3:
+        return None
+
+    def run() -> Any:
+        s = _tf_singular_values(x)
+        return s[..., 0] / s[..., -1]
+
+    return run
+
+
+def _tf_fft_length(static: dict[str, Any], x: Any, inverse_real: bool) -> int | None:
+    """The transform length of a one-axis FFT along the last member axis (None: not covered)."""
+    if static.get("axis", -1) not in (-1, _rank(x) - 2) or static.get("out") is not None:
+        return None
+    n = static.get("n")
+    if n is not None:
+        return int(n)
+    m = int(x.shape[-1])
+    return 2 * (m - 1) if inverse_real else m
+
+
+def _tf_fit_last(x: Any, n: int) -> Any:
+    """`x` cut or zero-padded to `n` along its last axis (NumPy's `n=`)."""
+    import tensorflow as tf
+
+    m = int(x.shape[-1])
+    if n <= m:
+        return x[..., :n]
+    return tf.pad(x, [[0, 0]] * (_rank(x) - 1) + [[0, n - m]])
+
+
+_FFT_NORMS = (None, "backward", "ortho", "forward")
+
+
+def _tf_scaled(y: Any, norm: Any, n: int, inverse: bool) -> Any:
+    """TF's transform `y` (its inverses divide by `n`) scaled as NumPy's `norm` asks."""
+    import tensorflow as tf
+
+    forward = {"ortho": 1 / math.sqrt(n), "forward": 1 / n}
+    factor = (1 / forward[norm] if inverse else forward[norm]) if norm in forward else 1.0
+    return y * tf.cast(factor, y.dtype) if factor != 1.0 else y
+
+
+def _tf_fft(kind: str) -> Callable[[Call, Any, dict[str, Any]], Callable[[], Any] | None]:
+    """`fft.fft`, `ifft`, `rfft`, `irfft`, `hfft`, `ihfft` along the last member axis."""
+
+    def rule(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
+        import tensorflow as tf
+
+        n = _tf_fft_length(static, x, kind in ("irfft", "hfft"))
+        norm = static.get("norm")
+        if n is None or n < 1 or norm not in _FFT_NORMS or _rank(x) < 2:
+            return None
+        if kind in ("hfft", "ihfft") and norm not in (None, "backward"):
+            return None
+        if kind in ("rfft", "ihfft") and x.dtype.is_complex:
+            return None
+        real = tf.float32 if x.dtype in (tf.float32, tf.complex64) else tf.float64
+
+        def run() -> Any:
+            if kind == "fft":
+                return _tf_scaled(tf.signal.fft(_tf_fit_last(_tf_complex(x), n)), norm, n, False)
+            if kind == "ifft":
+                return _tf_scaled(tf.signal.ifft(_tf_fit_last(_tf_complex(x), n)), norm, n, True)
+            if kind == "rfft":
+                return _tf_scaled(tf.signal.rfft(tf.cast(x, real), [n]), norm, n, False)
+            if kind == "ihfft":
+                return tf.math.conj(_tf_scaled(tf.signal.rfft(tf.cast(x, real), [n]), norm, n, False)) / n
+            half = _tf_fit_last(_tf_complex(x), n // 2 + 1)
+            if kind == "irfft":
+                return _tf_scaled(tf.signal.irfft(half, [n]), norm, n, True)
+            return _tf_scaled(tf.signal.irfft(tf.math.conj(half), [n]), norm, n, True) * n  # hfft
+
+        return run
+
+    return rule
+
+
+def _tf_fft_all(kind: str) -> Callable[[Call, Any, dict[str, Any]], Callable[[], Any] | None]:
+    """`fft.fft2`/`ifft2` over the last two member axes, `fftn`/`ifftn` over every member axis
+    (up to three), without `s=` and with NumPy's default axes."""
+
+    def rule(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
+        import tensorflow as tf
+
+        rank = _rank(x) - 1
+        axes, norm = static.get("axes"), static.get("norm")
+        two_d = kind.endswith("2")
+        default_axes = (-2, -1) if two_d else None
+        if static.get("s") is not None or static.get("out") is not None or norm not in _FFT_NORMS:
+            return None
+        if axes not in (default_axes, None if two_d else tuple(range(rank))) or rank not in ((2,) if two_d else (1, 2, 3)):
+            return None
+        inverse = kind.startswith("i")
+        ops = {1: (tf.signal.fft, tf.signal.ifft), 2: (tf.signal.fft2d, tf.signal.ifft2d), 3: (tf.signal.fft3d, tf.signal.ifft3d)}
+        transform = ops[rank][inverse]
+        n = math.prod(int(d) for d in x.shape[1:])
+        return lambda: _tf_scaled(transform(_tf_complex(x)), norm, n, inverse)
+
+    return rule
+
+
+def _tf_fftshift(sign: int) -> Callable[[Call, Any, dict[str, Any]], Callable[[], Any] | None]:
+    def rule(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
+        import tensorflow as tf
+
+        rank = _rank(x) - 1
+        axes = static.get("axes")
+        axes = tuple(range(rank)) if axes is None else (axes,) if isinstance(axes, int) else tuple(axes)
+        member_axes = [a % rank for a in axes]
+        shifts = [sign * (int(x.shape[1 + a]) // 2) for a in member_axes]
+        return lambda: tf.roll(x, shifts, [1 + a for a in member_axes])
+
+    return rule
+
+
+def _tf_stacked(fn: Callable[[Any], Any], *allowed: str) -> Callable[[Call, Any, dict[str, Any]], Callable[[], Any] | None]:
+    """A `tf.linalg` function of the member matrix, with no arguments but `allowed` ones at
+    their defaults (checked by the caller through `fn`'s keywords)."""
+
+    def rule(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
+        if set(static) - set(allowed) or _rank(x) < 3:
+            return None
+        return lambda: fn(x, **static)
+
+    return rule
+
+
+def _lapack_signed(call: Call) -> bool:
+    """Whether the output is eigenvectors or singular vectors, whose signs (phases) are LAPACK's
+    free choice, which TF's kernels do not reproduce (and XLA's SVD is less accurate than
+    LAPACK's, hence `pinv` too): they stay on NumPy."""
+    if call.entry.name == "linalg.eigh":
+        return call.output == 1
+    return call.entry.name == "linalg.svd" and call.bound.get("compute_uv", True) and call.output != 1
+
+
+def _tf_linalg_functions() -> dict[str, Callable[[Call, Any, dict[str, Any]], Callable[[], Any] | None]]:
+    import tensorflow as tf
+
+    def cholesky(x: Any, upper: bool = False) -> Any:
+        lower = tf.linalg.cholesky(x)
+        return tf.linalg.adjoint(lower) if upper else lower
+
+    def eigh(x: Any, UPLO: str = "L") -> Any:  # noqa: N803  (NumPy's name)
+        return tf.linalg.eigh(x if UPLO == "L" else tf.linalg.adjoint(x))
+
+    def eigvalsh(x: Any, UPLO: str = "L") -> Any:  # noqa: N803
+        return tf.linalg.eigvalsh(x if UPLO == "L" else tf.linalg.adjoint(x))
+
+    def qr(x: Any, mode: str = "reduced") -> Any:
+        if mode not in ("reduced", "complete", "r"):
+            raise NotImplementedError(mode)
+        q, r = tf.linalg.qr(x, full_matrices=mode == "complete")
+        return (r,) if mode == "r" else (q, r)
+
+    def svd(x: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+        if not compute_uv:
+            return (tf.linalg.svd(x, compute_uv=False),)
+        s, u, v = tf.linalg.svd(x, full_matrices=full_matrices)
+        return u, s, tf.linalg.adjoint(v)
+
+    def as_outputs(fn: Callable[..., Any]) -> Callable[[Call, Any, dict[str, Any]], Callable[[], Any] | None]:
+        def rule(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
+            if _rank(x) < 3 or static.get("hermitian") or _lapack_signed(call):
+                return None
+            return lambda: fn(x, **{k: v for k, v in static.items() if k != "hermitian"})[call.output]
+
+        return rule
+
+    return {
+        "linalg.inv": _tf_stacked(tf.linalg.inv),
+        "linalg.det": _tf_stacked(_tf_det),
+        "linalg.slogdet": as_outputs(_tf_slogdet),
+        "linalg.cholesky": _tf_stacked(cholesky, "upper"),
+        "linalg.eigh": as_outputs(eigh),
+        "linalg.eigvalsh": _tf_stacked(eigvalsh, "UPLO"),
+        "linalg.qr": as_outputs(qr),
+        "linalg.svd": as_outputs(svd),
+        "linalg.svdvals": _tf_stacked(_tf_singular_values),
+        "linalg.matrix_rank": _tf_matrix_rank,
+        "linalg.matrix_power": lambda call, x, static: (
+            (lambda: _tf_matrix_power(x, int(static["n"]))) if _rank(x) >= 3 and set(static) == {"n"} else None
+        ),
+        "linalg.norm": _tf_norm,
+        "linalg.cond": _tf_cond,
+    }
+
+
+@cache
+def _tf_rules() -> dict[str, Callable[[Call, Any, dict[str, Any]], Callable[[], Any] | None]]:
+    """TensorFlow rules of functions of one batched operand (the first argument; the others static)."""
+    return {**_TF_FFT_RULES, **_tf_linalg_functions()}
+
+
+_TF_FFT_RULES: dict[str, Callable[[Call, Any, dict[str, Any]], Callable[[], Any] | None]] = {
+    "fft.fft": _tf_fft("fft"), "fft.ifft": _tf_fft("ifft"), "fft.rfft": _tf_fft("rfft"),
+    "fft.irfft": _tf_fft("irfft"), "fft.hfft": _tf_fft("hfft"), "fft.ihfft": _tf_fft("ihfft"),
+    "fft.fft2": _tf_fft_all("fft2"), "fft.ifft2": _tf_fft_all("ifft2"),
+    "fft.fftn": _tf_fft_all("fftn"), "fft.ifftn": _tf_fft_all("ifftn"),
+    "fft.fftshift": _tf_fftshift(1), "fft.ifftshift": _tf_fftshift(-1),
+}  # fmt: skip
+
+
+_TF_OPERAND_RULES: dict[str, Callable[[Call, Sequence[Any]], Callable[[], Any] | None]] = {}
+"""TensorFlow rules of functions of several batched operands."""
