@@ -706,6 +706,9 @@ def _einsum_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any
 _SPECIAL_RULES: dict[str, Callable[..., Callable[[], Any] | None]] = {
     "linalg.solve": _solve_rule,
     "einsum": _einsum_rule,
+    "searchsorted": lambda *a: _searchsorted_rule(*a),
+    "convolve": lambda *a: _convolution_rule(correlate=False)(*a),
+    "correlate": lambda *a: _convolution_rule(correlate=True)(*a),
 }
 """Whole-batch rules of functions that batch in their own way (`pad`'s is an axis rule's)."""
 
@@ -798,13 +801,12 @@ def _tf_call(call: Call, operands: Sequence[Any]) -> Any:
     """TensorFlow's NumPy API on the whole batch where a batching rule applies, else the NumPy
     path as a `tf.numpy_function` (which XLA cannot compile: an error under XLA)."""
     import tensorflow as tf
-    import tensorflow.experimental.numpy as tnp
 
     dtype = result_dtype(_call_key(call), _member_types(operands))
     batch = max(int(o.shape[0]) for o in operands)
     operands = [tf.broadcast_to(o, (batch, *o.shape[1:])) if int(o.shape[0]) != batch else o for o in operands]
     host, shape = _on_host(call, operands, dtype)
-    for rule in (_tf_rule, lambda c, o: _whole_batch_rule(c, o, tnp), _tf_member_map):
+    for rule in (_tf_rule, lambda c, o: _whole_batch_rule(c, o, _tf_numpy()), _tf_member_map):
         with contextlib.suppress(Exception):  # not traceable with TF's ops: the next rule
             fast = rule(call, list(operands))
             result = None if fast is None else tf.cast(fast(), dtype)
@@ -857,7 +859,7 @@ def _tf_member_map(call: Call, operands: Sequence[Any]) -> Callable[[], Any] | N
     import tensorflow as tf
     import tensorflow.experimental.numpy as tnp
 
-    fn = _numpy_object(call.entry.name, tnp)
+    fn = _numpy_object(call.entry.name, _tf_numpy())
     if fn is None or call.entry.name in _TF_MEMBER_MAP_DIFFERS:
         return None
     args, kwargs = _as_jax_arguments(call, fn)
@@ -1222,3 +1224,324 @@ _TF_FFT_RULES: dict[str, Callable[[Call, Any, dict[str, Any]], Callable[[], Any]
 
 _TF_OPERAND_RULES: dict[str, Callable[[Call, Sequence[Any]], Callable[[], Any] | None]] = {}
 """TensorFlow rules of functions of several batched operands."""
+
+
+class _TfNumpy:
+    """TensorFlow's NumPy API (`tf.experimental.numpy`) with the NumPy functions it lacks,
+    written in TF's own ops with NumPy's meaning (elementwise ones broadcast; axis ones take
+    `axis`), so the ufunc and axis rules, and `tf.vectorized_map`, apply to them."""
+
+    def __getattr__(self, name: str) -> Any:
+        import tensorflow.experimental.numpy as tnp
+
+        return getattr(tnp, name)
+
+    @staticmethod
+    def rint(x: Any) -> Any:
+        import tensorflow as tf
+
+        return tf.math.round(x)
+
+    @staticmethod
+    def degrees(x: Any) -> Any:
+        return _tf_inexact(x) * (180 / math.pi)
+
+    @staticmethod
+    def radians(x: Any) -> Any:
+        return _tf_inexact(x) * (math.pi / 180)
+
+    @staticmethod
+    def fmod(x: Any, y: Any) -> Any:
+        import tensorflow as tf
+
+        x, y = tf.convert_to_tensor(x), tf.convert_to_tensor(y)
+        integral = x.dtype.is_integer and y.dtype.is_integer
+        dtype = tf.int64 if integral else tf.float64
+        return tf.truncatemod(tf.cast(x, dtype), tf.cast(y, dtype))
+
+    @staticmethod
+    def copysign(x: Any, y: Any) -> Any:
+        import tensorflow as tf
+        import tensorflow.experimental.numpy as tnp
+
+        x, y = _tf_inexact(tnp.asarray(x)), tnp.asarray(y)
+        return tf.where(tnp.signbit(y), -tf.abs(x), tf.abs(x))
+
+    @staticmethod
+    def fmax(x: Any, y: Any) -> Any:
+        import tensorflow as tf
+        import tensorflow.experimental.numpy as tnp
+
+        x, y = tnp.asarray(x), tnp.asarray(y)
+        return tf.where(tnp.isnan(y), x, tf.where(tnp.isnan(x), y, tnp.maximum(x, y)))
+
+    @staticmethod
+    def fmin(x: Any, y: Any) -> Any:
+        import tensorflow as tf
+        import tensorflow.experimental.numpy as tnp
+
+        x, y = tnp.asarray(x), tnp.asarray(y)
+        return tf.where(tnp.isnan(y), x, tf.where(tnp.isnan(x), y, tnp.minimum(x, y)))
+
+    @staticmethod
+    def ldexp(x: Any, n: Any) -> Any:
+        import tensorflow as tf
+
+        x = _tf_inexact(tf.convert_to_tensor(x))
+        return x * tf.pow(tf.constant(2, x.dtype), tf.cast(n, x.dtype))
+
+    @staticmethod
+    def modf(x: Any) -> tuple[Any, Any]:
+        import tensorflow as tf
+
+        x = _tf_inexact(tf.convert_to_tensor(x))
+        whole = tf.where(x < 0, tf.math.ceil(x), tf.math.floor(x))
+        return x - whole, whole
+
+    @staticmethod
+    def nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: float | None = None, neginf: float | None = None) -> Any:
+        import tensorflow as tf
+
+        x = tf.convert_to_tensor(x)
+        if not x.dtype.is_floating:
+            return x
+        info = np.finfo(x.dtype.as_numpy_dtype)
+        high = tf.constant(info.max if posinf is None else posinf, x.dtype)
+        low = tf.constant(info.min if neginf is None else neginf, x.dtype)
+        x = tf.where(tf.math.is_nan(x), tf.constant(nan, x.dtype), x)
+        return tf.where(x == math.inf, high, tf.where(x == -math.inf, low, x))
+
+    @staticmethod
+    def matrix_transpose(x: Any) -> Any:
+        import tensorflow as tf
+
+        return tf.linalg.matrix_transpose(x)
+
+    @staticmethod
+    def vecdot(x1: Any, x2: Any, axis: int = -1) -> Any:
+        import tensorflow as tf
+        import tensorflow.experimental.numpy as tnp
+
+        return tnp.sum(tf.math.conj(x1) * x2, axis=axis) if tnp.asarray(x1).dtype.is_complex else tnp.sum(x1 * x2, axis=axis)
+
+    @staticmethod
+    def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
+        import tensorflow.experimental.numpy as tnp
+
+        if x is not None:
+            raise NotImplementedError("trapezoid with sample points")
+        y = _tf_inexact(tnp.asarray(y))
+        n = int(y.shape[axis])
+        head = tnp.take(y, list(range(1, n)), axis=axis)
+        tail = tnp.take(y, list(range(n - 1)), axis=axis)
+        return tnp.sum((head + tail) * (dx / 2), axis=axis)
+
+    @staticmethod
+    def cumulative_sum(x: Any, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
+        import tensorflow as tf
+        import tensorflow.experimental.numpy as tnp
+
+        x = tnp.asarray(x)
+        if axis is None:
+            if len(x.shape) != 1:
+                raise NotImplementedError("cumulative_sum of a matrix without an axis")
+            axis = 0
+        total = tnp.cumsum(x, axis=axis)
+        if not include_initial:
+            return total
+        zero_shape = [1 if a == axis % len(x.shape) else int(d) for a, d in enumerate(x.shape)]
+        return tf.concat([tf.zeros(zero_shape, total.dtype), total], axis=axis)
+
+    @staticmethod
+    def nanmax(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        import tensorflow as tf
+        import tensorflow.experimental.numpy as tnp
+
+        a = tnp.asarray(a)
+        if not a.dtype.is_floating:
+            return tnp.max(a, axis=axis, keepdims=keepdims)
+        masked = tf.where(tnp.isnan(a), tf.constant(-math.inf, a.dtype), a)
+        every_nan = tnp.all(tnp.isnan(a), axis=axis, keepdims=keepdims)
+        return tf.where(every_nan, tf.constant(math.nan, a.dtype), tnp.max(masked, axis=axis, keepdims=keepdims))
+
+    @staticmethod
+    def nanmin(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return -_TfNumpy.nanmax(-_tf_numpy().asarray(a), axis=axis, keepdims=keepdims)
+
+    @staticmethod
+    def nancumsum(a: Any, axis: int | None = None) -> Any:
+        import tensorflow as tf
+        import tensorflow.experimental.numpy as tnp
+
+        a = tnp.asarray(a)
+        if a.dtype.is_floating:
+            a = tf.where(tnp.isnan(a), tf.zeros_like(a), a)
+        return tnp.cumsum(a, axis=axis)
+
+    @staticmethod
+    def nanstd(a: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Any:
+        import tensorflow as tf
+        import tensorflow.experimental.numpy as tnp
+
+        a = _tf_inexact(tnp.asarray(a))
+        present = tf.logical_not(tnp.isnan(a))
+        count = tnp.sum(tf.cast(present, a.dtype), axis=axis, keepdims=True)
+        zeroed = tf.where(present, a, tf.zeros_like(a))
+        mean = tnp.sum(zeroed, axis=axis, keepdims=True) / count
+        squares = tf.where(present, (a - mean) ** 2, tf.zeros_like(a))
+        variance = tnp.sum(squares, axis=axis, keepdims=True) / (count - ddof)
+        result = tf.sqrt(variance)
+        return result if keepdims else tnp.squeeze(result, axis=axis)
+
+    @staticmethod
+    def column_stack(tup: Sequence[Any]) -> Any:
+        import tensorflow.experimental.numpy as tnp
+
+        columns = [tnp.asarray(t) for t in tup]
+        return tnp.concatenate([c[:, None] if len(c.shape) == 1 else c for c in columns], axis=1)
+
+    @staticmethod
+    def searchsorted(a: Any, v: Any, side: str = "left") -> Any:
+        tnp = _tf_numpy()
+        v = tnp.asarray(v)
+        found = _sorted_positions(tnp.asarray(a)[None], tnp.reshape(v, (1, -1)), side, tnp)
+        return tnp.reshape(found, v.shape)
+
+    @staticmethod
+    def convolve(a: Any, v: Any, mode: str = "full") -> Any:
+        tnp = _tf_numpy()
+        return _sliding_product(tnp.asarray(a)[None], tnp.asarray(v)[None], mode, False, tnp)[0]
+
+    @staticmethod
+    def correlate(a: Any, v: Any, mode: str = "valid") -> Any:
+        tnp = _tf_numpy()
+        return _sliding_product(tnp.asarray(a)[None], tnp.asarray(v)[None], mode, True, tnp)[0]
+
+    @property
+    def linalg(self) -> Any:
+        return _TfLinalg
+
+    @staticmethod
+    def ediff1d(ary: Any) -> Any:
+        import tensorflow.experimental.numpy as tnp
+
+        flat = tnp.ravel(tnp.asarray(ary))
+        return flat[1:] - flat[:-1]
+
+
+@cache
+def _tf_numpy() -> _TfNumpy:
+    return _TfNumpy()
+
+
+# -- rules of functions of several per-member arrays (NumPy and TensorFlow alike) ---------------
+
+
+def _as_rows(value: Any, batch: int, xp: Any) -> Any | None:
+    """A whole-batch operand, or a compile-time 1-D argument repeated for every member, as
+    rows `[B, n]`; None if it is not a vector per member."""
+    rows = xp.asarray(value)
+    if _rank(rows) not in (1, 2):
+        return None
+    if _rank(rows) == 1:
+        return xp.broadcast_to(rows[None], (batch, int(rows.shape[0])))
+    return xp.broadcast_to(rows, (batch, int(rows.shape[1])))
+
+
+def _vector_pair(call: Call, operands: Sequence[Any], xp: Any, first: str, second: str) -> tuple[Any, Any] | None:
+    """Arguments `first` and `second` (each a batched vector or a compile-time vector) as rows
+    `[B, n]`, `[B, m]`; None if another argument is batched or either is not a vector."""
+    named = _named_arguments(call)
+    if any(name not in (first, second) for name in _top_level_operands(call) or {"#": None}):
+        return None
+    batch = max(int(o.shape[0]) for o in operands)
+    values = [operands[v.index] if isinstance(v, Operand) else v for v in (named.get(first), named.get(second))]
+    if any(isinstance(v, Operand) and _rank(operands[v.index]) != 2 for v in (named.get(first), named.get(second))):
+        return None
+    a, b = (_as_rows(v, batch, xp) for v in values)
+    return None if a is None or b is None else (a, b)
+
+
+def _sliding_product(a: Any, v: Any, mode: str, correlate: bool, xp: Any) -> Any:
+    """`np.convolve` (or `np.correlate`) of rows `a` [B, n] and `v` [B, m]: the full result is
+    the windows of `a` zero-padded by m-1 times `v` reversed (or conjugated), then cut to `mode`."""
+    n, m = int(a.shape[1]), int(v.shape[1])
+    zeros = xp.zeros((int(a.shape[0]), m - 1), dtype=a.dtype)
+    padded = xp.concatenate([zeros, a, zeros], axis=1)
+    windows = xp.take(padded, np.arange(n + m - 1)[:, None] + np.arange(m)[None], axis=1)
+    kernel = xp.conj(v) if correlate else xp.flip(v, axis=1)
+    full = xp.sum(windows * kernel[:, None, :], axis=-1)
+    short, long = min(n, m), max(n, m)
+    if mode == "full":
+        return full
+    if mode == "valid":
+        return full[:, short - 1 : long]
+    start = short // 2 if correlate and n < m else (short - 1) // 2
+    return full[:, start : start + long]
+
+
+def _convolution_rule(correlate: bool) -> Callable[..., Callable[[], Any] | None]:
+    def rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
+        mode = call.bound.get("mode", "valid" if correlate else "full")
+        pair = _vector_pair(call, operands, xp, "a", "v")
+        if pair is None or mode not in ("full", "same", "valid") or min(int(pair[0].shape[1]), int(pair[1].shape[1])) < 1:
+            return None
+        return lambda: _sliding_product(*pair, mode, correlate, xp)
+
+    return rule
+
+
+def _sorted_positions(a: Any, v: Any, side: str, xp: Any) -> Any:
+    """`np.searchsorted` of rows `v` [B, m] in sorted rows `a` [B, n]: a binary search of every
+    value at once, ordering NaN last as NumPy sorts it."""
+    n = int(a.shape[1])
+
+    def less(x: Any, y: Any) -> Any:
+        return xp.logical_or(x < y, xp.logical_and(xp.isnan(y), xp.logical_not(xp.isnan(x))))
+
+    low = xp.zeros(v.shape, dtype=np.int64)
+    high = xp.full(v.shape, n, dtype=np.int64)
+    for _ in range(max(n, 1).bit_length()):
+        middle = (low + high) // 2
+        pivot = xp.take_along_axis(a, xp.minimum(middle, max(n - 1, 0)), axis=1)
+        right = less(pivot, v) if side == "left" else xp.logical_not(less(v, pivot))
+        active = low < high
+        low = xp.where(xp.logical_and(active, right), middle + 1, low)
+        high = xp.where(xp.logical_and(active, xp.logical_not(right)), middle, high)
+    return low
+
+
+def _searchsorted_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
+    """`searchsorted(a, v)` of a batched sorted `a` (a compile-time `a` is the ufunc rule's)."""
+    named = _named_arguments(call)
+    a, v, side = named.get("a"), named.get("v"), call.bound.get("side", "left")
+    if not isinstance(a, Operand) or call.bound.get("sorter") is not None or side not in ("left", "right"):
+        return None
+    rows = operands[a.index]
+    if _rank(rows) != 2 or np.dtype(getattr(rows.dtype, "as_numpy_dtype", rows.dtype)).kind == "c":
+        return None
+    batch = int(rows.shape[0])
+    values = operands[v.index] if isinstance(v, Operand) else xp.broadcast_to(xp.asarray(v)[None], (batch, *np.shape(v)))
+    shape = tuple(int(d) for d in values.shape)
+    flat = xp.reshape(values, (batch, -1))
+    return lambda: xp.reshape(_sorted_positions(rows, flat, side, xp), shape)
+
+
+class _TfLinalg:
+    """The `numpy.linalg` functions of several arrays, in `tf.linalg`'s ops."""
+
+    @staticmethod
+    def solve(a: Any, b: Any) -> Any:
+        import tensorflow as tf
+
+        a, b = _tf_inexact(tf.convert_to_tensor(a)), _tf_inexact(tf.convert_to_tensor(b))
+        dtype = a.dtype if a.dtype.size >= b.dtype.size else b.dtype
+        return tf.linalg.solve(tf.cast(a, dtype), tf.cast(b, dtype))
+
+    @staticmethod
+    def multi_dot(arrays: Sequence[Any]) -> Any:
+        tnp = _tf_numpy()
+        result = tnp.asarray(arrays[0])
+        for array in arrays[1:]:
+            result = tnp.matmul(result, array)
+        return result
