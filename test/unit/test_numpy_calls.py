@@ -20,6 +20,7 @@ import pytest
 
 import abir
 from abir.errors import AbirError
+from abir.numpy_calls import NotCompilableError
 
 CALLS = [
     "np.arctan2(v, w)",
@@ -364,6 +365,42 @@ def _assert_same(call: str, got: object, members: list) -> None:
         np.testing.assert_allclose(leaf, expected, rtol=1e-6, atol=1e-9, err_msg=call)
 
 
+def _run_under_xla(fn: object) -> object:
+    ctx = abir.Context()
+    backend = abir.TensorFlowBackend(jit_compile=True)
+    return ctx.batch()(fn)(*(ARGUMENTS[a] for a in PARAMETERS.split(", ")), backend=backend)
+
+
+def not_compilable_under_xla(calls: list[str]) -> list[str]:
+    """The calls that raise `NotCompilableError` when compiled alone under
+    `TensorFlowBackend(jit_compile=True)` (they run through `tf.numpy_function`); each must
+    name the call's line and the fix. Count them with `len(not_compilable_under_xla(CALLS))`."""
+    found = []
+    for call in calls:
+        try:
+            _run_under_xla(_define("xla", call))
+        except NotCompilableError as error:
+            assert "<numpy-calls xla>:2" in str(error) and "jit_compile=False" in str(error), (call, str(error))
+            found.append(call)
+    return found
+
+
+NOT_XLA_COMPILABLE = [
+    "np.i0(v)",
+    "np.frexp(v)",
+    "np.spacing(v)",
+    "np.nanargmax(v)",
+    "np.nanmedian(m)",
+    "np.linalg.eigh(spd)",
+    "np.linalg.svd(m)",
+    "np.linalg.pinv(m)",
+    "np.linalg.lstsq(m, v3)",
+    'np.histogram(v, bins=3, range=(-2, 2))',
+    "np.unravel_index(n, (3, 4))",
+]
+"""The calls no rule in TF's own ops runs (on `tf.numpy_function`, which XLA cannot compile)."""
+
+
 def test_enough_calls_are_checked():
     assert len(CALLS) + len(REFUSED) >= 150
     assert len(set(CALLS)) == len(CALLS)
@@ -384,6 +421,21 @@ def test_calls_on_compiled_backends_equal_the_calls_per_member(backend, start):
     members = _per_member(fn)
     for k, call in enumerate(group):
         _assert_same(call, got[k], [m[k] for m in members])
+
+
+@pytest.mark.parametrize("start", range(0, len(CALLS), GROUP))
+def test_calls_under_xla_equal_the_calls_per_member(start):
+    group = [c for c in CALLS[start : start + GROUP] if c not in NOT_XLA_COMPILABLE]
+    fn = _define(f"xla_calls_{start}", "(" + ", ".join(group) + ",)")
+    got = _run_under_xla(fn)
+    members = _per_member(fn)
+    for k, call in enumerate(group):
+        _assert_same(call, got[k], [m[k] for m in members])
+
+
+def test_calls_not_compilable_under_xla_are_pinned_and_located():
+    assert set(NOT_XLA_COMPILABLE) <= set(CALLS)
+    assert not_compilable_under_xla(NOT_XLA_COMPILABLE) == NOT_XLA_COMPILABLE
 
 
 @pytest.mark.parametrize("backend", ["numpy", "jax", "tf"])
