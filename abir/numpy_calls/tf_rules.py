@@ -661,6 +661,18 @@ class _TfNumpy:
         return _tf_quantile(a, 0.5, axis, "linear", keepdims)
 
     @staticmethod
+    def nanquantile(a: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False) -> Any:
+        return _tf_nanquantile(a, q, axis, method, keepdims)
+
+    @staticmethod
+    def nanpercentile(a: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False) -> Any:
+        return _tf_nanquantile(a, np.asarray(q) / 100, axis, method, keepdims)
+
+    @staticmethod
+    def nanmedian(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return _tf_nanquantile(a, 0.5, axis, "linear", keepdims)
+
+    @staticmethod
     def unwrap(p: Any, discont: Any = None, axis: int = -1, period: float = 2 * math.pi) -> Any:
         import tensorflow as tf
 
@@ -856,3 +868,33 @@ def _tf_quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool) -> Any:
     has_nan = tnp.any(tnp.isnan(moved), axis=-1)
     value = tf.where(has_nan[..., None] if q.ndim else has_nan, tf.constant(math.nan, a.dtype), value)
     return tnp.moveaxis(value, -1, 0) if q.ndim else value
+
+
+def _tf_nanquantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool) -> Any:
+    """`np.nanquantile`: the quantile of each slice's values that are not NaN (NaN sorted last as
+    +inf, each slice's count setting its positions), NaN where a slice has none."""
+    import tensorflow as tf
+
+    tnp = _tf_numpy()
+    a = _tf_inexact(tnp.asarray(a))
+    if method != "linear" or keepdims or a.dtype.is_complex:
+        raise NotImplementedError("nanquantile other than linear")
+    if axis is None:
+        a, axis = tnp.ravel(a), 0
+    if not isinstance(axis, int):
+        raise NotImplementedError("nanquantile over several axes")
+    moved = tnp.moveaxis(a, axis % len(a.shape), -1)
+    missing = tnp.isnan(moved)
+    ordered = tf.sort(tf.where(missing, tf.constant(math.inf, a.dtype), moved), axis=-1)
+    count = tf.reduce_sum(tf.cast(tf.logical_not(missing), a.dtype), axis=-1, keepdims=True)
+    q = np.asarray(q, dtype=np.float64)
+    position = tf.constant(np.atleast_1d(q), a.dtype) * tf.maximum(count - 1, 0)
+    low = tf.floor(position)
+    t = position - low
+    low_index = tf.cast(low, tf.int64)
+    high_index = tf.minimum(low_index + 1, tf.maximum(tf.cast(count, tf.int64) - 1, 0))
+    below = tf.gather(ordered, low_index, axis=-1, batch_dims=len(moved.shape) - 1)
+    above = tf.gather(ordered, high_index, axis=-1, batch_dims=len(moved.shape) - 1)
+    value = tf.where(t >= 0.5, above - (above - below) * (1 - t), below + (above - below) * t)
+    value = tf.where(count > 0, value, tf.constant(math.nan, a.dtype))
+    return tnp.moveaxis(value, -1, 0) if q.ndim else value[..., 0]
