@@ -14,13 +14,18 @@ is refused by the frontend, never called on the whole batch.
 
 `make_call` builds the run-time callable, given whole-batch operands `[B, *member_shape]` (or a
 batch of 1 for constants) of any backend:
-* NumPy: a batching rule where the function has one (a ufunc or gufunc with the batch as a loop
-  dimension, an axis function with its axes shifted past the batch axis, a stacked linear-algebra
-  function), else the function called member by member and the results stacked;
-* JAX: `jax.vmap` of the `jax.numpy` counterpart (a host callback of the NumPy path where
-  `jax.numpy` has none);
-* TensorFlow: the NumPy path as a `tf.numpy_function` (not XLA-compilable).
-Results are cast to the dtype NumPy gives, so every backend agrees with type inference.
+* NumPy (`numpy_rules`): a batching rule where the function has one (a ufunc or gufunc with the
+  batch as a loop dimension, an axis function with its axes shifted past the batch axis, a
+  stacked linear-algebra function, a rule of its own such as `searchsorted`'s), else the
+  function called member by member and the results stacked;
+* JAX (`compiled`): `jax.vmap` of the `jax.numpy` counterpart (a host callback of the NumPy path
+  where `jax.numpy` has none);
+* TensorFlow (`tf_rules`, `compiled`): a rule in TensorFlow's own ops, XLA-compilable, else the
+  NumPy path as a `tf.numpy_function`, which under XLA is a `NotCompilableError` at the call's
+  line (`remember_call_site`).
+Results are cast to the dtype NumPy gives, so every backend agrees with type inference. The
+package's modules: `registry` (the functions), `templates` (argument templates), `calls` (a bound
+call), `numpy_rules`, `tf_rules`, `compiled` (the JAX and TensorFlow paths).
 
 Linear algebra on a singular or indefinite member gives NaN, as under JAX, instead of raising
 `LinAlgError`: the prim also runs on the rows of members standing at other blocks, whose values

@@ -83,8 +83,10 @@ def _on_host(call: Call, operands: Sequence[Any], dtype: np.dtype) -> tuple[Call
 
 
 def _tf_call(call: Call, operands: Sequence[Any]) -> Any:
-    """TensorFlow's NumPy API on the whole batch where a batching rule applies, else the NumPy
-    path as a `tf.numpy_function` (which XLA cannot compile: an error under XLA)."""
+    """The first of: a rule in TF's own ops (`tf_rules`), the NumPy path's batching rule in TF's
+    NumPy API, the function per member under `tf.vectorized_map`, that traces and gives the
+    member shape NumPy gives; else the NumPy path as a `tf.numpy_function` (which XLA cannot
+    compile: a `NotCompilableError` at the call's line under XLA)."""
     import tensorflow as tf
 
     dtype = result_dtype(_call_key(call), _member_types(operands))
