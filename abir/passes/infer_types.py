@@ -44,6 +44,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from abir import numpy_calls
 from abir.dialects import functional, mark_failing_op
 from abir.dialects.functional import (
     INTEGER_OPERANDS_ATTR,
@@ -552,8 +553,18 @@ def drop_locations(module: ModuleOp) -> None:
     type errors), so that equal array prims from different lines are equal ops for CSE."""
     for op in module.walk():
         if isinstance(op, functional.PrimOp):
+            remember_numpy_call_site(op)
             op.attributes.pop(LOCATION_ATTR, None)
             op.attributes.pop(SOURCE_ATTR, None)
+
+
+def remember_numpy_call_site(op: functional.PrimOp) -> None:
+    """Keep where a `numpy` prim was written, for its run-time errors (`abir.numpy_calls`)."""
+    location, source = op.attributes.get(LOCATION_ATTR), op.attributes.get(SOURCE_ATTR)
+    if op.is_array_prim and op.prim_name == "numpy" and isinstance(location, StringAttr):
+        params = op.param_values
+        text = source.data if isinstance(source, StringAttr) else ""
+        numpy_calls.remember_call_site(params["function"], params["arguments"], params.get("output", 0), location.data, text)
 
 
 def reduce_truth_values(func: functional.FuncOp) -> None:

@@ -19,7 +19,10 @@ import optree
 import pytest
 
 import abir
+from abir import numpy_calls
 from abir.errors import AbirError
+from abir.numpy_calls import NotCompilableError
+from abir.numpy_calls.numpy_rules import _whole_batch_rule
 
 CALLS = [
     "np.arctan2(v, w)",
@@ -115,6 +118,8 @@ CALLS = [
     "np.nanargmax(v)",
     "np.nancumsum(v)",
     "np.nanmedian(m)",
+    "np.nanmedian(m, axis=0)",
+    "np.nanpercentile(v, [10, 90])",
     "np.ptp(v)",
     "np.count_nonzero(v > 0)",
     "np.average(v)",
@@ -364,6 +369,41 @@ def _assert_same(call: str, got: object, members: list) -> None:
         np.testing.assert_allclose(leaf, expected, rtol=1e-6, atol=1e-9, err_msg=call)
 
 
+def _run_under_xla(fn: object) -> object:
+    ctx = abir.Context()
+    backend = abir.TensorFlowBackend(jit_compile=True)
+    return ctx.batch()(fn)(*(ARGUMENTS[a] for a in PARAMETERS.split(", ")), backend=backend)
+
+
+def not_compilable_under_xla(calls: list[str]) -> list[str]:
+    """The calls that raise `NotCompilableError` when compiled alone under
+    `TensorFlowBackend(jit_compile=True)` (they run through `tf.numpy_function`); each must
+    name the call's line and the fix. Count them with `len(not_compilable_under_xla(CALLS))`."""
+    found = []
+    for call in calls:
+        try:
+            _run_under_xla(_define("xla", call))
+        except NotCompilableError as error:
+            assert "<numpy-calls xla>:2" in str(error) and "jit_compile=False" in str(error), (call, str(error))
+            found.append(call)
+    return found
+
+
+NOT_XLA_COMPILABLE = [
+    "np.i0(v)",
+    "np.frexp(v)",
+    "np.spacing(v)",
+    "np.nanargmax(v)",
+    "np.linalg.eigh(spd)",
+    "np.linalg.svd(m)",
+    "np.linalg.pinv(m)",
+    "np.linalg.lstsq(m, v3)",
+    'np.histogram(v, bins=3, range=(-2, 2))',
+    "np.unravel_index(n, (3, 4))",
+]
+"""The calls no rule in TF's own ops runs (on `tf.numpy_function`, which XLA cannot compile)."""
+
+
 def test_enough_calls_are_checked():
     assert len(CALLS) + len(REFUSED) >= 150
     assert len(set(CALLS)) == len(CALLS)
@@ -384,6 +424,21 @@ def test_calls_on_compiled_backends_equal_the_calls_per_member(backend, start):
     members = _per_member(fn)
     for k, call in enumerate(group):
         _assert_same(call, got[k], [m[k] for m in members])
+
+
+@pytest.mark.parametrize("start", range(0, len(CALLS), GROUP))
+def test_calls_under_xla_equal_the_calls_per_member(start):
+    group = [c for c in CALLS[start : start + GROUP] if c not in NOT_XLA_COMPILABLE]
+    fn = _define(f"xla_calls_{start}", "(" + ", ".join(group) + ",)")
+    got = _run_under_xla(fn)
+    members = _per_member(fn)
+    for k, call in enumerate(group):
+        _assert_same(call, got[k], [m[k] for m in members])
+
+
+def test_calls_not_compilable_under_xla_are_pinned_and_located():
+    assert set(NOT_XLA_COMPILABLE) <= set(CALLS)
+    assert not_compilable_under_xla(NOT_XLA_COMPILABLE) == NOT_XLA_COMPILABLE
 
 
 @pytest.mark.parametrize("backend", ["numpy", "jax", "tf"])
@@ -417,3 +472,53 @@ def test_complex_values_mix_with_real_literals_and_prims(backend):
     n = np.array([1, 2, 3])
     got = abir.Context().batch()(spectrum_power)(z, n, backend=backend)
     _assert_same("spectrum_power", got, [spectrum_power(z[b], n[b]) for b in range(3)])
+
+
+def _rows(seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    sorted_rows = np.sort(rng.integers(0, 5, size=(30, 7)).astype(float), axis=1)
+    sorted_rows[::3, -2:] = np.nan
+    values = rng.integers(-1, 6, size=(30, 4)).astype(float)
+    values[::4, 0] = np.nan
+    points = np.sort(rng.normal(size=(30, 6)), axis=1)
+    points[:, 2] = points[:, 3]
+    return {
+        "sorted": sorted_rows, "values": values, "points": points, "samples": rng.normal(size=(30, 6)),
+        "x": np.concatenate([points[:, :2], 3 * rng.normal(size=(30, 5))], axis=1),
+        "long": rng.normal(size=(30, 9)), "short": rng.integers(-3, 4, size=(30, 3)),
+        "float32": rng.normal(size=(30, 8)).astype(np.float32), "ints": rng.integers(0, 7, size=(30, 12)),
+    }  # fmt: skip
+
+
+WHOLE_BATCH_NUMPY = [
+    ("searchsorted", ["sorted", "values"], {}),
+    ("searchsorted", ["sorted", "values"], {"side": "right"}),
+    ("interp", ["x", "points", "samples"], {}),
+    ("interp", ["x", "points", "samples"], {"left": -5.0, "right": 7.0}),
+    ("convolve", ["long", "short"], {"mode": "same"}),
+    ("convolve", ["short", "long"], {"mode": "valid"}),
+    ("correlate", ["short", "long"], {"mode": "full"}),
+    ("correlate", ["long", "short"], {"mode": "same"}),
+    ("histogram", ["long"], {"bins": 4, "range": (-1.5, 2)}),
+    ("histogram", ["float32"], {"bins": 3, "range": (-2, 2)}),
+    ("histogram", ["ints"], {"bins": 5}),
+    ("gradient", ["long"], {"edge_order": 2}),
+]
+"""Calls the NumPy path runs with a whole-batch rule of its own (not member by member), on
+values that reach their edge cases (NaN, ties, values on bin edges, either argument longer)."""
+
+
+@pytest.mark.parametrize(("function", "operands", "kwargs"), WHOLE_BATCH_NUMPY)
+def test_whole_batch_numpy_rule_equals_the_call_per_member(function, operands, kwargs):
+    rows = _rows(1)
+    values = [rows[name] for name in operands]
+    template = numpy_calls.encode_arguments([numpy_calls.Operand(k) for k in range(len(values))], kwargs)
+    for output in range(2 if function == "histogram" else 1):
+        rule = _whole_batch_rule(numpy_calls.bind_call(function, template, output), values, np)
+        assert rule is not None, function
+        got = rule()
+        call = getattr(np, function)
+        members = [call(*(v[b] for v in values), **kwargs) for b in range(len(values[0]))]
+        expected = np.stack([m[output] if isinstance(m, tuple) else m for m in members])
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0, err_msg=function)
