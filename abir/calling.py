@@ -23,7 +23,7 @@ import optree
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 
-from abir.backend_registry import backend_names, spec_named
+from abir.backend_registry import BackendSpec, backend_names, spec_named
 from abir.backends.base import Backend, BackendProtocol
 from abir.backends.numpy_backend import NumpyBackend
 from abir.errors import AbirError
@@ -412,12 +412,12 @@ class Compiler:
         return optree.tree_unflatten(program.frontend.output_treedef, outputs)
 
 
-_NAMED_BACKENDS: dict[str, Backend] = {}
+_NAMED_BACKENDS: dict[BackendSpec, Backend] = {}
 
 
 def resolve_backend(backend: Any) -> Backend:
     """The backend a call asked for: a `Backend` (or any implementation of `BackendProtocol`), one
-    of the names `abir.backend_registry` knows (one shared instance per name, so compiled code is reused
+    of the names in `abir.backend_registry` (one shared instance per backend, so compiled code is reused
     between calls) or None (a NumPy backend)."""
     if backend is None:
         return NumpyBackend()
