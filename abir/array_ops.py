@@ -8,8 +8,8 @@ axis), and per-member indices gather row by row.
 
 Every callable works on the array type it is given: NumPy arrays (NumpyBackend and type
 inference's dummy runs), JAX arrays and tracers (`jax.numpy`, inside `jit`) and TensorFlow
-tensors (core `tf` ops, so graphs stay XLA-compilable). `ops_for(*arrays)` picks the namespace
-from the arrays' types. Results are cast to the dtype NumPy would give, so that every backend
+tensors (core `tf` ops, so graphs stay XLA-compilable; `abir.backends.tf_array_ops`).
+`ops_for(*arrays)` picks the operations from the arrays' types through `abir.backend_registry`. Results are cast to the dtype NumPy would give, so that every backend
 agrees with what type inference found on NumPy dummies.
 
 Junk rows: the machine runs a prim on every row, including members that stand at another block,
@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from abir.backend_registry import load, spec_of_arrays
+
 REDUCTIONS = ("sum", "mean", "max", "min", "prod", "any", "all", "std", "var", "argmax", "argmin")
 """Reductions over event axes: `axis` (None, int or tuple; argmax/argmin: None or int), `keepdims`."""
 SCANS = ("cumsum", "cumprod")
@@ -42,27 +44,27 @@ SCANS = ("cumsum", "cumprod")
 # -- namespaces --------------------------------------------------------------------------------
 
 
-def _family(x: Any) -> str:
-    module = type(x).__module__
-    if module.startswith("tensorflow"):
-        return "tf"
-    if module.startswith(("jax", "jaxlib")):
-        return "jax"
-    return "numpy"
-
-
 def ops_for(*arrays: Any) -> ArrayOps:
-    """The operations for these arrays: TensorFlow or JAX if any array is one, else NumPy."""
+    """The operations for these arrays: those of the registered backend that owns them (the
+    highest priority one when they mix, e.g. TensorFlow over JAX), else NumPy's."""
     if all(type(a) is np.ndarray for a in arrays):
         return _NUMPY_OPS
-    families = {_family(a) for a in arrays}
-    if "tf" in families:
-        return TensorFlowOps()
-    if "jax" in families:
-        import jax.numpy as jnp
+    spec = spec_of_arrays(arrays)
+    if spec is None:
+        return _NUMPY_OPS
+    return load(spec.array_ops)()
 
-        return ArrayOps(jnp)
+
+def numpy_ops() -> ArrayOps:
+    """The operations on NumPy arrays (NumPy's registry entry)."""
     return _NUMPY_OPS
+
+
+def jax_numpy_ops() -> ArrayOps:
+    """The operations on JAX arrays and tracers (JAX's registry entry)."""
+    import jax.numpy as jnp
+
+    return ArrayOps(jnp)
 
 
 def numpy_dtype(dtype: Any) -> np.dtype:
@@ -76,7 +78,12 @@ def _quiet_numpy(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 class ArrayOps:
-    """NumPy-like namespaces (numpy, jax.numpy): the operations the callables need."""
+    """NumPy-like namespaces (numpy, jax.numpy): the operations the callables need. A backend
+    whose arrays are no NumPy-like namespace subclasses it (TensorFlow's lives with its backend,
+    `abir.backends.tf_array_ops`) and names its factory in `abir.backend_registry`."""
+
+    reduces_in_input_dtype = False
+    """Whether sum/prod/mean/std/var keep the input's dtype, so inputs are cast to the result's first."""
 
     def __init__(self, xp: Any):
         self.xp = xp
@@ -188,135 +195,6 @@ class ArrayOps:
 
 _NUMPY_OPS = ArrayOps(np)
 """The operations on NumPy arrays (stateless, shared)."""
-
-
-class TensorFlowOps(ArrayOps):
-    """The same operations with core TensorFlow ops (graph- and XLA-friendly; the batch size
-    may be unknown while tracing, event dimensions are static)."""
-
-    def __init__(self) -> None:
-        import tensorflow as tf
-
-        self.tf = tf
-        super().__init__(None)
-
-    def asarray(self, x: Any) -> Any:
-        return x if isinstance(x, self.tf.Tensor | self.tf.Variable) else self.tf.convert_to_tensor(x)
-
-    def ndim(self, x: Any) -> int:
-        return int(x.shape.rank)
-
-    def cast(self, x: Any, dtype: Any) -> Any:
-        dtype = numpy_dtype(dtype)
-        return x if self.dtype(x) == dtype else self.tf.cast(x, self.tf.as_dtype(dtype))
-
-    def _batch(self, x: Any) -> Any:
-        return self.tf.shape(x)[:1]
-
-    def broadcast_batch(self, arrays: Sequence[Any]) -> list[Any]:
-        tf = self.tf
-        arrays = [self.asarray(a) for a in arrays]
-        if len(arrays) == 1:
-            return arrays
-        batch = self._batch(arrays[0])
-        for a in arrays[1:]:
-            batch = tf.maximum(batch, self._batch(a))
-        return [tf.broadcast_to(a, tf.concat([batch, tf.shape(a)[1:]], 0)) for a in arrays]
-
-    def reshape_event(self, x: Any, shape: Sequence[int]) -> Any:
-        tf = self.tf
-        return tf.reshape(x, tf.concat([self._batch(x), tf.constant(list(shape), tf.int32)], 0))
-
-    def full_batch(self, x: Any, value: Any, dtype: Any) -> Any:
-        tf = self.tf
-        return tf.fill(self._batch(x), tf.constant(value, tf.as_dtype(numpy_dtype(dtype))))
-
-    def positions(self, event: tuple[int, ...]) -> Any:
-        tf = self.tf
-        size = int(np.prod(event, dtype=np.int64))
-        return tf.reshape(tf.range(size, dtype=tf.int64), [1, *event])
-
-    def broadcast_member(self, x: Any, like: Any, shape: tuple[int, ...]) -> Any:
-        tf = self.tf
-        return tf.broadcast_to(x, tf.concat([self._batch(like), tf.constant(list(shape), tf.int32)], 0))
-
-    def scatter(self, x: Any, positions: Any, values: Any) -> Any:
-        tf = self.tf
-        shape = tf.shape(positions, out_type=tf.int64)
-        rows = tf.broadcast_to(tf.range(shape[0])[:, None], shape)
-        return tf.tensor_scatter_nd_update(x, tf.stack([rows, positions], axis=-1), values)
-
-    def take(self, x: Any, indices: np.ndarray, axis: int) -> Any:
-        size = int(x.shape[axis])
-        indices = np.where(indices < 0, indices + size, indices)
-        return self.tf.gather(x, indices, axis=axis)
-
-    def gather(self, x: Any, index: Any, axis: int) -> Any:
-        x, index = self.broadcast_batch([x, index])
-        index = self.clip_index(index, int(x.shape[axis]))
-        return self.tf.gather(x, index, axis=axis, batch_dims=1)
-
-    def clip_index(self, index: Any, size: int) -> Any:
-        tf = self.tf
-        index = self.cast(self.asarray(index), np.int64)
-        index = tf.where(index < 0, index + size, index)
-        return tf.clip_by_value(index, tf.constant(0, tf.int64), tf.constant(max(size - 1, 0), tf.int64))
-
-    def reduce(self, name: str, x: Any, axis: Any, keepdims: bool, ddof: int = 0) -> Any:
-        tf = self.tf
-        if name in ("argmax", "argmin"):
-            fn = tf.math.argmax if name == "argmax" else tf.math.argmin
-            out = fn(x, axis=axis, output_type=tf.int64)
-            return tf.expand_dims(out, axis) if keepdims else out
-        if name in ("any", "all"):
-            x = self.cast(x, np.bool_)
-        axis = list(axis) if isinstance(axis, tuple) else axis
-        if name in ("std", "var"):
-            var = tf.math.reduce_variance(x, axis=axis, keepdims=keepdims)
-            if ddof:
-                count = np.prod([int(x.shape[a]) for a in (axis if isinstance(axis, list) else [axis])])
-                var = var * (count / max(count - ddof, 0)) if count > ddof else var * np.nan
-            return tf.sqrt(var) if name == "std" else var
-        fn = {"sum": tf.reduce_sum, "mean": tf.reduce_mean, "max": tf.reduce_max, "min": tf.reduce_min,
-              "prod": tf.reduce_prod, "any": tf.reduce_any, "all": tf.reduce_all}[name]  # fmt: skip
-        return fn(x, axis=axis, keepdims=keepdims)
-
-    def scan(self, name: str, x: Any, axis: int) -> Any:
-        fn = self.tf.math.cumsum if name == "cumsum" else self.tf.math.cumprod
-        return fn(x, axis=axis)
-
-    def transpose(self, x: Any, perm: Sequence[int]) -> Any:
-        return self.tf.transpose(x, list(perm))
-
-    def concatenate(self, arrays: Sequence[Any], axis: int) -> Any:
-        return self.tf.concat(list(arrays), axis=axis)
-
-    def stack(self, arrays: Sequence[Any], axis: int) -> Any:
-        return self.tf.stack(list(arrays), axis=axis)
-
-    def matmul(self, a: Any, b: Any) -> Any:
-        if a.dtype.is_floating:
-            return self.tf.linalg.matmul(a, b)
-        # integer matmul kernels are missing on some devices: multiply and reduce instead
-        return self.tf.reduce_sum(self.tf.expand_dims(a, -1) * self.tf.expand_dims(b, -3), axis=-2)
-
-    def multiply(self, a: Any, b: Any) -> Any:
-        return self.tf.multiply(a, b)
-
-    def sqrt(self, x: Any) -> Any:
-        return self.tf.sqrt(x)
-
-    def abs(self, x: Any) -> Any:
-        return self.tf.abs(x)
-
-    def squeeze(self, x: Any, axis: tuple[int, ...]) -> Any:
-        return self.tf.squeeze(x, axis=list(axis)) if axis else x
-
-    def expand_dims(self, x: Any, axis: int) -> Any:
-        return self.tf.expand_dims(x, axis)
-
-    def getitem(self, x: Any, key: tuple[Any, ...]) -> Any:
-        return x[key]
 
 
 # -- axes --------------------------------------------------------------------------------------
@@ -581,7 +459,7 @@ def make_reduction(name: str, axis: Any, keepdims: bool, ddof: int = 0) -> Calla
             if keepdims:
                 out = ops.reshape_event(out, (1,) * (ops.ndim(x) - 1))
             return ops.cast(out, dtype)
-        if name in ("sum", "prod", "mean", "std", "var") and isinstance(ops, TensorFlowOps):
+        if name in ("sum", "prod", "mean", "std", "var") and ops.reduces_in_input_dtype:
             x = ops.cast(x, dtype)
         return ops.cast(ops.reduce(name, x, event_axes(axis, ops.ndim(x)), keepdims, ddof), dtype)
 

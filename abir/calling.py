@@ -23,6 +23,7 @@ import optree
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute
 
+from abir.backend_registry import BackendSpec, backend_names, spec_named
 from abir.backends.base import Backend, BackendProtocol
 from abir.backends.numpy_backend import NumpyBackend
 from abir.errors import AbirError
@@ -36,7 +37,6 @@ from abir.vm.machine import Machine, check_max_steps, compile_machine
 from abir.vm.stackless import execute_stackless
 
 CALL_OPTIONS = ("backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch")
-BACKEND_NAMES = ("numpy", "jax", "tensorflow", "tf")
 MAX_HELPER_STRUCTURE_ROUNDS = 16
 PARSED_OPTIONS = 64
 """How many distinct keyword sets of batched calls keep their parsed `CallOptions`."""
@@ -410,40 +410,28 @@ class Compiler:
         return optree.tree_unflatten(program.frontend.output_treedef, outputs)
 
 
-_NAMED_BACKENDS: dict[str, Backend] = {}
+_NAMED_BACKENDS: dict[BackendSpec, Backend] = {}
 
 
 def resolve_backend(backend: Any) -> Backend:
     """The backend a call asked for: a `Backend` (or any implementation of `BackendProtocol`), one
-    of the names in `BACKEND_NAMES` (one shared instance per name, so compiled code is reused
+    of the names in `abir.backend_registry` (one shared instance per backend, so compiled code is reused
     between calls) or None (a NumPy backend)."""
     if backend is None:
         return NumpyBackend()
     if isinstance(backend, Backend | BackendProtocol) and not isinstance(backend, type):
         return backend  # a class has the protocol's attributes too: not a backend
-    if isinstance(backend, str) and backend.lower() in BACKEND_NAMES:
-        key = "tensorflow" if backend.lower() == "tf" else backend.lower()
-        if key not in _NAMED_BACKENDS:
-            _NAMED_BACKENDS[key] = _new_backend(key)
-        return _NAMED_BACKENDS[key]
+    spec = spec_named(backend) if isinstance(backend, str) else None
+    if spec is not None:
+        if spec not in _NAMED_BACKENDS:
+            _NAMED_BACKENDS[spec] = spec.new_backend()
+        return _NAMED_BACKENDS[spec]
     hint = f"abir.{backend.__name__}()" if isinstance(backend, type) and issubclass(backend, Backend) else None
     raise TypeError(
-        f"backend must be an abir backend (an implementation of abir.BackendProtocol) or one of the names {', '.join(map(repr, BACKEND_NAMES))}, got "
+        f"backend must be an abir backend (an implementation of abir.BackendProtocol) or one of the names {', '.join(map(repr, backend_names()))}, got "
         f"{backend!r}; pass " + (f"an instance: {hint}" if hint else "abir.NumpyBackend(), abir.JaxBackend() "
         "or abir.TensorFlowBackend(), or a name such as backend='jax'")
     )
-
-
-def _new_backend(name: str) -> Backend:
-    if name == "jax":
-        from abir.backends.jax_backend import JaxBackend
-
-        return JaxBackend()
-    if name == "tensorflow":
-        from abir.backends.tf_backend import TensorFlowBackend
-
-        return TensorFlowBackend()
-    return NumpyBackend()
 
 
 def result_types(program: CompiledProgram) -> list[TensorType]:

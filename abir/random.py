@@ -38,11 +38,12 @@ from __future__ import annotations
 
 import math
 import operator
-import sys
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+
+from abir.backend_registry import load, spec_of_arrays
 
 Array = Any  # a NumPy, JAX or TensorFlow array, or a NumPy scalar
 
@@ -151,7 +152,7 @@ class _ArrayOps:
         return self.xp.reshape(a, (*a.shape[:-1], *shape))
 
 
-class _TensorFlowOps(_ArrayOps):
+class TensorFlowRandomOps(_ArrayOps):
     """The same operations on TensorFlow tensors (`tf.bitwise` for the bit operations, which
     TensorFlow's operators do not map). Results are `NumpyTensor`s again when the arguments
     were (abir's view of tensors inside helpers), so a helper can keep using NumPy operators."""
@@ -283,23 +284,24 @@ _NUMPY_TYPES = (np.ndarray, np.generic, int, float, bool)
 
 
 def _ops_for(*values: Any) -> _ArrayOps:
-    """The namespace of the arguments: TensorFlow if any is a tensor, else JAX if any is a JAX
-    array (or tracer), else NumPy. Libraries not yet imported cannot have made an argument."""
+    """The operations of the registered backend whose arrays (or a helper's view of them) the
+    arguments are, the highest priority one when they mix; NumPy's when none claims them."""
     if all(isinstance(value, _NUMPY_TYPES) for value in values):
         return _NUMPY_OPS  # checked first: the per-member run calls these functions often
-    tf_backend = sys.modules.get("abir.backends.tf_backend")
-    tf = sys.modules.get("tensorflow")
-    for value in values:
-        if tf_backend is not None and isinstance(value, tf_backend.NumpyTensor):
-            return _TensorFlowOps(tf, lambda t, backend=value.backend: tf_backend.NumpyTensor(t, backend))
-    if tf is not None and any(tf.is_tensor(value) for value in values):
-        return _TensorFlowOps(tf, None)
-    jax = sys.modules.get("jax")
-    if jax is not None and any(isinstance(value, jax.Array) for value in values):
-        import jax.numpy as jnp
+    spec = spec_of_arrays(values, helpers=True)
+    return _NUMPY_OPS if spec is None else load(spec.random_ops)(values)
 
-        return _ArrayOps(jnp)
+
+def numpy_random_ops(values: Sequence[Any]) -> _ArrayOps:
+    """The operations on NumPy arrays and Python numbers (NumPy's registry entry)."""
     return _NUMPY_OPS
+
+
+def jax_random_ops(values: Sequence[Any]) -> _ArrayOps:
+    """The operations on JAX arrays and tracers (JAX's registry entry)."""
+    import jax.numpy as jnp
+
+    return _ArrayOps(jnp)
 
 
 # ----- Threefry-2x32 ---------------------------------------------------------------------------

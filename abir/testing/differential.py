@@ -34,36 +34,54 @@ from typing import Any
 import numpy as np
 
 import abir
+from abir.backend_registry import backend_specs, spec_named
 from abir.errors import AbirError, MemberRunError
 from abir.testing.generate import LIBRARY_CALLS, PAIR, FuzzProgram, ValueType, tensor_types, type_of
-
-BACKENDS = ("numpy", "jax", "tf")
-"""The backends a campaign checks by default."""
 
 
 @dataclass(frozen=True)
 class Variant:
-    """How one backend name runs a batched call: the backend class, its options, call options."""
+    """How one backend name runs a batched call: the registered backend, its options, call options."""
 
-    backend_class: str
+    backend: str
     options: tuple[tuple[str, Any], ...] = ()
     call_options: tuple[tuple[str, Any], ...] = ()
 
+    def backend_class(self) -> type:
+        spec = spec_named(self.backend)
+        if spec is None:
+            raise ValueError(f"variant backend {self.backend!r} is not registered; register it with abir.backend_registry.register_backend")
+        return spec.backend_class()
+
+    def make_backend(self) -> Any:
+        return self.backend_class()(**dict(self.options))
+
     def backend_source(self) -> str:
         """The backend as Python source, e.g. `abir.JaxBackend(execution='switch')`."""
-        return f"abir.{self.backend_class}({', '.join(f'{k}={v!r}' for k, v in self.options)})"
+        cls = self.backend_class()
+        name = f"abir.{cls.__name__}" if getattr(abir, cls.__name__, None) is cls else f"__import__({cls.__module__!r}, fromlist=['_']).{cls.__qualname__}"
+        return f"{name}({', '.join(f'{k}={v!r}' for k, v in self.options)})"
 
 
-VARIANTS = {
-    "numpy": Variant("NumpyBackend"),
-    "jax": Variant("JaxBackend"),
-    "tf": Variant("TensorFlowBackend"),
-    "numpy-sweep": Variant("NumpyBackend", (("execution", "sweep"),)),
-    "jax-switch": Variant("JaxBackend", (("execution", "switch"),)),
-    "tf-xla": Variant("TensorFlowBackend", (("jit_compile", True),)),
-    "stackless": Variant("NumpyBackend", (), (("stackless", True),)),
+_OTHER_EXECUTIONS = {
+    "numpy-sweep": Variant("numpy", (("execution", "sweep"),)),
+    "jax-switch": Variant("jax", (("execution", "switch"),)),
+    "tf-xla": Variant("tensorflow", (("jit_compile", True),)),
+    "stackless": Variant("numpy", (), (("stackless", True),)),
 }
-"""Every backend name a campaign accepts: the three backends and their other executions."""
+
+
+def default_backends() -> tuple[str, ...]:
+    """The backends a campaign checks by default: every registered one, by its shortest name."""
+    return tuple(min(spec.names, key=len) for spec in backend_specs())
+
+
+def variants() -> dict[str, Variant]:
+    """Every backend name a campaign accepts: each registered backend's names and aliases, and
+    the other executions of the builtin ones."""
+    return {name: Variant(spec.name) for spec in backend_specs() for name in spec.names} | _OTHER_EXECUTIONS
+
+
 MAX_STACK_DEPTH = 15
 MAX_REFERENCE_DEPTH = 12
 """Deepest plain-Python call chain a valid program may reach (below `MAX_STACK_DEPTH`)."""
@@ -143,11 +161,15 @@ def message_shape(message: str) -> str:
     return re.sub(r"\d+|'[^']*'|@\S+|\S+\.py:\d+:\d+", "#", message)[:160]
 
 
+def variant_named(name: str) -> Variant:
+    known = variants()
+    if name not in known:
+        raise ValueError(f"unknown backend '{name}'; choose from {', '.join(known)}")
+    return known[name]
+
+
 def make_backend(name: str) -> Any:
-    if name not in VARIANTS:
-        raise ValueError(f"unknown backend '{name}'; choose from {', '.join(VARIANTS)}")
-    variant = VARIANTS[name]
-    return getattr(abir, variant.backend_class)(**dict(variant.options))
+    return variant_named(name).make_backend()
 
 
 def load(program: FuzzProgram, directory: str) -> dict[str, Any]:
@@ -312,7 +334,7 @@ def run_batched(program: FuzzProgram, namespace: dict[str, Any], backend: str, e
                 seconds: float = BATCHED_TIME_LIMIT) -> Any:  # fmt: skip
     entry = entry if entry is not None else batched_entry(program, namespace)
     with time_limit(seconds):
-        options = dict(VARIANTS[backend].call_options)
+        options = dict(variant_named(backend).call_options)
         return entry(*batched_inputs(program, namespace), backend=make_backend(backend), max_stack_depth=MAX_STACK_DEPTH,
                      **options)  # fmt: skip
 

@@ -28,19 +28,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from abir.testing.differential import (
-    BACKENDS,
     MAX_STACK_DEPTH,
     REFUSED,
-    VARIANTS,
     Failure,
     InvalidProgram,
     check,
     counts_as_failure,
+    default_backends,
     describe_value,
     load,
     member_value,
     refused_calls,
     run_reference,
+    variant_named,
+    variants,
 )
 from abir.testing.generate import (
     ALL_FEATURES,
@@ -166,7 +167,7 @@ def _counts(counter: Counter[str]) -> str:
 def run_campaign(
     count: int,
     seed: int,
-    backends: tuple[str, ...] = BACKENDS,
+    backends: tuple[str, ...] | None = None,
     features: frozenset[str] = DEFAULT_FEATURES,
     start: int = 0,
     shrink_failures: bool = True,
@@ -180,6 +181,7 @@ def run_campaign(
 ) -> CampaignResult:
     """Generate and check programs `start .. start + count - 1` of `seed` (stopping after
     `stop_after` failing programs, if given); refusals count as failures unless tolerated."""
+    backends = default_backends() if backends is None else backends
     result = CampaignResult(count, seed, backends)
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="abir_fuzz_") as scratch:
@@ -281,7 +283,7 @@ def repro_script(program: FuzzProgram, failures: list[Failure], reference: list[
                            for v, t in zip(program.inputs, program.input_types, strict=True))  # fmt: skip
         lines.append(f"print({program.entry}({member}))  # plain Python, member {i}: {describe_value(expected)}")
     for failure in failures:
-        variant = VARIANTS[failure.backend]
+        variant = variant_named(failure.backend)
         options = "".join(f", {k}={v!r}" for k, v in variant.call_options)
         call = (f"batched_{program.entry}(*args, backend={variant.backend_source()}, "
                 f"max_stack_depth={MAX_STACK_DEPTH}{options})")  # fmt: skip
@@ -312,8 +314,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--count", type=int, default=1000, help="number of programs (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed; program i of a seed is always the same")
     parser.add_argument("--start", type=int, default=0, help="index of the first program (to rerun one: --start i --count 1)")
-    parser.add_argument("--backends", default=",".join(BACKENDS),
-                        help=f"comma-separated, from {','.join(VARIANTS)} (default {','.join(BACKENDS)})")
+    parser.add_argument("--backends", default=",".join(default_backends()),
+                        help=f"comma-separated, from {','.join(variants())} (default {','.join(default_backends())})")
     features = " ".join(f"{name}{' (off)' if name in OFF_BY_DEFAULT else ''}" for name in sorted(ALL_FEATURES))
     parser.add_argument("--features", default="",
                         help=f"changes to the default features, e.g. +item_assignment,-arrays; the features: {features}")
@@ -334,9 +336,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # TensorFlow's start-up notes would drown the report
     args = parse_arguments(argv)
     backends = tuple(b.strip() for b in args.backends.split(",") if b.strip())
-    unknown = [b for b in backends if b not in VARIANTS]
+    unknown = [b for b in backends if b not in variants()]
     if unknown:
-        print(f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(VARIANTS)}", file=sys.stderr)
+        print(f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(variants())}", file=sys.stderr)
         return 2
     try:
         features = parse_features(args.features)
@@ -350,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 program = generate(args.seed, index, features, directory, calls, args.library_share).program
                 print(f"# {program.label}\n{program.source()}")
         return 0
-    if any(VARIANTS[b].backend_class == "TensorFlowBackend" for b in backends):
+    if any(variant_named(b).backend == "tensorflow" for b in backends):
         import tensorflow as tf
 
         tf.get_logger().setLevel("ERROR")  # retracing warnings: every program is a new tf.function

@@ -35,12 +35,11 @@ import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
+from abir.backend_registry import backend_names
 from abir.dialects import functional, verify_error_text, vm
 from abir.errors import AbirError
 from abir.passes.analysis import call_graph, functions_of, reachable
 from abir.running import ModuleRunError, callee_of, choose_entry, parse_module, run_module
-
-BACKENDS = ("numpy", "jax", "tf")
 
 
 def parse_arg(text: str) -> np.ndarray:
@@ -210,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="abir-run", description=__doc__.splitlines()[0])
     parser.add_argument("file", help="the module's text file (- for standard input)")
     parser.add_argument("--entry", help="the function to run (default: the module's only or uncalled one)")
-    parser.add_argument("--backend", choices=BACKENDS, default="numpy")
+    parser.add_argument("--backend", choices=backend_names(), default="numpy")
     parser.add_argument("--arg", action="append", default=[], metavar="JSON", help="one argument batch, e.g. '[3, 7]'")
     parser.add_argument("--args", metavar="FILE.npz", help="arguments from an .npz file (after any --arg)")
     parser.add_argument("--max-stack-depth", type=int, default=15)

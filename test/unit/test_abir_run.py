@@ -52,10 +52,9 @@ functional.func @f(%x: !functional.unknown) -> !functional.unknown {
 """
 
 
-@pytest.mark.parametrize("backend", ["numpy", "jax", "tf"])
-def test_functional_text_runs_on_every_backend(backend):
-    np.testing.assert_array_equal(run_module(FIB, np.array([3, 7, 10]), backend=backend), [2, 13, 55])
-    total, row = run_module(ROW_SUM, np.arange(12.0).reshape(2, 2, 3), np.array([1, 9]), backend=backend)
+def test_functional_text_runs_on_every_backend(backend_name):
+    np.testing.assert_array_equal(run_module(FIB, np.array([3, 7, 10]), backend=backend_name), [2, 13, 55])
+    total, row = run_module(ROW_SUM, np.arange(12.0).reshape(2, 2, 3), np.array([1, 9]), backend=backend_name)
     np.testing.assert_array_equal(total, [12.0, 30.0])  # 9 is clipped to the last row
     np.testing.assert_array_equal(row, [[3.0, 4.0, 5.0], [9.0, 10.0, 11.0]])
 

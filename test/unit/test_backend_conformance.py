@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from abir import prims
+from abir.backend_registry import spec_named
 from abir.backends.base import Backend, BackendProtocol
 from abir.backends.numpy_backend import NumpyBackend
 
@@ -70,22 +71,10 @@ def operands(name: str, dtypes: tuple[str, ...]) -> list[np.ndarray]:
     return args
 
 
-def make_backend(name: str) -> Backend:
-    if name == "numpy":
-        return NumpyBackend()
-    if name == "jax":
-        from abir.backends.jax_backend import JaxBackend
-
-        return JaxBackend()
-    from abir.backends.tf_backend import TensorFlowBackend
-
-    return TensorFlowBackend()
-
-
-@pytest.fixture(scope="module", params=["numpy", "jax", "tf"])
-def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
-    """Each backend under its `scope()`, as a run uses its operations (JAX: 64-bit types)."""
-    backend = make_backend(request.param)
+@pytest.fixture(scope="module")
+def backend(backend_name: str) -> Iterator[Backend]:
+    """Each registered backend under its `scope()`, as a run uses its operations (JAX: 64-bit types)."""
+    backend = spec_named(backend_name).new_backend()
     with backend.scope():
         yield backend
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import abir
+from abir.backend_registry import spec_named
 
 # ----- programs -------------------------------------------------------------------------------
 
@@ -245,20 +246,9 @@ def ctx() -> dict[str, object]:
     return {program.__name__: context.batch_uncurried(program) for program in PROGRAMS}
 
 
-BACKENDS = ["numpy", "jax", "tf"]
-
-
-def make_backend(name: str):
-    if name == "numpy":
-        return abir.NumpyBackend()
-    if name == "jax":
-        return abir.JaxBackend()
-    return abir.TensorFlowBackend()
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request):
-    return make_backend(request.param)
+@pytest.fixture
+def backend(backend_name):
+    return spec_named(backend_name).new_backend()
 
 
 def batched(ctx: dict[str, object], program, *args, **kwargs):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import backend_params
 
 import abir
+from abir.backend_registry import spec_named
 from abir.passes.analysis import the_vm_program
 from abir.passes.merge_identical_blocks import MergeIdenticalBlocksPass, block_key
-
-BACKENDS = {"numpy": abir.NumpyBackend, "jax": abir.JaxBackend, "tf": abir.TensorFlowBackend}
 
 
 def walk(n, limit):
@@ -55,10 +55,10 @@ def test_value_names_do_not_matter() -> None:
     assert block_key(block) == before
 
 
-@pytest.mark.parametrize("name", sorted(BACKENDS))
+@pytest.mark.parametrize("name", backend_params())
 def test_merged_program_equals_python(name: str) -> None:
     ctx = abir.Context()
     batched = ctx.batch_uncurried(walk)
-    got = np.asarray(batched(*ARGS, backend=BACKENDS[name]()))
+    got = np.asarray(batched(*ARGS, backend=spec_named(name).new_backend()))
     want = [walk(int(n), int(limit)) for n, limit in zip(*ARGS, strict=True)]
     np.testing.assert_array_equal(got, want)

@@ -18,10 +18,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import backend_params
 from jax.extend.random import threefry_2x32 as jax_threefry_2x32
 
 import abir
 from abir import random as R
+from abir.backend_registry import spec_named
 
 
 @pytest.fixture(autouse=True)
@@ -215,10 +217,7 @@ def _context_functions():
 
 FUNCTIONS = _context_functions()
 
-BACKENDS = {
-    "numpy": abir.NumpyBackend,
-    "jax": abir.JaxBackend,
-    "tf": abir.TensorFlowBackend,
+BACKENDS = {name: spec_named(name).backend_class() for name in backend_params()} | {
     "tf-xla": lambda: abir.TensorFlowBackend(jit_compile=True),
 }
 

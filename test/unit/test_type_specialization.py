@@ -11,8 +11,10 @@ import inspect
 
 import numpy as np
 import pytest
+from conftest import backend_params
 
 import abir
+from abir.backend_registry import spec_named
 from abir.errors import TypeInferenceError
 from abir.passes.infer_types import infer_types
 from abir.types import ir_type
@@ -116,7 +118,7 @@ def batched(*functions, type_inference=None):
 
 
 def make_backend(name: str):
-    return {"numpy": abir.NumpyBackend, "jax": abir.JaxBackend, "tf": abir.TensorFlowBackend}[name]()
+    return spec_named(name).new_backend()
 
 
 def member(array, i):
@@ -151,7 +153,7 @@ def specialized(ctx, main, sig):
     return module
 
 
-BACKENDS = ["numpy", "jax", "tf"]
+BACKENDS = backend_params()
 
 
 # ----- tests ----------------------------------------------------------------------------------

@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import backend_params
 
 import abir
+from abir.backend_registry import spec_named
 from abir.backends.base import Backend
 
-BACKENDS = ["numpy", "jax", "tf"]
+BACKENDS = backend_params()
 
 
 def countdown(n):
@@ -30,13 +32,7 @@ def fib(n):
 
 
 def make_backend(name: str) -> Backend:
-    if name == "numpy":
-        return abir.NumpyBackend()
-    if name == "jax":
-        pytest.importorskip("jax")
-        return abir.JaxBackend()
-    pytest.importorskip("tensorflow")
-    return abir.TensorFlowBackend()
+    return spec_named(name).new_backend()
 
 
 def counting_zero_states(monkeypatch: pytest.MonkeyPatch, backend: Backend) -> list[Any]:
