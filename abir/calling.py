@@ -438,11 +438,11 @@ def resolve_backend(backend: Any) -> Backend:
 
 def _new_backend(name: str) -> Backend:
     if name == "jax":
-        from abir.backends.jax_backend import JaxBackend
+        from abir.backends.jax import JaxBackend
 
         return JaxBackend()
     if name == "tensorflow":
-        from abir.backends.tf_backend import TensorFlowBackend
+        from abir.backends.tf import TensorFlowBackend
 
         return TensorFlowBackend()
     return NumpyBackend()

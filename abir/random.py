@@ -287,7 +287,7 @@ def _ops_for(*values: Any) -> _ArrayOps:
     array (or tracer), else NumPy. Libraries not yet imported cannot have made an argument."""
     if all(isinstance(value, _NUMPY_TYPES) for value in values):
         return _NUMPY_OPS  # checked first: the per-member run calls these functions often
-    tf_backend = sys.modules.get("abir.backends.tf_backend")
+    tf_backend = sys.modules.get("abir.backends.tf")
     tf = sys.modules.get("tensorflow")
     for value in values:
         if tf_backend is not None and isinstance(value, tf_backend.NumpyTensor):

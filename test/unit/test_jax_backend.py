@@ -10,8 +10,9 @@ pytest.importorskip("jax")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from abir.backends import jax_backend  # noqa: E402
-from abir.backends.jax_backend import JaxBackend, batch_any, batch_min, batch_sum  # noqa: E402
+from abir.backends.jax import JaxBackend, writes  # noqa: E402
+from abir.backends.jax.cost import work_per_member  # noqa: E402
+from abir.backends.jax.reductions import batch_any, batch_min, batch_sum  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +51,9 @@ def test_materialized_copies_values_exactly() -> None:
     with JaxBackend().scope():  # float64, as in a run
         values = jnp.asarray(np.array([[np.nan, -0.0], [np.inf, -np.inf], [1e-310, -2.5]]))
         assert values.dtype == np.float64
-        got = np.asarray(jax.jit(jax_backend._materialized)(values))
+        got = np.asarray(jax.jit(writes.materialized)(values))
         np.testing.assert_array_equal(got.view(np.int64), np.asarray(values).view(np.int64))
-        assert jax_backend._materialized(jnp.float64(3.0)) == 3.0  # a scalar stays as it is
+        assert writes.materialized(jnp.float64(3.0)) == 3.0  # a scalar stays as it is
 
 
 def test_costly_helper_results_get_their_own_buffer() -> None:
@@ -61,7 +62,7 @@ def test_costly_helper_results_get_their_own_buffer() -> None:
     backend = JaxBackend()
 
     def costly(x):
-        for _ in range(jax_backend.MATERIALIZE_MIN_ROW_WORK):
+        for _ in range(writes.MATERIALIZE_MIN_ROW_WORK):
             x = x * 1.0001 + 1.0
         return x, x > 0
 
@@ -70,7 +71,7 @@ def test_costly_helper_results_get_their_own_buffer() -> None:
 
     with backend.scope():
         x = jnp.ones((4, 3))
-        assert jax_backend._helper_row_work(costly, [x]) >= jax_backend.MATERIALIZE_MIN_ROW_WORK
+        assert work_per_member(costly, [x]) >= writes.MATERIALIZE_MIN_ROW_WORK
         costly_jaxpr = str(jax.make_jaxpr(lambda x: backend.call_opaque(costly, [x]))(x))
         cheap_jaxpr = str(jax.make_jaxpr(lambda x: backend.call_opaque(cheap, [x]))(x))
         assert costly_jaxpr.count(" scatter[") == 2 and "scatter" not in cheap_jaxpr

@@ -25,11 +25,10 @@ with warnings.catch_warnings():
 
 from test_machine import COLLATZ, FIB, VECTOR, fib_reference, parse
 
-from abir.backends import jax_backend
 from abir.backends.base import MAX_LAUNCH_ITERATIONS
-from abir.backends.jax_backend import JaxBackend
+from abir.backends.jax import JaxBackend, writes
 from abir.backends.numpy_backend import NumpyBackend
-from abir.backends.tf_backend import TensorFlowBackend
+from abir.backends.tf import TensorFlowBackend
 from abir.backends.traced import RegisterLayout
 from abir.errors import StackOverflowError
 from abir.vm import compile_machine
@@ -73,14 +72,14 @@ def fib():
     return compile_machine(parse(FIB))
 
 
-@pytest.mark.parametrize("one_hot_max", [0, jax_backend.ONE_HOT_STACK_MAX])
+@pytest.mark.parametrize("one_hot_max", [0, writes.ONE_HOT_STACK_MAX])
 @pytest.mark.parametrize("execution", ["sweep", "switch"])
 def test_jax_loop_copies_no_stack_per_step(
     fib, execution: str, one_hot_max: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pushes update the loop-carried stacks in place (scatters by index, or one-hot selects
     for stacks of at most `ONE_HOT_STACK_MAX` elements, as these [7, 5] ones)."""
-    monkeypatch.setattr(jax_backend, "ONE_HOT_STACK_MAX", one_hot_max)
+    monkeypatch.setattr(writes, "ONE_HOT_STACK_MAX", one_hot_max)
     backend = JaxBackend(code_cache={}, execution=execution)
     depth, batch = 7, 5
     with backend.scope():  # int64 registers and stacks, as in a run
