@@ -27,6 +27,7 @@ from test_machine import COLLATZ, FIB, VECTOR, fib_reference, parse
 
 from abir.backends.base import MAX_LAUNCH_ITERATIONS
 from abir.backends.jax import JaxBackend, writes
+from abir.backends.jax.loop import machine_loop
 from abir.backends.numpy_backend import NumpyBackend
 from abir.backends.tf import TensorFlowBackend
 from abir.backends.traced import RegisterLayout
@@ -86,7 +87,7 @@ def test_jax_loop_copies_no_stack_per_step(
         state = fib.initial_state(backend, [backend.asarray(np.arange(batch))], batch, depth)
         state = {key: jax.numpy.asarray(value) for key, value in state.items()}
         text = (
-            jax.jit(backend._loop(tuple(fib.kernels(backend)), fib.num_blocks, fib.stack_keys))
+            jax.jit(machine_loop(backend, tuple(fib.kernels(backend)), fib.num_blocks, fib.stack_keys))
             .lower(state, np.int32(MAX_LAUNCH_ITERATIONS))
             .compile()
             .as_text()
@@ -227,7 +228,7 @@ def _compiled_loop_text(machine, backend: JaxBackend, batch: int) -> str:
     with backend.scope():  # float64 registers, as in a run
         state = machine.initial_state(backend, [backend.asarray(x) for x in _wide_inputs(batch)], batch, 4)
         state = {key: jax.numpy.asarray(value) for key, value in state.items()}
-        loop = backend._loop(tuple(machine.kernels(backend)), machine.num_blocks, machine.stack_keys)
+        loop = machine_loop(backend, tuple(machine.kernels(backend)), machine.num_blocks, machine.stack_keys)
         return jax.jit(loop).lower(state, np.int32(MAX_LAUNCH_ITERATIONS)).compile().as_text()
 
 

@@ -23,8 +23,8 @@ from abir.backends.traced import LazyRegisters, writes_whole_stacks
 
 COMPACT_MIN_ROW_WORK = 1000
 """A block whose work per member (`row_work`) is at least this runs compacted (`compact_run`)
-when few members stand there. Compacting cheaper blocks too gains little at large batches and
-adds about 0.4 s of XLA compilation per compacted block to the first call
+when few members stand there. Compacting cheaper blocks too gains little at large batches, and
+each compacted block adds to the first call's XLA compilation
 (docs/performance.md#jax-and-tf-backends, "Compaction")."""
 COMPACT_FRACTION = 8
 """A compacted block runs on B // COMPACT_FRACTION rows (the fastest of B/4 ... B/32 on NUTS;

@@ -3,12 +3,12 @@
 `run` stages the machine loop as one `tf.while_loop` inside a `tf.function(jit_compile=...)`,
 traced once per `cache_key` (program, signature, batch size) and reused across calls. The loop
 is `abir.backends.traced.TracedLoop` (sweeps, or one switch per step: `execution=`) on TF's
-primitives (`abir.backends.tf.loop`). The sweep is the default with and without XLA, the faster
-of the two on every measured program (docs/performance.md#jax-and-tf-backends, "TensorFlow:
-sweep against switch"). With `collect_stats=True` the sweep counts, inside the loop, the blocks
-run, the members active in each and each member's own block count (`last_stats`). The loop runs
-in launches of about `launch_seconds` (`Backend.run_in_launches`), so Ctrl-C stops a runaway
-run between launches.
+primitives (`abir.backends.tf.loop`). The sweep is the default with and without XLA: it was
+the faster under XLA on every measured program, and without XLA on all but the smallest
+(docs/performance.md#jax-and-tf-backends, "TensorFlow: sweep against switch"). With
+`collect_stats=True` the sweep counts, inside the loop, the blocks run, the members active in
+each and each member's own block count (`last_stats`). The loop runs in launches of about
+`launch_seconds` (`Backend.run_in_launches`), so Ctrl-C stops a runaway run between launches.
 
 Called on the symbolic tensors of a `tf.function`, a run is staged into that graph; its errors
 are checked where the graph allows (`abir.backends.tf.staging`).
