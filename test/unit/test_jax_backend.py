@@ -12,6 +12,7 @@ import jax.numpy as jnp  # noqa: E402
 
 from abir.backends.jax import JaxBackend, writes  # noqa: E402
 from abir.backends.jax.cost import work_per_member  # noqa: E402
+from abir.backends.jax.mode import TraceMode, trace_mode, traced_as  # noqa: E402
 from abir.backends.jax.reductions import batch_any, batch_min, batch_sum  # noqa: E402
 
 
@@ -79,3 +80,46 @@ def test_costly_helper_results_get_their_own_buffer() -> None:
         want, _ = costly(x)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert positive.dtype == jnp.bool_
+
+
+def test_a_trace_mode_holds_inside_its_block_only() -> None:
+    """`traced_as` sets the mode for what its block traces, nested blocks restore the outer
+    mode, and an error inside leaves no mode behind."""
+    seen = []
+
+    def probe(x):
+        seen.append(trace_mode())
+        return x
+
+    with traced_as(scatter_free=True):
+        jax.jit(probe)(jnp.zeros(2))
+        with traced_as(folds=(*trace_mode().folds, 3)):
+            seen.append(trace_mode())
+        seen.append(trace_mode())
+    with pytest.raises(ValueError), traced_as(folds=(5,)):
+        raise ValueError("inside the block")
+    assert seen == [TraceMode(scatter_free=True), TraceMode(scatter_free=True, folds=(3,)), TraceMode(scatter_free=True)]
+    assert trace_mode() == TraceMode()
+
+
+def test_a_run_traced_without_scatters_leaves_neither_backend_nor_context_changed() -> None:
+    """A standalone run traces its loop in the scatter-free mode first
+    (`abir.backends.jax.one_kernel`); the mode never lands on the backend object and is gone
+    after the run."""
+    import abir
+
+    ctx = abir.Context()
+
+    @ctx.batch(type_inference=lambda types: types[0])
+    def countdown(n):
+        while n > 0:
+            n = n - 1
+        return n
+
+    numbers = np.array([3, 0, 5, -2])
+    backend = JaxBackend(code_cache={})
+    before = dict(vars(backend))
+    got = countdown(numbers, backend=backend)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(countdown(numbers, dry_run=True)))  # plain Python per member
+    assert set(vars(backend)) == set(before) | {"last_stats"}
+    assert trace_mode() == TraceMode()
