@@ -26,13 +26,13 @@ _LAZY = {
     "Context": ("abir.context", "Context"),
     "truthy": ("abir.dry_run", "truthy"),
     "NumpyBackend": ("abir.backends.numpy_backend", "NumpyBackend"),
-    "JaxBackend": ("abir.backends.jax_backend", "JaxBackend"),
-    "TensorFlowBackend": ("abir.backends.tf_backend", "TensorFlowBackend"),
+    "JaxBackend": ("abir.backends.jax", "JaxBackend"),
+    "TensorFlowBackend": ("abir.backends.tf", "TensorFlowBackend"),
     "RunStats": ("abir.backends.base", "RunStats"),
     "BackendProtocol": ("abir.backends.base", "BackendProtocol"),
     "run_module": ("abir.running", "run_module"),
-    "tf_function": ("abir.backends.tf_backend", "tf_function"),
-    "staged_error": ("abir.backends.jax_backend", "staged_error"),
+    "tf_function": ("abir.backends.tf", "tf_function"),
+    "staged_error": ("abir.backends.jax", "staged_error"),
     "UncompilableHelperError": ("abir.opaque", "UncompilableHelperError"),
 }
 

@@ -8,7 +8,7 @@ axis), and per-member indices gather row by row.
 
 Every callable works on the array type it is given: NumPy arrays (NumpyBackend and type
 inference's dummy runs), JAX arrays and tracers (`jax.numpy`, inside `jit`) and TensorFlow
-tensors (core `tf` ops, so graphs stay XLA-compilable; `abir.backends.tf_array_ops`).
+tensors (core `tf` ops, so graphs stay XLA-compilable; `abir.backends.tf.array_ops`).
 `ops_for(*arrays)` picks the operations from the arrays' types through `abir.backend_registry`. Results are cast to the dtype NumPy would give, so that every backend
 agrees with what type inference found on NumPy dummies.
 
@@ -80,7 +80,7 @@ def _quiet_numpy(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 class ArrayOps:
     """NumPy-like namespaces (numpy, jax.numpy): the operations the callables need. A backend
     whose arrays are no NumPy-like namespace subclasses it (TensorFlow's lives with its backend,
-    `abir.backends.tf_array_ops`) and names its factory in `abir.backend_registry`."""
+    `abir.backends.tf.array_ops`) and names its factory in `abir.backend_registry`."""
 
     reduces_in_input_dtype = False
     """Whether sum/prod/mean/std/var keep the input's dtype, so inputs are cast to the result's first."""

@@ -109,11 +109,11 @@ def spec_of_arrays(values: Iterable[Any], helpers: bool = False) -> BackendSpec 
 
 register_backend(BackendSpec("numpy", "abir.backends.numpy_backend:NumpyBackend"))
 register_backend(BackendSpec(
-    "jax", "abir.backends.jax_backend:JaxBackend", array_ops="abir.array_ops:jax_numpy_ops",
+    "jax", "abir.backends.jax:JaxBackend", array_ops="abir.array_ops:jax_numpy_ops",
     random_ops="abir.random:jax_random_ops", array_modules=("jax", "jaxlib"), priority=1,
 ))
 register_backend(BackendSpec(
-    "tensorflow", "abir.backends.tf_backend:TensorFlowBackend", array_ops="abir.backends.tf_array_ops:tensorflow_ops",
-    random_ops="abir.backends.tf_array_ops:tensorflow_random_ops", aliases=("tf",),
+    "tensorflow", "abir.backends.tf:TensorFlowBackend", array_ops="abir.backends.tf.array_ops:tensorflow_ops",
+    random_ops="abir.backends.tf.array_ops:tensorflow_random_ops", aliases=("tf",),
     array_modules=("tensorflow",), helper_modules=("abir.backends.tf",), priority=2,
 ))

@@ -22,8 +22,8 @@ from abir.backends.base import (
 from abir.backends.numpy_backend import NumpyBackend
 
 _LAZY = {
-    "JaxBackend": "abir.backends.jax_backend",
-    "TensorFlowBackend": "abir.backends.tf_backend",
+    "JaxBackend": "abir.backends.jax",
+    "TensorFlowBackend": "abir.backends.tf",
 }
 
 __all__ = [

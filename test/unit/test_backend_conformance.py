@@ -164,9 +164,9 @@ def test_stack_scatter_writes_rows_and_drops_out_of_range(
 ) -> None:
     """Row `rows[b]` of column b gets `value[b]`; a row of D writes nothing. On JAX
     both ways of writing (a scatter, a one-hot select for small stacks) are checked."""
-    from abir.backends import jax_backend
+    from abir.backends.jax import writes
 
-    monkeypatch.setattr(jax_backend, "ONE_HOT_STACK_MAX", one_hot_max)
+    monkeypatch.setattr(writes, "ONE_HOT_STACK_MAX", one_hot_max)
     stack = np.arange(3 * 4 * 2, dtype=np.float64).reshape(3, 4, 2)
     rows = np.array([0, 3, 2, 3])
     value = -np.arange(8, dtype=np.float64).reshape(4, 2) - 1

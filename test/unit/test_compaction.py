@@ -1,4 +1,4 @@
-"""Compacted block runs on the JAX backend (`abir.backends.jax_backend._compact_run`).
+"""Compacted block runs on the JAX backend (`abir.backends.jax.compaction`).
 
 A block with much work per member runs, when at most B/8 members stand there, on those
 members' rows only: registers and stack columns gathered, results and stack write requests
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import abir
-from abir.backends import jax_backend
+from abir.backends.jax import compaction, cost
 
 ctx = abir.Context()
 
@@ -70,15 +70,15 @@ ONE_KERNEL = pytest.mark.parametrize("one_kernel", [False, None], ids=["kernels"
 @ONE_KERNEL
 @pytest.mark.parametrize("name", sorted(cases()))
 def test_every_block_compacted_equals_python(name: str, one_kernel: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(jax_backend, "COMPACT_MIN_ROW_WORK", 0)
+    monkeypatch.setattr(compaction, "COMPACT_MIN_ROW_WORK", 0)
     compacted = []
-    compact_rows = jax_backend._compact_rows
+    compact_rows = compaction.compact_rows
 
     def spy(kernel, template, stack_keys, split=None):
         compacted.append(compact_rows(kernel, template, stack_keys, split))
         return compacted[-1]
 
-    monkeypatch.setattr(jax_backend, "_compact_rows", spy)
+    monkeypatch.setattr(compaction, "compact_rows", spy)
     fn, args = cases()[name]
     got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={}, one_kernel=one_kernel)))
     np.testing.assert_allclose(got, per_member(fn, *args), rtol=1e-12)
@@ -88,13 +88,13 @@ def test_every_block_compacted_equals_python(name: str, one_kernel: bool | None,
 @ONE_KERNEL
 def test_default_threshold_compacts_only_the_heavy_block(one_kernel: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
     compacted = []
-    compact_rows = jax_backend._compact_rows
+    compact_rows = compaction.compact_rows
 
     def spy(kernel, template, stack_keys, split=None):
         compacted.append((kernel.plan.instructions, compact_rows(kernel, template, stack_keys, split)))
         return compacted[-1][1]
 
-    monkeypatch.setattr(jax_backend, "_compact_rows", spy)
+    monkeypatch.setattr(compaction, "compact_rows", spy)
     fn, args = cases()["noisy_walk"]
     got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={}, one_kernel=one_kernel)))
     np.testing.assert_allclose(got, per_member(fn, *args), rtol=1e-12)
@@ -121,14 +121,14 @@ def test_nuts_equals_per_chain_with_compacted_momentum_draws(one_kernel: bool | 
 def test_jaxpr_work_counts_elements_products_and_transcendentals() -> None:
     def work(fn, *shapes):
         args = [jax.ShapeDtypeStruct(shape, np.float64) for shape in shapes]
-        return jax_backend.jaxpr_work(jax.make_jaxpr(fn)(*args).jaxpr)
+        return cost.jaxpr_work(jax.make_jaxpr(fn)(*args).jaxpr)
 
     assert work(lambda x: x + 1.0, (4, 3)) == 12
-    assert work(lambda x: jnp.exp(x), (4, 3)) == 12 * jax_backend.TRANSCENDENTAL_COST
+    assert work(lambda x: jnp.exp(x), (4, 3)) == 12 * cost.TRANSCENDENTAL_COST
     assert work(lambda x, p: x @ p, (4, 3), (3, 5)) == 4 * 5 * 3
     assert work(lambda x: x.reshape(12), (4, 3)) == 0
     branches = work(lambda x: jax.lax.cond(x[0] > 0, lambda y: jnp.exp(y), lambda y: y + 1.0, x), (5,))
-    assert branches >= 5 * jax_backend.TRANSCENDENTAL_COST
+    assert branches >= 5 * cost.TRANSCENDENTAL_COST
 
 
 @pytest.mark.parametrize("batch", [1, 5, 64])
@@ -136,7 +136,7 @@ def test_jaxpr_work_counts_elements_products_and_transcendentals() -> None:
 def test_compact_slots_finds_the_first_members_and_their_slots(batch: int, rows: int) -> None:
     rng = np.random.default_rng(batch * 31 + rows)
     for here in [np.zeros(batch, bool), np.ones(batch, bool), *(rng.random(batch) < p for p in (0.1, 0.5, 0.9))]:
-        members, slots = jax_backend._compact_slots(jnp.asarray(here), rows)
+        members, slots = compaction.compact_slots(jnp.asarray(here), rows)
         first = np.flatnonzero(here)[:rows]
         np.testing.assert_array_equal(members, np.concatenate([first, np.full(rows - len(first), batch)]))
         want_slots = np.full(batch, -1)

@@ -10,8 +10,10 @@ pytest.importorskip("jax")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
-from abir.backends import jax_backend  # noqa: E402
-from abir.backends.jax_backend import JaxBackend, batch_any, batch_min, batch_sum  # noqa: E402
+from abir.backends.jax import JaxBackend, writes  # noqa: E402
+from abir.backends.jax.cost import work_per_member  # noqa: E402
+from abir.backends.jax.mode import TraceMode, trace_mode, traced_as  # noqa: E402
+from abir.backends.jax.reductions import batch_any, batch_min, batch_sum  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +52,9 @@ def test_materialized_copies_values_exactly() -> None:
     with JaxBackend().scope():  # float64, as in a run
         values = jnp.asarray(np.array([[np.nan, -0.0], [np.inf, -np.inf], [1e-310, -2.5]]))
         assert values.dtype == np.float64
-        got = np.asarray(jax.jit(jax_backend._materialized)(values))
+        got = np.asarray(jax.jit(writes.materialized)(values))
         np.testing.assert_array_equal(got.view(np.int64), np.asarray(values).view(np.int64))
-        assert jax_backend._materialized(jnp.float64(3.0)) == 3.0  # a scalar stays as it is
+        assert writes.materialized(jnp.float64(3.0)) == 3.0  # a scalar stays as it is
 
 
 def test_costly_helper_results_get_their_own_buffer() -> None:
@@ -61,7 +63,7 @@ def test_costly_helper_results_get_their_own_buffer() -> None:
     backend = JaxBackend()
 
     def costly(x):
-        for _ in range(jax_backend.MATERIALIZE_MIN_ROW_WORK):
+        for _ in range(writes.MATERIALIZE_MIN_ROW_WORK):
             x = x * 1.0001 + 1.0
         return x, x > 0
 
@@ -70,7 +72,7 @@ def test_costly_helper_results_get_their_own_buffer() -> None:
 
     with backend.scope():
         x = jnp.ones((4, 3))
-        assert jax_backend._helper_row_work(costly, [x]) >= jax_backend.MATERIALIZE_MIN_ROW_WORK
+        assert work_per_member(costly, [x]) >= writes.MATERIALIZE_MIN_ROW_WORK
         costly_jaxpr = str(jax.make_jaxpr(lambda x: backend.call_opaque(costly, [x]))(x))
         cheap_jaxpr = str(jax.make_jaxpr(lambda x: backend.call_opaque(cheap, [x]))(x))
         assert costly_jaxpr.count(" scatter[") == 2 and "scatter" not in cheap_jaxpr
@@ -78,3 +80,46 @@ def test_costly_helper_results_get_their_own_buffer() -> None:
         want, _ = costly(x)
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert positive.dtype == jnp.bool_
+
+
+def test_a_trace_mode_holds_inside_its_block_only() -> None:
+    """`traced_as` sets the mode for what its block traces, nested blocks restore the outer
+    mode, and an error inside leaves no mode behind."""
+    seen = []
+
+    def probe(x):
+        seen.append(trace_mode())
+        return x
+
+    with traced_as(scatter_free=True):
+        jax.jit(probe)(jnp.zeros(2))
+        with traced_as(folds=(*trace_mode().folds, 3)):
+            seen.append(trace_mode())
+        seen.append(trace_mode())
+    with pytest.raises(ValueError), traced_as(folds=(5,)):
+        raise ValueError("inside the block")
+    assert seen == [TraceMode(scatter_free=True), TraceMode(scatter_free=True, folds=(3,)), TraceMode(scatter_free=True)]
+    assert trace_mode() == TraceMode()
+
+
+def test_a_run_traced_without_scatters_leaves_neither_backend_nor_context_changed() -> None:
+    """A standalone run traces its loop in the scatter-free mode first
+    (`abir.backends.jax.one_kernel`); the mode never lands on the backend object and is gone
+    after the run."""
+    import abir
+
+    ctx = abir.Context()
+
+    @ctx.batch(type_inference=lambda types: types[0])
+    def countdown(n):
+        while n > 0:
+            n = n - 1
+        return n
+
+    numbers = np.array([3, 0, 5, -2])
+    backend = JaxBackend(code_cache={})
+    before = dict(vars(backend))
+    got = countdown(numbers, backend=backend)
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(countdown(numbers, dry_run=True)))  # plain Python per member
+    assert set(vars(backend)) == set(before) | {"last_stats"}
+    assert trace_mode() == TraceMode()

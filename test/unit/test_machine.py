@@ -359,11 +359,11 @@ def test_custom_scheduler_changes_steps_not_results(fib):
 def _backend(name: str):
     if name == "jax":
         pytest.importorskip("jax")
-        from abir.backends.jax_backend import JaxBackend
+        from abir.backends.jax import JaxBackend
 
         return JaxBackend()
     pytest.importorskip("tensorflow")
-    from abir.backends.tf_backend import TensorFlowBackend
+    from abir.backends.tf import TensorFlowBackend
 
     return TensorFlowBackend()
 

@@ -20,25 +20,25 @@ from abir.vm import compile_machine
 
 
 def jax_backend(**kwargs) -> Backend:
-    from abir.backends.jax_backend import JaxBackend
+    from abir.backends.jax import JaxBackend
 
     return JaxBackend(**kwargs)
 
 
 def jax_switch_backend(**kwargs) -> Backend:
-    from abir.backends.jax_backend import JaxBackend
+    from abir.backends.jax import JaxBackend
 
     return JaxBackend(execution="switch", **kwargs)
 
 
 def tf_graph_backend(**kwargs) -> Backend:
-    from abir.backends.tf_backend import TensorFlowBackend
+    from abir.backends.tf import TensorFlowBackend
 
     return TensorFlowBackend(jit_compile=False, **kwargs)
 
 
 def tf_xla_backend(**kwargs) -> Backend:
-    from abir.backends.tf_backend import TensorFlowBackend
+    from abir.backends.tf import TensorFlowBackend
 
     return TensorFlowBackend(jit_compile=True, **kwargs)
 

@@ -1,4 +1,4 @@
-"""A standalone JAX run's loop compiled as one XLA kernel (`jax_backend.OneKernelWherePossible`).
+"""A standalone JAX run's loop compiled as one XLA kernel (`abir.backends.jax.one_kernel`).
 
 The loop is traced without scatters (stack writes column by column, compaction by gathers,
 helper results materialized behind a conditional) and tagged for XLA's one-kernel emitter when
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import abir
-from abir.backends import jax_backend
+from abir.backends.jax import one_kernel as compilation
 
 ctx = abir.Context()
 
@@ -49,10 +49,10 @@ def bumped(x, n):
     return x
 
 
-def runner(cache: dict) -> jax_backend.OneKernelWherePossible:
+def runner(cache: dict) -> compilation.OneKernelWherePossible:
     """The one compiled loop a call left in its `code_cache`."""
     (entry,) = cache.values()
-    assert isinstance(entry[1], jax_backend.OneKernelWherePossible)
+    assert isinstance(entry[1], compilation.OneKernelWherePossible)
     return entry[1]
 
 
@@ -85,7 +85,7 @@ def test_one_kernel_false_compiles_the_kernel_sequence() -> None:
     got = fib(NUMBERS, backend=abir.JaxBackend(code_cache=cache, one_kernel=False), max_stack_depth=16)
     np.testing.assert_array_equal(np.asarray(got), per_member(fib, NUMBERS))
     (entry,) = cache.values()
-    assert not isinstance(entry[1], jax_backend.OneKernelWherePossible)
+    assert not isinstance(entry[1], compilation.OneKernelWherePossible)
 
 
 @pytest.mark.parametrize(
@@ -100,8 +100,8 @@ def test_one_kernel_false_compiles_the_kernel_sequence() -> None:
 def test_a_large_state_of_a_large_batch_runs_as_kernels_unless_asked(
     monkeypatch: pytest.MonkeyPatch, max_bytes: int, max_batch: int, one_kernel: bool | None, fused: bool
 ) -> None:
-    monkeypatch.setattr(jax_backend, "ONE_KERNEL_MAX_STATE_BYTES", max_bytes)
-    monkeypatch.setattr(jax_backend, "ONE_KERNEL_MAX_BATCH", max_batch)
+    monkeypatch.setattr(compilation, "ONE_KERNEL_MAX_STATE_BYTES", max_bytes)
+    monkeypatch.setattr(compilation, "ONE_KERNEL_MAX_BATCH", max_batch)
     cache: dict = {}
     got = collatz(NUMBERS, backend=abir.JaxBackend(code_cache=cache, one_kernel=one_kernel))
     np.testing.assert_array_equal(np.asarray(got), per_member(collatz, NUMBERS))
@@ -125,7 +125,7 @@ def test_a_loop_with_a_scatter_falls_back_to_kernels() -> None:
 
 def test_a_compilation_xla_refuses_falls_back_to_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     # told that the loop with a scatter can be one kernel, XLA refuses it as unimplemented
-    monkeypatch.setattr(jax_backend, "one_kernel_possible", lambda jaxpr: True)
+    monkeypatch.setattr(compilation, "one_kernel_possible", lambda jaxpr: True)
     bumped_runs_as_kernels()
 
 
@@ -139,7 +139,7 @@ def test_the_decision_is_made_once_per_state_signature() -> None:
 
 def test_jaxprs_with_scatters_sorts_or_callbacks_cannot_be_one_kernel() -> None:
     def possible(fn, *args) -> bool:
-        return jax_backend.one_kernel_possible(jax.make_jaxpr(fn)(*args).jaxpr)
+        return compilation.one_kernel_possible(jax.make_jaxpr(fn)(*args).jaxpr)
 
     x = jnp.arange(4.0)
     assert possible(lambda x: jax.lax.cond(x[0] > 0, jnp.exp, jnp.sin, x), x)
@@ -165,7 +165,7 @@ def test_a_run_with_statistics_is_one_kernel_too() -> None:
 
 
 def test_a_compiler_option_this_jaxlib_lacks_is_dropped() -> None:
-    jitted = jax_backend.JitWithOptions(lambda x: x + 1, {"xla_no_such_option_anywhere": 1})
+    jitted = compilation.JitWithOptions(lambda x: x + 1, {"xla_no_such_option_anywhere": 1})
     np.testing.assert_array_equal(np.asarray(jitted(jnp.arange(3))), [1, 2, 3])
     with pytest.raises(TypeError):
-        jax_backend.JitWithOptions(lambda x: x + "a", {})(jnp.arange(3))
+        compilation.JitWithOptions(lambda x: x + "a", {})(jnp.arange(3))

@@ -25,11 +25,11 @@ with warnings.catch_warnings():
 
 from test_machine import COLLATZ, FIB, VECTOR, fib_reference, parse
 
-from abir.backends import jax_backend
 from abir.backends.base import MAX_LAUNCH_ITERATIONS
-from abir.backends.jax_backend import JaxBackend
+from abir.backends.jax import JaxBackend, writes
+from abir.backends.jax.loop import machine_loop
 from abir.backends.numpy_backend import NumpyBackend
-from abir.backends.tf_backend import TensorFlowBackend
+from abir.backends.tf import TensorFlowBackend
 from abir.backends.traced import RegisterLayout
 from abir.errors import StackOverflowError
 from abir.vm import compile_machine
@@ -73,21 +73,21 @@ def fib():
     return compile_machine(parse(FIB))
 
 
-@pytest.mark.parametrize("one_hot_max", [0, jax_backend.ONE_HOT_STACK_MAX])
+@pytest.mark.parametrize("one_hot_max", [0, writes.ONE_HOT_STACK_MAX])
 @pytest.mark.parametrize("execution", ["sweep", "switch"])
 def test_jax_loop_copies_no_stack_per_step(
     fib, execution: str, one_hot_max: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Pushes update the loop-carried stacks in place (scatters by index, or one-hot selects
     for stacks of at most `ONE_HOT_STACK_MAX` elements, as these [7, 5] ones)."""
-    monkeypatch.setattr(jax_backend, "ONE_HOT_STACK_MAX", one_hot_max)
+    monkeypatch.setattr(writes, "ONE_HOT_STACK_MAX", one_hot_max)
     backend = JaxBackend(code_cache={}, execution=execution)
     depth, batch = 7, 5
     with backend.scope():  # int64 registers and stacks, as in a run
         state = fib.initial_state(backend, [backend.asarray(np.arange(batch))], batch, depth)
         state = {key: jax.numpy.asarray(value) for key, value in state.items()}
         text = (
-            jax.jit(backend._loop(tuple(fib.kernels(backend)), fib.num_blocks, fib.stack_keys))
+            jax.jit(machine_loop(backend, tuple(fib.kernels(backend)), fib.num_blocks, fib.stack_keys))
             .lower(state, np.int32(MAX_LAUNCH_ITERATIONS))
             .compile()
             .as_text()
@@ -228,7 +228,7 @@ def _compiled_loop_text(machine, backend: JaxBackend, batch: int) -> str:
     with backend.scope():  # float64 registers, as in a run
         state = machine.initial_state(backend, [backend.asarray(x) for x in _wide_inputs(batch)], batch, 4)
         state = {key: jax.numpy.asarray(value) for key, value in state.items()}
-        loop = backend._loop(tuple(machine.kernels(backend)), machine.num_blocks, machine.stack_keys)
+        loop = machine_loop(backend, tuple(machine.kernels(backend)), machine.num_blocks, machine.stack_keys)
         return jax.jit(loop).lower(state, np.int32(MAX_LAUNCH_ITERATIONS)).compile().as_text()
 
 

@@ -27,9 +27,9 @@ import numpy as np
 import pytest
 
 import abir
-from abir.backends.jax_backend import JaxBackend
+from abir.backends.jax import JaxBackend
 from abir.backends.numpy_backend import NumpyBackend
-from abir.backends.tf_backend import TensorFlowBackend
+from abir.backends.tf import TensorFlowBackend
 from abir.errors import AbirError, UnsupportedSyntaxError
 
 # -- programs: helper results whose structure is learned at type inference ---------------------

@@ -11,9 +11,9 @@ import pytest
 from test_machine import COLLATZ, FIB, collatz_reference, fib_reference, parse
 
 import abir
-from abir.backends.jax_backend import JaxBackend
+from abir.backends.jax import JaxBackend
 from abir.backends.numpy_backend import NumpyBackend
-from abir.backends.tf_backend import TensorFlowBackend
+from abir.backends.tf import TensorFlowBackend
 from abir.vm import compile_machine
 
 TRACED = {

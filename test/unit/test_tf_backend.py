@@ -12,7 +12,7 @@ pytest.importorskip("tensorflow")
 import tensorflow as tf  # noqa: E402
 from test_machine import FIB, parse  # noqa: E402
 
-from abir.backends.tf_backend import NumpyTensor, TensorFlowBackend  # noqa: E402
+from abir.backends.tf import NumpyTensor, TensorFlowBackend  # noqa: E402
 from abir.vm import compile_machine  # noqa: E402
 
 
@@ -121,7 +121,7 @@ def test_call_opaque_other_errors_propagate(backend: TensorFlowBackend) -> None:
 # ----- the sweeping execution (the shared checks are in test_sweep.py) ----------------------------
 def test_sweep_statistics_equal_jax() -> None:
     """Both traced backends sweep the same way: the same counts, block by block."""
-    jax_backend = pytest.importorskip("abir.backends.jax_backend")
+    jax_backend = pytest.importorskip("abir.backends.jax")
     machine = compile_machine(parse(FIB))
     inputs = np.array([0, 1, 5, 9, 3, 12])
     tf_backend, jax = TensorFlowBackend(collect_stats=True), jax_backend.JaxBackend(collect_stats=True)

@@ -17,7 +17,7 @@ tf = pytest.importorskip("tensorflow")
 from interop_programs import fib, halving_steps  # noqa: E402
 
 import abir  # noqa: E402
-from abir.backends.tf_backend import UnreportedErrorsWarning  # noqa: E402
+from abir.backends.tf import UnreportedErrorsWarning  # noqa: E402
 
 CTX = abir.Context()
 batched_fib = CTX.batch_uncurried(fib)

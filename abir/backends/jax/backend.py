@@ -1,0 +1,381 @@
+"""The JAX backend: the whole machine is one `jax.jit`-compiled XLA program.
+
+`run` stages the machine loop as one `lax.while_loop`, so a run makes no host round trip per
+step. The loop is `abir.backends.traced.TracedLoop` (sweeps, or one switch per step:
+`execution=`) on JAX's primitives (`abir.backends.jax.loop`). The compiled loop runs in
+launches of about `launch_seconds` (`Backend.run_in_launches`), so Ctrl-C stops a runaway run
+between two launches. The compiled program is cached per `cache_key` (program, signature,
+batch size) with the program (`Backend.run_cache`), or in a dict the caller supplies, and
+reused across calls. With `collect_stats=True` the loop also counts, inside the compiled
+program, the blocks run, the members active in each and each member's own block count
+(`last_stats`); without it the loop carries no counters.
+
+A standalone run (called outside any JAX trace) happens under `jax.enable_x64(True)`, so int64
+and float64 behave as in NumPy; the setting is scoped to abir's own run (`JaxBackend.scope`),
+never changed for the rest of the process. Its loop is compiled as one XLA kernel where
+possible (`abir.backends.jax.one_kernel`). Called on tracers, a run is staged into the caller's
+computation (`abir.backends.jax.staging`); on arguments sharded along the batch axis, it runs
+one machine per shard (`abir.backends.jax.sharding`). How the backend stages its work while a
+loop is traced comes from the trace's mode (`abir.backends.jax.mode`), never from attributes
+set on the backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from abir import prims
+from abir.backends.base import (
+    LAUNCH_SECONDS,
+    MAX_LAUNCH_ITERATIONS,
+    STATUS_KEY,
+    Backend,
+    Kernel,
+    RunStats,
+    Scheduler,
+    State,
+    map_tensor_types,
+)
+from abir.backends.jax import sharding, staging, writes
+from abir.backends.jax.loop import iterations_on_device, machine_loop, with_status
+from abir.backends.jax.mode import trace_mode
+from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, OneKernelWherePossible
+from abir.backends.traced import STATS_KEY, run_stats, zero_counters
+from abir.types import TensorType
+
+
+def dtype_of(value: Any) -> Any:
+    """The NumPy dtype of an array, or the Python scalar itself (weak in NumPy 2 promotion)."""
+    return value.dtype if hasattr(value, "dtype") else value
+
+
+def _integer(dtype: Any) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.integer)
+
+
+def _safe_int_division(name: str, x: Any, y: Any) -> Any:
+    """Integer floor_divide/remainder by zero give 0, as in NumPy (XLA would give junk)."""
+    zero = y == 0
+    result = getattr(jnp, name)(x, jnp.where(zero, jnp.ones_like(y), y))
+    return jnp.where(zero, jnp.zeros_like(result), result)
+
+
+class JaxBackend(Backend):
+    """jax.numpy arrays; `run` is one jitted `lax.while_loop` (block sweeps, or one `lax.switch`
+    per step)."""
+
+    name = "jax"
+    superblocks = True
+    immutable_arrays = True
+
+    def __init__(
+        self,
+        code_cache: MutableMapping[Any, Any] | None = None,
+        scheduler: Scheduler | None = None,
+        *,
+        execution: str | None = None,
+        collect_stats: bool = False,
+        launch_seconds: float | None = LAUNCH_SECONDS,
+        one_kernel: bool | None = None,
+    ):
+        """`code_cache` maps a run's `cache_key` to its jitted function; pass a dict to keep
+        compiled code there yourself (default: each compiled program keeps its runs, bounded and
+        freed with it, so a new backend object per call does not recompile either).
+        `execution` is `"sweep"` (default) or `"switch"` (see the module docstring).
+        `scheduler(backend, pc)` picks the next block of the `"switch"` execution (passing one
+        selects it); it must be traceable (jnp, not NumPy).
+        `collect_stats`: count blocks and active members inside the loop (`last_stats`).
+        `launch_seconds`: run the compiled loop in launches of about this long, so that Ctrl-C
+        stops a run within about that time (`Backend.run_in_launches`); None: one launch.
+        `one_kernel`: compile a standalone run's loop as one XLA kernel where XLA can
+        (`OneKernelWherePossible`): None (default) when its state or its batch is small
+        enough, True at any size, False never."""
+        if not (one_kernel is None or isinstance(one_kernel, bool)):
+            raise TypeError(f"one_kernel must be None, True or False, not {one_kernel!r}")
+        self.configure_execution(execution, scheduler, "sweep", collect_stats)
+        self.configure_launches(launch_seconds)
+        self.collect_stats = bool(collect_stats)
+        self.one_kernel = one_kernel
+        self.code_cache = code_cache
+        self.trace_count = 0  # how many times a run loop was traced (i.e. compiled)
+        self.shard_stats: list[RunStats] | None = None  # per shard, after a sharded run with collect_stats
+
+    def scope(self, leaves: Sequence[Any] = ()) -> contextlib.AbstractContextManager[Any]:
+        """64-bit types for abir's own run (NumPy's int64 and float64), whatever the process's
+        `jax_enable_x64`; the setting is restored when the run ends. A run on tracers (staged
+        into the caller's trace) follows the caller's setting instead: without 64-bit types the
+        program's int64 and float64 values are int32 and float32, as everywhere in that trace."""
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+            return staging.callers_dtypes()
+        return jax.enable_x64(True)
+
+    def is_traced(self, value: Any) -> bool:
+        return isinstance(value, jax.core.Tracer)
+
+    def mapped_axes(self) -> tuple[int, ...]:
+        """The sizes of the `jax.vmap` axes folded into the batch of the run being staged,
+        outermost first (nested vmaps apply their rules innermost first)."""
+        return tuple(reversed(trace_mode().folds))
+
+    def stage_run(self, run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> list[Any]:
+        """`run` staged into the caller's computation, `jax.vmap` folding its mapped axes into
+        the batch (`abir.backends.jax.staging.stage_run`)."""
+        return staging.stage_run(run, leaves)
+
+    def batch_sharding(self, leaves: Sequence[Any]) -> jax.sharding.NamedSharding | None:
+        """The `NamedSharding` of the first argument split over more than one device along its
+        batch axis (the others follow it), or None."""
+        return sharding.batch_sharding(leaves)
+
+    def run_sharded(
+        self,
+        run: Callable[[list[Any]], list[Any]],
+        leaves: Sequence[Any],
+        cache: MutableMapping[Any, Any],
+        cache_key: Any,
+    ) -> list[Any]:
+        """One machine per shard (`abir.backends.jax.sharding.run_sharded`). With
+        `collect_stats`, each shard's machine counts its own run (`shard_stats`, one `RunStats`
+        per shard in mesh order; `last_stats` is None)."""
+        self.last_stats = None
+        outputs, self.shard_stats = sharding.run_sharded(run, leaves, cache, cache_key, self.collect_stats)
+        return outputs
+
+    def check_when_run(
+        self,
+        check: Callable[[dict[str, np.ndarray]], None],
+        values: Mapping[str, Any],
+        normal: Mapping[str, int] | None = None,
+        summary: str = "",
+    ) -> None:
+        """Traced values: `check` runs as a callback of the staged computation, only when some
+        value differs from its `normal` one (`abir.backends.jax.staging.check_in_trace`), or,
+        in a shard's body, once the sharded call returns (`abir.backends.jax.sharding`)."""
+        if not any(self.is_traced(value) for value in values.values()):
+            super().check_when_run(check, values, normal, summary)
+            return
+        shard = trace_mode().shard
+        if shard is not None:  # a shard's flags leave its shard_map body (`run_sharded`)
+            sharding.keep_shard_check(shard, check, values, normal or {})
+            return
+        staging.check_in_trace(check, values, normal or {})
+
+    # ----- arrays -------------------------------------------------------------------------
+    def asarray(self, value: Any, dtype: Any = None) -> Any:
+        if isinstance(value, np.ndarray | np.generic):  # cast on the host: no XLA program to compile
+            return jnp.asarray(value if dtype is None else np.asarray(value, np.dtype(dtype)))
+        return jnp.asarray(value, dtype=None if dtype is None else np.dtype(dtype))
+
+    def to_numpy(self, value: Any) -> np.ndarray:
+        return np.asarray(value)
+
+    def is_native(self, value: Any) -> bool:
+        return isinstance(value, jax.Array)
+
+    def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
+        """Made on the host and transferred (eager `jnp.zeros` compiles a program per shape)."""
+        return jnp.asarray(np.zeros(tuple(shape), dtype=np.dtype(dtype)))
+
+    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any:
+        return jnp.asarray(np.full(tuple(shape), value, dtype=np.dtype(dtype)))
+
+    def arange(self, n: int, dtype: Any = np.int32) -> Any:
+        return jnp.arange(n, dtype=np.dtype(dtype))
+
+    def pad_rows(self, array: Any, rows: int) -> Any:
+        array = jnp.asarray(array)
+        return jnp.pad(array, [(0, rows - array.shape[0])] + [(0, 0)] * (array.ndim - 1))
+
+    def run_input(self, array: np.ndarray) -> Any:
+        """Kept on the host: the jitted run moves NumPy arguments to the device within its own
+        call, where a `jnp.asarray` first would be a dispatch of its own."""
+        return array
+
+    def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]], staged: bool = False) -> State:
+        """Broadcasts of the caller's computation when `staged`; else made on the host and moved
+        in one transfer (a jitted maker would cost a compilation of its own, where the machine
+        makes the zeros once per batch size and depth: `Machine._reused_zero_state`)."""
+        if staged:
+            return {key: jnp.zeros(tuple(shape), np.dtype(dtype)) for key, (shape, dtype) in shapes.items()}
+        return jax.device_put({key: np.zeros(tuple(shape), np.dtype(dtype)) for key, (shape, dtype) in shapes.items()})
+
+    # ----- primitives ---------------------------------------------------------------------
+    def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
+        """NumPy semantics: operands are cast to the dtype NumPy computes in (the result dtype,
+        or the common dtype for comparisons and logical ops), then the result to `result_dtype`.
+        Integer division by zero and integer powers with a negative exponent give what the NumPy
+        backend gives (0; a power truncated toward zero), never junk."""
+        if not prims.is_builtin(name):
+            raise ValueError(f"{name!r} is not a builtin primitive (see abir.prims)")
+        result_dtype = None if result_dtype is None else np.dtype(result_dtype)
+        if name == "astype":
+            return jnp.asarray(args[0]).astype(result_dtype)
+        if name == "where":
+            cond, x, y = args
+            dt = result_dtype if result_dtype is not None else np.result_type(dtype_of(x), dtype_of(y))
+            return jnp.where(jnp.asarray(cond, dtype=bool), jnp.asarray(x, dt), jnp.asarray(y, dt))
+        operands = self._cast_operands(name, args, result_dtype)
+        if name in ("floor_divide", "remainder") and _integer(operands[0].dtype):
+            result = _safe_int_division(name, *operands)
+        elif name == "pow" and _integer(operands[0].dtype):
+            # a negative exponent truncates toward zero, as on NumPy (jnp.power gives junk)
+            base, exponent = operands
+            negative = exponent < 0
+            powered = jnp.power(base, jnp.where(negative, jnp.zeros_like(exponent), exponent))
+            one = jnp.ones_like(powered)
+            odd_sign = jnp.where(exponent % 2 == 0, one, -one)
+            truncated = jnp.where(base == 1, one, jnp.where(base == -1, odd_sign, jnp.zeros_like(powered)))
+            result = jnp.where(negative, truncated, powered)
+        else:
+            result = getattr(jnp, name)(*operands)
+        return result if result_dtype is None else result.astype(result_dtype)
+
+    @staticmethod
+    def _cast_operands(name: str, args: Sequence[Any], result_dtype: np.dtype | None) -> list[Any]:
+        """The operands as jnp arrays of the dtype NumPy's ufunc loop would use."""
+        complex_operand = any(getattr(dtype_of(a), "kind", None) == "c" for a in args)
+        if name in prims.COMMON_DTYPE_PRIMS or result_dtype is None or complex_operand:
+            dt = np.result_type(*(dtype_of(a) for a in args))
+        else:
+            dt = result_dtype
+        return [jnp.asarray(a, dtype=dt) for a in args]
+
+    def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+        """`fn` on the arrays; the results of a costly helper go to buffers of their own
+        (`abir.backends.jax.writes.in_own_buffers`)."""
+        arrays = [jnp.asarray(a) for a in args]
+        traced = jax.jit(fn)  # traced once: its work count and its call share the trace
+        return writes.in_own_buffers(traced(*arrays), traced, arrays, trace_mode().scatter_free)
+
+    # ----- masked state updates -------------------------------------------------------------
+    def where(self, mask: Any, new: Any, old: Any, name: str | None = None) -> Any:
+        """`mask` [B] broadcast over the trailing dims; the result keeps `old`'s dtype and shape."""
+        old = jnp.asarray(old)
+        mask = jnp.asarray(mask, dtype=bool).reshape((-1,) + (1,) * (old.ndim - 1))
+        return jnp.where(mask, jnp.asarray(new, dtype=old.dtype), old)
+
+    def stack_write(self, stack: Any, index: Any, value: Any, mask: Any) -> Any:
+        """Scatter `value[b]` to `stack[index[b], b]` where `mask[b]` and the index is in range;
+        every other write is redirected out of range and dropped (O(B) work, not O(D*B))."""
+        depth, batch = stack.shape[0], stack.shape[1]
+        index = jnp.asarray(index, dtype=jnp.int32)
+        ok = jnp.asarray(mask, dtype=bool) & (index >= 0) & (index < depth)
+        rows = jnp.where(ok, index, depth)
+        value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), stack.shape[1:])
+        return stack.at[rows, jnp.arange(batch)].set(value, mode="drop")
+
+    def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
+        """Scatter by index; rows of D (or anything out of range) are dropped. Inside the run
+        loop the stack is a loop-carried buffer, so XLA updates it in place (O(B) per push);
+        small stacks and loops traced to be one kernel are written without a scatter
+        (`abir.backends.jax.writes.stack_scatter`)."""
+        if rows is None:
+            return value
+        return writes.stack_scatter(stack, rows, value, trace_mode().scatter_free)
+
+    def stack_read(self, stack: Any, index: Any) -> Any:
+        depth, batch = stack.shape[0], stack.shape[1]
+        rows = jnp.clip(jnp.asarray(index, dtype=jnp.int32), 0, depth - 1)
+        return stack[rows, jnp.arange(batch)]
+
+    def reduce_min(self, t: Any, name: str | None = None) -> Any:
+        return jnp.min(t)
+
+    # ----- running --------------------------------------------------------------------------
+    def run(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+        stack_keys: Collection[str] = (),
+        error_flags: Mapping[str, int] | None = None,
+    ) -> State:
+        """One jitted `lax.while_loop`, compiled once per `cache_key` and state signature.
+
+        Without a `cache_key` the compiled code is still reused for the same `kernels` list
+        (the machine builds it once per program and backend), kept alive by the cache. A run of
+        its own also returns its `STATUS_KEY`, computed in the loop's program: one number read
+        per launch instead of the program counters and every error flag."""
+        staged = self.is_traced(state["pc"])
+        # NumPy inputs of a run of its own go to the device with the call (`run_input`); in the
+        # caller's trace they become arrays of the caller's dtypes
+        kept = jax.Array if staged else (jax.Array, np.ndarray)
+        state = {key: value if isinstance(value, kept) else jnp.asarray(value) for key, value in state.items()}
+        shard = trace_mode().shard if staged else None
+        if self.collect_stats and (not staged or shard is not None):
+            state[STATS_KEY] = zero_counters(jnp.zeros, len(kernels), state["pc"].shape[0])
+        flags = {} if staged else dict(error_flags or {})
+
+        def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
+            if staged:  # inlined into the caller's computation, compiled with the caller's options
+                return jax.jit(machine_loop(self, ks, halt, stack_keys))
+
+            def loop(scatter_free: bool) -> Callable[[State, Any], State]:
+                return with_status(machine_loop(self, ks, halt, stack_keys, scatter_free), halt, flags)
+
+            if self.one_kernel is False:
+                return JitWithOptions(loop(False), LOOP_COMPILER_OPTIONS)
+            return OneKernelWherePossible(loop, any_size=self.one_kernel is True)
+
+        run = self.compiled_run(
+            self.run_cache(code_cache),
+            kernels,
+            halt_index,
+            cache_key,
+            compile_loop,
+            (self.execution, self.collect_stats, self.one_kernel, staged, tuple(flags.items())),
+        )
+        if staged:  # into the caller's computation: one launch, no host round trip
+            state = dict(run(state, np.int32(MAX_LAUNCH_ITERATIONS)))
+        else:
+
+            def launch(state: State, iterations: int) -> State:
+                state = dict(state)
+                state.pop(STATUS_KEY, None)  # made by the last launch, not a loop input
+                return run(state, iterations_on_device(iterations))
+
+            state = dict(self.run_in_launches(launch, state, halt_index))
+            state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))
+        counters = state.pop(STATS_KEY, None)
+        if shard is not None:  # counted on the shard's device, returned by its shard_map body
+            shard.counters, counters = counters, None
+        self.last_stats = None if counters is None else run_stats(counters)
+        return state
+
+    # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
+    def any(self, t: Any, name: str | None = None) -> Any:
+        return jnp.any(t)
+
+    def cond(self, pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any], name: str | None = None) -> Any:
+        """`lax.cond`: both branches traced, one run."""
+        return lax.cond(pred, true_fn, false_fn)
+
+    def run_on_dummies(self, primitive_callable: Callable[..., Any], input_types: Sequence[Any]) -> Any:
+        """Abstract evaluation with `jax.eval_shape`: returns `jax.ShapeDtypeStruct` leaves."""
+
+        def spec(t: TensorType) -> jax.ShapeDtypeStruct:
+            return jax.ShapeDtypeStruct(tuple(t.shape), np.dtype(t.dtype))
+
+        return jax.eval_shape(primitive_callable, *(map_tensor_types(spec, t) for t in input_types))
+
+    def switch_case(
+        self, branch_selector: Any, branch_callables: Sequence[Callable[..., Any]], *operands: Any, name: str | None = None
+    ) -> Any:
+        """`lax.switch` (an index out of range is clamped into it)."""
+        return lax.switch(branch_selector, list(branch_callables), *operands)
+
+    def while_loop(
+        self, cond: Callable[..., Any], body: Callable[..., Any], loop_vars: Sequence[Any], name: str | None = None
+    ) -> Any:
+        """`lax.while_loop` over the tuple of `loop_vars`."""
+        final = lax.while_loop(lambda vs: cond(*vs), lambda vs: tuple(body(*vs)), tuple(loop_vars))
+        return list(final)

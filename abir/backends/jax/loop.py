@@ -1,0 +1,168 @@
+"""The machine loop on JAX's primitives (`JaxLoop`), and the traceable loop function a run
+compiles (`machine_loop`, `with_status`).
+
+`JaxLoop` is `abir.backends.traced.TracedLoop` on `lax.while_loop`, `lax.cond` and
+`lax.switch`, reductions by chunks (`abir.backends.jax.reductions`) and in-place row updates
+(`dynamic_update_slice`); its sweep traces each kernel's `split` once (`jax.jit`) and runs a
+costly block compacted when few members stand there (`abir.backends.jax.compaction`). A loop
+traced to be one kernel (`scatter_free`) writes its stacks without scatters
+(`abir.backends.jax.writes.write_column_by_column`); that mode holds for the whole trace of the
+loop, kernels and helpers included (`abir.backends.jax.mode`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from abir.backends.base import FLAGGED, RUNNING, STATUS_KEY, Kernel, State, Writes, apply_writes
+from abir.backends.jax import compaction
+from abir.backends.jax.compaction import compact_members, compact_run, compact_slots, full_batch_requests
+from abir.backends.jax.mode import traced_as
+from abir.backends.jax.reductions import batch_any, batch_min, batch_sum
+from abir.backends.jax.writes import scatter_columns, write_column_by_column
+from abir.backends.traced import BlockRun, TracedLoop
+
+
+def machine_loop(
+    backend: Any, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str], scatter_free: bool = False
+) -> Callable[[State, Any], State]:
+    """The machine loop over `kernels` as a traceable function of the state and the most loop
+    iterations to run (`Backend.run_in_launches`), traced in the mode `scatter_free`
+    (`abir.backends.jax.one_kernel.OneKernelWherePossible`)."""
+    build = JaxLoop(backend, kernels, halt_index, stack_keys, scatter_free).function(backend.execution)
+
+    def traced(state: State, iterations: Any) -> State:
+        with traced_as(scatter_free=scatter_free):  # read by what the kernels call (`stack_scatter`, `call_opaque`)
+            return build(state, iterations)
+
+    return traced
+
+
+def with_status(loop: Callable[[State, Any], State], halt_index: int, flags: Mapping[str, int]) -> Callable[[State, Any], State]:
+    """`loop` that also returns the final state's `STATUS_KEY` (running and flagged bits)."""
+
+    def loop_with_status(state: State, iterations: Any) -> State:
+        state = dict(loop(state, iterations))
+        # per member bits, then one reduction (XLA CPU does not fuse separate reductions)
+        bits = jnp.where(state["pc"] < halt_index, RUNNING, 0)
+        for key, normal in flags.items():
+            bits = bits | jnp.where(state[key] != normal, FLAGGED, 0)
+        state[STATUS_KEY] = lax.reduce(bits.astype(jnp.int32), np.int32(0), lax.bitwise_or, (0,))
+        return state
+
+    return loop_with_status
+
+
+@functools.lru_cache(maxsize=16)
+def iterations_on_device(iterations: int) -> jax.Array:
+    """A launch's iteration limit as a device scalar, made once per value: a NumPy scalar
+    argument is transferred on every call. (`jnp.int32(n)` would compile a conversion first.)"""
+    return jax.device_put(np.int32(iterations))
+
+
+class JaxLoop(TracedLoop):
+    """The machine loop on JAX (see the module docstring); `scatter_free` when traced to be one
+    kernel."""
+
+    def __init__(
+        self, backend: Any, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str], scatter_free: bool = False
+    ):
+        super().__init__(backend, kernels, halt_index, stack_keys)
+        self.scatter_free = scatter_free
+
+    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
+        return lax.while_loop(cond, body, carry)
+
+    def cond(self, pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], *operands: Any) -> Any:
+        return lax.cond(pred, true_fn, false_fn, *operands)
+
+    def switch(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+        return lax.switch(index, list(branches), *operands)
+
+    def any(self, x: Any) -> Any:
+        return batch_any(x)
+
+    def min(self, x: Any) -> Any:
+        return batch_min(x)
+
+    def sum(self, x: Any) -> Any:
+        return jnp.sum(x)
+
+    def equal(self, x: Any, y: Any) -> Any:
+        return x == y
+
+    def cast(self, x: Any, dtype: Any) -> Any:
+        return jnp.asarray(x, dtype=dtype)
+
+    def like(self, value: Any, template: Any) -> Any:
+        return jnp.broadcast_to(jnp.asarray(value, dtype=template.dtype), template.shape)
+
+    def constant(self, array: np.ndarray) -> Any:
+        return jnp.asarray(array)
+
+    def stack_rows(self, rows: Sequence[Any]) -> Any:
+        return jnp.stack(rows)
+
+    def set_row(self, array: Any, row: Any, value: Any) -> Any:
+        return lax.dynamic_update_index_in_dim(array, value, row, 0)
+
+    def add_at(self, vector: Any, index: int, amount: Any) -> Any:
+        # an update of a one-element slice, not a scatter: a loop with counters stays one kernel
+        return lax.dynamic_update_index_in_dim(vector, vector[index] + amount, index, 0)
+
+    def apply_writes(self, stacks: State, writes: Writes) -> State:
+        """In a loop traced to be one kernel (`scatter_free`), all of a block's row requests in
+        one loop over the columns (`write_column_by_column`)."""
+        if not self.scatter_free or any(rows is None for requests in writes.values() for rows, _ in requests):
+            return super().apply_writes(stacks, writes)
+        return write_column_by_column(stacks, writes)
+
+    def traced_split(self, kernel: Any) -> Callable[..., Any]:
+        """Jitted, so that the work count (`compact_rows`) and every sweep step reuse one trace."""
+        return jax.jit(kernel.split)
+
+    def block_run(
+        self,
+        kernel: Any,
+        split: Callable[..., Any],
+        template: State,
+        written: Sequence[str],
+        pushed: Sequence[str],
+        run: BlockRun,
+        skip: BlockRun,
+    ) -> BlockRun:
+        """With at most `compact_rows` (C) members here, a costly block runs on those members'
+        rows only (`compact_run`): one `lax.switch` of skipping, the compacted run and the run on
+        every row, by the number of members here."""
+        rows = compaction.compact_rows(kernel, template, self.stack_keys, split)
+        if rows is None:
+            return super().block_run(kernel, split, template, written, pushed, run, skip)
+
+        def run_compact_gathered(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+            members, slots = compact_slots(here, rows)
+            values, writes = compact_run(kernel, written, regs, stacks, members, slots)
+            updated = self.apply_writes(stacks, full_batch_requests(stacks, writes, slots, rows))
+            return values, tuple(updated[key] for key in pushed)
+
+        def run_compact(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+            members = compact_members(here, rows)
+            values, writes = compact_run(kernel, written, regs, stacks, members)
+            updated = apply_writes(stacks, writes, lambda stack, at, value: scatter_columns(stack, at, members, value))
+            return values, tuple(updated[key] for key in pushed)
+
+        def choose(regs: State, stacks: State, here: Any, anyone_here: bool) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+            count = batch_sum(here.astype(jnp.int32))
+            branch = jnp.where(count <= rows, 1, 2)
+            if not anyone_here:
+                branch = jnp.where(count == 0, 0, branch)
+            compact = run_compact_gathered if self.scatter_free else run_compact
+            return lax.switch(branch, [skip, compact, run], regs, stacks, here)  # type: ignore[no-any-return]
+
+        return choose

@@ -1,0 +1,149 @@
+"""How a standalone JAX run's loop is compiled: as one XLA kernel where XLA can and its state or
+its batch is small (`OneKernelWherePossible`), else as XLA's usual sequence of kernels; both
+with the compiler options of `LOOP_COMPILER_OPTIONS`.
+
+XLA's CPU runtime otherwise calls each of the loop's kernels on its own, a fixed cost per call
+that makes most of a sweep's cost at small batch sizes, and compiles each of them on its own
+(docs/performance.md#jax-and-tf-backends, "One kernel").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import numpy as np
+
+from abir.backends.base import State
+
+ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
+"""A standalone run whose state takes at most this many bytes, or whose batch has at most
+`ONE_KERNEL_MAX_BATCH` members, compiles its loop as one kernel where XLA can
+(`OneKernelWherePossible`)."""
+ONE_KERNEL_MAX_BATCH = 2048
+"""See `ONE_KERNEL_MAX_STATE_BYTES`. One kernel saves a fixed cost per kernel call and sweep but
+writes the stacks column by column, work that grows with the batch: programs with stacks lose
+from about this many members on; wide elementwise work can lose at any size, which no size
+limit tells (docs/performance.md#jax-and-tf-backends, "One kernel"; README, "One kernel")."""
+NOT_IN_ONE_KERNEL = frozenset({
+    "sort", "custom_call", "ffi_call", "pure_callback", "io_callback", "debug_callback",
+    "lu", "cholesky", "eigh", "eig", "qr", "svd", "schur", "hessenberg", "tridiagonal", "tridiagonal_solve",
+    "householder_product", "geqrf", "geqp3", "triangular_solve", "lu_pivots_to_permutation", "fft",
+})  # fmt: skip
+"""Primitives XLA's CPU compiler cannot emit into one kernel (its `IrEmitter`), besides the
+scatters (`one_kernel_possible`): sorts, calls out of the kernel, and the linear algebra and
+FFTs that XLA lowers to library calls."""
+LOOP_COMPILER_OPTIONS = {"xla_cpu_prefer_vector_width": 512}
+"""XLA options for a standalone run's loop: 512-bit vectors where the CPU has them (XLA prefers
+256 bits by default, which spares some Intel CPUs a lower clock under AVX-512; elsewhere LLVM
+keeps the widths the CPU has; docs/performance.md#jax-and-tf-backends, "Vector width")."""
+ONE_KERNEL_COMPILER_OPTIONS = {**LOOP_COMPILER_OPTIONS, "xla_cpu_experimental_ynn_fusion_type": ""}
+"""Also without YNNPACK's fusions of dot products (custom fusions, which one kernel cannot call)."""
+
+
+class JitWithOptions:
+    """`jax.jit(fn, compiler_options=options)`, or plain `jax.jit(fn)` on a jax whose `jit` takes
+    no options, or once the first call finds an option this jaxlib does not have (its compile
+    error names it "No such compile option")."""
+
+    def __init__(self, fn: Callable[..., Any], options: Mapping[str, Any]):
+        self.fn = fn
+        try:
+            self.jitted = jax.jit(fn, compiler_options=dict(options))
+        except TypeError:
+            self.jitted = jax.jit(fn)
+
+    def __call__(self, *args: Any) -> Any:
+        try:
+            return self.jitted(*args)
+        except Exception as error:
+            if "No such compile option" not in str(error):
+                raise
+            self.jitted = jax.jit(self.fn)
+            return self.jitted(*args)
+
+
+def _state_bytes(state: State) -> int:
+    """The bytes of a state's arrays."""
+    return sum(leaf.size * np.dtype(leaf.dtype).itemsize for leaf in jax.tree_util.tree_leaves(state))
+
+
+def one_kernel_possible(jaxpr: Any) -> bool:
+    """Whether XLA's CPU compiler can emit `jaxpr` as one kernel: no scatter, sort, custom
+    call or host callback in it or in any nested jaxpr."""
+    from jax.extend.core import jaxprs_in_params
+
+    for eqn in jaxpr.eqns:
+        name = eqn.primitive.name
+        if name.startswith("scatter") or name in NOT_IN_ONE_KERNEL:
+            return False
+        if not all(one_kernel_possible(getattr(sub, "jaxpr", sub)) for sub in jaxprs_in_params(eqn.params)):
+            return False
+    return True
+
+
+class OneKernelWherePossible:
+    """A standalone run's machine loop `(state, iterations) -> state`, jitted, and compiled as
+    one kernel where XLA's CPU compiler can do it.
+
+    XLA's CPU runtime runs a compiled program as a sequence of kernels, a call each. A call
+    tagged `xla_cpu_small_call` (the tag XLA's own `SmallWhileLoopHoistingPass` gives a while
+    loop of under 1 KB) is emitted as one kernel instead, the loop and its conditionals
+    inlined, by XLA's `IrEmitter`, which cannot emit scatters, sorts, custom calls or custom
+    fusions. So `loop(scatter_free=True)` is traced first (stack writes, compaction and
+    materialized helper results without scatters), and tagged when its jaxpr has none of these
+    (`one_kernel_possible`; dot products then leave YNNPACK, `ONE_KERNEL_COMPILER_OPTIONS`) and
+    its state takes at most `ONE_KERNEL_MAX_STATE_BYTES` or its batch at most
+    `ONE_KERNEL_MAX_BATCH` members (any size with `any_size`); otherwise, or when the tagged
+    compilation fails (XLA refuses it as unimplemented, or an older jax lacks the option or the
+    tag), the run uses `loop(scatter_free=False)` as a sequence of kernels, which raises any
+    error of the program itself. Decided once per state signature."""
+
+    def __init__(self, loop: Callable[[bool], Callable[[State, Any], State]], any_size: bool = False):
+        self.loop = loop
+        self.any_size = any_size
+        self.scatter_free_loop = jax.jit(loop(True))
+        self.fused = JitWithOptions(self._tagged, ONE_KERNEL_COMPILER_OPTIONS)
+        self._plain: Callable[[State, Any], State] | None = None
+        self.chosen: dict[Any, Callable[[State, Any], State]] = {}
+
+    @property
+    def plain(self) -> Callable[[State, Any], State]:
+        """The loop with scatters, as a sequence of kernels (traced when first needed)."""
+        if self._plain is None:
+            self._plain = JitWithOptions(self.loop(False), LOOP_COMPILER_OPTIONS)
+        return self._plain
+
+    def _tagged(self, state: State, iterations: Any) -> State:
+        from jax.experimental.xla_metadata import set_xla_metadata
+
+        # attached to the call op producing the results: not inlined, emitted as one kernel
+        return set_xla_metadata(  # type: ignore[no-any-return]
+            self.scatter_free_loop(state, iterations), xla_cpu_small_call="true", inlineable="false"
+        )
+
+    def __call__(self, state: State, iterations: Any) -> State:
+        leaves, tree = jax.tree_util.tree_flatten(state)
+        signature = (tree, *((leaf.shape, leaf.dtype) for leaf in leaves))
+        run = self.chosen.get(signature)
+        if run is None:
+            return self._first_call(signature, state, iterations)
+        return run(state, iterations)
+
+    def _first_call(self, signature: Any, state: State, iterations: Any) -> State:
+        small = (
+            self.any_size
+            or _state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES
+            or state["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
+        )
+        if small and one_kernel_possible(self.scatter_free_loop.trace(state, iterations).jaxpr):
+            try:
+                result = self.fused(state, iterations)
+            except Exception:  # XLA refuses the one kernel (or this jax cannot ask for it): kernels
+                pass
+            else:
+                self.chosen[signature] = self.fused
+                return result
+        run = self.chosen[signature] = self.plain
+        return run(state, iterations)

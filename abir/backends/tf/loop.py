@@ -1,0 +1,94 @@
+"""The machine loop on TensorFlow's primitives (`TfLoop`), and the graph optimizer setting its
+compiled function first runs under (`without_arithmetic_optimizer`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import weakref
+from collections.abc import Callable, Collection, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import tensorflow as tf
+
+from abir.backends.base import Kernel
+from abir.backends.tf.prim_ops import as_tensor
+from abir.backends.traced import TracedLoop
+
+
+class TfLoop(TracedLoop):
+    """The machine loop on TensorFlow: `tf.while_loop`, `tf.cond` and `tf.switch_case`. Under
+    XLA the switch packs the registers into groups updated in place; without XLA (no in-place
+    updates, but tensors a switch passes through cost nothing) they pass through it whole."""
+
+    def __init__(self, backend: Any, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str]):
+        super().__init__(backend, kernels, halt_index, stack_keys)
+        self.grouped = backend.jit_compile
+
+    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
+        return tuple(tf.while_loop(lambda *c: cond(c), lambda *c: tuple(body(c)), tuple(carry)))
+
+    def cond(self, pred: Any, true_fn: Callable[..., Any], false_fn: Callable[..., Any], *operands: Any) -> Any:
+        return tf.cond(pred, lambda: true_fn(*operands), lambda: false_fn(*operands))
+
+    def switch(self, index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -> Any:
+        return tf.switch_case(index, [functools.partial(branch, *operands) for branch in branches])
+
+    def any(self, x: Any) -> Any:
+        return tf.reduce_any(x)
+
+    def min(self, x: Any) -> Any:
+        return tf.reduce_min(x)
+
+    def sum(self, x: Any) -> Any:
+        return tf.reduce_sum(x)
+
+    def equal(self, x: Any, y: Any) -> Any:
+        return tf.equal(x, y)
+
+    def cast(self, x: Any, dtype: Any) -> Any:
+        return as_tensor(x, dtype)
+
+    def like(self, value: Any, template: Any) -> Any:
+        return tf.broadcast_to(as_tensor(value, template.dtype), tf.shape(template))
+
+    def constant(self, array: np.ndarray) -> Any:
+        return tf.constant(array)
+
+    def stack_rows(self, rows: Sequence[Any]) -> Any:
+        return tf.stack(list(rows))
+
+    def set_row(self, array: Any, row: Any, value: Any) -> Any:
+        return tf.tensor_scatter_nd_update(array, tf.reshape(row, [1, 1]), tf.expand_dims(value, 0))
+
+    def add_at(self, vector: Any, index: int, amount: Any) -> Any:
+        return vector + tf.one_hot(index, int(vector.shape[0]), dtype=vector.dtype) * amount
+
+
+_INSTANTIATED: weakref.WeakSet[Any] = weakref.WeakSet()
+"""The compiled loops that ran once, under `without_arithmetic_optimizer`."""
+
+
+@contextlib.contextmanager
+def without_arithmetic_optimizer(loop: Any) -> Iterator[None]:
+    """Grappler's arithmetic optimizer off while `loop`, abir's own `tf.function`, runs for the
+    first time (its instantiation, when Grappler rewrites it), then the caller's setting back.
+    In graph mode it rewrites sums in conditional branches into empty float32 tensors: a helper
+    computing `p + p * 1` returned `[]` (`abir.backends.tf.prim_ops.same_shapes` covers the
+    builtin adds it broke, not these). Later runs reuse the instantiated function, since
+    toggling the option on every call is costly (docs/performance.md#jax-and-tf-backends,
+    "Grappler's arithmetic optimizer")."""
+    if loop in _INSTANTIATED:
+        yield
+        return
+    _INSTANTIATED.add(loop)
+    previous = tf.config.optimizer.get_experimental_options().get("arithmetic_optimization")
+    tf.config.optimizer.set_experimental_options({"arithmetic_optimization": False})
+    try:
+        yield
+    finally:
+        restored = True if previous is None else previous
+        tf.config.optimizer.set_experimental_options({"arithmetic_optimization": restored})
+
