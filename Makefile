@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test lit pytest lint fuzz bench bench-nuts clean
+.PHONY: install demo test test-full lit pytest lint fuzz bench bench-nuts clean
 
 $(BIN)/abir-opt: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,14 @@ install: $(BIN)/abir-opt
 demo: install
 	$(BIN)/python examples/demo.py
 
+# `make test` runs every check except the `full` pytest marker (statistical and long randomized
+# sweeps); `make test-full` runs those, e.g. make test-full FULL_ENV=ABIR_FULL=1 for the fuzzer's
+# 200 programs on every backend instead of its NumPy-only sample.
 test: install lint lit pytest
+
+FULL_ENV ?=
+test-full: install
+	$(FULL_ENV) $(BIN)/pytest -q -n 2 --dist loadfile -m full test/unit
 
 # ruff, and import-linter's contracts on abir's layers (pyproject.toml, docs/architecture.md)
 lint: install
@@ -27,7 +34,7 @@ lit: install
 	$(BIN)/lit -sv test/lit
 
 pytest: install
-	$(BIN)/pytest -q -n 2 test/unit
+	$(BIN)/pytest -q -n 2 --dist loadfile test/unit
 
 # Differential fuzzing: random programs batched on every backend against plain Python, failures
 # printed as minimal reproducible programs, e.g. make fuzz FUZZ_ARGS="--count 200 --seed 3 --backends numpy"

@@ -4,8 +4,9 @@ deterministic programs, find an injected miscompilation and shrink it to a small
 Programs making library calls on per-member arrays are part of the samples: abir refusing to
 compile one is tolerated (and counted), a result different from plain Python is a failure.
 
-`make fuzz` runs the large form (1,000 programs); the `slow` test here runs 200 programs on every
-backend with ABIR_FULL=1 and a reduced NumPy-only sample otherwise.
+`make fuzz` runs the large form (1,000 programs); `make test-full` (the `full` marker) adds the rest
+of the fixed samples and a larger sample: 8 programs on NumPy, or 200 on every backend with
+ABIR_FULL=1.
 """
 
 from __future__ import annotations
@@ -35,10 +36,13 @@ from abir.testing.generate import (
 
 SEED = 0
 SAMPLE = {"numpy": range(12), "jax": range(4), "tf": range(4)}
-"""Program indices of seed 0 each backend checks in every test run."""
+"""Program indices of seed 0 each backend checks: the first `QUICK_SHARE` of them in every test
+run, the others under `make test-full`."""
 LIBRARY_SEED = 11
 LIBRARY_SAMPLE = {"numpy": range(4), "jax": range(2), "tf": range(2)}
-"""Program indices of `LIBRARY_SEED`, all making library calls, each backend checks."""
+"""Program indices of `LIBRARY_SEED`, all making library calls, each backend checks (split as
+`SAMPLE` is)."""
+QUICK_SHARE = 0.5
 KNOWN_WRONG = ""
 """Library calls abir gets wrong today (computed across the batch or along the wrong axis, or
 failing with an error not its own on a backend): the tests draw programs without them, so that
@@ -73,16 +77,23 @@ def check_programs(seed: int, indices: range, backend: str, directory: str,
     return checked
 
 
-@pytest.mark.parametrize(
-    ("backend", "index"), [(b, i) for b, indices in SAMPLE.items() for i in indices], ids=lambda v: str(v)
-)
+def split_sample(sample: dict[str, range]) -> list:
+    """(backend, index) cases: the first `QUICK_SHARE` of each backend's indices (at least one) in
+    every run, the others marked `full`."""
+    cases = []
+    for backend, indices in sample.items():
+        quick = max(1, round(len(indices) * QUICK_SHARE))
+        cases += [(backend, i) if n < quick else pytest.param(backend, i, marks=pytest.mark.full)
+                  for n, i in enumerate(indices)]  # fmt: skip
+    return cases
+
+
+@pytest.mark.parametrize(("backend", "index"), split_sample(SAMPLE), ids=lambda v: str(v))
 def test_fixed_sample_matches_plain_python(backend, index, directory):
     check_programs(SEED, range(index, index + 1), backend, directory)
 
 
-@pytest.mark.parametrize(
-    ("backend", "index"), [(b, i) for b, indices in LIBRARY_SAMPLE.items() for i in indices], ids=lambda v: str(v)
-)
+@pytest.mark.parametrize(("backend", "index"), split_sample(LIBRARY_SAMPLE), ids=lambda v: str(v))
 def test_library_sample_matches_plain_python(backend, index, directory):
     """Programs computing on per-member arrays with library calls (a share of every sample; here
     all of them) equal plain Python, or abir refuses them."""
@@ -90,7 +101,7 @@ def test_library_sample_matches_plain_python(backend, index, directory):
     assert generated.program.library_calls()
 
 
-@pytest.mark.slow
+@pytest.mark.full
 @pytest.mark.parametrize("backend", ["numpy", "jax", "tf"] if FULL else ["numpy"])
 def test_larger_sample_matches_plain_python(backend, directory):
     check_programs(1, range(200 if FULL else 8), backend, directory)

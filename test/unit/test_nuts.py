@@ -81,7 +81,7 @@ def test_parameters_passed_down_the_recursion_share_the_callers_variable():
     assert len(keys) == 1, keys
 
 
-@pytest.mark.slow
+@pytest.mark.full
 def test_mean_of_a_2d_gaussian():
     """64 chains x 20 transitions started from the target: the mean is within 4 standard errors
     of 0 (the standard error from the spread of the 64 independent chain means)."""
