@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 
 from abir.numpy_calls.calls import Call, bind_call, entry_named
-from abir.numpy_calls.compiled import _jax_call, _tf_call, result_dtype
-from abir.numpy_calls.numpy_rules import _numpy_call
+from abir.numpy_calls.compiled import jax_call, result_dtype, tf_call
+from abir.numpy_calls.numpy_rules import numpy_whole_batch_call
 from abir.numpy_calls.registry import (
     ALL_AXES,
     ATTRIBUTES,
@@ -84,10 +84,10 @@ def _make_call(function: str, arguments: str, output: int) -> Callable[..., Any]
     def numpy_call(*operands: Any) -> Any:
         family = _family(operands)
         if family == "jax":
-            return _jax_call(call, operands)
+            return jax_call(call, operands)
         if family == "tf":
-            return _tf_call(call, operands)
-        return _numpy_call(call, [np.asarray(o) for o in operands])
+            return tf_call(call, operands)
+        return numpy_whole_batch_call(call, [np.asarray(o) for o in operands])
 
     numpy_call.__qualname__ = f"numpy_call[{function}]"
     return numpy_call

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from abir.numpy_calls.registry import FUNCTIONS, NumpyFunction, _numpy_object, parameters, resolve
-from abir.numpy_calls.templates import Operand, _fill, _operands, decode_arguments
+from abir.numpy_calls.registry import FUNCTIONS, NumpyFunction, numpy_object, parameters, resolve
+from abir.numpy_calls.templates import Operand, decode_arguments, fill_template, template_operands
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,8 @@ class Call:
 
     def member(self, operands: Sequence[Any]) -> Any:
         """The function on one member's operands (NumPy), the selected output as an array."""
-        fn = _numpy_object(self.entry.name)
-        result = fn(*_fill(self.args, operands), **_fill(self.kwargs, operands))
+        fn = numpy_object(self.entry.name)
+        result = fn(*fill_template(self.args, operands), **fill_template(self.kwargs, operands))
         if self.entry.output_count(self.bound) > 1 or isinstance(result, tuple | list):
             result = result[self.output]
         return np.asarray(result)
@@ -41,7 +41,7 @@ def bind_call(function: str, arguments: str, output: int) -> Call:
     """The call of NumPy `function` with the argument template `arguments`, its `output` selected."""
     entry = entry_named(function)
     args, kwargs = decode_arguments(arguments)
-    signature = parameters(_numpy_object(function))
+    signature = parameters(numpy_object(function))
     bound: dict[str, Any] = dict(kwargs)
     if signature is not None:
         with contextlib.suppress(TypeError):
@@ -53,14 +53,14 @@ def entry_named(function: str) -> NumpyFunction:
     """The entry of the NumPy function named `function`; a ValueError if abir does not know it."""
     if function in FUNCTIONS:
         return FUNCTIONS[function]
-    fn = _numpy_object(function)
+    fn = numpy_object(function)
     entry = resolve(fn) if fn is not None else None
     if entry is None:
         raise ValueError(f'"{function}" is not a NumPy function abir runs per member')
     return entry
 
 
-def _quietly(fn: Callable[[], Any]) -> Any:
+def quietly(fn: Callable[[], Any]) -> Any:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fn()
@@ -68,34 +68,34 @@ def _quietly(fn: Callable[[], Any]) -> Any:
 
 
 
-def _rank(x: Any) -> int:
+def member_rank(x: Any) -> int:
     return len(x.shape)
 
 
-def _select_output(call: Call, result: Any, xp: Any) -> Any:
+def select_output(call: Call, result: Any, xp: Any) -> Any:
     if call.entry.output_count(call.bound) > 1 or isinstance(result, tuple | list):
         result = result[call.output]
     return xp.asarray(result)
 
 
-def _top_level_operands(call: Call) -> dict[str, Operand] | None:
+def top_level_operands(call: Call) -> dict[str, Operand] | None:
     """The parameter each operand is passed as (a whole argument), or None if one sits inside a
     structure."""
     placed: dict[str, Operand] = {}
-    for name, value in _named_arguments(call).items():
+    for name, value in named_arguments(call).items():
         if isinstance(value, Operand):
             placed[name] = value
-        elif _operands(value):
+        elif template_operands(value):
             return None
     return placed
 
 
-def _named_arguments(call: Call) -> dict[str, Any]:
+def named_arguments(call: Call) -> dict[str, Any]:
     """The template's arguments by parameter name (`#0`, `#1`, ... without a signature)."""
     return call.bound or {**{f"#{i}": a for i, a in enumerate(call.args)}, **call.kwargs}
 
 
-def _as_jax_arguments(call: Call, fn: Callable[..., Any]) -> tuple[list[Any], dict[str, Any]]:
+def as_jax_arguments(call: Call, fn: Callable[..., Any]) -> tuple[list[Any], dict[str, Any]]:
     """The template for `jax.numpy`: compile-time lists of numbers as arrays (it takes no
     lists), and no `dtype=` where the function has none (the result is cast to NumPy's dtype)."""
     args = [_static_lists_as_arrays(a) for a in call.args]
@@ -107,7 +107,7 @@ def _as_jax_arguments(call: Call, fn: Callable[..., Any]) -> tuple[list[Any], di
 
 
 def _static_lists_as_arrays(value: Any) -> Any:
-    if isinstance(value, list) and not _operands(value):
+    if isinstance(value, list) and not template_operands(value):
         return np.asarray(value)
     if isinstance(value, list):
         return [_static_lists_as_arrays(v) for v in value]

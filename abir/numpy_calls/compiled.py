@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from abir.numpy_calls.calls import Call, _as_jax_arguments, bind_call
-from abir.numpy_calls.numpy_rules import _numpy_call, _whole_batch_rule
-from abir.numpy_calls.registry import _numpy_object
-from abir.numpy_calls.templates import _CALL_SITES, NotCompilableError, _fill, encode_arguments
-from abir.numpy_calls.tf_rules import _tf_member_map, _tf_numpy, _tf_rule
+from abir.numpy_calls.calls import Call, as_jax_arguments, bind_call
+from abir.numpy_calls.numpy_rules import numpy_whole_batch_call, whole_batch_rule
+from abir.numpy_calls.registry import numpy_object
+from abir.numpy_calls.templates import CALL_SITES, NotCompilableError, encode_arguments, fill_template
+from abir.numpy_calls.tf_rules import tf_member_map, tf_numpy, tf_rule
 
 # -- JAX and TensorFlow ----------------------------------------------------------------------------
 
@@ -25,7 +25,7 @@ def result_dtype(call_key: tuple[str, str, int], member_types: tuple[tuple[tuple
     """The dtype NumPy gives the call on members of these shapes and dtypes."""
     function, arguments, output = call_key
     members = [np.zeros((1, *shape), dtype) for shape, dtype in member_types]
-    return np.dtype(_numpy_call(bind_call(function, arguments, output), members).dtype)
+    return np.dtype(numpy_whole_batch_call(bind_call(function, arguments, output), members).dtype)
 
 
 def _member_types(operands: Sequence[Any]) -> tuple[tuple[tuple[int, ...], str], ...]:
@@ -36,22 +36,22 @@ def _call_key(call: Call) -> tuple[str, str, int]:
     return (call.entry.name, encode_arguments(call.args, call.kwargs), call.output)
 
 
-def _jax_call(call: Call, operands: Sequence[Any]) -> Any:
+def jax_call(call: Call, operands: Sequence[Any]) -> Any:
     import jax
     import jax.numpy as jnp
 
     dtype = result_dtype(_call_key(call), _member_types(operands))
-    fn = _numpy_object(call.entry.name, jnp)
+    fn = numpy_object(call.entry.name, jnp)
     if fn is None:
         return _jax_host_call(call, operands, dtype)
     batch = max(o.shape[0] for o in operands)
     in_axes = [0 if o.shape[0] == batch and batch != 1 else None for o in operands]
     members = [o if axis == 0 else o[0] for o, axis in zip(operands, in_axes, strict=True)]
 
-    args, kwargs = _as_jax_arguments(call, fn)
+    args, kwargs = as_jax_arguments(call, fn)
 
     def member(*values: Any) -> Any:
-        result = fn(*_fill(args, values), **_fill(kwargs, values))
+        result = fn(*fill_template(args, values), **fill_template(kwargs, values))
         if call.entry.output_count(call.bound) > 1 or isinstance(result, tuple | list):
             result = result[call.output]
         return jnp.asarray(result)
@@ -74,15 +74,15 @@ def _jax_host_call(call: Call, operands: Sequence[Any], dtype: np.dtype) -> Any:
 def _on_host(call: Call, operands: Sequence[Any], dtype: np.dtype) -> tuple[Callable[..., np.ndarray], tuple[int, ...]]:
     """The NumPy path as a host function of whole-batch arrays, and the member shape it returns."""
     members = [np.zeros((1, *o.shape[1:]), np.dtype(getattr(o.dtype, "as_numpy_dtype", o.dtype))) for o in operands]
-    shape = tuple(_numpy_call(call, members).shape[1:])
+    shape = tuple(numpy_whole_batch_call(call, members).shape[1:])
 
     def host(*arrays: np.ndarray) -> np.ndarray:
-        return _numpy_call(call, [np.asarray(a) for a in arrays]).astype(dtype)
+        return numpy_whole_batch_call(call, [np.asarray(a) for a in arrays]).astype(dtype)
 
     return host, shape
 
 
-def _tf_call(call: Call, operands: Sequence[Any]) -> Any:
+def tf_call(call: Call, operands: Sequence[Any]) -> Any:
     """The first of: a rule in TF's own ops (`tf_rules`), the NumPy path's batching rule in TF's
     NumPy API, the function per member under `tf.vectorized_map`, that traces and gives the
     member shape NumPy gives; else the NumPy path as a `tf.numpy_function` (which XLA cannot
@@ -93,7 +93,7 @@ def _tf_call(call: Call, operands: Sequence[Any]) -> Any:
     batch = max(int(o.shape[0]) for o in operands)
     operands = [tf.broadcast_to(o, (batch, *o.shape[1:])) if int(o.shape[0]) != batch else o for o in operands]
     host, shape = _on_host(call, operands, dtype)
-    for rule in (_tf_rule, lambda c, o: _whole_batch_rule(c, o, _tf_numpy()), _tf_member_map):
+    for rule in (tf_rule, lambda c, o: whole_batch_rule(c, o, tf_numpy()), tf_member_map):
         with contextlib.suppress(Exception):  # not traceable with TF's ops: the next rule
             fast = rule(call, list(operands))
             result = None if fast is None else tf.cast(fast(), dtype)
@@ -120,7 +120,7 @@ def _compiled_by_xla() -> bool:
 
 def _call_site(call: Call) -> str:
     """Where the user wrote `call`: `file:line` and the line's text (each place, if several)."""
-    sites = _CALL_SITES.get((call.entry.name, encode_arguments(call.args, call.kwargs), call.output), {})
+    sites = CALL_SITES.get((call.entry.name, encode_arguments(call.args, call.kwargs), call.output), {})
     if not sites:
         return f"np.{call.entry.name}"
     places = []

@@ -12,25 +12,25 @@ import numpy as np
 
 from abir.numpy_calls.calls import (
     Call,
-    _named_arguments,
-    _quietly,
-    _rank,
-    _select_output,
-    _top_level_operands,
+    member_rank,
+    named_arguments,
+    quietly,
+    select_output,
+    top_level_operands,
 )
-from abir.numpy_calls.registry import ALL_AXES, AXIS, FLATTEN_RESTORE, UFUNC, _numpy_object, parameters
-from abir.numpy_calls.templates import Operand, _fill, _operands
+from abir.numpy_calls.registry import ALL_AXES, AXIS, FLATTEN_RESTORE, UFUNC, numpy_object, parameters
+from abir.numpy_calls.templates import Operand, fill_template, template_operands
 
 # -- NumPy -----------------------------------------------------------------------------------------
 
 
-def _numpy_call(call: Call, operands: list[np.ndarray]) -> np.ndarray:
+def numpy_whole_batch_call(call: Call, operands: list[np.ndarray]) -> np.ndarray:
     batch = max((o.shape[0] for o in operands), default=1)
     if operands:
-        fast = _whole_batch_rule(call, operands, np)
+        fast = whole_batch_rule(call, operands, np)
         if fast is not None:
             try:
-                return _quietly(fast)
+                return quietly(fast)
             except Exception:  # noqa: BLE001  (a member's own call says what is wrong, or fills in)
                 pass
     return _member_by_member(call, operands, batch)
@@ -41,7 +41,7 @@ def _member_by_member(call: Call, operands: list[np.ndarray], batch: int) -> np.
     results: list[np.ndarray | None] = []
     for b in range(batch):
         try:
-            results.append(_quietly(lambda b=b: call.member([r[b] for r in rows])))
+            results.append(quietly(lambda b=b: call.member([r[b] for r in rows])))
         except (np.linalg.LinAlgError, FloatingPointError):
             results.append(None)
     shapes = {r.shape for r in results if r is not None}
@@ -63,7 +63,7 @@ def _member_template(call: Call, member: list[np.ndarray]) -> np.ndarray:
     """The result of one member whose values made the function fail (a singular matrix): run
     on well-conditioned stand-ins of the same shapes for the result's shape and dtype."""
     stand_ins = [_well_conditioned(m) for m in member]
-    return _quietly(lambda: call.member(stand_ins))
+    return quietly(lambda: call.member(stand_ins))
 
 
 def _well_conditioned(x: np.ndarray) -> np.ndarray:
@@ -72,10 +72,10 @@ def _well_conditioned(x: np.ndarray) -> np.ndarray:
     return np.ones_like(x)
 
 
-def _whole_batch_rule(call: Call, operands: list[Any], xp: Any = np) -> Callable[[], Any] | None:
+def whole_batch_rule(call: Call, operands: list[Any], xp: Any = np) -> Callable[[], Any] | None:
     """The whole-batch computation of `call` in namespace `xp` (NumPy, or TensorFlow's NumPy
     API), if its batching has one for these operands and `xp` has the function."""
-    fn = _numpy_object(call.entry.name, xp)
+    fn = numpy_object(call.entry.name, xp)
     if fn is None:
         return None
     if call.entry.name in _SPECIAL_RULES:
@@ -90,15 +90,15 @@ def _whole_batch_rule(call: Call, operands: list[Any], xp: Any = np) -> Callable
 def _ufunc_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
     """Elementwise functions and gufuncs: the batch is one more loop dimension, once each
     operand's loop dimensions are padded to a common rank after the batch axis."""
-    placed = _top_level_operands(call)
+    placed = top_level_operands(call)
     entry = call.entry
     if placed is None or entry.elementwise_in and not set(placed) <= set(entry.elementwise_in):
         return None
     if entry.name.endswith("_like") and "shape" in call.bound:
         return None
-    named = _named_arguments(call)
+    named = named_arguments(call)
     cores = {name: (entry.core[i] if i < len(entry.core) else 0) for i, name in enumerate(named)}
-    loop_ranks = {name: _rank(operands[p.index]) - 1 - cores[name] for name, p in placed.items()}
+    loop_ranks = {name: member_rank(operands[p.index]) - 1 - cores[name] for name, p in placed.items()}
     if min(loop_ranks.values(), default=0) < 0:
         return None
     broadcast = entry.elementwise_in or tuple(named)
@@ -111,7 +111,7 @@ def _ufunc_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]
         o = operands[place.index]
         shape = tuple(int(d) for d in o.shape)
         aligned[place.index] = xp.reshape(o, (shape[0], *(1,) * (loop_rank - loop_ranks[name]), *shape[1:]))
-    return lambda: _select_output(call, fn(*_fill(call.args, aligned), **_fill(call.kwargs, aligned)), xp)
+    return lambda: select_output(call, fn(*fill_template(call.args, aligned), **fill_template(call.kwargs, aligned)), xp)
 
 
 def _axis_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
@@ -120,7 +120,7 @@ def _axis_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any])
     if not call.bound or not call.args or not isinstance(call.args[0], Operand):
         return None
     first = call.args[0]
-    if any(o.index != first.index for o in _operands((call.args[1:], call.kwargs))):
+    if any(o.index != first.index for o in template_operands((call.args[1:], call.kwargs))):
         return None
     x = operands[first.index]
     if call.entry.name == "pad":
@@ -147,21 +147,21 @@ def _axis_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any])
     positional = [arguments.pop(name) for name in _positional_only(call.entry.name) if name in arguments]
 
     def run() -> Any:
-        result = _select_output(call, fn(*positional, **arguments), xp)
+        result = select_output(call, fn(*positional, **arguments), xp)
         return xp.reshape(result, restore) if restore is not None else result
 
     return run
 
 
 def _positional_only(name: str) -> list[str]:
-    signature = parameters(_numpy_object(name))
+    signature = parameters(numpy_object(name))
     if signature is None:
         return []
     return [p.name for p in signature.parameters.values() if p.kind is inspect.Parameter.POSITIONAL_ONLY]
 
 
 def _default(function: str, parameter: str) -> Any:
-    signature = parameters(_numpy_object(function))
+    signature = parameters(numpy_object(function))
     if signature is None or parameter not in signature.parameters:
         return None
     default = signature.parameters[parameter].default
@@ -176,7 +176,7 @@ def _shift_axes(value: Any) -> Any:
 
 def _pad_rule(call: Call, x: Any, xp: Any, fn: Callable[..., Any]) -> Callable[[], Any]:
     """`np.pad` with no padding on the batch axis (each per-axis argument gains a first row)."""
-    rank = _rank(x) - 1
+    rank = member_rank(x) - 1
     widths = np.broadcast_to(np.asarray(call.bound.get("pad_width"), dtype=np.int64), (rank, 2))
     kwargs = {k: v for k, v in call.bound.items() if k not in ("array", "pad_width", "kwargs")}
     kwargs.update(call.bound.get("kwargs", {}))
@@ -190,15 +190,15 @@ def _pad_rule(call: Call, x: Any, xp: Any, fn: Callable[..., Any]) -> Callable[[
 def _solve_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
     """`solve(a, b)` on stacks; a member's vector `b` becomes a one-column matrix (NumPy reads a
     batch of vectors `[B, n]` as one matrix)."""
-    named = _named_arguments(call)
+    named = named_arguments(call)
     a, b = named.get("a"), named.get("b")
     if not isinstance(b, Operand) or not isinstance(a, Operand | np.ndarray):
         return None
     rhs = operands[b.index]
     a_value = operands[a.index] if isinstance(a, Operand) else a
-    if _rank(rhs) == 2:
+    if member_rank(rhs) == 2:
         return lambda: fn(a_value, rhs[..., None])[..., 0]
-    if _rank(rhs) == 3:
+    if member_rank(rhs) == 3:
         return lambda: fn(a_value, rhs)
     return None
 
@@ -247,9 +247,9 @@ def _as_rows(value: Any, batch: int, xp: Any) -> Any | None:
     """A whole-batch operand, or a compile-time 1-D argument repeated for every member, as
     rows `[B, n]`; None if it is not a vector per member."""
     rows = xp.asarray(value)
-    if _rank(rows) not in (1, 2):
+    if member_rank(rows) not in (1, 2):
         return None
-    if _rank(rows) == 1:
+    if member_rank(rows) == 1:
         return xp.broadcast_to(rows[None], (batch, int(rows.shape[0])))
     return xp.broadcast_to(rows, (batch, int(rows.shape[1])))
 
@@ -260,18 +260,18 @@ def _vector_pair(
     """Arguments `first` and `second` (each a batched vector or a compile-time vector) as rows
     `[B, n]`, `[B, m]`; None if an argument but these and `others` is batched, or either is
     not a vector."""
-    named = _named_arguments(call)
-    if any(name not in (first, second, *others) for name in _top_level_operands(call) or {"#": None}):
+    named = named_arguments(call)
+    if any(name not in (first, second, *others) for name in top_level_operands(call) or {"#": None}):
         return None
     batch = max(int(o.shape[0]) for o in operands)
     values = [operands[v.index] if isinstance(v, Operand) else v for v in (named.get(first), named.get(second))]
-    if any(isinstance(v, Operand) and _rank(operands[v.index]) != 2 for v in (named.get(first), named.get(second))):
+    if any(isinstance(v, Operand) and member_rank(operands[v.index]) != 2 for v in (named.get(first), named.get(second))):
         return None
     a, b = (_as_rows(v, batch, xp) for v in values)
     return None if a is None or b is None else (a, b)
 
 
-def _sliding_product(a: Any, v: Any, mode: str, correlate: bool, xp: Any) -> Any:
+def sliding_product(a: Any, v: Any, mode: str, correlate: bool, xp: Any) -> Any:
     """`np.convolve` (or `np.correlate`) of rows `a` [B, n] and `v` [B, m]: the full result is
     the windows of `a` zero-padded by m-1 times `v` reversed (or conjugated), then cut to `mode`."""
     n, m = int(a.shape[1]), int(v.shape[1])
@@ -295,12 +295,12 @@ def _convolution_rule(correlate: bool) -> Callable[..., Callable[[], Any] | None
         pair = _vector_pair(call, operands, xp, "a", "v")
         if pair is None or mode not in ("full", "same", "valid") or min(int(pair[0].shape[1]), int(pair[1].shape[1])) < 1:
             return None
-        return lambda: _sliding_product(*pair, mode, correlate, xp)
+        return lambda: sliding_product(*pair, mode, correlate, xp)
 
     return rule
 
 
-def _sorted_positions(a: Any, v: Any, side: str, xp: Any) -> Any:
+def sorted_positions(a: Any, v: Any, side: str, xp: Any) -> Any:
     """`np.searchsorted` of rows `v` [B, m] in sorted rows `a` [B, n]: a binary search of every
     value at once, ordering NaN last as NumPy sorts it."""
     n = int(a.shape[1])
@@ -322,24 +322,24 @@ def _sorted_positions(a: Any, v: Any, side: str, xp: Any) -> Any:
 
 def _searchsorted_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
     """`searchsorted(a, v)` of a batched sorted `a` (a compile-time `a` is the ufunc rule's)."""
-    named = _named_arguments(call)
+    named = named_arguments(call)
     a, v, side = named.get("a"), named.get("v"), call.bound.get("side", "left")
     if not isinstance(a, Operand) or call.bound.get("sorter") is not None or side not in ("left", "right"):
         return None
     rows = operands[a.index]
-    if _rank(rows) != 2 or np.dtype(getattr(rows.dtype, "as_numpy_dtype", rows.dtype)).kind == "c":
+    if member_rank(rows) != 2 or np.dtype(getattr(rows.dtype, "as_numpy_dtype", rows.dtype)).kind == "c":
         return None
     batch = int(rows.shape[0])
     values = operands[v.index] if isinstance(v, Operand) else xp.broadcast_to(xp.asarray(v)[None], (batch, *np.shape(v)))
     shape = tuple(int(d) for d in values.shape)
     flat = xp.reshape(values, (batch, -1))
-    return lambda: xp.reshape(_sorted_positions(rows, flat, side, xp), shape)
+    return lambda: xp.reshape(sorted_positions(rows, flat, side, xp), shape)
 
 
 def _interp_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
     """`interp(x, xp, fp)` with per-member sample points: each value's interval found by
-    `_sorted_positions`, then NumPy's formula (a compile-time `xp` and `fp` is the ufunc rule's)."""
-    named = _named_arguments(call)
+    `sorted_positions`, then NumPy's formula (a compile-time `xp` and `fp` is the ufunc rule's)."""
+    named = named_arguments(call)
     if not isinstance(named.get("xp"), Operand) and not isinstance(named.get("fp"), Operand):
         return _ufunc_rule(call, operands, xp, fn)
     if call.bound.get("period") is not None or any(isinstance(named.get(k), Operand) for k in ("left", "right")):
@@ -352,16 +352,16 @@ def _interp_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any
     values = operands[x.index] if isinstance(x, Operand) else xp.broadcast_to(xp.asarray(x)[None], (batch, *np.shape(x)))
     shape = tuple(int(d) for d in values.shape)
     left, right = call.bound.get("left"), call.bound.get("right")
-    return lambda: xp.reshape(_interpolated(xp.reshape(values, (batch, -1)), *pair, left, right, xp), shape)
+    return lambda: xp.reshape(interpolated(xp.reshape(values, (batch, -1)), *pair, left, right, xp), shape)
 
 
-def _interpolated(x: Any, points: Any, samples: Any, left: Any, right: Any, xp: Any) -> Any:
+def interpolated(x: Any, points: Any, samples: Any, left: Any, right: Any, xp: Any) -> Any:
     """`np.interp` of rows `x` [B, m] on rows of sample points and values [B, n], as NumPy's C code computes it."""
     n = int(points.shape[1])
     points, samples = xp.asarray(points, dtype=np.float64), xp.asarray(samples)
     samples = samples if samples.dtype in (np.complex64, np.complex128) else xp.asarray(samples, dtype=np.float64)
     x = xp.asarray(x, dtype=np.float64)
-    j = xp.clip(_sorted_positions(points, x, "right", xp) - 1, 0, n - 2)
+    j = xp.clip(sorted_positions(points, x, "right", xp) - 1, 0, n - 2)
     x0, x1 = xp.take_along_axis(points, j, axis=1), xp.take_along_axis(points, j + 1, axis=1)
     y0, y1 = xp.take_along_axis(samples, j, axis=1), xp.take_along_axis(samples, j + 1, axis=1)
     slope = (y1 - y0) / (x1 - x0)
@@ -377,9 +377,9 @@ def _interpolated(x: Any, points: Any, samples: Any, left: Any, right: Any, xp: 
 def _histogram_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
     """`histogram(a, bins=n, range=...)` with a number of equal bins and no weights: NumPy's own
     bin search (scaled position, corrected against the edges), counted with one `bincount`."""
-    named = _named_arguments(call)
+    named = named_arguments(call)
     a, bins, bounds = named.get("a"), call.bound.get("bins", 10), call.bound.get("range")
-    if xp is not np or not isinstance(a, Operand) or set(_top_level_operands(call) or {"#": 0}) != {"a"}:
+    if xp is not np or not isinstance(a, Operand) or set(top_level_operands(call) or {"#": 0}) != {"a"}:
         return None
     if not isinstance(bins, int) or bins < 1 or call.bound.get("weights") is not None or call.bound.get("density"):
         return None
@@ -418,7 +418,7 @@ def _equal_bin_histogram(a: np.ndarray, bins: int, bounds: Any) -> tuple[np.ndar
 
 def _gradient_rule(call: Call, operands: list[Any], xp: Any, fn: Callable[..., Any]) -> Callable[[], Any] | None:
     """`gradient(f)` of a per-member vector with unit spacing: NumPy's own along the row axis."""
-    named = _named_arguments(call)
+    named = named_arguments(call)
     f = named.get("f")
     extra = set(named) - {"f", "axis", "edge_order"}
     if xp is not np or not isinstance(f, Operand) or extra or named.get("axis") not in (None, 0, -1):

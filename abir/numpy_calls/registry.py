@@ -177,7 +177,7 @@ ATTRIBUTES: dict[str, str] = {"real": "real", "imag": "imag", "mT": "matrix_tran
 """Array attributes that are a NumPy function of the array."""
 
 
-def _numpy_object(name: str, namespace: Any = np) -> Any:
+def numpy_object(name: str, namespace: Any = np) -> Any:
     for part in name.split("."):
         namespace = getattr(namespace, part, None)
     return namespace
@@ -187,7 +187,7 @@ def _numpy_object(name: str, namespace: Any = np) -> Any:
 def _by_object() -> dict[int, str]:
     found: dict[int, str] = {}
     for name in FUNCTIONS:
-        obj = _numpy_object(name)
+        obj = numpy_object(name)
         if obj is not None:
             found.setdefault(id(obj), name)
     return found
@@ -216,7 +216,7 @@ def resolve(fn: Any) -> NumpyFunction | None:
         listed = _by_object().get(id(fn))
     except TypeError:
         return None
-    if listed is not None and _numpy_object(listed) is fn:
+    if listed is not None and numpy_object(listed) is fn:
         return FUNCTIONS[listed]
     if isinstance(fn, np.ufunc) and getattr(np, fn.__name__, None) is fn:
         return _ufunc(fn.__name__, outputs=fn.nout, core=_gufunc_core(fn))

@@ -28,7 +28,7 @@ class NotCompilableError(AbirError):
     the call's line in the user's function."""
 
 
-_CALL_SITES: dict[tuple[str, str, int], dict[str, str]] = {}
+CALL_SITES: dict[tuple[str, str, int], dict[str, str]] = {}
 """The source lines (`file:line` to the call's text) each `numpy` prim was written at, by
 (function, arguments, output): prims lose their location once typed (equal prims are merged),
 so run-time errors look it up here."""
@@ -36,7 +36,7 @@ so run-time errors look it up here."""
 
 def remember_call_site(function: str, arguments: str, output: int, location: str, source: str) -> None:
     """Record that the prim (`function`, `arguments`, `output`) is the call `source` at `location`."""
-    _CALL_SITES.setdefault((function, arguments, output), {})[location] = source
+    CALL_SITES.setdefault((function, arguments, output), {})[location] = source
 
 
 class UnencodableArgument(TypeError):
@@ -68,19 +68,19 @@ def decode_arguments(text: str) -> tuple[list[Any], dict[str, Any]]:
 def operand_count(text: str) -> int:
     """How many operands the template of `text` takes (each index once, from 0)."""
     args, kwargs = decode_arguments(text)
-    indices = sorted(o.index for o in _operands((args, kwargs)))
+    indices = sorted(o.index for o in template_operands((args, kwargs)))
     if indices != list(range(len(indices))):
         raise ValueError(f"the operands of arguments {text[:60]!r} are not numbered 0..n-1, once each")
     return len(indices)
 
 
-def _operands(value: Any) -> list[Operand]:
+def template_operands(value: Any) -> list[Operand]:
     if isinstance(value, Operand):
         return [value]
     if isinstance(value, list | tuple):
-        return [o for v in value for o in _operands(v)]
+        return [o for v in value for o in template_operands(v)]
     if isinstance(value, dict):
-        return [o for v in value.values() for o in _operands(v)]
+        return [o for v in value.values() for o in template_operands(v)]
     return []
 
 
@@ -136,13 +136,13 @@ def _decode(value: Any) -> Any:
     return _DECODERS[tag](value)
 
 
-def _fill(template: Any, operands: Sequence[Any]) -> Any:
+def fill_template(template: Any, operands: Sequence[Any]) -> Any:
     if isinstance(template, Operand):
         return operands[template.index]
     if isinstance(template, list):
-        return [_fill(v, operands) for v in template]
+        return [fill_template(v, operands) for v in template]
     if isinstance(template, tuple):
-        return tuple(_fill(v, operands) for v in template)
+        return tuple(fill_template(v, operands) for v in template)
     if isinstance(template, dict):
-        return {k: _fill(v, operands) for k, v in template.items()}
+        return {k: fill_template(v, operands) for k, v in template.items()}
     return template

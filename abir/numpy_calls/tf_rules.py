@@ -11,45 +11,45 @@ from typing import Any
 
 import numpy as np
 
-from abir.numpy_calls.calls import Call, _as_jax_arguments, _named_arguments, _rank, _select_output
-from abir.numpy_calls.numpy_rules import _interpolated, _sliding_product, _sorted_positions
-from abir.numpy_calls.registry import _numpy_object, parameters
-from abir.numpy_calls.templates import Operand, _fill, _operands
+from abir.numpy_calls.calls import Call, as_jax_arguments, member_rank, named_arguments, select_output
+from abir.numpy_calls.numpy_rules import interpolated, sliding_product, sorted_positions
+from abir.numpy_calls.registry import numpy_object, parameters
+from abir.numpy_calls.templates import Operand, fill_template, template_operands
 
 # -- TensorFlow's own ops --------------------------------------------------------------------------
 
 
-def _tf_rule(call: Call, operands: Sequence[Any]) -> Callable[[], Any] | None:
+def tf_rule(call: Call, operands: Sequence[Any]) -> Callable[[], Any] | None:
     """The whole-batch computation of `call` in TensorFlow's own ops (`tf.linalg`, `tf.signal`,
     `tf.sort`, ...; XLA-compilable), for the functions and arguments `_tf_rules` covers."""
     rule = _tf_rules().get(call.entry.name)
-    named = _named_arguments(call)
+    named = named_arguments(call)
     first = next(iter(named.values()), None)
     if rule is None or not isinstance(first, Operand):
         return None
     static = dict(list(named.items())[1:])
-    if _operands(list(static.values())):
+    if template_operands(list(static.values())):
         return None
     return rule(call, _tf_inexact(operands[first.index]), static)
 
 
-def _tf_member_map(call: Call, operands: Sequence[Any]) -> Callable[[], Any] | None:
+def tf_member_map(call: Call, operands: Sequence[Any]) -> Callable[[], Any] | None:
     """TensorFlow's NumPy API called per member under `tf.vectorized_map` (batched ops where
     TF has batching rules for them, else a loop XLA still compiles)."""
     import tensorflow as tf
     import tensorflow.experimental.numpy as tnp
 
-    fn = _numpy_object(call.entry.name, _tf_numpy())
+    fn = numpy_object(call.entry.name, tf_numpy())
     if fn is None:
         return None
-    args, kwargs = _as_jax_arguments(call, fn)
+    args, kwargs = as_jax_arguments(call, fn)
     signature = parameters(fn)
     if signature is None or not set(kwargs) <= _named_parameters(signature):
         return None  # a keyword TF's function would take through `**kwargs`, maybe ignoring it
 
     def member(values: tuple[Any, ...]) -> Any:
-        result = fn(*_fill(args, values), **_fill(kwargs, values))
-        return _select_output(call, result, tnp)
+        result = fn(*fill_template(args, values), **fill_template(kwargs, values))
+        return select_output(call, result, tnp)
 
     return lambda: tf.vectorized_map(member, tuple(operands), fallback_to_while_loop=True)
 
@@ -141,7 +141,7 @@ def _tf_singular_values(x: Any) -> Any:
 def _tf_matrix_rank(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
     import tensorflow as tf
 
-    if set(static) - {"hermitian"} or static.get("hermitian") or _rank(x) < 3:
+    if set(static) - {"hermitian"} or static.get("hermitian") or member_rank(x) < 3:
         return None
     eps = np.finfo(x.dtype.real_dtype.as_numpy_dtype).eps
     size = max(int(x.shape[-1]), int(x.shape[-2]))
@@ -160,10 +160,10 @@ def _tf_norm(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | 
     import tensorflow as tf
 
     ord_, axis = static.get("ord"), static.get("axis")
-    if axis is not None or static.get("keepdims") or _rank(x) not in (2, 3):
+    if axis is not None or static.get("keepdims") or member_rank(x) not in (2, 3):
         return None
     a = tf.abs(x)
-    if _rank(x) == 2:
+    if member_rank(x) == 2:
         return _tf_vector_norm(a, ord_)
     matrix = {
         None: lambda: tf.sqrt(tf.reduce_sum(a * a, axis=(1, 2))),
@@ -198,7 +198,7 @@ def _tf_vector_norm(a: Any, ord_: Any) -> Callable[[], Any] | None:
 
 def _tf_cond(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
 
-    if static.get("p") is not None or _rank(x) != 3:
+    if static.get("p") is not None or member_rank(x) != 3:
         return None
 
     def run() -> Any:
@@ -210,7 +210,7 @@ def _tf_cond(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | 
 
 def _tf_fft_length(static: dict[str, Any], x: Any, inverse_real: bool) -> int | None:
     """The transform length of a one-axis FFT along the last member axis (None: not covered)."""
-    if static.get("axis", -1) not in (-1, _rank(x) - 2) or static.get("out") is not None:
+    if static.get("axis", -1) not in (-1, member_rank(x) - 2) or static.get("out") is not None:
         return None
     n = static.get("n")
     if n is not None:
@@ -226,7 +226,7 @@ def _tf_fit_last(x: Any, n: int) -> Any:
     m = int(x.shape[-1])
     if n <= m:
         return x[..., :n]
-    return tf.pad(x, [[0, 0]] * (_rank(x) - 1) + [[0, n - m]])
+    return tf.pad(x, [[0, 0]] * (member_rank(x) - 1) + [[0, n - m]])
 
 
 _FFT_NORMS = (None, "backward", "ortho", "forward")
@@ -249,7 +249,7 @@ def _tf_fft(kind: str) -> Callable[[Call, Any, dict[str, Any]], Callable[[], Any
 
         n = _tf_fft_length(static, x, kind in ("irfft", "hfft"))
         norm = static.get("norm")
-        if n is None or n < 1 or norm not in _FFT_NORMS or _rank(x) < 2:
+        if n is None or n < 1 or norm not in _FFT_NORMS or member_rank(x) < 2:
             return None
         if kind in ("hfft", "ihfft") and norm not in (None, "backward"):
             return None
@@ -283,7 +283,7 @@ def _tf_fft_all(kind: str) -> Callable[[Call, Any, dict[str, Any]], Callable[[],
     def rule(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
         import tensorflow as tf
 
-        rank = _rank(x) - 1
+        rank = member_rank(x) - 1
         axes, norm = static.get("axes"), static.get("norm")
         two_d = kind.endswith("2")
         default_axes = (-2, -1) if two_d else None
@@ -304,7 +304,7 @@ def _tf_fftshift(sign: int) -> Callable[[Call, Any, dict[str, Any]], Callable[[]
     def rule(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
         import tensorflow as tf
 
-        rank = _rank(x) - 1
+        rank = member_rank(x) - 1
         axes = static.get("axes")
         axes = tuple(range(rank)) if axes is None else (axes,) if isinstance(axes, int) else tuple(axes)
         member_axes = [a % rank for a in axes]
@@ -319,7 +319,7 @@ def _tf_stacked(fn: Callable[[Any], Any], *allowed: str) -> Callable[[Call, Any,
     their defaults (checked by the caller through `fn`'s keywords)."""
 
     def rule(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
-        if set(static) - set(allowed) or _rank(x) < 3:
+        if set(static) - set(allowed) or member_rank(x) < 3:
             return None
         return lambda: fn(x, **static)
 
@@ -362,7 +362,7 @@ def _tf_linalg_functions() -> dict[str, Callable[[Call, Any, dict[str, Any]], Ca
 
     def as_outputs(fn: Callable[..., Any]) -> Callable[[Call, Any, dict[str, Any]], Callable[[], Any] | None]:
         def rule(call: Call, x: Any, static: dict[str, Any]) -> Callable[[], Any] | None:
-            if _rank(x) < 3 or static.get("hermitian") or _lapack_signed(call):
+            if member_rank(x) < 3 or static.get("hermitian") or _lapack_signed(call):
                 return None
             return lambda: fn(x, **{k: v for k, v in static.items() if k != "hermitian"})[call.output]
 
@@ -380,7 +380,7 @@ def _tf_linalg_functions() -> dict[str, Callable[[Call, Any, dict[str, Any]], Ca
         "linalg.svdvals": _tf_stacked(_tf_singular_values),
         "linalg.matrix_rank": _tf_matrix_rank,
         "linalg.matrix_power": lambda call, x, static: (
-            (lambda: _tf_matrix_power(x, int(static["n"]))) if _rank(x) >= 3 and set(static) == {"n"} else None
+            (lambda: _tf_matrix_power(x, int(static["n"]))) if member_rank(x) >= 3 and set(static) == {"n"} else None
         ),
         "linalg.norm": _tf_norm,
         "linalg.cond": _tf_cond,
@@ -543,7 +543,7 @@ class _TfNumpy:
 
     @staticmethod
     def nanmin(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return -_TfNumpy.nanmax(-_tf_numpy().asarray(a), axis=axis, keepdims=keepdims)
+        return -_TfNumpy.nanmax(-tf_numpy().asarray(a), axis=axis, keepdims=keepdims)
 
     @staticmethod
     def nancumsum(a: Any, axis: int | None = None) -> Any:
@@ -579,29 +579,29 @@ class _TfNumpy:
 
     @staticmethod
     def searchsorted(a: Any, v: Any, side: str = "left") -> Any:
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         v = tnp.asarray(v)
-        found = _sorted_positions(tnp.asarray(a)[None], tnp.reshape(v, (1, -1)), side, tnp)
+        found = sorted_positions(tnp.asarray(a)[None], tnp.reshape(v, (1, -1)), side, tnp)
         return tnp.reshape(found, v.shape)
 
     @staticmethod
     def convolve(a: Any, v: Any, mode: str = "full") -> Any:
-        tnp = _tf_numpy()
-        return _sliding_product(tnp.asarray(a)[None], tnp.asarray(v)[None], mode, False, tnp)[0]
+        tnp = tf_numpy()
+        return sliding_product(tnp.asarray(a)[None], tnp.asarray(v)[None], mode, False, tnp)[0]
 
     @staticmethod
     def correlate(a: Any, v: Any, mode: str = "valid") -> Any:
-        tnp = _tf_numpy()
-        return _sliding_product(tnp.asarray(a)[None], tnp.asarray(v)[None], mode, True, tnp)[0]
+        tnp = tf_numpy()
+        return sliding_product(tnp.asarray(a)[None], tnp.asarray(v)[None], mode, True, tnp)[0]
 
     @staticmethod
     def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         if period is not None:
             raise NotImplementedError("interp with a period")
         x = tnp.asarray(x)
         flat = tnp.reshape(x, (1, -1))
-        return tnp.reshape(_interpolated(flat, tnp.asarray(xp)[None], tnp.asarray(fp)[None], left, right, tnp), x.shape)
+        return tnp.reshape(interpolated(flat, tnp.asarray(xp)[None], tnp.asarray(fp)[None], left, right, tnp), x.shape)
 
     @staticmethod
     def round(a: Any, decimals: int = 0) -> Any:
@@ -619,16 +619,16 @@ class _TfNumpy:
     def digitize(x: Any, bins: Any, right: bool = False) -> Any:
         bins = np.asarray(bins)
         if isinstance(bins, np.ndarray) and bins.ndim == 1 and bins.size and np.all(np.diff(bins) >= 0):
-            tnp = _tf_numpy()
+            tnp = tf_numpy()
             x = tnp.asarray(x)
             edges = tnp.asarray(bins)[None]
-            found = _sorted_positions(edges, tnp.reshape(x, (1, -1)), "left" if right else "right", tnp)
+            found = sorted_positions(edges, tnp.reshape(x, (1, -1)), "left" if right else "right", tnp)
             return tnp.reshape(found, x.shape)
         raise NotImplementedError("digitize with batched or decreasing bins")
 
     @staticmethod
     def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False) -> Any:
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         element = tnp.asarray(element)
         tests = tnp.ravel(tnp.asarray(test_elements))
         found = tnp.any(element[..., None] == tests, axis=-1)
@@ -676,7 +676,7 @@ class _TfNumpy:
     def unwrap(p: Any, discont: Any = None, axis: int = -1, period: float = 2 * math.pi) -> Any:
         import tensorflow as tf
 
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         p = _tf_inexact(tnp.asarray(p))
         if period != 2 * math.pi or len(p.shape) != 1:
             raise NotImplementedError("unwrap of a matrix or with another period")
@@ -707,7 +707,7 @@ class _TfNumpy:
 
     @staticmethod
     def polyder(p: Any, m: int = 1) -> Any:
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         p = tnp.asarray(p)
         for _ in range(m):
             n = int(p.shape[0]) - 1
@@ -716,7 +716,7 @@ class _TfNumpy:
 
     @staticmethod
     def gradient(f: Any, axis: Any = None, edge_order: int = 1) -> Any:
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         f = _tf_inexact(tnp.asarray(f))
         if len(f.shape) != 1 or edge_order != 1 or int(f.shape[0]) < 2:
             raise NotImplementedError("gradient of a matrix, or of second order")
@@ -727,7 +727,7 @@ class _TfNumpy:
     def cov(m: Any, rowvar: bool = True, bias: bool = False, ddof: Any = None) -> Any:
         import tensorflow as tf
 
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         x = _tf_inexact(tnp.asarray(m))
         if len(x.shape) != 2 or x.dtype.is_complex:
             raise NotImplementedError("cov of a vector or of complex values")
@@ -746,7 +746,7 @@ class _TfNumpy:
 
     @staticmethod
     def resize(a: Any, new_shape: Any) -> Any:
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         flat = tnp.ravel(tnp.asarray(a))
         shape = (new_shape,) if isinstance(new_shape, int) else tuple(new_shape)
         size, n = math.prod(shape), int(flat.shape[0])
@@ -756,7 +756,7 @@ class _TfNumpy:
 
     @staticmethod
     def delete(arr: Any, obj: Any, axis: Any = None) -> Any:
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         arr = tnp.asarray(arr)
         if axis is None:
             arr, axis = tnp.ravel(arr), 0
@@ -766,7 +766,7 @@ class _TfNumpy:
 
     @staticmethod
     def insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         arr = tnp.asarray(arr)
         if axis is not None or not isinstance(obj, int) or len(arr.shape) != 1:
             raise NotImplementedError("insert other than one position of a vector")
@@ -791,7 +791,7 @@ class _TfNumpy:
 
     @staticmethod
     def array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list[Any]:
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         ary = tnp.asarray(ary)
         n = int(ary.shape[axis])
         if isinstance(indices_or_sections, int):
@@ -815,7 +815,7 @@ class _TfNumpy:
 
 
 @cache
-def _tf_numpy() -> _TfNumpy:
+def tf_numpy() -> _TfNumpy:
     return _TfNumpy()
 
 
@@ -834,7 +834,7 @@ class _TfLinalg:
 
     @staticmethod
     def multi_dot(arrays: Sequence[Any]) -> Any:
-        tnp = _tf_numpy()
+        tnp = tf_numpy()
         result = tnp.asarray(arrays[0])
         for array in arrays[1:]:
             result = tnp.matmul(result, array)
@@ -846,7 +846,7 @@ def _tf_quantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool) -> Any:
     among them, as NumPy gives)."""
     import tensorflow as tf
 
-    tnp = _tf_numpy()
+    tnp = tf_numpy()
     a = _tf_inexact(tnp.asarray(a))
     if method != "linear" or keepdims or a.dtype.is_complex:
         raise NotImplementedError("quantile other than linear")
@@ -875,7 +875,7 @@ def _tf_nanquantile(a: Any, q: Any, axis: Any, method: str, keepdims: bool) -> A
     +inf, each slice's count setting its positions), NaN where a slice has none."""
     import tensorflow as tf
 
-    tnp = _tf_numpy()
+    tnp = tf_numpy()
     a = _tf_inexact(tnp.asarray(a))
     if method != "linear" or keepdims or a.dtype.is_complex:
         raise NotImplementedError("nanquantile other than linear")

@@ -22,7 +22,7 @@ import abir
 from abir import numpy_calls
 from abir.errors import AbirError
 from abir.numpy_calls import NotCompilableError
-from abir.numpy_calls.numpy_rules import _whole_batch_rule
+from abir.numpy_calls.numpy_rules import whole_batch_rule
 
 CALLS = [
     "np.arctan2(v, w)",
@@ -514,7 +514,7 @@ def test_whole_batch_numpy_rule_equals_the_call_per_member(function, operands, k
     values = [rows[name] for name in operands]
     template = numpy_calls.encode_arguments([numpy_calls.Operand(k) for k in range(len(values))], kwargs)
     for output in range(2 if function == "histogram" else 1):
-        rule = _whole_batch_rule(numpy_calls.bind_call(function, template, output), values, np)
+        rule = whole_batch_rule(numpy_calls.bind_call(function, template, output), values, np)
         assert rule is not None, function
         got = rule()
         call = getattr(np, function)

@@ -26,7 +26,7 @@ from abir.dialects import vm
 from abir.passes.form_superblocks import FormSuperblocksPass
 from abir.passes.merge_identical_blocks import MergeIdenticalBlocksPass
 from abir.passes.order_sweeps import OrderSweepsPass
-from abir.passes.pipeline import lower_to_stack, run_passes, vm_passes
+from abir.passes.pipeline import VM_STAGE, lower_to_stack, passes_of, pipeline_specs, run_passes
 from abir.passes.summarize_descents import SummarizeDescentsPass
 from abir.running import parse_module, run_module
 from abir.testing.fuzz import generate
@@ -39,9 +39,10 @@ VM_PASSES: tuple[type[ModulePass], ...] = (
     OrderSweepsPass,
     SummarizeDescentsPass,
 )
-DEFAULT_ORDER = tuple(type(p) for p in vm_passes("flow") if type(p) in VM_PASSES)
+FLOW_VM_STAGE = passes_of(pipeline_specs(VM_STAGE, block_order="flow"))
+DEFAULT_ORDER = tuple(type(p) for p in FLOW_VM_STAGE if type(p) in VM_PASSES)
 """The order the pipeline runs them in (with the `flow` block order, which adds order-sweeps)."""
-TO_VM = tuple(p for p in vm_passes("flow") if type(p) not in VM_PASSES)
+TO_VM = tuple(p for p in FLOW_VM_STAGE if type(p) not in VM_PASSES)
 """The pipeline's passes from the allocated stack program to the first vm program."""
 GENERATED_SEED = 2027
 GENERATED_PROGRAMS = 6
