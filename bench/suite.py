@@ -232,7 +232,7 @@ def ratio(row: Row) -> str:
         return "FAILED"
     if row.best.error is not None:
         return "-"
-    return f"{row.best.steady / row.abir.steady:.2f}x"
+    return f"{row.best.steady / row.abir.steady:.3g}x"
 
 
 HEADER = f"{'program':14} {'backend':7} {'B':>5} {'abir':>9} {'alternative':11} {'its time':>9} {'ratio':>8} {'abir 1st':>9} {'alt 1st':>9}"
@@ -296,7 +296,7 @@ def draw_figure(rows: list[Row], path: str) -> None:
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     names = [*sp.SUITE, *NUTS_TARGETS]
-    parser.add_argument("--sizes", default="64,1024", help="comma-separated batch sizes")
+    parser.add_argument("--sizes", default=None, help="comma-separated batch sizes (default 64,1024; 8,32 with --quick)")
     parser.add_argument("--backends", default="jax,numpy,tf", help="comma-separated, of jax,numpy,tf")
     parser.add_argument("--programs", default=",".join(names), help=f"comma-separated, of {','.join(names)}")
     parser.add_argument("--repeats", type=int, default=5, help="steady calls per measurement (median)")
@@ -308,7 +308,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown programs {sorted(unknown)}; choose from {names}")
     if args.quick:
-        args.sizes, args.repeats, args.nuts_steps = "8,32", 1, 3
+        args.repeats, args.nuts_steps = 1, 3
+    args.sizes = args.sizes or ("8,32" if args.quick else "64,1024")
     return args
 
 
