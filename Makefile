@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test test-full lit pytest lint fuzz bench bench-nuts clean
+.PHONY: install demo test test-full lit pytest lint fuzz bench bench-nuts bench-suite clean
 
 $(BIN)/abir-opt: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,10 @@ $(BENCH_SITE)/.installed-nuts: $(BIN)/abir-opt
 # e.g. make bench-nuts NUTS_ARGS="--batch 64 --figure docs/nuts_bench.png"
 bench-nuts: $(BENCH_SITE)/.installed-nuts
 	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/nuts.py $(NUTS_ARGS)
+
+# e.g. make bench-suite SUITE_ARGS="--quick"; TFP (for Collatz) comes from the same site
+bench-suite: $(BENCH_SITE)/.installed $(BENCH_SITE)/.installed-nuts
+	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/suite.py $(SUITE_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_SITE) *.egg-info
