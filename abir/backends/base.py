@@ -344,8 +344,8 @@ class BackendProtocol(Protocol):
         """An all-true bool `[size]` mask."""
 
     @abc.abstractmethod
-    def initial_program_counter(self, batch_size: int, dtype: Any, name: str | None = None) -> Any:
-        """A `[batch_size]` vector of zeros of `dtype`: every member's program counter before a
+    def initial_program_counter(self, size: int, dtype: Any, name: str | None = None) -> Any:
+        """A `[size]` vector of zeros of `dtype`: every member's program counter before a
         run. The entry point is the caller's choice (abir's machine enters block 0 and sets the
         padding rows of a padded batch itself)."""
 
@@ -845,8 +845,8 @@ class Backend(BackendProtocol):
     def full_mask(self, size: int, name: str | None = None) -> Any:
         return self.full((size,), True, np.bool_)
 
-    def initial_program_counter(self, batch_size: int, dtype: Any, name: str | None = None) -> Any:
-        return self.full((int(batch_size),), 0, dtype)
+    def initial_program_counter(self, size: int, dtype: Any, name: str | None = None) -> Any:
+        return self.full((int(size),), 0, dtype)
 
     def merge_dtypes(self, dt1: Any, dt2: Any) -> np.dtype:
         if dt1 is None or dt2 is None:

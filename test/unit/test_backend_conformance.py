@@ -206,7 +206,7 @@ REFERENCE_SIGNATURES = {
     "equal": ("t1", "t2", "name"),
     "fill": ("value", "size", "dtype", "shape", "name"),
     "full_mask": ("size", "name"),
-    "initial_program_counter": ("batch_size", "dtype", "name"),
+    "initial_program_counter": ("size", "dtype", "name"),
     "merge_dtypes": ("dt1", "dt2"),
     "merge_shapes": ("s1", "s2"),
     "not_equal": ("t1", "t2", "name"),

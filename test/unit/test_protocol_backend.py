@@ -87,8 +87,8 @@ class CountingNumpyBackend(abir.BackendProtocol):
     def full_mask(self, size: int, name: str | None = None) -> Any:
         return np.ones(size, bool)
 
-    def initial_program_counter(self, batch_size: int, dtype: Any, name: str | None = None) -> Any:
-        return np.zeros(batch_size, dtype)
+    def initial_program_counter(self, size: int, dtype: Any, name: str | None = None) -> Any:
+        return np.zeros(size, dtype)
 
     def merge_dtypes(self, dt1: Any, dt2: Any) -> Any:
         return np.promote_types(dt1 or dt2, dt2 or dt1) if dt1 or dt2 else None
