@@ -25,9 +25,10 @@ divergences (an energy error above 1000) counted and ending the trajectory, at m
 size with target acceptance `target_accept`, gamma 0.05, t0 10, kappa 0.75; a diagonal inverse
 mass matrix estimated by Welford's algorithm in windows of 25, 50, 100, ... iterations between
 an initial buffer of 75 and a terminal one of 50, regularized as Stan does, each window end
-restarting the dual averaging at ten times the current step size). Unlike Stan, the step size
-is not re-initialized by the doubling heuristic at the start and after each window: the initial
-`step_size` (default 1) is where the dual averaging starts.
+restarting the dual averaging at ten times the step size found by Stan's search: doubling or
+halving it until one leapfrog's acceptance probability crosses 0.8, from `step_size` (default
+1) at the start. Where Stan raises on a step size beyond 1e7 or 0, the search stops after 50
+doublings or halvings and the warm-up goes on).
 
 **The gradient.** `logdensity(q)` takes one position (a vector of `dim` floats) and returns its
 log density (up to a constant). On the JAX backend write it with `jax.numpy`: abir declares

@@ -117,9 +117,9 @@ def nuts(
         target_accept=target_accept, thin=thin, chunk_rows=chunk_size // thin,
     )  # fmt: skip
     initial_state, run_chunk = per_chain.batch(per_chain.make_program(vg, settings), vg)
-    options = {"backend": resolved, "max_stack_depth": per_chain.stack_depth(settings), "dry_run": dry_run}
     keys = chain_keys(seed, positions.shape[0])
-    state = initial_state(positions, np.float64(step_size), **options)
+    options = {"backend": resolved, "max_stack_depth": per_chain.stack_depth(settings), "dry_run": dry_run}
+    state = initial_state(positions, np.float64(step_size), keys, **options)
     bar = progress_bar(num_warmup + num_draws) if progress else None
     kept_draws, kept_stats = [], []
     total = num_warmup + num_draws

@@ -9,7 +9,8 @@ The transition is Stan's multinomial NUTS (Betancourt 2017, appendix A): traject
 a random direction, uniform progressive sampling inside a subtree and biased progressive sampling
 when a subtree joins the trajectory, the generalized U-turn criterion with the extra checks
 across the two halves of every merge, and divergences (energy error above `MAX_ENERGY_ERROR`)
-ending the trajectory. The warm-up is Stan's windowed adaptation: dual averaging of the step
+ending the trajectory. The warm-up is Stan's windowed adaptation: Stan's initial step-size
+search (`initial_step_size`) at the start and after each window, dual averaging of the step
 size, and a diagonal inverse mass matrix estimated with Welford's algorithm in the slow windows
 (`WarmupSchedule`), regularized towards 1e-3 as Stan does.
 """
@@ -25,6 +26,7 @@ import numpy as np
 import abir
 
 MAX_ENERGY_ERROR = 1000.0
+MAX_STEP_SIZE_DOUBLINGS = 50  # a step size between 2**-50 and 2**50 times the initial one
 
 # A phase-space point with its log density and gradient.
 Point = collections.namedtuple("Point", ["q", "p", "logp", "grad"])
@@ -195,10 +197,39 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
         info = Info(depth, leapfrogs, divergent, sum_accept / leapfrogs, energy)
         return sample, info, counter
 
-    def adapt(state, accept, i):
+    def log_accept_one_step(q, logp, grad, step_size, inverse_mass, key, counter):
+        """H0 - H after one leapfrog of `step_size` from q with a fresh momentum (-inf for NaN)."""
+        p = abir.random.normal(key, counter, shape=(s.dim,)) / np.sqrt(inverse_mass)
+        end = leapfrog(Point(q, p, logp, grad), step_size, inverse_mass)
+        delta = (kinetic(p, inverse_mass) - logp) - (kinetic(end.p, inverse_mass) - end.logp)
+        if np.isnan(delta):
+            delta = -np.inf
+        return delta
+
+    def initial_step_size(q, logp, grad, step_size, inverse_mass, key, counter):
+        """Stan's init_stepsize: double (or halve) the step size until one leapfrog's acceptance
+        probability crosses 0.8; (step size, counter). Stan raises past 1e7 or at 0; here the
+        search stops after `MAX_STEP_SIZE_DOUBLINGS` and the warm-up goes on from there."""
+        log_target = np.log(0.8)
+        delta = log_accept_one_step(q, logp, grad, step_size, inverse_mass, key, counter)
+        counter = counter + 1
+        direction = 1.0 if delta > log_target else -1.0
+        tries = 0
+        while tries < MAX_STEP_SIZE_DOUBLINGS:
+            delta = log_accept_one_step(q, logp, grad, step_size, inverse_mass, key, counter)
+            counter = counter + 1
+            if direction > 0.0 and not delta > log_target:
+                break
+            if direction < 0.0 and not delta < log_target:
+                break
+            step_size = step_size * 2.0 if direction > 0.0 else step_size * 0.5
+            tries += 1
+        return step_size, counter
+
+    def adapt(state, accept, i, key):
         """Stan's windowed adaptation after warm-up iteration i: a dual-averaging step, a Welford
-        update in slow windows, and at a window's end the new inverse mass and a restarted dual
-        averaging."""
+        update in slow windows, and at a window's end the new inverse mass, a step size found by
+        `initial_step_size` and a restarted dual averaging."""
         da_count = state.da_count + 1
         eta = 1.0 / (da_count + s.t0)
         s_bar = (1.0 - eta) * state.da_s_bar + eta * (s.target_accept - np.minimum(1.0, accept))
@@ -209,6 +240,7 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
         da_mu = state.da_mu
         w_count, w_mean, w_m2 = state.w_count, state.w_mean, state.w_m2
         inverse_mass = state.inverse_mass
+        counter = state.counter
         if in_slow[i]:
             w_count = w_count + 1
             delta = state.q - w_mean
@@ -219,18 +251,24 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
             variance = w_m2 / (n - 1.0)
             inverse_mass = (n / (n + 5.0)) * variance + 1e-3 * (5.0 / (n + 5.0))
             w_count, w_mean, w_m2 = 0, 0.0 * w_mean, 0.0 * w_m2
+            step_size, counter = initial_step_size(state.q, state.logp, state.grad, step_size, inverse_mass,
+                                                   key, counter)  # fmt: skip
             da_mu = np.log(10.0 * step_size)
             da_count, s_bar, x_bar = 0, 0.0, 0.0
         if i == s.num_warmup - 1:
             step_size = np.exp(x_bar)
-        return State(state.q, state.logp, state.grad, step_size, inverse_mass, state.counter,
+        return State(state.q, state.logp, state.grad, step_size, inverse_mass, counter,
                      da_mu, da_count, s_bar, x_bar, w_count, w_mean, w_m2)  # fmt: skip
 
-    def initial_state(q, step_size):
-        """The chain's state at q before the warm-up (unit inverse mass)."""
+    def initial_state(q, step_size, key):
+        """The chain's state at q before the warm-up (unit inverse mass; with a warm-up, the step
+        size found by `initial_step_size` from `step_size`, as Stan starts)."""
         logp, grad = value_and_grad(q)
         zero = 0.0 * q
-        return State(q, logp, grad, step_size, zero + 1.0, 0, np.log(10.0 * step_size), 0, 0.0, 0.0,
+        counter = 0
+        if s.num_warmup > 0:
+            step_size, counter = initial_step_size(q, logp, grad, step_size, zero + 1.0, key, counter)
+        return State(q, logp, grad, step_size, zero + 1.0, counter, np.log(10.0 * step_size), 0, 0.0, 0.0,
                      0, zero, zero)  # fmt: skip
 
     def run_chunk(state, key, first, count):
@@ -251,7 +289,7 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
                           state.da_mu, state.da_count, state.da_s_bar, state.da_x_bar,
                           state.w_count, state.w_mean, state.w_m2)  # fmt: skip
             if i < s.num_warmup:
-                state = adapt(state, info.accept, i)
+                state = adapt(state, info.accept, i, key)
             elif (i - s.num_warmup) % s.thin == 0:
                 row = (i - first) // s.thin
                 draws[row] = point.q
@@ -265,13 +303,15 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
 
     return types.SimpleNamespace(
         kinetic=kinetic, no_u_turn=no_u_turn, leapfrog=leapfrog, build_tree=build_tree,
-        transition=transition, adapt=adapt, initial_state=initial_state, run_chunk=run_chunk,
+        transition=transition, log_accept_one_step=log_accept_one_step,
+        initial_step_size=initial_step_size, adapt=adapt, initial_state=initial_state, run_chunk=run_chunk,
         settings=settings,
     )  # fmt: skip
 
 
 FUNCTIONS = (
-    "kinetic", "no_u_turn", "leapfrog", "build_tree", "transition", "adapt", "initial_state", "run_chunk",
+    "kinetic", "no_u_turn", "leapfrog", "build_tree", "transition", "log_accept_one_step", "initial_step_size",
+    "adapt", "initial_state", "run_chunk",
 )  # fmt: skip
 
 

@@ -64,7 +64,7 @@ def test_batched_equals_per_chain(backend):
 
 def test_thinning_keeps_every_thin_th_draw():
     vg = gaussian_value_and_grad(SCALES[:2])
-    every = abir.samplers.nuts(None, Q0, value_and_grad=vg, **SMALL)
+    every = abir.samplers.nuts(None, Q0, value_and_grad=vg, dry_run=True, **SMALL)
     thinned = abir.samplers.nuts(None, Q0, value_and_grad=vg, thin=5, **SMALL)
     assert thinned.draws.shape == (3, 3, 2)
     np.testing.assert_allclose(thinned.draws, every.draws[:, ::5])
@@ -130,3 +130,12 @@ def test_divergences_are_detected_and_counted():
 def test_missing_value_and_grad_names_the_fix(backend):
     with pytest.raises(abir.samplers.MissingGradientError, match=r"Pass value_and_grad=f.*backend='jax'"):
         abir.samplers.nuts(jax_logdensity(SCALES), np.zeros((2, 3)), backend=backend)
+
+
+def test_progress_bar_counts_every_transition(capsys):
+    pytest.importorskip("tqdm")
+    vg = gaussian_value_and_grad(SCALES[:2])
+    quiet = abir.samplers.nuts(None, Q0, value_and_grad=vg, dry_run=True, **SMALL)
+    shown = abir.samplers.nuts(None, Q0, value_and_grad=vg, progress=True, **SMALL)
+    assert "42/42" in capsys.readouterr().err  # 30 warm-up + 12 draws
+    assert_same_run(shown, quiet)
