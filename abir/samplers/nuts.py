@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -52,12 +53,11 @@ def jax_value_and_grad(logdensity: Callable) -> Callable:
     return value_and_grad
 
 
-def checked_value_and_grad(logdensity: Callable, value_and_grad: Callable | None, backend: Any) -> Callable:
-    """The `value_and_grad` to declare a primitive: the user's, or JAX's autodiff on JAX."""
-    if value_and_grad is not None:
-        return value_and_grad
-    if backend is not None and getattr(backend, "name", None) == "jax":
-        return jax_value_and_grad(logdensity)
+def require_gradient(logdensity: Callable, value_and_grad: Callable | None, backend: Any) -> None:
+    """Raise `MissingGradientError` unless the gradient has a source: the user's `value_and_grad`
+    or, on the JAX backend, JAX's autodiff of `logdensity`."""
+    if value_and_grad is not None or getattr(backend, "name", None) == "jax":
+        return
     name = getattr(backend, "name", "numpy")
     raise MissingGradientError(
         f"abir.samplers.nuts on the {name} backend needs the log density's gradient: the {name} "
@@ -66,6 +66,14 @@ def checked_value_and_grad(logdensity: Callable, value_and_grad: Callable | None
         f"[chains, dim]; reduce over axis=-1), or run on backend='jax', which differentiates "
         f"{getattr(logdensity, '__name__', 'logdensity')!r} with jax.value_and_grad"
     )
+
+
+@functools.lru_cache(maxsize=8)
+def batched_program(gradient_source: Callable, uses_autodiff: bool, settings: per_chain.Settings):
+    """(initial_state, run_chunk) batched in one Context, kept for later calls with the same log
+    density (or value_and_grad) and settings, so they reuse its compiled programs."""
+    vg = jax_value_and_grad(gradient_source) if uses_autodiff else gradient_source
+    return per_chain.batch(per_chain.make_program(vg, settings), vg)
 
 
 def chain_keys(seed: int, chains: int) -> np.ndarray:
@@ -110,13 +118,15 @@ def nuts(
     if thin < 1 or chunk_size < 1:
         raise ValueError(f"thin and chunk_size must be at least 1, got thin={thin}, chunk_size={chunk_size}")
     resolved = resolve_backend(backend)
-    vg = checked_value_and_grad(logdensity, value_and_grad, resolved)
     chunk_size = -(-chunk_size // thin) * thin  # a multiple of thin: every call keeps whole rows
     settings = per_chain.Settings(
         dim=positions.shape[1], num_warmup=num_warmup, max_tree_depth=max_tree_depth,
         target_accept=target_accept, thin=thin, chunk_rows=chunk_size // thin,
     )  # fmt: skip
-    initial_state, run_chunk = per_chain.batch(per_chain.make_program(vg, settings), vg)
+    require_gradient(logdensity, value_and_grad, resolved)
+    uses_autodiff = value_and_grad is None
+    gradient_source = logdensity if uses_autodiff else value_and_grad
+    initial_state, run_chunk = batched_program(gradient_source, uses_autodiff, settings)
     keys = chain_keys(seed, positions.shape[0])
     options = {"backend": resolved, "max_stack_depth": per_chain.stack_depth(settings), "dry_run": dry_run}
     state = initial_state(positions, np.float64(step_size), keys, **options)
