@@ -1,7 +1,7 @@
 """Samplers written per chain and batched by abir: `abir.samplers.nuts` on a user's log density.
 
 ```python
-import numpy as np
+import jax.numpy as jnp
 import abir.samplers
 
 def logdensity(q):                      # ONE position, shape [dim]
@@ -48,6 +48,12 @@ multiple of `thin`); each call returns only its kept draws and their statistics,
 with what is kept: `num_draws // thin` (rounded up) draws per chain. `stats` holds per kept draw
 `tree_depth` (doublings kept), `leapfrogs`, `divergent`, `accept` (Stan's mean acceptance
 probability over the trajectory) and `energy` (the Hamiltonian at the draw).
+
+**Options.** `max_tree_depth` (10), `target_accept` (0.8), `step_size` (1.0, where the
+warm-up's search starts; with `num_warmup=0` the fixed step size), `thin` (1), `chunk_size`
+(100 transitions per call), `dry_run=True` (the per-chain plain Python run, chain by chain). A
+later call with the same `logdensity` (or `value_and_grad`) and settings reuses the compiled
+program.
 
 **Progress.** `progress=True` shows a tqdm bar of the transitions done (all chains advance
 together between calls), updated between calls, so the compiled loop is not slowed down; tqdm
