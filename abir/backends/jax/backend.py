@@ -40,6 +40,7 @@ from abir.backends.base import (
     Kernel,
     RunStats,
     Scheduler,
+    Span,
     State,
     map_tensor_types,
 )
@@ -276,8 +277,8 @@ class JaxBackend(Backend):
         loop the stack is a loop-carried buffer, so XLA updates it in place (O(B) per push);
         small stacks and loops traced to be one kernel are written without a scatter
         (`abir.backends.jax.writes.stack_scatter`)."""
-        if rows is None:
-            return value
+        if isinstance(rows, Span):
+            return self.stack_span_write(stack, rows, value)
         return writes.stack_scatter(stack, rows, value, trace_mode().scatter_free)
 
     def stack_read(self, stack: Any, index: Any) -> Any:
