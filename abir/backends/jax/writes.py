@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from abir.backends.base import State, Writes
+from abir.backends.base import Span, State, Writes, span_row
 from abir.backends.jax.cost import work_per_member
 
 ONE_HOT_STACK_MAX = 4096
@@ -46,6 +46,16 @@ def stack_scatter(stack: Any, rows: Any, value: Any, scatter_free: bool) -> Any:
         hit = jnp.arange(stack.shape[0], dtype=jnp.int32)[:, None] == rows[None, :]
         return jnp.where(hit.reshape(hit.shape + (1,) * (stack.ndim - 2)), value[None], stack)
     return stack.at[rows, jnp.arange(batch)].set(value, mode="drop", unique_indices=True)
+
+
+def span_one_hot(stack: Any, span: Span, value: Any, backend: Any) -> Any:
+    """A `Span` request on a stack of at most `ONE_HOT_STACK_MAX` elements: one select over the
+    whole stack, each row offset's values computed at once (a bounded cost, like
+    `stack_scatter`'s one-hot select, instead of a loop of one select per row)."""
+    offsets = jnp.arange(stack.shape[0], dtype=jnp.int32)[:, None] - span.start[None, :]
+    inside = (offsets >= 0) & (offsets < span.count[None, :])
+    rows = jnp.broadcast_to(span_row(backend, span, value, offsets, stack.dtype), stack.shape[:2])
+    return jnp.where(inside, rows.astype(stack.dtype), stack)
 
 
 def write_column_by_column(stacks: State, writes: Writes) -> State:
