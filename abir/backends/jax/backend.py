@@ -278,8 +278,10 @@ class JaxBackend(Backend):
         small stacks and loops traced to be one kernel are written without a scatter
         (`abir.backends.jax.writes.stack_scatter`)."""
         if isinstance(rows, Span):
-            if stack.ndim == 2 and stack.size <= writes.ONE_HOT_STACK_MAX and not trace_mode().scatter_free:
+            if stack.ndim == 2 and stack.size <= writes.ONE_HOT_STACK_MAX:
                 return writes.span_one_hot(stack, rows, value, self)
+            if trace_mode().scatter_free:
+                return writes.span_column_by_column(stack, rows, value, self)
             return self.stack_span_write(stack, rows, value)
         return writes.stack_scatter(stack, rows, value, trace_mode().scatter_free)
 

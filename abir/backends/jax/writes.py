@@ -58,6 +58,25 @@ def span_one_hot(stack: Any, span: Span, value: Any, backend: Any) -> Any:
     return jnp.where(inside, rows.astype(stack.dtype), stack)
 
 
+def span_column_by_column(stack: Any, span: Span, value: Any, backend: Any) -> Any:
+    """A `Span` request in a loop traced to be one kernel: per column, one element update per
+    row of its member's span (as many as the spans' total length, never the depth)."""
+    columns = stack.shape[1]
+    start = jnp.broadcast_to(jnp.asarray(span.start, dtype=jnp.int32), (columns,))
+    count = jnp.broadcast_to(jnp.asarray(span.count, dtype=jnp.int32), (columns,))
+    value = jnp.broadcast_to(jnp.asarray(value), stack.shape[1:])
+
+    def write_column(column: Any, stack: Any) -> Any:
+        def write_row(j: Any, stack: Any) -> Any:
+            row = span_row(backend, span, value[column], j, stack.dtype)
+            at = (start[column] + j, column, *((jnp.int32(0),) * (stack.ndim - 2)))
+            return lax.dynamic_update_slice(stack, jnp.asarray(row, stack.dtype)[None, None], at)
+
+        return lax.fori_loop(jnp.int32(0), count[column], write_row, stack)
+
+    return lax.fori_loop(jnp.int32(0), jnp.int32(columns), write_column, stack)
+
+
 def write_column_by_column(stacks: State, writes: Writes) -> State:
     """`stacks` after the row requests `writes` (see `apply_writes`), all in one loop over the
     columns, each request in order an update of one element (rows out of range write nothing):
