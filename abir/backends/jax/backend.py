@@ -276,13 +276,10 @@ class JaxBackend(Backend):
         """Scatter by index; rows of D (or anything out of range) are dropped. Inside the run
         loop the stack is a loop-carried buffer, so XLA updates it in place (O(B) per push);
         small stacks and loops traced to be one kernel are written without a scatter
-        (`abir.backends.jax.writes.stack_scatter`)."""
+        (`abir.backends.jax.writes.stack_scatter`). A `Span` request is a loop over windows of
+        rows (`abir.backends.jax.writes.span_by_windows`)."""
         if isinstance(rows, Span):
-            if stack.ndim == 2 and stack.size <= writes.ONE_HOT_STACK_MAX:
-                return writes.span_one_hot(stack, rows, value, self)
-            if trace_mode().scatter_free:
-                return writes.span_column_by_column(stack, rows, value, self)
-            return self.stack_span_write(stack, rows, value)
+            return writes.span_by_windows(stack, rows, value, self)
         return writes.stack_scatter(stack, rows, value, trace_mode().scatter_free)
 
     def stack_read(self, stack: Any, index: Any) -> Any:

@@ -48,33 +48,36 @@ def stack_scatter(stack: Any, rows: Any, value: Any, scatter_free: bool) -> Any:
     return stack.at[rows, jnp.arange(batch)].set(value, mode="drop", unique_indices=True)
 
 
-def span_one_hot(stack: Any, span: Span, value: Any, backend: Any) -> Any:
-    """A `Span` request on a stack of at most `ONE_HOT_STACK_MAX` elements: one select over the
-    whole stack, each row offset's values computed at once (a bounded cost, like
-    `stack_scatter`'s one-hot select, instead of a loop of one select per row)."""
-    offsets = jnp.arange(stack.shape[0], dtype=jnp.int32)[:, None] - span.start[None, :]
-    inside = (offsets >= 0) & (offsets < span.count[None, :])
-    rows = jnp.broadcast_to(span_row(backend, span, value, offsets, stack.dtype), stack.shape[:2])
-    return jnp.where(inside, rows.astype(stack.dtype), stack)
+SPAN_WINDOW_ROWS = 16
+"""`span_by_windows` writes a `Span` request through windows of this many stack rows."""
 
 
-def span_column_by_column(stack: Any, span: Span, value: Any, backend: Any) -> Any:
-    """A `Span` request in a loop traced to be one kernel: per column, one element update per
-    row of its member's span (as many as the spans' total length, never the depth)."""
-    columns = stack.shape[1]
-    start = jnp.broadcast_to(jnp.asarray(span.start, dtype=jnp.int32), (columns,))
-    count = jnp.broadcast_to(jnp.asarray(span.count, dtype=jnp.int32), (columns,))
-    value = jnp.broadcast_to(jnp.asarray(value), stack.shape[1:])
+def span_by_windows(stack: Any, span: Span, value: Any, backend: Any) -> Any:
+    """A `Span` request as a loop over windows of `SPAN_WINDOW_ROWS` rows (the whole stack if
+    it has fewer), from the lowest row any member writes to the highest: each window one
+    select between the span's values and the rows there, written back in place. The cost grows
+    with the rows the spans cover together, never with the depth; no scatter, so a loop traced
+    to be one kernel can contain it."""
+    depth = stack.shape[0]
+    size = min(SPAN_WINDOW_ROWS, depth)
+    start = jnp.asarray(span.start, dtype=jnp.int32)
+    count = jnp.asarray(span.count, dtype=jnp.int32)
+    writing = count > 0
+    first = jnp.min(jnp.where(writing, start, depth))
+    end = jnp.max(jnp.where(writing, start + count, 0))
+    event = (1,) * (stack.ndim - 2)
 
-    def write_column(column: Any, stack: Any) -> Any:
-        def write_row(j: Any, stack: Any) -> Any:
-            row = span_row(backend, span, value[column], j, stack.dtype)
-            at = (start[column] + j, column, *((jnp.int32(0),) * (stack.ndim - 2)))
-            return lax.dynamic_update_slice(stack, jnp.asarray(row, stack.dtype)[None, None], at)
+    def write_window(carry: tuple[Any, Any]) -> tuple[Any, Any]:
+        low, stack = carry
+        at = jnp.minimum(low, depth - size)
+        offsets = at + jnp.arange(size, dtype=jnp.int32)[:, None] - start[None, :]
+        inside = ((offsets >= 0) & (offsets < count[None, :])).reshape((size, -1, *event))
+        rows = span_row(backend, span, value, offsets.reshape((size, -1, *event)), stack.dtype)
+        window = lax.dynamic_slice_in_dim(stack, at, size, 0)
+        window = jnp.where(inside, jnp.asarray(rows, stack.dtype), window)
+        return low + size, lax.dynamic_update_slice_in_dim(stack, window, at, 0)
 
-        return lax.fori_loop(jnp.int32(0), count[column], write_row, stack)
-
-    return lax.fori_loop(jnp.int32(0), jnp.int32(columns), write_column, stack)
+    return lax.while_loop(lambda carry: carry[0] < end, write_window, (first, stack))[1]
 
 
 def write_column_by_column(stacks: State, writes: Writes) -> State:
