@@ -49,7 +49,8 @@ def stack_scatter(stack: Any, rows: Any, value: Any, scatter_free: bool) -> Any:
 
 
 SPAN_WINDOW_ROWS = 16
-"""`span_by_windows` writes a `Span` request through windows of this many stack rows."""
+"""`span_by_windows` writes a `Span` request through windows of this many stack rows
+(docs/performance.md#jax-and-tf-backends, "Span stack writes")."""
 
 
 def span_by_windows(stack: Any, span: Span, value: Any, backend: Any) -> Any:
