@@ -3,7 +3,8 @@
 Recursive programs whose descents `summarize-descents` turns into `vm.descend` (a push of many
 values per member at once, a `Span` write request) give, at every capacity that holds their
 recursion, the plain Python result per member on NumPy, JAX and TensorFlow; at a capacity too
-small they raise `abir.StackOverflowError` for exactly the members that recurse too deep.
+small they raise `abir.StackOverflowError` for exactly the members that recurse too deep. A
+`Span` request given to each backend's `stack_scatter` writes exactly each member's rows.
 
 Structurally, no operation of the JAX machine loop's body makes an array as large as a stack
 other than the stack updates themselves (scatters and in-place slice updates): a step's work does
@@ -103,6 +104,51 @@ def test_overflow_message_is_the_same_on_the_traced_backends(batched) -> None:
             batched["fib"](FIB_ARGS, backend=make_backend(name), max_stack_depth=6)
         messages.append(str(info.value))
     assert messages[0] == messages[1]
+
+
+# ----- span writes, directly ---------------------------------------------------------------
+
+SPAN_START = np.array([0, 3, 38, 2, 30, 1], dtype=np.int32)
+SPAN_COUNT = np.array([20, 0, 2, 5, 10, 1], dtype=np.int32)
+"""Members writing 20 rows from the bottom, nothing, up to the top row (38 + 2 = D), rows in
+the middle: more rows than one of JAX's windows (`SPAN_WINDOW_ROWS`), the last one clamped."""
+DEPTH = 40
+
+
+def expected_span(stack: np.ndarray, value: np.ndarray, step: Any, shift: int) -> np.ndarray:
+    expected = stack.copy()
+    for b, (start, count) in enumerate(zip(SPAN_START, SPAN_COUNT, strict=True)):
+        for j in range(count):
+            expected[start + j, b] = value[b] if step is None else value[b] + (j + shift) * step
+    return expected
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_span_of_vectors_writes_each_members_rows(backend: str) -> None:
+    from abir.backends.base import Span
+
+    rng = np.random.default_rng(1)
+    stack = rng.normal(size=(DEPTH, len(SPAN_START), 3))
+    value = rng.normal(size=(len(SPAN_START), 3))
+    instance = make_backend(backend)
+    with instance.scope():
+        span = Span(instance.asarray(SPAN_START), instance.asarray(SPAN_COUNT))
+        got = instance.stack_scatter(instance.asarray(stack.copy()), span, instance.asarray(value))
+        np.testing.assert_array_equal(instance.to_numpy(got), expected_span(stack, value, None, 0))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_span_with_a_step_writes_the_counter_at_each_row(backend: str) -> None:
+    from abir.backends.base import Span
+
+    stack = np.full((DEPTH, len(SPAN_START)), -99, dtype=np.int64)
+    value = np.array([10, 20, 30, 40, 50, 60], dtype=np.int64)
+    step = np.asarray(-3, np.int64)
+    instance = make_backend(backend)
+    with instance.scope():
+        span = Span(instance.asarray(SPAN_START), instance.asarray(SPAN_COUNT), step, np.int32(1))
+        got = instance.stack_scatter(instance.asarray(stack.copy()), span, instance.asarray(value))
+        np.testing.assert_array_equal(instance.to_numpy(got), expected_span(stack, value, -3, 1))
 
 
 # ----- the loop body's work -----------------------------------------------------------------
