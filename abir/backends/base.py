@@ -42,7 +42,7 @@ import contextlib
 import time
 from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -55,6 +55,32 @@ Kernel = Callable[[State], State]
 Scheduler = Callable[["Backend", Any], Any]
 Writes = dict[str, list[tuple[Any, Any]]]
 """Stack key -> a block's write requests `(rows, value)`, to be applied in order (`apply_writes`)."""
+
+
+class Span(NamedTuple):
+    """The rows of a request that pushes many values per member at once (`vm.descend`): member
+    b writes rows `start[b] + j` for `0 <= j < count[b]`. With the request's value `v`, row
+    `start[b] + j` gets `v[b]`, or with a `step`, `v[b] + (j + shift) * step` (`span_row`).
+    `count` is 0 for members that write nothing, and no span reaches past the depth D. A named
+    tuple, so that traced libraries carry it through their functions as a tree of arrays."""
+
+    start: Any
+    """int32 [B]: each member's first row."""
+    count: Any
+    """int32 [B]: how many rows each member writes."""
+    step: Any = None
+    """None (every row gets the value), or a scalar of the stack's dtype."""
+    shift: Any = 0
+    """An int32 scalar added to the row offset j before it is multiplied by `step`."""
+
+
+def span_row(backend: Any, span: Span, value: Any, j: Any, dtype: Any) -> Any:
+    """The values a `Span` request with value `value` writes at row offset j (an int32 scalar)."""
+    if span.step is None:
+        return value
+    prim = backend.builtin_prim
+    moves = prim("add", [j, span.shift], np.int32)
+    return prim("add", [value, prim("multiply", [moves, span.step], dtype)], dtype)
 
 
 def splittable(kernels: Sequence[Any]) -> bool:
@@ -504,8 +530,8 @@ class BackendProtocol(Protocol):
     @abc.abstractmethod
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
         """abir extension: `stack` with `stack[rows[b], b] = value[b]` for rows in [0, D) (a row
-        of D writes nothing); may update `stack` in place. `rows` None: `value` is the whole new
-        stack (`state_ops.descend` writes many rows per member at once)."""
+        of D writes nothing); may update `stack` in place. `rows` a `Span`: each member writes
+        its span of rows (`state_ops.descend` pushes many values per member at once)."""
 
     @abc.abstractmethod
     def stack_read(self, stack: Any, index: Any) -> Any:
@@ -741,14 +767,32 @@ class Backend(BackendProtocol):
 
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
         """Return `stack` ([D, B, *shape]) with `stack[rows[b], b] = value[b]` for every member b
-        whose row is in [0, D); a row of D means "no write" (`value` may broadcast); `rows`
-        None: `value` is the whole new stack."""
-        if rows is None:
-            return value
+        whose row is in [0, D); a row of D means "no write" (`value` may broadcast); `rows` a
+        `Span`: `stack_span_write`."""
+        if isinstance(rows, Span):
+            return self.stack_span_write(stack, rows, value)
         depth = int(stack.shape[0])
         return self.stack_write(
             stack, rows, value, self.builtin_prim("less", [rows, np.int32(depth)], np.bool_)
         )
+
+    def stack_span_write(self, stack: Any, span: Span, value: Any) -> Any:
+        """`stack` with each member's `span` of rows written (see `Span`): one row scatter per
+        row offset j, up to the longest span in the batch, so the cost grows with the spans'
+        lengths, never with the depth D."""
+        prim = self.builtin_prim
+        depth = np.int32(stack.shape[0])
+        longest = prim("negative", [self.reduce_min(prim("negative", [span.count], np.int32))], np.int32)
+
+        def more(j: Any, stack: Any) -> Any:
+            return prim("less", [j, longest], np.bool_)
+
+        def write_row(j: Any, stack: Any) -> tuple[Any, Any]:
+            rows = prim("where", [prim("less", [j, span.count], np.bool_), prim("add", [span.start, j], np.int32), depth],
+                        np.int32)  # fmt: skip
+            return prim("add", [j, np.int32(1)], np.int32), self.stack_scatter(stack, rows, span_row(self, span, value, j, stack.dtype))
+
+        return self.while_loop(more, write_row, [np.int32(0), stack])[1]
 
     def known_none(self, mask: Any) -> bool:
         """Whether bool `mask` is known to be all false right now (lets an eager backend skip

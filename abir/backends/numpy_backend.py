@@ -38,12 +38,14 @@ from abir.backends.base import (
     Kernel,
     RunStats,
     Scheduler,
+    Span,
     State,
     Writes,
     apply_writes,
     loops_to_itself,
     separate_stacks,
     smallest_live_block,
+    span_row,
     splittable,
     tail_start_of,
 )
@@ -81,8 +83,9 @@ class _ScratchStacks:
     seen as `[(D + 1) * B, ...]`, at flat rows computed once for the requests of a push group
     (they share `rows`)."""
 
-    def __init__(self, stacks: State, batch: int):
+    def __init__(self, stacks: State, batch: int, backend: Backend):
         self.batch = batch
+        self.backend = backend  # computes the values of `Span` requests (`span_row`)
         self.views: dict[str, np.ndarray] = {}
         self.flat: dict[str, np.ndarray] = {}
         self._rows: Any = None
@@ -102,12 +105,23 @@ class _ScratchStacks:
     def _scatter(self, flat: np.ndarray, rows: Any, value: Any) -> np.ndarray:
         """One request on a stack seen as `[(D + 1) * B, ...]`; requests of a push group share
         `rows`, so its flat rows are computed once."""
-        if rows is None:  # the whole new stack (`state_ops.descend`)
-            flat[: -self.batch].reshape(-1, self.batch, *flat.shape[1:])[...] = value
-            return flat
+        if isinstance(rows, Span):  # many rows per member (`state_ops.descend`)
+            return self._scatter_span(flat, rows, value)
         if rows is not self._rows:
             self._rows, self._flat_rows = rows, _flat_rows(np.asarray(rows), self.batch)
         flat[self._flat_rows] = value
+        return flat
+
+
+    def _scatter_span(self, flat: np.ndarray, span: Span, value: Any) -> np.ndarray:
+        """A `Span` request: one scatter per row offset, up to the longest span."""
+        start, count = np.asarray(span.start), np.asarray(span.count)
+        depth = flat.shape[0] // self.batch - 1
+        for j in range(int(count.max(initial=0))):
+            rows = np.where(j < count, start + j, depth)
+            row = span_row(self.backend, span, value, np.int32(j), flat.dtype)
+            flat[_flat_rows(rows, self.batch)] = np.broadcast_to(row, (self.batch, *flat.shape[1:]))
+        self._rows = None
         return flat
 
 
@@ -289,9 +303,8 @@ class NumpyBackend(Backend):
 
     def stack_scatter(self, stack: np.ndarray, rows: Any, value: Any) -> np.ndarray:
         """In place: only the members with a row below the depth are touched."""
-        if rows is None:
-            stack[...] = value
-            return stack
+        if isinstance(rows, Span):
+            return self.stack_span_write(stack, rows, value)
         rows = np.asarray(rows)
         members = np.flatnonzero(rows < stack.shape[0])
         if members.size:
@@ -342,7 +355,7 @@ class NumpyBackend(Backend):
         split = splittable(kernels)
         if split:
             regs, stack_arrays = separate_stacks(state, stack_keys)
-            stacks = _ScratchStacks(stack_arrays, batch)
+            stacks = _ScratchStacks(stack_arrays, batch, self)
         pc = np.asarray(state["pc"])
         self._repeats = [loops_to_itself(kernel) for kernel in kernels]
         self._tail = tail_start_of(kernels)

@@ -63,8 +63,8 @@ for the members `here` (`TracedLoop.block_run`)."""
 
 
 def writes_whole_stacks(kernel: Any) -> bool:
-    """Whether the kernel's block writes whole stacks (`kernel.plan.writes_whole_stacks`: a
-    request with rows None, see `stack_scatter`). Such requests cannot be padded into the
+    """Whether the kernel's block writes many rows per member (`kernel.plan.writes_whole_stacks`:
+    a request with a `Span` for rows, see `stack_scatter`). Such requests cannot be padded into the
     fixed-size requests of a switch over split kernels, nor scattered into compacted columns."""
     return bool(getattr(getattr(kernel, "plan", None), "writes_whole_stacks", False))
 

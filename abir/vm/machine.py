@@ -107,8 +107,8 @@ class BlockPlan:
     """Whether the block may jump to itself (a loop whose body is one block): a sweeping
     execution repeats it while members stand there."""
     writes_whole_stacks: bool = False
-    """Whether its kernel writes whole stacks (`vm.descend`; `Backend.stack_scatter` with rows
-    None)."""
+    """Whether its kernel writes many rows per member at once (`vm.descend`; `Backend.stack_scatter`
+    with a `Span` for rows)."""
 
 
 # ----- instructions ---------------------------------------------------------------------------

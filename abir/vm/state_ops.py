@@ -34,13 +34,13 @@ writes nothing out of range: it marks the member, and `finish` records `1 + bloc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from abir.backends.base import Backend, State, Writes, separate_stacks
+from abir.backends.base import Backend, Span, State, Writes, separate_stacks, span_row
 
 OVERFLOW = "overflow"
 UNDERFLOW = "underflow"
@@ -235,38 +235,32 @@ def descend(backend: Backend, frame: Frame, descent: Descent, mask: Any) -> None
 
     Iteration i starts with the counter at `c0 + i * step`; the first one whose test holds
     (`descent_length`) is the last: it makes only the pushes before the exit test. Each stack
-    gets its pushes as one write of the whole stack (`None` rows: the request is the new
-    stack); a member that would push beyond a stack's depth overflows, as its iterations would."""
+    gets its pushes as one request for a `Span` of rows per member; a member that would push
+    beyond a stack's depth overflows, as its iterations would."""
     prim = backend.builtin_prim
     start = frame.regs[register_key(descent.counter)]
     pc_depth = int(frame.stacks[PC_STACK].shape[0])
     full = descent_length(backend, descent, start, pc_depth + 1)
     full = backend.where(mask, full, _int(backend, 0))
-    bad = _span_write(backend, frame, PC_STACK, PC_SP, full, mask, lambda _: _int(backend, descent.return_target))
+    bad = _span_write(backend, frame, PC_STACK, PC_SP, full, mask, _int(backend, descent.return_target))
     for name, pointer, updated, early in descent.pushes:
         count = prim("add", (full, _int(backend, 1)), INT32) if early else full
-        value = _counter_values(backend, descent, start, int(updated)) if name == descent.counter else _same(frame, name)
-        bad = prim("logical_or", (bad, _span_write(backend, frame, stack_key(name), pointer, count, mask, value)), BOOL)
-    write(backend, frame, descent.counter, _counter_values(backend, descent, start, int(descent.update_first))(full), mask)
+        if name == descent.counter:
+            step = _counter_step(backend, descent, start)
+            pushed = _span_write(backend, frame, stack_key(name), pointer, count, mask, start, step, int(updated))
+        else:
+            pushed = _span_write(backend, frame, stack_key(name), pointer, count, mask, frame.regs[register_key(name)])
+        bad = prim("logical_or", (bad, pushed), BOOL)
+    counter_span = Span(None, None, _counter_step(backend, descent, start), _int(backend, int(descent.update_first)))
+    final = span_row(backend, counter_span, start, full, backend.type_of(start).dtype)  # the counter's value after `full` moves
+    write(backend, frame, descent.counter, final, mask)
     set_pc(backend, frame, descent.exit_target, mask)
     frame.overflow = _either(backend, frame.overflow, bad)
 
 
-def _counter_values(backend: Backend, descent: Descent, start: Any, shift: int) -> Callable[[Any], Any]:
-    """Iteration offsets -> the counter at their start (`shift` 0) or after their update (1)."""
-    prim = backend.builtin_prim
-    dtype = np.dtype(backend.type_of(start).dtype)
-
-    def value(offsets: Any) -> Any:
-        moves = prim("add", (offsets, _int(backend, shift)), INT32)
-        return prim("add", (start, prim("multiply", (moves, np.asarray(descent.step, dtype)), dtype)), dtype)
-
-    return value
-
-
-def _same(frame: Frame, name: str) -> Callable[[Any], Any]:
-    """Iteration offsets -> the (unchanging) value of variable `name`."""
-    return lambda offsets: frame.regs[register_key(name)]
+def _counter_step(backend: Backend, descent: Descent, start: Any) -> Any:
+    """The counter's step, in the counter's dtype."""
+    return np.asarray(descent.step, np.dtype(backend.type_of(start).dtype))
 
 
 def descent_length(backend: Backend, descent: Descent, start: Any, never: int) -> Any:
@@ -303,27 +297,30 @@ def descent_length(backend: Backend, descent: Descent, start: Any, never: int) -
 
 
 def _span_write(
-    backend: Backend, frame: Frame, stack: str, pointer: str, count: Any, mask: Any, value: Callable[[Any], Any]
+    backend: Backend,
+    frame: Frame,
+    stack: str,
+    pointer: str,
+    count: Any,
+    mask: Any,
+    value: Any,
+    step: Any = None,
+    shift: int = 0,
 ) -> Any:
     """Push `count[b]` values per masked member at once: row `sp[b] + j` of `stack` gets
-    `value(j)` (j from 0; an int32 [D, 1] grid of offsets broadcast against the members),
-    `pointer` moves by `count`; returns the masked members for whom they do not fit."""
+    `value`, or with a `step`, `value + (j + shift) * step` (j from 0; `Span`); `pointer` moves
+    by `count`. Returns the masked members for whom they do not fit; such a member still writes
+    the rows that fit, as its iterations would have. The request's cost grows with the longest
+    span in the batch, not with the stack's depth."""
     prim = backend.builtin_prim
-    old = frame.stacks[stack]
-    depth = int(old.shape[0])
+    depth = _int(backend, int(frame.stacks[stack].shape[0]))
     sp = frame.regs[pointer]
-    offsets = prim("subtract", (np.arange(depth, dtype=np.int32)[:, None], sp), INT32)
     end = prim("add", (sp, count), INT32)
-    fits = prim("less_equal", (end, _int(backend, depth)), BOOL)
-    inside = prim(
-        "logical_and",
-        (prim("logical_and", (mask, prim("greater_equal", (offsets, _int(backend, 0)), BOOL)), BOOL),
-         prim("less", (offsets, count), BOOL)),
-        BOOL,
-    )  # fmt: skip
-    new = prim("where", (inside, value(offsets), old), backend.type_of(old).dtype)  # NumPy broadcasting, [D, B]
-    frame.writes.setdefault(stack, []).append((None, new))
-    frame.regs[pointer] = backend.where(mask, prim("where", (fits, end, _int(backend, depth)), INT32), sp)
+    fits = prim("less_equal", (end, depth), BOOL)
+    room = prim("subtract", (depth, sp), INT32)
+    written = prim("where", (mask, prim("minimum", (count, room), INT32), _int(backend, 0)), INT32)
+    frame.writes.setdefault(stack, []).append((Span(sp, written, step, _int(backend, shift)), value))
+    frame.regs[pointer] = backend.where(mask, prim("where", (fits, end, depth), INT32), sp)
     return prim("logical_and", (mask, prim("logical_not", (fits,), BOOL)), BOOL)
 
 

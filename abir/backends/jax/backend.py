@@ -40,6 +40,7 @@ from abir.backends.base import (
     Kernel,
     RunStats,
     Scheduler,
+    Span,
     State,
     map_tensor_types,
 )
@@ -275,9 +276,10 @@ class JaxBackend(Backend):
         """Scatter by index; rows of D (or anything out of range) are dropped. Inside the run
         loop the stack is a loop-carried buffer, so XLA updates it in place (O(B) per push);
         small stacks and loops traced to be one kernel are written without a scatter
-        (`abir.backends.jax.writes.stack_scatter`)."""
-        if rows is None:
-            return value
+        (`abir.backends.jax.writes.stack_scatter`). A `Span` request is a loop over windows of
+        rows (`abir.backends.jax.writes.span_by_windows`)."""
+        if isinstance(rows, Span):
+            return writes.span_by_windows(stack, rows, value, self)
         return writes.stack_scatter(stack, rows, value, trace_mode().scatter_free)
 
     def stack_read(self, stack: Any, index: Any) -> Any:

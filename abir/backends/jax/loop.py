@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from abir.backends.base import FLAGGED, RUNNING, STATUS_KEY, Kernel, State, Writes, apply_writes
+from abir.backends.base import FLAGGED, RUNNING, STATUS_KEY, Kernel, Span, State, Writes, apply_writes
 from abir.backends.jax import compaction
 from abir.backends.jax.compaction import compact_members, compact_run, compact_slots, full_batch_requests
 from abir.backends.jax.mode import traced_as
@@ -120,7 +120,7 @@ class JaxLoop(TracedLoop):
     def apply_writes(self, stacks: State, writes: Writes) -> State:
         """In a loop traced to be one kernel (`scatter_free`), all of a block's row requests in
         one loop over the columns (`write_column_by_column`)."""
-        if not self.scatter_free or any(rows is None for requests in writes.values() for rows, _ in requests):
+        if not self.scatter_free or any(isinstance(rows, Span) for requests in writes.values() for rows, _ in requests):
             return super().apply_writes(stacks, writes)
         return write_column_by_column(stacks, writes)
 

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from abir.backends.base import State, Writes
+from abir.backends.base import Span, State, Writes, span_row
 from abir.backends.jax.cost import work_per_member
 
 ONE_HOT_STACK_MAX = 4096
@@ -46,6 +46,39 @@ def stack_scatter(stack: Any, rows: Any, value: Any, scatter_free: bool) -> Any:
         hit = jnp.arange(stack.shape[0], dtype=jnp.int32)[:, None] == rows[None, :]
         return jnp.where(hit.reshape(hit.shape + (1,) * (stack.ndim - 2)), value[None], stack)
     return stack.at[rows, jnp.arange(batch)].set(value, mode="drop", unique_indices=True)
+
+
+SPAN_WINDOW_ROWS = 16
+"""`span_by_windows` writes a `Span` request through windows of this many stack rows
+(docs/performance.md#jax-and-tf-backends, "Span stack writes")."""
+
+
+def span_by_windows(stack: Any, span: Span, value: Any, backend: Any) -> Any:
+    """A `Span` request as a loop over windows of `SPAN_WINDOW_ROWS` rows (the whole stack if
+    it has fewer), from the lowest row any member writes to the highest: each window one
+    select between the span's values and the rows there, written back in place. The cost grows
+    with the rows the spans cover together, never with the depth; no scatter, so a loop traced
+    to be one kernel can contain it."""
+    depth = stack.shape[0]
+    size = min(SPAN_WINDOW_ROWS, depth)
+    start = jnp.asarray(span.start, dtype=jnp.int32)
+    count = jnp.asarray(span.count, dtype=jnp.int32)
+    writing = count > 0
+    first = jnp.min(jnp.where(writing, start, depth))
+    end = jnp.max(jnp.where(writing, start + count, 0))
+    event = (1,) * (stack.ndim - 2)
+
+    def write_window(carry: tuple[Any, Any]) -> tuple[Any, Any]:
+        low, stack = carry
+        at = jnp.minimum(low, depth - size)
+        offsets = at + jnp.arange(size, dtype=jnp.int32)[:, None] - start[None, :]
+        inside = ((offsets >= 0) & (offsets < count[None, :])).reshape((size, -1, *event))
+        rows = span_row(backend, span, value, offsets.reshape((size, -1, *event)), stack.dtype)
+        window = lax.dynamic_slice_in_dim(stack, at, size, 0)
+        window = jnp.where(inside, jnp.asarray(rows, stack.dtype), window)
+        return low + size, lax.dynamic_update_slice_in_dim(stack, window, at, 0)
+
+    return lax.while_loop(lambda carry: carry[0] < end, write_window, (first, stack))[1]
 
 
 def write_column_by_column(stacks: State, writes: Writes) -> State:

@@ -28,7 +28,16 @@ import optree
 import tensorflow as tf
 
 from abir import prims
-from abir.backends.base import LAUNCH_SECONDS, MAX_LAUNCH_ITERATIONS, Backend, Kernel, Scheduler, State
+from abir.backends.base import (
+    LAUNCH_SECONDS,
+    MAX_LAUNCH_ITERATIONS,
+    Backend,
+    Kernel,
+    Scheduler,
+    Span,
+    State,
+    span_row,
+)
 from abir.backends.tf.loop import TfLoop, without_arithmetic_optimizer
 from abir.backends.tf.prim_ops import (
     as_tensor,
@@ -225,14 +234,26 @@ class TensorFlowBackend(Backend):
 
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
         """Members whose row is out of range rewrite the value they hold at the clipped row."""
-        if rows is None:
-            return value
+        if isinstance(rows, Span):
+            return self.stack_span_write(stack, rows, value)
         depth = stack.shape[0]
         rows = tf.broadcast_to(as_tensor(rows, tf.int32), tf.shape(stack)[1:2])
         coords = self._coords(stack, rows)
         old = tf.gather_nd(stack, coords)
         new = tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(old))
         return tf.tensor_scatter_nd_update(stack, coords, self.where(rows < depth, new, old))
+
+    def stack_span_write(self, stack: Any, span: Span, value: Any) -> Any:
+        """`Backend.stack_span_write` as one `tf.while_loop` (staged or eager alike)."""
+        count = as_tensor(span.count, tf.int32)
+        start = as_tensor(span.start, tf.int32)
+        depth = stack.shape[0]
+
+        def write_row(j: Any, stack: Any) -> tuple[Any, Any]:
+            return j + 1, self.stack_scatter(stack, tf.where(j < count, start + j, depth), span_row(self, span, value, j, stack.dtype))
+
+        longest = tf.reduce_max(count)
+        return tf.while_loop(lambda j, _: j < longest, write_row, (tf.constant(0, tf.int32), stack))[1]
 
     def stack_read(self, stack: Any, index: Any) -> Any:
         return tf.gather_nd(stack, self._coords(stack, as_tensor(index, tf.int32)))
