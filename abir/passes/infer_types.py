@@ -65,6 +65,7 @@ from abir.passes.prim_evaluation import (
     check_scalar_conversion,
     constant_value,
     located_error,
+    located_message,
     truth_value_fact,
     user_result_facts,
 )
@@ -436,10 +437,7 @@ def check_select_arms(op: functional.PrimOp, operands: Sequence[Fact], function:
         f"{describe_fact(b)}; abir gives a value one type for every member (as NumPy stacking the members' "
         f"values would need). Instead: {_one_type_fix('both values', a, b)}"
     )
-    location = op.attributes.get(LOCATION_ATTR)
-    if not isinstance(location, StringAttr):
-        raise TypeInferenceError(f"in @{function}: {message}")
-    raise located_error(location.data, function, message)
+    raise LocatedTypeInferenceError(located_message(op, function, message))
 
 
 def result_conflict(

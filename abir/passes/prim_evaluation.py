@@ -253,10 +253,7 @@ def check_scalar_conversion(op: functional.PrimOp, operand: Fact, function: str)
         f"convert element by element with `.astype({builtin})`, or take one element (`[0]`) or a reduction "
         f"(`.sum()`) first"
     )
-    location = _string_attribute(op, LOCATION_ATTR)
-    if location is None:
-        raise ScalarConversionError(f"in @{function}: {message}")
-    raise ScalarConversionError(str(located_error(location, function, message)))
+    raise ScalarConversionError(located_message(op, function, message))
 
 
 def truth_value_error(op: functional.PrimOp, described: str, numpy_message: str, function: str) -> TruthValueError:
@@ -269,10 +266,14 @@ def truth_value_error(op: functional.PrimOp, described: str, numpy_message: str,
         f"it raises ValueError: {numpy_message}\nInstead: reduce it to one truth value, e.g. "
         f"`np.any({source})` or `np.all({source})`, or choose element by element with `np.where({source}, ..., ...)`"
     )
+    return TruthValueError(located_message(op, function, message))
+
+
+def located_message(op: functional.PrimOp, function: str, message: str) -> str:
+    """`message` at the Python line of `op` (`abir.loc`) with its source line, or, where the
+    frontend recorded none, in IR function `function`."""
     location = _string_attribute(op, LOCATION_ATTR)
-    if location is None:
-        return TruthValueError(f"in @{function}: {message}")
-    return TruthValueError(str(located_error(location, function, message)))
+    return f"in @{function}: {message}" if location is None else str(located_error(location, function, message))
 
 
 def _string_attribute(op: functional.PrimOp, name: str) -> str | None:
