@@ -246,16 +246,24 @@ def print_row(row: Row) -> None:
     )
 
 
+def _installed_version(package: str) -> str:
+    """The installed version of `package`, under its CPU-only distribution name too
+    (`tensorflow-cpu`), or "absent"."""
+    for distribution in (package, f"{package}-cpu"):
+        try:
+            return importlib.metadata.version(distribution)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return "absent"
+
+
 def header_lines(argv: list[str]) -> list[str]:
     """Command line, date, CPU model and library versions."""
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), platform.processor())  # fmt: skip
     versions = []
     for package in ("numpy", "jax", "tensorflow", "tensorflow-probability", "blackjax", "xdsl"):
-        try:
-            versions.append(f"{package} {importlib.metadata.version(package)}")
-        except importlib.metadata.PackageNotFoundError:
-            versions.append(f"{package} absent")
+        versions.append(f"{package} {_installed_version(package)}")
     return [
         "command: python bench/suite.py " + " ".join(argv),
         f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC}",
