@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import abir
+from abir.backend_registry import spec_named
 
 
 def fib(n):
@@ -40,18 +41,13 @@ def saved_frames_of_fib(n: int) -> int:
     return max(0, n - 2)
 
 
-BACKENDS = ["numpy", "jax", "tf"]
 CAPACITIES = [16, 20, 64, 200]
 FIB_ARGS = np.array([1, 2, 3, 5, 8, 11, 14, 15], dtype=np.int64)
 """Members at the base case and members recursing up to 14 frames deep."""
 
 
 def make_backend(name: str) -> abir.Backend:
-    if name == "numpy":
-        return abir.NumpyBackend()
-    if name == "jax":
-        return abir.JaxBackend()
-    return abir.TensorFlowBackend()
+    return spec_named(name).new_backend()
 
 
 @pytest.fixture(scope="module")
@@ -65,34 +61,31 @@ def python_per_member(function: Any, *args: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("capacity", CAPACITIES)
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_fib_equals_python_per_member_at_each_capacity(batched, backend: str, capacity: int) -> None:
-    got = batched["fib"](FIB_ARGS, backend=make_backend(backend), max_stack_depth=capacity)
+def test_fib_equals_python_per_member_at_each_capacity(batched, backend_name: str, capacity: int) -> None:
+    got = batched["fib"](FIB_ARGS, backend=make_backend(backend_name), max_stack_depth=capacity)
     np.testing.assert_array_equal(np.asarray(got), python_per_member(fib, FIB_ARGS))
 
 
 @pytest.mark.parametrize("capacity", [20, 64, 200])
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_descent_with_a_counter_equals_python_per_member(batched, backend: str, capacity: int) -> None:
+def test_a_descent_with_a_counter_equals_python_per_member(batched, backend_name: str, capacity: int) -> None:
     """A descent pushing its counter (row j gets `n - j`) and an invariant argument."""
     n = np.array([0, 1, 4, 9, 17], dtype=np.int64)
     x = np.array([5, -3, 7, 0, 2], dtype=np.int64)
-    got = batched["countdown_sum"](n, x, backend=make_backend(backend), max_stack_depth=capacity)
+    got = batched["countdown_sum"](n, x, backend=make_backend(backend_name), max_stack_depth=capacity)
     np.testing.assert_array_equal(np.asarray(got), python_per_member(countdown_sum, n, x))
 
 
 @pytest.mark.parametrize("capacity", [6, 12, 13])
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_overflow_names_exactly_the_members_too_deep(batched, backend: str, capacity: int) -> None:
+def test_overflow_names_exactly_the_members_too_deep(batched, backend_name: str, capacity: int) -> None:
     """At 13 the deepest member (n = 15) just fits; at 12 it alone overflows."""
     too_deep = [i for i, n in enumerate(FIB_ARGS) if saved_frames_of_fib(int(n)) > capacity]
     function = batched["fib"]
     if not too_deep:
-        got = function(FIB_ARGS, backend=make_backend(backend), max_stack_depth=capacity)
+        got = function(FIB_ARGS, backend=make_backend(backend_name), max_stack_depth=capacity)
         np.testing.assert_array_equal(np.asarray(got), python_per_member(fib, FIB_ARGS))
         return
     with pytest.raises(abir.StackOverflowError) as info:
-        function(FIB_ARGS, backend=make_backend(backend), max_stack_depth=capacity)
+        function(FIB_ARGS, backend=make_backend(backend_name), max_stack_depth=capacity)
     assert list(info.value.members) == too_deep
 
 
@@ -123,28 +116,26 @@ def expected_span(stack: np.ndarray, value: np.ndarray, step: Any, shift: int) -
     return expected
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_span_of_vectors_writes_each_members_rows(backend: str) -> None:
+def test_a_span_of_vectors_writes_each_members_rows(backend_name: str) -> None:
     from abir.backends.base import Span
 
     rng = np.random.default_rng(1)
     stack = rng.normal(size=(DEPTH, len(SPAN_START), 3))
     value = rng.normal(size=(len(SPAN_START), 3))
-    instance = make_backend(backend)
+    instance = make_backend(backend_name)
     with instance.scope():
         span = Span(instance.asarray(SPAN_START), instance.asarray(SPAN_COUNT))
         got = instance.stack_scatter(instance.asarray(stack.copy()), span, instance.asarray(value))
         np.testing.assert_array_equal(instance.to_numpy(got), expected_span(stack, value, None, 0))
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_span_with_a_step_writes_the_counter_at_each_row(backend: str) -> None:
+def test_a_span_with_a_step_writes_the_counter_at_each_row(backend_name: str) -> None:
     from abir.backends.base import Span
 
     stack = np.full((DEPTH, len(SPAN_START)), -99, dtype=np.int64)
     value = np.array([10, 20, 30, 40, 50, 60], dtype=np.int64)
     step = np.asarray(-3, np.int64)
-    instance = make_backend(backend)
+    instance = make_backend(backend_name)
     with instance.scope():
         span = Span(instance.asarray(SPAN_START), instance.asarray(SPAN_COUNT), step, np.int32(1))
         got = instance.stack_scatter(instance.asarray(stack.copy()), span, instance.asarray(value))
