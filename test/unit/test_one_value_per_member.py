@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import abir
+from abir.backend_registry import spec_named
 from abir.errors import AbirError, ScalarConversionError, TypeInferenceError
 
 
@@ -48,9 +49,9 @@ def float_of_element(v, c):
     return float(v[0]) + int(c)
 
 
-@pytest.fixture(params=["numpy", "jax", "tf"])
-def backend(request):
-    return {"numpy": abir.NumpyBackend, "jax": abir.JaxBackend, "tf": abir.TensorFlowBackend}[request.param]()
+@pytest.fixture
+def backend(backend_name: str) -> abir.Backend:
+    return spec_named(backend_name).new_backend()
 
 
 VECTORS = np.array([[1.0, -2.0, 3.0], [-1.0, -2.0, -3.0]])
