@@ -6,7 +6,8 @@
    returning to a block, and the pop there) when no function the call may run (the callee and
    every function it calls, transitively) writes `@x` other than by restoring its own saves, and
    the caller does not write `@x` between the push and the call: the callee leaves `@x` as it
-   found it. NUTS's `build_tree` passes its step size, initial energy and key unchanged to its
+   found it. A call passing `@x` on as the same parameter (a parallel write's `@x = @x`) does
+   not write it: a recursive evaluation passing its tree arrays down saves none of them. NUTS's `build_tree` passes its step size, initial energy and key unchanged to its
    recursive calls; their saves were three of the five pushes of every descent.
 3. Pop-push fusion: `stack.pop @x` followed in the same block by `stack.push @x`, with no write
    of `@x` between, becomes one `stack.peek @x` (restore the saved value and keep it saved).
@@ -133,6 +134,15 @@ def body_and_calls(entry: Block) -> tuple[list[Block], set[Block]]:
     return body, calls
 
 
+def changed_by(op: Operation) -> list[str]:
+    """The variables `op` may change: those it writes, less the components of a parallel
+    `stack.write` that copy a variable to itself (a call passing a parameter on unchanged)."""
+    reads, writes = reads_writes(op)
+    if isinstance(op, stack.WriteOp):
+        return [target for target, source in zip(writes, reads, strict=True) if target != source]
+    return writes
+
+
 def written_by_call(entry: Block) -> set[str]:
     """The variables a call entering at `entry` may write, in its frame or in the calls it
     makes, other than by restoring saves (pop, peek)."""
@@ -143,17 +153,17 @@ def written_by_call(entry: Block) -> set[str]:
         for block in body:
             for op in block.ops:
                 if not isinstance(op, stack.PopOp | stack.PeekOp):
-                    written.update(reads_writes(op)[1])
+                    written.update(changed_by(op))
         todo.extend(calls - seen)
         seen |= calls
     return written
 
 
 def written_after(push: stack.PushOp, name: str) -> bool:
-    """Whether an op after `push` in its block writes `name`."""
+    """Whether an op after `push` in its block changes `name` (`changed_by`)."""
     op = push.next_op
     while op is not None:
-        if name in reads_writes(op)[1]:
+        if name in changed_by(op):
             return True
         op = op.next_op
     return False

@@ -319,3 +319,63 @@ builtin.module {
 // CHECK-NEXT:     stack.push_goto ^cont, ^j
 // CHECK-NEXT:   ^cont:
 // CHECK-NEXT:     stack.pop @k.eps
+
+// -----
+
+// A parameter passed on unchanged (@h.t, copied to itself in each call's parallel write) and live
+// after both recursive calls: no call changes it, so neither call saves it; @h.n is still saved.
+builtin.module {
+  stack.var @h.t : tensor<4xi64>
+  stack.var @h.n : i64
+  stack.var @h.c : i64
+  stack.var @h.p : i1
+  stack.var @h.m : i64
+  stack.var @h.x : i64
+  stack.var @h.result0 : i64
+  stack.program @h(@h.t, @h.n) -> (@h.result0) {
+    stack.push_goto ^bb1, ^bb2
+  ^bb1:
+    stack.halt
+  ^bb2:
+    stack.constant @h.c = 0 : i64
+    stack.prim "greater"(@h.n, @h.c) -> (@h.p)
+    stack.branch @h.p, ^bb3, ^bb6 {function = "h"}
+  ^bb3:
+    stack.constant @h.c = 1 : i64
+    stack.prim "subtract"(@h.n, @h.c) -> (@h.m)
+    stack.push @h.t, @h.n
+    stack.write @h.t, @h.n = @h.t, @h.m
+    stack.push_goto ^bb4, ^bb2 {function = "h"}
+  ^bb4:
+    stack.pop @h.t, @h.n
+    stack.constant @h.c = 1 : i64
+    stack.prim "subtract"(@h.n, @h.c) -> (@h.m)
+    stack.push @h.t, @h.n
+    stack.write @h.t, @h.n = @h.t, @h.m
+    stack.push_goto ^bb5, ^bb2 {function = "h"}
+  ^bb5:
+    stack.pop @h.t, @h.n
+    stack.prim "getitem" <{index = ["?"]}>(@h.t, @h.n) -> (@h.x)
+    stack.prim "add"(@h.x, @h.result0) -> (@h.result0)
+    stack.indirect_goto {function = "h"}
+  ^bb6:
+    stack.prim "getitem" <{index = ["?"]}>(@h.t, @h.n) -> (@h.result0)
+    stack.indirect_goto {function = "h"}
+  }
+}
+
+// CHECK-LABEL: stack.program @h(@h.t, @h.n) -> (@h.result0) {
+// CHECK:        ^bb3:
+// CHECK-NEXT:     stack.constant @h.c = 1 : i64
+// CHECK-NEXT:     stack.prim "subtract"(@h.n, @h.c) -> (@h.m)
+// CHECK-NEXT:     stack.push @h.n{{$}}
+// CHECK-NEXT:     stack.write @h.t, @h.n = @h.t, @h.m
+// CHECK-NEXT:     stack.push_goto ^bb4, ^bb2 {function = "h"}
+// CHECK-NEXT:   ^bb4:
+// CHECK-NEXT:     stack.peek @h.n{{$}}
+// CHECK-NEXT:     stack.constant @h.c = 1 : i64
+// CHECK-NEXT:     stack.prim "subtract"(@h.n, @h.c) -> (@h.m)
+// CHECK-NEXT:     stack.write @h.t, @h.n = @h.t, @h.m
+// CHECK-NEXT:     stack.push_goto ^bb5, ^bb2 {function = "h"}
+// CHECK-NEXT:   ^bb5:
+// CHECK-NEXT:     stack.pop @h.n{{$}}
