@@ -254,3 +254,20 @@ def test_a_run_off_the_cpu_runs_as_kernels(monkeypatch: pytest.MonkeyPatch) -> N
 def test_a_run_on_host_arrays_is_on_the_cpu_here() -> None:
     assert compilation.on_cpu({"pc": np.zeros(4, np.int32)}) is (jax.default_backend() == "cpu")
     assert compilation.on_cpu({"pc": jnp.zeros(4, jnp.int32)}) is (jax.devices()[0].platform == "cpu")
+
+
+@pytest.mark.parametrize(("product_cost", "fused"), [(1, False), (0.01, True)])
+def test_the_product_costs_decide_the_loop_of_large_products(
+    monkeypatch: pytest.MonkeyPatch, product_cost: float, fused: bool
+) -> None:
+    """Priced a hundredth as much, the 100x100 products of `relaxation` no longer keep its loop
+    from one kernel."""
+    monkeypatch.setattr(compilation, "PRODUCT_COST_IN_ONE_KERNEL", product_cost)
+    monkeypatch.setattr(compilation, "STRIDED_PRODUCT_COST_IN_ONE_KERNEL", 10 * product_cost)
+    relax = relaxation(np.eye(100) / 2)
+    x, n = np.random.default_rng(2).standard_normal((4, 100)), np.array([1, 4, 0, 2])
+    cache: dict = {}
+    got = relax(x, n, backend=abir.JaxBackend(code_cache=cache))
+    np.testing.assert_allclose(np.asarray(got), per_member(relax, x, n), rtol=1e-12, atol=1e-14)
+    loop = runner(cache)
+    assert (list(loop.chosen.values()) == [loop.fused]) is fused
