@@ -25,11 +25,12 @@ TRANSCENDENTAL_PRIMITIVES = frozenset(
 """Primitives counted as `TRANSCENDENTAL_COST` element operations each (XLA CPU evaluates them
 in software, about as slow as that many adds)."""
 TRANSCENDENTAL_COST = 10
-STRIDED_PRODUCT_MIN_BYTES = 32 * 1024
+STRIDED_PRODUCT_MIN_BYTES = 16 * 1024
 """A matrix product reading an operand of at least this many bytes across its rows (contracting
 a dimension other than its last) counts in `Work.strided_products`: a loop over its
-multiply-adds then leaves a core's first-level data cache (32 KiB or more on x86 and Arm
-server cores) on every step."""
+multiply-adds then walks a new cache line on every step through more than half of a core's
+first-level data cache (32 KiB or more on x86 and Arm server cores), the rest being the other
+operand's and the output's."""
 FREE_PRIMITIVES = frozenset(
     {"reshape", "squeeze", "broadcast_in_dim", "expand_dims", "convert_element_type", "copy", "slice"}
 )

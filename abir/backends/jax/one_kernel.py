@@ -34,10 +34,11 @@ PRODUCT_COST_IN_ONE_KERNEL = 1
 output element after another (XLA's naive dot emitter: a library call cannot be made from
 it), where the kernel sequence calls a blocked, vectorized library product (YNNPACK or Eigen)
 whose multiply-adds cost a small fraction of that."""
-STRIDED_PRODUCT_COST_IN_ONE_KERNEL = 10
-"""The same for a product that reads an operand across its rows larger than a first-level
-cache (`abir.backends.jax.cost.Work.strided_products`): each multiply-add then waits on a
-load from the next cache level."""
+STRIDED_PRODUCT_COST_IN_ONE_KERNEL = 5
+"""The same for a product that reads a large operand across its rows
+(`abir.backends.jax.cost.Work.strided_products`): each multiply-add then waits on a load that
+misses the first-level cache (measured about 3-4x slower per multiply-add than a product over
+a smaller matrix, docs/performance.md#jax-and-tf-backends, "One kernel")."""
 NOT_IN_ONE_KERNEL = frozenset({
     "sort", "custom_call", "ffi_call", "pure_callback", "io_callback", "debug_callback",
     "lu", "cholesky", "eigh", "eig", "qr", "svd", "schur", "hessenberg", "tridiagonal", "tridiagonal_solve",
