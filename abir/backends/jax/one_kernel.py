@@ -26,8 +26,7 @@ ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
 ONE_KERNEL_MAX_BATCH = 2048
 """See `ONE_KERNEL_MAX_STATE_BYTES`. One kernel saves a fixed cost per kernel call and sweep but
 writes the stacks column by column, work that grows with the batch: programs with stacks lose
-from about this many members on; wide elementwise work can lose at any size, which no size
-limit tells (docs/performance.md#jax-and-tf-backends, "One kernel"; README, "One kernel")."""
+from about this many members on (docs/performance.md#jax-and-tf-backends, "One kernel")."""
 PRODUCT_COST_IN_ONE_KERNEL = 1
 """What a matrix product's multiply-add costs in one kernel, in element operations
 (`abir.backends.jax.cost.Work`). One kernel emits a product as a loop of multiply-adds, one
@@ -37,8 +36,7 @@ whose multiply-adds cost a small fraction of that."""
 STRIDED_PRODUCT_COST_IN_ONE_KERNEL = 5
 """The same for a product that reads a large operand across its rows
 (`abir.backends.jax.cost.Work.strided_products`): each multiply-add then waits on a load that
-misses the first-level cache (measured about 3-4x slower per multiply-add than a product over
-a smaller matrix, docs/performance.md#jax-and-tf-backends, "One kernel")."""
+misses the first-level cache (docs/performance.md#jax-and-tf-backends, "One kernel")."""
 NOT_IN_ONE_KERNEL = frozenset({
     "sort", "custom_call", "ffi_call", "pure_callback", "io_callback", "debug_callback",
     "lu", "cholesky", "eigh", "eig", "qr", "svd", "schur", "hessenberg", "tridiagonal", "tridiagonal_solve",
