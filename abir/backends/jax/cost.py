@@ -50,12 +50,8 @@ class Work:
 
     @property
     def total(self) -> int:
+        """All the element operations, a multiply-add counting one."""
         return self.products + self.elementwise
-
-    @property
-    def product_share(self) -> float:
-        """The fraction of the work in matrix products (0 for no work)."""
-        return self.products / self.total if self.total else 0.0
 
     def __add__(self, other: Work) -> Work:
         return Work(*(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)))
