@@ -191,7 +191,7 @@ def relaxation(matrix: np.ndarray):
     ("dim", "one_kernel", "fused"),
     [
         (100, None, False),  # products over an 80 KB matrix, read across its rows: kernels
-        (100, True, True),  # unless asked
+        (100, True, True),  # unless asked (its products then one per member: `abir.backends.jax.array_ops`)
         (8, None, True),  # products over a 512-byte matrix: one kernel
     ],
 )
@@ -271,3 +271,25 @@ def test_the_product_costs_decide_the_loop_of_large_products(
     np.testing.assert_allclose(np.asarray(got), per_member(relax, x, n), rtol=1e-12, atol=1e-14)
     loop = runner(cache)
     assert (list(loop.chosen.values()) == [loop.fused]) is fused
+
+
+def test_products_by_a_large_matrix_are_products_per_member_in_one_kernel() -> None:
+    """Traced to be one kernel, `[B, K] @ [K, N]` by an 80 KB matrix is a loop over the members'
+    matrix-vector products (`abir.backends.jax.array_ops`), which `cost.work_of` counts in full
+    and never as strided; elsewhere it stays one product."""
+    from abir.backends.jax.array_ops import jax_array_ops
+    from abir.backends.jax.mode import traced_as
+
+    ops, x, matrix = jax_array_ops(), jnp.ones((6, 100)), jnp.ones((100, 100))
+    with traced_as(scatter_free=True):
+        per_member_jaxpr = jax.make_jaxpr(ops.matmul)(x, matrix).jaxpr
+    plain_jaxpr = jax.make_jaxpr(ops.matmul)(x, matrix).jaxpr
+    assert [eqn.primitive.name for eqn in per_member_jaxpr.eqns] == ["scan"]
+    assert [eqn.primitive.name for eqn in plain_jaxpr.eqns] == ["dot_general"]
+    assert cost.work_of(per_member_jaxpr) == cost.Work(products=60_000)
+    assert cost.work_of(plain_jaxpr) == cost.Work(products=60_000, strided_products=60_000)
+    rng = np.random.default_rng(3)
+    x, matrix = rng.standard_normal((6, 100)).astype(np.float32), rng.standard_normal((100, 100)).astype(np.float32)
+    with traced_as(scatter_free=True):
+        got = jax.jit(ops.matmul)(jnp.asarray(x), jnp.asarray(matrix))
+    np.testing.assert_allclose(np.asarray(got), x @ matrix, rtol=1e-5, atol=1e-5)

@@ -26,8 +26,9 @@ TRANSCENDENTAL_PRIMITIVES = frozenset(
 in software, about as slow as that many adds)."""
 TRANSCENDENTAL_COST = 10
 STRIDED_PRODUCT_MIN_BYTES = 16 * 1024
-"""A matrix product reading an operand of at least this many bytes across its rows (contracting
-a dimension other than its last) counts in `Work.strided_products`: a loop over its
+"""A product of matrices (not a matrix and a vector) reading an operand of at least this many
+bytes across its rows (contracting a dimension other than its last) counts in
+`Work.strided_products`: a loop over its
 multiply-adds then walks a new cache line on every step through more than half of a core's
 first-level data cache (32 KiB or more on x86 and Arm server cores), the rest being the other
 operand's and the output's."""
@@ -56,12 +57,16 @@ class Work:
     def __add__(self, other: Work) -> Work:
         return Work(*(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)))
 
+    def __mul__(self, times: int) -> Work:
+        return Work(*(a * times for a in dataclasses.astuple(self)))
+
 
 def _strided_operand(operand: Any, contracting: Sequence[int]) -> bool:
-    """Whether a product reads `operand` across its rows (contracts a dimension other than its
-    last) and it takes at least `STRIDED_PRODUCT_MIN_BYTES`."""
+    """Whether a product of matrices reads `operand` across its rows (contracts a dimension
+    followed by others of more than one element) and it takes at least
+    `STRIDED_PRODUCT_MIN_BYTES`."""
     shape = operand.aval.shape
-    across_rows = any(d != len(shape) - 1 for d in contracting)
+    across_rows = int(np.prod(shape[max(contracting, default=len(shape)) + 1 :])) > 1
     return across_rows and int(np.prod(shape)) * np.dtype(operand.aval.dtype).itemsize >= STRIDED_PRODUCT_MIN_BYTES
 
 
@@ -75,14 +80,16 @@ def _eqn_work(eqn: Any) -> Work:
         (lhs_contract, rhs_contract), _ = eqn.params["dimension_numbers"]
         lhs, rhs = eqn.invars[:2]
         products = size * int(np.prod([lhs.aval.shape[d] for d in lhs_contract]))
-        strided = _strided_operand(lhs, lhs_contract) or _strided_operand(rhs, rhs_contract)
+        # a product with a vector result is a matrix-vector loop, vectorized along the matrix's rows
+        matrices = len(eqn.outvars[0].aval.shape) >= 2
+        strided = matrices and (_strided_operand(lhs, lhs_contract) or _strided_operand(rhs, rhs_contract))
         return Work(products=products, strided_products=products if strided else 0)
     return Work(elementwise=size * (TRANSCENDENTAL_COST if name in TRANSCENDENTAL_PRIMITIVES else 1))
 
 
 def work_of(jaxpr: Any) -> Work:
-    """The `Work` of `jaxpr`, through nested jaxprs: the costlier branch of a conditional, one
-    iteration of a loop."""
+    """The `Work` of `jaxpr`, through nested jaxprs: the costlier branch of a conditional, every
+    iteration of a scan, one iteration of a while loop."""
     from jax.extend.core import jaxprs_in_params
 
     total = Work()
@@ -92,6 +99,8 @@ def work_of(jaxpr: Any) -> Work:
             total += _eqn_work(eqn)
         elif eqn.primitive.name == "cond":
             total += max(inner, key=lambda work: work.total)
+        elif eqn.primitive.name == "scan":
+            total += inner[0] * int(eqn.params["length"])
         else:
             for work in inner:
                 total += work
@@ -102,7 +111,7 @@ def jaxpr_work(jaxpr: Any) -> int:
     """A rough count of the element operations `jaxpr` performs (`work_of`): each operation's
     output elements (a matrix product's multiply-adds; `TRANSCENDENTAL_COST` per element of a
     transcendental function; reshapes and casts free), through nested jaxprs (the costlier
-    branch of a conditional, one iteration of a loop)."""
+    branch of a conditional, every iteration of a scan, one iteration of a while loop)."""
     return work_of(jaxpr).total
 
 
