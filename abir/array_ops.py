@@ -60,13 +60,6 @@ def numpy_ops() -> ArrayOps:
     return _NUMPY_OPS
 
 
-def jax_numpy_ops() -> ArrayOps:
-    """The operations on JAX arrays and tracers (JAX's registry entry)."""
-    import jax.numpy as jnp
-
-    return ArrayOps(jnp)
-
-
 def numpy_dtype(dtype: Any) -> np.dtype:
     return np.dtype(getattr(dtype, "as_numpy_dtype", dtype))
 
@@ -79,8 +72,9 @@ def _quiet_numpy(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 class ArrayOps:
     """NumPy-like namespaces (numpy, jax.numpy): the operations the callables need. A backend
-    whose arrays are no NumPy-like namespace subclasses it (TensorFlow's lives with its backend,
-    `abir.backends.tf.array_ops`) and names its factory in `abir.backend_registry`."""
+    whose arrays are no NumPy-like namespace, or that emits an operation its own way, subclasses
+    it (TensorFlow's and JAX's live with their backends, `abir.backends.tf.array_ops`,
+    `abir.backends.jax.array_ops`) and names its factory in `abir.backend_registry`."""
 
     reduces_in_input_dtype = False
     """Whether sum/prod/mean/std/var keep the input's dtype, so inputs are cast to the result's first."""

@@ -109,7 +109,7 @@ def spec_of_arrays(values: Iterable[Any], helpers: bool = False) -> BackendSpec 
 
 register_backend(BackendSpec("numpy", "abir.backends.numpy_backend:NumpyBackend"))
 register_backend(BackendSpec(
-    "jax", "abir.backends.jax:JaxBackend", array_ops="abir.array_ops:jax_numpy_ops",
+    "jax", "abir.backends.jax:JaxBackend", array_ops="abir.backends.jax.array_ops:jax_array_ops",
     random_ops="abir.random:jax_random_ops", array_modules=("jax", "jaxlib"), priority=1,
 ))
 register_backend(BackendSpec(

@@ -1,4 +1,5 @@
-"""A standalone JAX run's loop compiled as one XLA kernel (`abir.backends.jax.one_kernel`).
+"""A standalone JAX run's loop compiled as one XLA kernel (`abir.backends.jax.one_kernel`), where
+the program gains by it (on a CPU, a small enough state or batch, cheap matrix products).
 
 The loop is traced without scatters (stack writes column by column, compaction by gathers,
 helper results materialized behind a conditional) and tagged for XLA's one-kernel emitter when
@@ -14,6 +15,7 @@ import numpy as np
 import pytest
 
 import abir
+from abir.backends.jax import cost
 from abir.backends.jax import one_kernel as compilation
 
 ctx = abir.Context()
@@ -169,3 +171,125 @@ def test_a_compiler_option_this_jaxlib_lacks_is_dropped() -> None:
     np.testing.assert_array_equal(np.asarray(jitted(jnp.arange(3))), [1, 2, 3])
     with pytest.raises(TypeError):
         compilation.JitWithOptions(lambda x: x + "a", {})(jnp.arange(3))
+
+
+
+def relaxation(matrix: np.ndarray):
+    """A batched loop whose every round multiplies the member's vector by `matrix`."""
+
+    def relax(x, n):
+        i = n - n
+        while i < n:
+            x = 0.5 * x + 0.1 * np.tanh(x @ matrix)
+            i += 1
+        return x
+
+    return abir.Context().batch_uncurried(relax)
+
+
+@pytest.mark.parametrize(
+    ("dim", "one_kernel", "fused"),
+    [
+        (100, None, False),  # products over an 80 KB matrix, read across its rows: kernels
+        (100, True, True),  # unless asked (its products then one per member: `abir.backends.jax.array_ops`)
+        (8, None, True),  # products over a 512-byte matrix: one kernel
+    ],
+)
+def test_a_loop_of_large_matrix_products_runs_as_kernels_unless_asked(
+    dim: int, one_kernel: bool | None, fused: bool
+) -> None:
+    relax = relaxation(np.random.default_rng(0).standard_normal((dim, dim)) / dim)
+    x, n = np.random.default_rng(1).standard_normal((6, dim)), np.array([0, 1, 2, 3, 5, 8])
+    cache: dict = {}
+    got = relax(x, n, backend=abir.JaxBackend(code_cache=cache, one_kernel=one_kernel))
+    np.testing.assert_allclose(np.asarray(got), per_member(relax, x, n), rtol=1e-12, atol=1e-14)
+    loop = runner(cache)
+    assert (list(loop.chosen.values()) == [loop.fused]) is fused
+
+
+def tanh_rounds(y, rounds: int = 11):
+    """`rounds` tanh of `y`: 10 element operations per element each (`cost.TRANSCENDENTAL_COST`)."""
+    for _ in range(rounds):
+        y = jnp.tanh(y)
+    return y
+
+
+def test_one_kernel_pays_while_its_products_cost_at_most_the_other_work() -> None:
+    def pays(fn, *args) -> bool:
+        return compilation.one_kernel_pays(cost.work_of(jax.make_jaxpr(fn)(*args).jaxpr))
+
+    x, large = jnp.ones((64, 100), jnp.float32), jnp.ones((100, 100), jnp.float32)  # 40 KB: strided
+    across_rows = (((1,), (0,)), ((), ()))  # x @ large: large read across its rows
+    along_rows = (((1,), (1,)), ((), ()))  # x @ large.T: large read along its rows
+    assert pays(tanh_rounds, x)  # no products
+    assert pays(lambda x: tanh_rounds(x[:, :8] @ large[:8, :8]), x)  # 4,096 multiply-adds, 56,320 others
+    assert not pays(lambda x: x[:, :8] @ large[:8, :8] + 1.0, x)  # 4,096 against 512
+    # 640,000 multiply-adds against 704,000 others: paying along the rows, five times too dear across
+    assert pays(lambda x: tanh_rounds(jax.lax.dot_general(x, large, along_rows)), x)
+    assert not pays(lambda x: tanh_rounds(jax.lax.dot_general(x, large, across_rows)), x)
+
+
+def test_work_counts_products_and_strided_products() -> None:
+    def work(fn, *args) -> cost.Work:
+        return cost.work_of(jax.make_jaxpr(fn)(*args).jaxpr)
+
+    x, large, small = jnp.ones((64, 100)), jnp.ones((100, 100)), jnp.ones((10, 10))
+    assert work(lambda x: x @ large, x) == cost.Work(products=640_000, strided_products=640_000)
+    assert work(lambda x: x[:, :10] @ small, x) == cost.Work(products=6_400)  # 800 bytes
+    assert work(lambda x: jnp.einsum("bi,bi->b", x, x), x) == cost.Work(products=6_400)  # along rows
+    assert work(lambda x: jax.lax.cond(x[0, 0] > 0, lambda y: y @ large, lambda y: y + 1.0, x), x) == cost.Work(
+        products=640_000, strided_products=640_000, elementwise=1
+    )  # the costlier branch, and the predicate's comparison
+
+
+def test_a_run_off_the_cpu_runs_as_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(compilation, "on_cpu", lambda state: False)  # one kernel is a CPU compiler's tag
+    cache: dict = {}
+    got = collatz(NUMBERS, backend=abir.JaxBackend(code_cache=cache))
+    np.testing.assert_array_equal(np.asarray(got), per_member(collatz, NUMBERS))
+    loop = runner(cache)
+    assert list(loop.chosen.values()) == [loop.plain]
+
+
+def test_a_run_on_host_arrays_is_on_the_cpu_here() -> None:
+    assert compilation.on_cpu({"pc": np.zeros(4, np.int32)}) is (jax.default_backend() == "cpu")
+    assert compilation.on_cpu({"pc": jnp.zeros(4, jnp.int32)}) is (jax.devices()[0].platform == "cpu")
+
+
+@pytest.mark.parametrize(("product_cost", "fused"), [(1, False), (0.01, True)])
+def test_the_product_costs_decide_the_loop_of_large_products(
+    monkeypatch: pytest.MonkeyPatch, product_cost: float, fused: bool
+) -> None:
+    """Priced a hundredth as much, the 100x100 products of `relaxation` no longer keep its loop
+    from one kernel."""
+    monkeypatch.setattr(compilation, "PRODUCT_COST_IN_ONE_KERNEL", product_cost)
+    monkeypatch.setattr(compilation, "STRIDED_PRODUCT_COST_IN_ONE_KERNEL", 5 * product_cost)
+    relax = relaxation(np.eye(100) / 2)
+    x, n = np.random.default_rng(2).standard_normal((4, 100)), np.array([1, 4, 0, 2])
+    cache: dict = {}
+    got = relax(x, n, backend=abir.JaxBackend(code_cache=cache))
+    np.testing.assert_allclose(np.asarray(got), per_member(relax, x, n), rtol=1e-12, atol=1e-14)
+    loop = runner(cache)
+    assert (list(loop.chosen.values()) == [loop.fused]) is fused
+
+
+def test_products_by_a_large_matrix_are_products_per_member_in_one_kernel() -> None:
+    """Traced to be one kernel, `[B, K] @ [K, N]` by an 80 KB matrix is a loop over the members'
+    matrix-vector products (`abir.backends.jax.array_ops`), which `cost.work_of` counts in full
+    and never as strided; elsewhere it stays one product."""
+    from abir.backends.jax.array_ops import jax_array_ops
+    from abir.backends.jax.mode import traced_as
+
+    ops, x, matrix = jax_array_ops(), jnp.ones((6, 100)), jnp.ones((100, 100))
+    with traced_as(scatter_free=True):
+        per_member_jaxpr = jax.make_jaxpr(ops.matmul)(x, matrix).jaxpr
+    plain_jaxpr = jax.make_jaxpr(ops.matmul)(x, matrix).jaxpr
+    assert [eqn.primitive.name for eqn in per_member_jaxpr.eqns] == ["scan"]
+    assert [eqn.primitive.name for eqn in plain_jaxpr.eqns] == ["dot_general"]
+    assert cost.work_of(per_member_jaxpr) == cost.Work(products=60_000)
+    assert cost.work_of(plain_jaxpr) == cost.Work(products=60_000, strided_products=60_000)
+    rng = np.random.default_rng(3)
+    x, matrix = rng.standard_normal((6, 100)).astype(np.float32), rng.standard_normal((100, 100)).astype(np.float32)
+    with traced_as(scatter_free=True):
+        got = jax.jit(ops.matmul)(jnp.asarray(x), jnp.asarray(matrix))
+    np.testing.assert_allclose(np.asarray(got), x @ matrix, rtol=1e-5, atol=1e-5)

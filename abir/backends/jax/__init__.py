@@ -6,7 +6,8 @@ below it (import-linter, `pyproject.toml`):
   `sharding`: one machine per shard of a batch sharded over devices;
 * `staging`: runs staged into the caller's JAX computation and their errors (`staged_error`);
   `compaction`: costly blocks run on the gathered rows of the few members there;
-* `writes`: stack writes and the buffers of costly helpers' results;
+* `writes`: stack writes and the buffers of costly helpers' results; `array_ops`: the array
+  prims' operations on JAX arrays (products by a large matrix in one kernel);
 * `cost`: a jaxpr cost model; `reductions`: batch reductions by chunks; `mode`: what the trace
   being built is for (`TraceMode`), scoped to that trace.
 """

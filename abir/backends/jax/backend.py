@@ -96,8 +96,9 @@ class JaxBackend(Backend):
         `launch_seconds`: run the compiled loop in launches of about this long, so that Ctrl-C
         stops a run within about that time (`Backend.run_in_launches`); None: one launch.
         `one_kernel`: compile a standalone run's loop as one XLA kernel where XLA can
-        (`OneKernelWherePossible`): None (default) when its state or its batch is small
-        enough, True at any size, False never."""
+        (`OneKernelWherePossible`): None (default) where the program gains by it (on a CPU,
+        by its state's size and batch and by the cost of its matrix products there), True
+        wherever XLA can, False never."""
         if not (one_kernel is None or isinstance(one_kernel, bool)):
             raise TypeError(f"one_kernel must be None, True or False, not {one_kernel!r}")
         self.configure_execution(execution, scheduler, "sweep", collect_stats)
@@ -326,7 +327,7 @@ class JaxBackend(Backend):
 
             if self.one_kernel is False:
                 return JitWithOptions(loop(False), LOOP_COMPILER_OPTIONS)
-            return OneKernelWherePossible(loop, any_size=self.one_kernel is True)
+            return OneKernelWherePossible(loop, forced=self.one_kernel is True)
 
         run = self.compiled_run(
             self.run_cache(code_cache),

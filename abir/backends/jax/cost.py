@@ -1,11 +1,14 @@
-"""A jaxpr cost model: a rough count of the element operations a traced function performs.
+"""A jaxpr cost model: a rough count of the element operations a traced function performs, and
+how much of it is matrix products.
 
-The JAX backend decides by it which blocks run compacted (`abir.backends.jax.compaction`) and
-which helper results get buffers of their own (`abir.backends.jax.writes`).
+The JAX backend decides by it which blocks run compacted (`abir.backends.jax.compaction`),
+which helper results get buffers of their own (`abir.backends.jax.writes`) and whether a
+standalone run's loop is compiled as one kernel (`abir.backends.jax.one_kernel`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,37 +25,94 @@ TRANSCENDENTAL_PRIMITIVES = frozenset(
 """Primitives counted as `TRANSCENDENTAL_COST` element operations each (XLA CPU evaluates them
 in software, about as slow as that many adds)."""
 TRANSCENDENTAL_COST = 10
+STRIDED_PRODUCT_MIN_BYTES = 16 * 1024
+"""A product of matrices (not a matrix and a vector) reading an operand of at least this many
+bytes across its rows (contracting a dimension other than its last) counts in
+`Work.strided_products`: a loop over its
+multiply-adds then walks a new cache line on every step through more than half of a core's
+first-level data cache (32 KiB or more on x86 and Arm server cores), the rest being the other
+operand's and the output's."""
 FREE_PRIMITIVES = frozenset(
     {"reshape", "squeeze", "broadcast_in_dim", "expand_dims", "convert_element_type", "copy", "slice"}
 )
 
 
-def jaxpr_work(jaxpr: Any) -> int:
-    """A rough count of the element operations `jaxpr` performs: each operation's output
-    elements (a matrix product's multiply-adds; `TRANSCENDENTAL_COST` per element of a
-    transcendental function; reshapes and casts free), through nested jaxprs (the costlier
-    branch of a conditional, one iteration of a loop)."""
+@dataclasses.dataclass(frozen=True)
+class Work:
+    """Element operations counted in a jaxpr: `products`, the multiply-adds of its matrix
+    products (`dot_general`), of which `strided_products` read an operand of at least
+    `STRIDED_PRODUCT_MIN_BYTES` across its rows; `elementwise`, every other operation's output
+    elements (`TRANSCENDENTAL_COST` each for a transcendental function, reshapes and casts
+    free)."""
+
+    products: int = 0
+    elementwise: int = 0
+    strided_products: int = 0
+
+    @property
+    def total(self) -> int:
+        """All the element operations, a multiply-add counting one."""
+        return self.products + self.elementwise
+
+    def __add__(self, other: Work) -> Work:
+        return Work(*(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)))
+
+    def __mul__(self, times: int) -> Work:
+        return Work(*(a * times for a in dataclasses.astuple(self)))
+
+
+def _strided_operand(operand: Any, contracting: Sequence[int]) -> bool:
+    """Whether a product of matrices reads `operand` across its rows (contracts a dimension
+    followed by others of more than one element) and it takes at least
+    `STRIDED_PRODUCT_MIN_BYTES`."""
+    shape = operand.aval.shape
+    across_rows = int(np.prod(shape[max(contracting, default=len(shape)) + 1 :])) > 1
+    return across_rows and int(np.prod(shape)) * np.dtype(operand.aval.dtype).itemsize >= STRIDED_PRODUCT_MIN_BYTES
+
+
+def _eqn_work(eqn: Any) -> Work:
+    """The work of one equation without nested jaxprs."""
+    name = eqn.primitive.name
+    if name in FREE_PRIMITIVES:
+        return Work()
+    size = sum(int(np.prod(v.aval.shape)) for v in eqn.outvars if hasattr(v.aval, "shape"))
+    if name == "dot_general":
+        (lhs_contract, rhs_contract), _ = eqn.params["dimension_numbers"]
+        lhs, rhs = eqn.invars[:2]
+        products = size * int(np.prod([lhs.aval.shape[d] for d in lhs_contract]))
+        # a product with a vector result is a matrix-vector loop, vectorized along the matrix's rows
+        matrices = len(eqn.outvars[0].aval.shape) >= 2
+        strided = matrices and (_strided_operand(lhs, lhs_contract) or _strided_operand(rhs, rhs_contract))
+        return Work(products=products, strided_products=products if strided else 0)
+    return Work(elementwise=size * (TRANSCENDENTAL_COST if name in TRANSCENDENTAL_PRIMITIVES else 1))
+
+
+def work_of(jaxpr: Any) -> Work:
+    """The `Work` of `jaxpr`, through nested jaxprs: the costlier branch of a conditional, every
+    iteration of a scan, one iteration of a while loop."""
     from jax.extend.core import jaxprs_in_params
 
-    total = 0
+    total = Work()
     for eqn in jaxpr.eqns:
-        name = eqn.primitive.name
-        inner = [jaxpr_work(getattr(sub, "jaxpr", sub)) for sub in jaxprs_in_params(eqn.params)]
-        if inner:
-            total += max(inner) if name == "cond" else sum(inner)
-            continue
-        size = sum(int(np.prod(v.aval.shape)) for v in eqn.outvars if hasattr(v.aval, "shape"))
-        if name in FREE_PRIMITIVES:
-            continue
-        if name == "dot_general":
-            (lhs_contract, _), _ = eqn.params["dimension_numbers"]
-            lhs_shape = eqn.invars[0].aval.shape
-            total += size * int(np.prod([lhs_shape[d] for d in lhs_contract]))
-        elif name in TRANSCENDENTAL_PRIMITIVES:
-            total += TRANSCENDENTAL_COST * size
+        inner = [work_of(getattr(sub, "jaxpr", sub)) for sub in jaxprs_in_params(eqn.params)]
+        if not inner:
+            total += _eqn_work(eqn)
+        elif eqn.primitive.name == "cond":
+            total += max(inner, key=lambda work: work.total)
+        elif eqn.primitive.name == "scan":
+            total += inner[0] * int(eqn.params["length"])
         else:
-            total += size
+            for work in inner:
+                total += work
     return total
+
+
+def jaxpr_work(jaxpr: Any) -> int:
+    """A rough count of the element operations `jaxpr` performs (`work_of`): each operation's
+    output elements (a matrix product's multiply-adds; `TRANSCENDENTAL_COST` per element of a
+    transcendental function; reshapes and casts free), through nested jaxprs (the costlier
+    branch of a conditional, every iteration of a scan, one iteration of a while loop)."""
+    return work_of(jaxpr).total
 
 
 def work_per_member(fn: Callable[..., Any], arrays: Sequence[Any]) -> float:

@@ -1,5 +1,6 @@
-"""How a standalone JAX run's loop is compiled: as one XLA kernel where XLA can and its state or
-its batch is small (`OneKernelWherePossible`), else as XLA's usual sequence of kernels; both
+"""How a standalone JAX run's loop is compiled: as one XLA kernel where XLA's CPU compiler can,
+its state or its batch is small and its matrix products are cheap enough there
+(`OneKernelWherePossible`, `one_kernel_pays`), else as XLA's usual sequence of kernels; both
 with the compiler options of `LOOP_COMPILER_OPTIONS`.
 
 XLA's CPU runtime otherwise calls each of the loop's kernels on its own, a fixed cost per call
@@ -16,6 +17,7 @@ import jax
 import numpy as np
 
 from abir.backends.base import State
+from abir.backends.jax.cost import Work, work_of
 
 ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
 """A standalone run whose state takes at most this many bytes, or whose batch has at most
@@ -24,8 +26,17 @@ ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
 ONE_KERNEL_MAX_BATCH = 2048
 """See `ONE_KERNEL_MAX_STATE_BYTES`. One kernel saves a fixed cost per kernel call and sweep but
 writes the stacks column by column, work that grows with the batch: programs with stacks lose
-from about this many members on; wide elementwise work can lose at any size, which no size
-limit tells (docs/performance.md#jax-and-tf-backends, "One kernel"; README, "One kernel")."""
+from about this many members on (docs/performance.md#jax-and-tf-backends, "One kernel")."""
+PRODUCT_COST_IN_ONE_KERNEL = 1
+"""What a matrix product's multiply-add costs in one kernel, in element operations
+(`abir.backends.jax.cost.Work`). One kernel emits a product as a loop of multiply-adds, one
+output element after another (XLA's naive dot emitter: a library call cannot be made from
+it), where the kernel sequence calls a blocked, vectorized library product (YNNPACK or Eigen)
+whose multiply-adds cost a small fraction of that."""
+STRIDED_PRODUCT_COST_IN_ONE_KERNEL = 5
+"""The same for a product that reads a large operand across its rows
+(`abir.backends.jax.cost.Work.strided_products`): each multiply-add then waits on a load that
+misses the first-level cache (docs/performance.md#jax-and-tf-backends, "One kernel")."""
 NOT_IN_ONE_KERNEL = frozenset({
     "sort", "custom_call", "ffi_call", "pure_callback", "io_callback", "debug_callback",
     "lu", "cholesky", "eigh", "eig", "qr", "svd", "schur", "hessenberg", "tridiagonal", "tridiagonal_solve",
@@ -69,6 +80,26 @@ def _state_bytes(state: State) -> int:
     return sum(leaf.size * np.dtype(leaf.dtype).itemsize for leaf in jax.tree_util.tree_leaves(state))
 
 
+def one_kernel_pays(work: Work) -> bool:
+    """Whether a loop doing `work` per iteration runs faster as one kernel, by its matrix
+    products: their extra cost there (`PRODUCT_COST_IN_ONE_KERNEL`,
+    `STRIDED_PRODUCT_COST_IN_ONE_KERNEL`) must stay within its other work, which is about what
+    one kernel saves (a kernel call per fused operation and sweep, and the loads and stores
+    between kernels). Loops without products always pay."""
+    strided = work.strided_products
+    product_cost = PRODUCT_COST_IN_ONE_KERNEL * (work.products - strided) + STRIDED_PRODUCT_COST_IN_ONE_KERNEL * strided
+    return product_cost <= work.elementwise
+
+
+def on_cpu(state: State) -> bool:
+    """Whether a run on `state` runs on a CPU: its device arrays' device, else JAX's default
+    backend (one kernel is a tag of XLA's CPU compiler; other compilers make their own
+    kernels)."""
+    devices = {device for leaf in jax.tree_util.tree_leaves(state) if isinstance(leaf, jax.Array) for device in leaf.devices()}
+    platforms = {device.platform for device in devices} or {jax.default_backend()}
+    return platforms == {"cpu"}
+
+
 def one_kernel_possible(jaxpr: Any) -> bool:
     """Whether XLA's CPU compiler can emit `jaxpr` as one kernel: no scatter, sort, custom
     call or host callback in it or in any nested jaxpr."""
@@ -93,16 +124,18 @@ class OneKernelWherePossible:
     inlined, by XLA's `IrEmitter`, which cannot emit scatters, sorts, custom calls or custom
     fusions. So `loop(scatter_free=True)` is traced first (stack writes, compaction and
     materialized helper results without scatters), and tagged when its jaxpr has none of these
-    (`one_kernel_possible`; dot products then leave YNNPACK, `ONE_KERNEL_COMPILER_OPTIONS`) and
-    its state takes at most `ONE_KERNEL_MAX_STATE_BYTES` or its batch at most
-    `ONE_KERNEL_MAX_BATCH` members (any size with `any_size`); otherwise, or when the tagged
-    compilation fails (XLA refuses it as unimplemented, or an older jax lacks the option or the
-    tag), the run uses `loop(scatter_free=False)` as a sequence of kernels, which raises any
-    error of the program itself. Decided once per state signature."""
+    (`one_kernel_possible`; dot products then leave YNNPACK, `ONE_KERNEL_COMPILER_OPTIONS`), the
+    run is on a CPU (`on_cpu`), its state takes at most `ONE_KERNEL_MAX_STATE_BYTES` or its
+    batch at most `ONE_KERNEL_MAX_BATCH` members, and its matrix products cost little in one
+    kernel (`one_kernel_pays` on the loop's `work_of`); `forced` skips the last three. Otherwise,
+    or when the tagged compilation fails (XLA refuses it as unimplemented, or an older jax lacks
+    the option or the tag), the run uses `loop(scatter_free=False)` as a sequence of kernels,
+    which raises any error of the program itself. Decided once per state signature, before
+    anything is compiled."""
 
-    def __init__(self, loop: Callable[[bool], Callable[[State, Any], State]], any_size: bool = False):
+    def __init__(self, loop: Callable[[bool], Callable[[State, Any], State]], forced: bool = False):
         self.loop = loop
-        self.any_size = any_size
+        self.forced = forced
         self.scatter_free_loop = jax.jit(loop(True))
         self.fused = JitWithOptions(self._tagged, ONE_KERNEL_COMPILER_OPTIONS)
         self._plain: Callable[[State, Any], State] | None = None
@@ -131,13 +164,18 @@ class OneKernelWherePossible:
             return self._first_call(signature, state, iterations)
         return run(state, iterations)
 
+    def wanted(self, state: State, iterations: Any) -> bool:
+        """Whether the loop on `state` is to be one kernel (see the class docstring)."""
+        if not (self.forced or on_cpu(state)):
+            return False
+        small = _state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES or state["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
+        if not (self.forced or small):
+            return False
+        jaxpr = self.scatter_free_loop.trace(state, iterations).jaxpr
+        return one_kernel_possible(jaxpr) and (self.forced or one_kernel_pays(work_of(jaxpr)))
+
     def _first_call(self, signature: Any, state: State, iterations: Any) -> State:
-        small = (
-            self.any_size
-            or _state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES
-            or state["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
-        )
-        if small and one_kernel_possible(self.scatter_free_loop.trace(state, iterations).jaxpr):
+        if self.wanted(state, iterations):
             try:
                 result = self.fused(state, iterations)
             except Exception:  # XLA refuses the one kernel (or this jax cannot ask for it): kernels

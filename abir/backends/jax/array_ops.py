@@ -1,0 +1,46 @@
+"""The array prims' operations on JAX arrays (`jax_array_ops`, named in `abir.backend_registry`):
+jax.numpy's, with each member's product by one large matrix emitted as a product per member in
+a loop traced to be one kernel.
+
+XLA's one-kernel emitter (`abir.backends.jax.one_kernel`) makes a matrix product a loop of
+multiply-adds, one output element after another, reading the matrix across its rows: a miss
+of the first-level cache per multiply-add once the matrix takes `STRIDED_PRODUCT_MIN_BYTES`.
+A product of one vector by the matrix it emits as a vectorized matrix-vector loop instead, so
+`[B, K] @ [K, N]` becomes a loop over the B members of `[K] @ [K, N]`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from abir.array_ops import ArrayOps
+from abir.backends.jax.cost import STRIDED_PRODUCT_MIN_BYTES
+from abir.backends.jax.mode import trace_mode
+
+
+def _large_matrix(matrix: Any) -> bool:
+    shape = getattr(matrix, "shape", ())
+    return len(shape) == 2 and int(np.prod(shape)) * np.dtype(matrix.dtype).itemsize >= STRIDED_PRODUCT_MIN_BYTES
+
+
+class JaxArrayOps(ArrayOps):
+    """jax.numpy's operations; `matmul` of per-member vectors (rows of a [B, K] array) by one large
+    [K, N] matrix is a product per member where the loop is traced to be one kernel."""
+
+    def __init__(self) -> None:
+        super().__init__(jnp)
+
+    def matmul(self, a: Any, b: Any) -> Any:
+        if trace_mode().scatter_free and getattr(a, "ndim", 0) == 2 and _large_matrix(b):
+            matrix = jnp.asarray(b)
+            return lax.map(lambda row: lax.dot_general(row, matrix, (((0,), (0,)), ((), ()))), jnp.asarray(a))
+        return super().matmul(a, b)
+
+
+def jax_array_ops() -> ArrayOps:
+    """The operations on JAX arrays and tracers (JAX's registry entry)."""
+    return JaxArrayOps()
