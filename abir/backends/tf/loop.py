@@ -23,9 +23,11 @@ class TfLoop(TracedLoop):
     XLA the switch packs the registers into groups updated in place; without XLA (no in-place
     updates, but tensors a switch passes through cost nothing) they pass through it whole."""
 
-    def __init__(self, backend: Any, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str]):
+    def __init__(
+        self, backend: Any, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str], xla: bool
+    ):
         super().__init__(backend, kernels, halt_index, stack_keys)
-        self.grouped = backend.jit_compile
+        self.grouped = xla
 
     def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
         return tuple(tf.while_loop(lambda *c: cond(c), lambda *c: tuple(body(c)), tuple(carry)))
