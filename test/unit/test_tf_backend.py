@@ -152,7 +152,7 @@ def doubled(p):
     return p + p * 1
 
 
-@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("jit_compile", [False, True, None], ids=["graph", "xla", "default"])
 def test_helper_sums_survive_the_graph_optimizer(jit_compile: bool) -> None:
     import abir
 
@@ -166,8 +166,10 @@ def test_helper_sums_survive_the_graph_optimizer(jit_compile: bool) -> None:
         return y + 1
 
     x = np.array([1, 2, 5])
-    got = twice(x, backend=TensorFlowBackend(jit_compile, code_cache={}))
-    np.testing.assert_array_equal(np.asarray(got), twice(x, dry_run=True))
+    backend = TensorFlowBackend(jit_compile, code_cache={})
+    for _ in range(3):  # every call: the second one used to run under the optimizer again
+        got = twice(x, backend=backend)
+        np.testing.assert_array_equal(np.asarray(got), twice(x, dry_run=True))
     assert tf.config.optimizer.get_experimental_options().get("arithmetic_optimization", True)
 
 
@@ -243,11 +245,11 @@ def test_forced_xla_names_the_helper_it_cannot_compile() -> None:
         batched(smallest_or_zero)(v, backend=TensorFlowBackend(jit_compile=True, code_cache={}))
 
 
-@pytest.mark.parametrize("jit_compile", [None, True], ids=["default", "xla"])
-def test_xla_runs_leave_the_graph_optimizer_alone(jit_compile, monkeypatch) -> None:
-    """Toggling Grappler's options around a loop's first run changes the configuration the next
-    call instantiates the function under: an XLA loop (which Grappler does not rewrite) was
-    compiled again on its second call."""
+@pytest.mark.parametrize("jit_compile", [None, True, False], ids=["default", "xla", "graph"])
+def test_runs_leave_the_global_optimizer_options_alone(jit_compile, monkeypatch) -> None:
+    """Setting Grappler's global options around a loop's first run changed the configuration the
+    next call instantiates the function under: it was instantiated again (an XLA loop compiled
+    again, a plain one optimized by the arithmetic optimizer after all)."""
     toggled = []
     monkeypatch.setattr(tf.config.optimizer, "set_experimental_options", toggled.append)
     x = np.array([0.5, 3.0, 17.0, 1.5])

@@ -319,7 +319,7 @@ class TensorFlowBackend(Backend):
             state = dict(run(state, tf.constant(MAX_LAUNCH_ITERATIONS, tf.int32)))
         else:
             # Grappler rewrites plain graphs only; XLA compiles the function's graph itself
-            guard = without_arithmetic_optimizer(run) if xla is False else contextlib.nullcontext()
+            guard = without_arithmetic_optimizer() if xla is False else contextlib.nullcontext()
             with guard:
                 state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
@@ -373,8 +373,8 @@ class TensorFlowBackend(Backend):
 class XlaUnlessNotCompilable:
     """The machine loop as a `tf.function` compiled with XLA, unless its trace meets a construct
     XLA cannot compile (`NotCompilableError`: a NumPy call or an opaque helper that runs on the
-    host through `tf.numpy_function`); from then on it is a plain `tf.function`, first run
-    under `without_arithmetic_optimizer`. The choice comes from what the program contains. A run
+    host through `tf.numpy_function`); from then on it is a plain `tf.function`, run under
+    `without_arithmetic_optimizer`. The choice comes from what the program contains. A run
     is a function of its state, so the call that met the construct runs again without XLA."""
 
     def __init__(self, compiled: Callable[[bool], Callable[[State, Any], State]]):
@@ -384,7 +384,7 @@ class XlaUnlessNotCompilable:
 
     def __call__(self, state: State, launch: Any) -> State:
         if not self.xla:
-            with without_arithmetic_optimizer(self.function):
+            with without_arithmetic_optimizer():
                 return self.function(state, launch)
         try:
             return self.function(state, launch)
