@@ -152,7 +152,7 @@ def doubled(p):
     return p + p * 1
 
 
-@pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
+@pytest.mark.parametrize("jit_compile", [False, True, None], ids=["graph", "xla", "default"])
 def test_helper_sums_survive_the_graph_optimizer(jit_compile: bool) -> None:
     import abir
 
@@ -166,6 +166,95 @@ def test_helper_sums_survive_the_graph_optimizer(jit_compile: bool) -> None:
         return y + 1
 
     x = np.array([1, 2, 5])
-    got = twice(x, backend=TensorFlowBackend(jit_compile, code_cache={}))
-    np.testing.assert_array_equal(np.asarray(got), twice(x, dry_run=True))
+    backend = TensorFlowBackend(jit_compile, code_cache={})
+    for _ in range(3):  # every call: the second one used to run under the optimizer again
+        got = twice(x, backend=backend)
+        np.testing.assert_array_equal(np.asarray(got), twice(x, dry_run=True))
     assert tf.config.optimizer.get_experimental_options().get("arithmetic_optimization", True)
+
+
+def compiled_loops(code_cache: dict) -> list:
+    """The compiled machine loops a backend keeps in `code_cache` (entries: kernels, loop)."""
+    return [loop for _, loop in code_cache.values()]
+
+
+def clipped_step(x):
+    """A compilable program: control flow and arithmetic only."""
+    while x > 1.0:
+        x = x / 2.0 - 0.25
+    return x
+
+
+def smallest(v):
+    """A primitive (`batched` declares it) needing NumPy's values: TF runs it on the host
+    (`tf.numpy_function`)."""
+    return np.partition(v, 0, axis=-1)[..., 0]
+
+
+def smallest_or_zero(v):
+    if v[0] > 0.0:
+        return smallest(v)
+    return 0.0 * v[1]
+
+
+def scaled_i0(x):
+    """A NumPy call no rule in TF's ops runs (`NOT_XLA_COMPILABLE` in test_numpy_calls.py)."""
+    if x > 0.5:
+        return np.i0(x)
+    return x
+
+
+def batched(fn):
+    """`fn` batched in a fresh context where `smallest` is a primitive."""
+    import abir
+
+    ctx = abir.Context()
+    ctx.primitive(smallest)
+    return ctx.batch()(fn)
+
+
+def per_member(fn, *args) -> np.ndarray:
+    return np.array([fn(*(a[b] for a in args)) for b in range(len(args[0]))])
+
+
+def test_default_compiles_a_compilable_program_with_xla() -> None:
+    x = np.array([0.5, 3.0, 17.0, 1.5])
+    code_cache: dict = {}
+    got = batched(clipped_step)(x, backend=TensorFlowBackend(code_cache=code_cache))
+    np.testing.assert_array_equal(got, per_member(clipped_step, x))
+    assert [loop.xla for loop in compiled_loops(code_cache)] == [True]
+
+
+@pytest.mark.parametrize(("fn", "args"), [
+    (smallest_or_zero, (np.array([[2.0, -1.0, 4.0], [-1.0, 3.0, 0.5], [5.0, 6.0, 7.0]]),)),
+    (scaled_i0, (np.array([0.25, 0.75, 2.0]),)),
+], ids=["opaque-helper", "numpy-call"])  # fmt: skip
+def test_default_runs_a_program_xla_cannot_compile_without_it(fn, args) -> None:
+    code_cache: dict = {}
+    backend, run = TensorFlowBackend(code_cache=code_cache), batched(fn)
+    for _ in range(2):  # the second call reuses the plain function
+        np.testing.assert_allclose(np.asarray(run(*args, backend=backend)), per_member(fn, *args), rtol=1e-12)
+    assert [loop.xla for loop in compiled_loops(code_cache)] == [False]
+
+
+def test_forced_xla_names_the_helper_it_cannot_compile() -> None:
+    from abir.numpy_calls import NotCompilableError
+
+    v = np.array([[2.0, -1.0, 4.0], [-1.0, 3.0, 0.5]])
+    with pytest.raises(NotCompilableError, match=r"(?s)test_tf_backend\.py:\d+: in batched function 'smallest_or_zero'.*the primitive smallest .*jit_compile=False"):
+        batched(smallest_or_zero)(v, backend=TensorFlowBackend(jit_compile=True, code_cache={}))
+
+
+@pytest.mark.parametrize("jit_compile", [None, True, False], ids=["default", "xla", "graph"])
+def test_runs_leave_the_global_optimizer_options_alone(jit_compile, monkeypatch) -> None:
+    """Setting Grappler's global options around a loop's first run changed the configuration the
+    next call instantiates the function under: it was instantiated again (an XLA loop compiled
+    again, a plain one optimized by the arithmetic optimizer after all)."""
+    toggled = []
+    monkeypatch.setattr(tf.config.optimizer, "set_experimental_options", toggled.append)
+    x = np.array([0.5, 3.0, 17.0, 1.5])
+    backend = TensorFlowBackend(jit_compile, code_cache={})
+    run = batched(clipped_step)
+    for _ in range(2):
+        np.testing.assert_array_equal(np.asarray(run(x, backend=backend)), per_member(clipped_step, x))
+    assert toggled == []

@@ -1,7 +1,10 @@
-"""The TensorFlow backend: the machine loop is one `tf.function` (optionally XLA-compiled).
+"""The TensorFlow backend: the machine loop is one `tf.function`, XLA-compiled unless the program
+holds a construct XLA cannot compile.
 
 `run` stages the machine loop as one `tf.while_loop` inside a `tf.function(jit_compile=...)`,
-traced once per `cache_key` (program, signature, batch size) and reused across calls. The loop
+traced once per `cache_key` (program, signature, batch size) and reused across calls. By default
+(`jit_compile=None`) the loop is compiled with XLA, and traced again as a plain `tf.function` if
+its trace meets a NumPy call or primitive that runs on the host (`XlaUnlessNotCompilable`). The loop
 is `abir.backends.traced.TracedLoop` (sweeps, or one switch per step: `execution=`) on TF's
 primitives (`abir.backends.tf.loop`). The sweep is the default with and without XLA: it was
 the faster under XLA on every measured program, and without XLA on all but the smallest
@@ -19,6 +22,7 @@ Builtin prims follow NumPy semantics (`abir.backends.tf.prim_ops`). Opaque helpe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any
@@ -48,14 +52,22 @@ from abir.backends.tf.prim_ops import (
     tf_dtype,
     tf_function_for,
 )
-from abir.backends.tf.staging import PendingCheck, check_in_graph, failures_collected, keep_failure, poisoned
+from abir.backends.tf.staging import (
+    PendingCheck,
+    check_in_graph,
+    compiled_by_xla,
+    failures_collected,
+    keep_failure,
+    poisoned,
+)
 from abir.backends.tf.tensor import NATIVE_TENSOR_MODULES, NumpyTensor, numpy_opaque
 from abir.backends.traced import STATS_KEY, run_stats, zero_counters
+from abir.numpy_calls import NotCompilableError
 
 
 class TensorFlowBackend(Backend):
-    """TF tensors; `run` is one `tf.function` (`jit_compile=True`: XLA) around a `tf.while_loop`
-    (block sweeps, or one `tf.switch_case` per step)."""
+    """TF tensors; `run` is one `tf.function` (XLA-compiled where the program allows, by default)
+    around a `tf.while_loop` (block sweeps, or one `tf.switch_case` per step)."""
 
     name = "tensorflow"
     superblocks = True
@@ -63,7 +75,7 @@ class TensorFlowBackend(Backend):
 
     def __init__(
         self,
-        jit_compile: bool = False,
+        jit_compile: bool | None = None,
         code_cache: MutableMapping[Any, Any] | None = None,
         scheduler: Scheduler | None = None,
         *,
@@ -71,7 +83,10 @@ class TensorFlowBackend(Backend):
         collect_stats: bool = False,
         launch_seconds: float | None = LAUNCH_SECONDS,
     ):
-        """`jit_compile` compiles the whole run with XLA. `code_cache` maps a run's `cache_key`
+        """`jit_compile=True` compiles the whole run with XLA (a located `NotCompilableError` for
+        a construct XLA cannot compile); `False` never does; None (default) compiles it with XLA
+        unless the program holds such a construct, then runs it as a plain `tf.function`
+        (`XlaUnlessNotCompilable`). `code_cache` maps a run's `cache_key`
         to its `tf.function`; pass a dict to keep traced code there yourself (default: each
         compiled program keeps its runs, bounded and freed with it; `Backend.run_cache`).
         `execution` is `"sweep"` (default) or `"switch"` (see the module docstring).
@@ -83,7 +98,7 @@ class TensorFlowBackend(Backend):
         self.configure_execution(execution, scheduler, "sweep", collect_stats)
         self.configure_launches(launch_seconds)
         self.collect_stats = bool(collect_stats)
-        self.jit_compile = bool(jit_compile)
+        self.jit_compile = None if jit_compile is None else bool(jit_compile)
         self.code_cache = code_cache
         self.trace_count = 0  # how many times a run loop was traced
 
@@ -177,7 +192,7 @@ class TensorFlowBackend(Backend):
         )
         compute = compute_dtype(name, tf_dtype(numpy_dtype))
         operands = [as_tensor(a, compute) for a in args]
-        if name == "add" and not self.jit_compile:
+        if name == "add" and not compiled_by_xla():
             operands = same_shapes(operands)
         if name == "pow" and compute.is_integer:
             # a negative exponent truncates toward zero, as on NumPy (tf.pow raises, also for junk rows)
@@ -199,8 +214,9 @@ class TensorFlowBackend(Backend):
 
         Inside a graph, a helper calling NumPy code that needs concrete values (raising NumPy's
         conversion error on a symbolic tensor) runs through `tf.numpy_function` instead, its
-        output types found by a run on NumPy zeros; that path is not XLA-compilable
-        (`jit_compile=True`)."""
+        output types found by a run on NumPy zeros; XLA cannot compile that path: under XLA it
+        is a `NotCompilableError` naming the helper's call site (the default backend then runs
+        the program without XLA: `XlaUnlessNotCompilable`)."""
         tensors = [self.asarray(a.tensor if isinstance(a, NumpyTensor) else a) for a in args]
         native = getattr(fn, "__module__", None) in NATIVE_TENSOR_MODULES
         try:
@@ -208,6 +224,8 @@ class TensorFlowBackend(Backend):
         except (NotImplementedError, TypeError) as error:
             if tf.executing_eagerly() or "numpy" not in str(error).lower():
                 raise
+            if compiled_by_xla():
+                raise NotCompilableError(_helper_not_compilable(fn, error)) from error
             return numpy_opaque(fn, tensors)
         return optree.tree_map(self._unwrap, out)
 
@@ -286,28 +304,42 @@ class TensorFlowBackend(Backend):
         staged = self.is_traced(state["pc"])
         if self.collect_stats and not staged:
             state[STATS_KEY] = zero_counters(self.zeros, len(kernels), int(state["pc"].shape[0]))
+        xla = self._xla_choice(staged)
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
-            loop = self._loop(ks, halt, stack_keys)
-            return tf.function(loop, jit_compile=self.jit_compile, autograph=False, reduce_retracing=False)
+            def compiled(with_xla: bool) -> Callable[[State, Any], State]:
+                loop = self._loop(ks, halt, stack_keys, with_xla)
+                return tf.function(loop, jit_compile=with_xla, autograph=False, reduce_retracing=False)
 
-        config = (self.jit_compile, self.execution, self.collect_stats)
+            return XlaUnlessNotCompilable(compiled) if xla is None else compiled(xla)
+
+        config = (xla, self.execution, self.collect_stats)
         run = self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_loop, config)
         if staged:  # into the caller's graph: one launch, no host round trip
             state = dict(run(state, tf.constant(MAX_LAUNCH_ITERATIONS, tf.int32)))
         else:
-            with without_arithmetic_optimizer(run):
+            # Grappler rewrites plain graphs only; XLA compiles the function's graph itself
+            guard = without_arithmetic_optimizer() if xla is False else contextlib.nullcontext()
+            with guard:
                 state = dict(self.run_in_launches(lambda s, n: run(s, tf.constant(n, tf.int32)), state, halt_index))
         counters = state.pop(STATS_KEY, None)
         self.last_stats = None if counters is None else run_stats(counters)
         return state
 
+    def _xla_choice(self, staged: bool) -> bool | None:
+        """Whether the run's loop is compiled with XLA: as `jit_compile` says when set; by default
+        as the caller's graph is for a run staged into one, else None: the program decides
+        (`XlaUnlessNotCompilable`)."""
+        if self.jit_compile is not None:
+            return self.jit_compile
+        return compiled_by_xla() if staged else None
+
     def _loop(
-        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
+        self, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str], xla: bool
     ) -> Callable[[State, Any], State]:
         """The machine loop over `kernels` (`abir.backends.traced`) as a traceable function of
         the state and the most loop iterations to run (`Backend.run_in_launches`)."""
-        return TfLoop(self, kernels, halt_index, stack_keys).function(self.execution)
+        return TfLoop(self, kernels, halt_index, stack_keys, xla).function(self.execution)
 
     # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
     def any(self, t: Any, name: str | None = None) -> Any:
@@ -336,3 +368,41 @@ class TensorFlowBackend(Backend):
         """`tf.while_loop` (a Python loop when executing eagerly)."""
         return list(tf.while_loop(cond, lambda *vs: list(body(*vs)), list(loop_vars)))
 
+
+
+class XlaUnlessNotCompilable:
+    """The machine loop as a `tf.function` compiled with XLA, unless its trace meets a construct
+    XLA cannot compile (`NotCompilableError`: a NumPy call or an opaque helper that runs on the
+    host through `tf.numpy_function`); from then on it is a plain `tf.function`, run under
+    `without_arithmetic_optimizer`. The choice comes from what the program contains. A run
+    is a function of its state, so the call that met the construct runs again without XLA."""
+
+    def __init__(self, compiled: Callable[[bool], Callable[[State, Any], State]]):
+        self.compiled = compiled
+        self.xla = True
+        self.function = compiled(True)
+
+    def __call__(self, state: State, launch: Any) -> State:
+        if not self.xla:
+            with without_arithmetic_optimizer():
+                return self.function(state, launch)
+        try:
+            return self.function(state, launch)
+        except NotCompilableError:
+            self.xla, self.function = False, self.compiled(False)
+            return self(state, launch)
+
+
+def _helper_not_compilable(fn: Callable[..., Any], error: Exception) -> str:
+    """Where the primitive `fn` (an `abir.opaque.Helper`, or a bare callable) is called, why XLA
+    cannot compile it, and the ways out."""
+    site = getattr(fn, "site", None)
+    where = site.describe() if site is not None else ""
+    user_callable = getattr(fn, "helper", fn)
+    name = getattr(user_callable, "__qualname__", repr(user_callable))
+    return (
+        f"{where}the primitive {name} runs NumPy code that needs concrete values ({str(error).splitlines()[0]}), "
+        "so on TensorFlow it runs on the host through tf.numpy_function, which XLA cannot compile: run it with "
+        "TensorFlowBackend() (which then runs without XLA) or TensorFlowBackend(jit_compile=False), write it "
+        "with NumPy operators and functions on its arguments, or use the JAX backend"
+    )

@@ -1,17 +1,18 @@
 """The machine loop on TensorFlow's primitives (`TfLoop`), and the graph optimizer setting its
-compiled function first runs under (`without_arithmetic_optimizer`).
+plain (not XLA) compiled function runs under (`without_arithmetic_optimizer`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import weakref
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, rewriter_config_pb2
+from tensorflow.python.eager import context
 
 from abir.backends.base import Kernel
 from abir.backends.tf.prim_ops import as_tensor
@@ -23,9 +24,11 @@ class TfLoop(TracedLoop):
     XLA the switch packs the registers into groups updated in place; without XLA (no in-place
     updates, but tensors a switch passes through cost nothing) they pass through it whole."""
 
-    def __init__(self, backend: Any, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str]):
+    def __init__(
+        self, backend: Any, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str], xla: bool
+    ):
         super().__init__(backend, kernels, halt_index, stack_keys)
-        self.grouped = backend.jit_compile
+        self.grouped = xla
 
     def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
         return tuple(tf.while_loop(lambda *c: cond(c), lambda *c: tuple(body(c)), tuple(carry)))
@@ -67,28 +70,29 @@ class TfLoop(TracedLoop):
         return vector + tf.one_hot(index, int(vector.shape[0]), dtype=vector.dtype) * amount
 
 
-_INSTANTIATED: weakref.WeakSet[Any] = weakref.WeakSet()
-"""The compiled loops that ran once, under `without_arithmetic_optimizer`."""
-
-
 @contextlib.contextmanager
-def without_arithmetic_optimizer(loop: Any) -> Iterator[None]:
-    """Grappler's arithmetic optimizer off while `loop`, abir's own `tf.function`, runs for the
-    first time (its instantiation, when Grappler rewrites it), then the caller's setting back.
-    In graph mode it rewrites sums in conditional branches into empty float32 tensors: a helper
-    computing `p + p * 1` returned `[]` (`abir.backends.tf.prim_ops.same_shapes` covers the
-    builtin adds it broke, not these). Later runs reuse the instantiated function, since
-    toggling the option on every call is costly (docs/performance.md#jax-and-tf-backends,
-    "Grappler's arithmetic optimizer")."""
-    if loop in _INSTANTIATED:
-        yield
-        return
-    _INSTANTIATED.add(loop)
-    previous = tf.config.optimizer.get_experimental_options().get("arithmetic_optimization")
-    tf.config.optimizer.set_experimental_options({"arithmetic_optimization": False})
+def without_arithmetic_optimizer() -> Iterator[None]:
+    """`tf.function`s called in the block run with Grappler's arithmetic optimizer off, the
+    caller's other settings kept. In graph mode it rewrites sums in conditional branches into
+    empty float32 tensors: a helper computing `p + p * 1` returned `[]`
+    (`abir.backends.tf.prim_ops.same_shapes` covers the builtin adds it broke, not these). The
+    thread's function call options, which each call passes its graph optimizer configuration
+    with, are swapped for a copy with the optimizer off, then restored; each configuration keeps
+    its own instantiation of the function, so no call re-instantiates it. (Setting the global
+    option, `tf.config.optimizer`, for the first call only made the second call instantiate the
+    function again under the restored option: the bug came back.)"""
+    eager = context.context()
+    previous = eager.function_call_options
+    eager.function_call_options = _options_without_arithmetic(previous.config_proto_serialized, previous.executor_type)
     try:
         yield
     finally:
-        restored = True if previous is None else previous
-        tf.config.optimizer.set_experimental_options({"arithmetic_optimization": restored})
+        eager.function_call_options = previous
 
+
+@functools.cache
+def _options_without_arithmetic(config_proto: bytes, executor_type: str) -> Any:
+    """Function call options: `config_proto` with the arithmetic optimizer off."""
+    config = config_pb2.ConfigProto.FromString(config_proto)
+    config.graph_options.rewrite_options.arithmetic_optimization = rewriter_config_pb2.RewriterConfig.OFF
+    return context.FunctionCallOptions(executor_type=executor_type, config_proto=config)

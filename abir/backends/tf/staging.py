@@ -111,7 +111,7 @@ def _collector_for(graph: Any) -> _Collector | None:
     return next((c for c in reversed(_COLLECTORS) if c.graph is graph), None)
 
 
-def _compiled_by_xla() -> bool:
+def compiled_by_xla() -> bool:
     """Whether the graph being built is compiled by XLA (`tf.function(jit_compile=True)` or
     nested in one): tracing such a function enters an XLA control-flow context."""
     from tensorflow.python.ops import control_flow_util
@@ -128,7 +128,7 @@ def check_in_graph(pending: PendingCheck) -> tf.Tensor | None:
     if collector is not None:
         collector.append(pending)
         return None
-    if not _compiled_by_xla():
+    if not compiled_by_xla():
         pending.assert_in_graph()
         return None
     _warn_once(pending.summary)
