@@ -316,17 +316,6 @@ def nuts_rows(name: str, size: int, backends: dict[str, Callable[[], abir.Backen
     return rows
 
 
-def logreg_nuts(backend: abir.Backend | str, q0: np.ndarray, steps: int, dry_run: bool = False) -> Any:
-    """`abir.samplers.nuts` on the logistic regression as its user would call it: on JAX the
-    `jax.numpy` log density (autodiff), elsewhere the NumPy `value_and_grad`; fixed step size, no
-    warm-up, one call of `steps` transitions."""
-    options = {"num_warmup": 0, "num_draws": steps, "step_size": LOGREG_STEP_SIZE, "max_tree_depth": LOGREG_DEPTH,
-               "chunk_size": steps, "seed": 1, "backend": backend, "dry_run": dry_run}  # fmt: skip
-    if getattr(backend, "name", backend) == "jax":
-        return abir.samplers.nuts(sp.logreg_logdensity_jax, q0, **options)
-    return abir.samplers.nuts(None, q0, value_and_grad=sp.logreg_value_and_grad, **options)
-
-
 def assert_same_nuts(got: Any, want: Any, label: str) -> None:
     """Draws and per-draw statistics of a batched run's first chains equal the per-chain run's."""
     np.testing.assert_allclose(got.draws[: len(want.draws)], want.draws, rtol=1e-9, atol=1e-12, err_msg=label)
@@ -334,15 +323,11 @@ def assert_same_nuts(got: Any, want: Any, label: str) -> None:
         np.testing.assert_allclose(g[: len(w)], w, rtol=1e-9, atol=1e-12, err_msg=f"{label} {field}")
 
 
-def logreg_initial_positions(size: int) -> np.ndarray:
-    return np.random.default_rng(11).normal(scale=0.5, size=(size, sp.LOGREG_FEATURES))
-
-
 def logreg_rows(size: int, backends: dict[str, Callable[[], abir.Backend]], steps: int, repeats: int) -> list[Row]:
     """NUTS (`abir.samplers.nuts`) on the Bayesian logistic regression of `suite_programs`; abir
     checked against the per-chain Python run (`dry_run=True`, same gradient source) of the first
     `NUTS_CHECKED` chains."""
-    q0 = logreg_initial_positions(size)
+    q0 = sp.logreg_initial_positions(size)
     checked = min(size, NUTS_CHECKED)
 
     def blackjax() -> Callable[[], Any]:
@@ -359,16 +344,19 @@ def logreg_rows(size: int, backends: dict[str, Callable[[], abir.Backend]], step
 
         return tfp_nuts(logdensity, q0, LOGREG_STEP_SIZE, LOGREG_DEPTH, steps)
 
-    python = lambda: logreg_nuts("numpy", q0, steps, dry_run=True)  # noqa: E731
+    def logreg_nuts(backend: abir.Backend | str, q: np.ndarray, dry_run: bool = False) -> Any:
+        return sp.logreg_nuts(backend, q, steps, LOGREG_STEP_SIZE, LOGREG_DEPTH, dry_run)
+
+    python = lambda: logreg_nuts("numpy", q0, dry_run=True)  # noqa: E731
     alternatives = nuts_alternatives({family(b) for b in backends}, python, blackjax, tfp, LOGREG_DEPTH, repeats)
     rows = []
     for label, factory in backends.items():
-        want = logreg_nuts("jax" if label == "jax" else "numpy", q0[:checked], steps, dry_run=True)
+        want = logreg_nuts("jax" if label == "jax" else "numpy", q0[:checked], dry_run=True)
 
         def make(factory: Callable[[], abir.Backend] = factory) -> Callable[[], Any]:
             samplers_nuts.batched_program.cache_clear()  # a fresh compile for the first call
             backend = factory()
-            return lambda: logreg_nuts(backend, q0, steps)
+            return lambda: logreg_nuts(backend, q0)
 
         check = lambda got, want=want, label=label: assert_same_nuts(got, want, f"{LOGREG} on {label}")  # noqa: E731
         alternative, best = best_of(alternatives, label)

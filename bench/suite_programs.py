@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import programs  # noqa: E402
 
 import abir  # noqa: E402
+import abir.samplers  # noqa: E402
 
 # -- adaptive-step ODE: Bogacki-Shampine 3(2) embedded Runge-Kutta with error control ----------
 
@@ -216,6 +217,22 @@ def logreg_logdensity_jax(q):
 
     logits = jnp.asarray(LOGREG_X) @ q
     return jnp.sum(LOGREG_Y * logits - jnp.logaddexp(0.0, logits)) - 0.5 * jnp.sum(q * q)
+
+
+def logreg_nuts(backend: Any, q0: np.ndarray, steps: int, step_size: float, max_depth: int,
+                dry_run: bool = False) -> Any:  # fmt: skip
+    """`abir.samplers.nuts` on the logistic regression as its user would call it: on JAX the
+    `jax.numpy` log density (autodiff), elsewhere the NumPy `value_and_grad`; a fixed step size,
+    no warm-up, one call of `steps` transitions, chain c drawing from key fold_in(key(1), c)."""
+    options = {"num_warmup": 0, "num_draws": steps, "step_size": step_size, "max_tree_depth": max_depth,
+               "chunk_size": steps, "seed": 1, "backend": backend, "dry_run": dry_run}  # fmt: skip
+    if getattr(backend, "name", backend) == "jax":
+        return abir.samplers.nuts(logreg_logdensity_jax, q0, **options)
+    return abir.samplers.nuts(None, q0, value_and_grad=logreg_value_and_grad, **options)
+
+
+def logreg_initial_positions(size: int) -> np.ndarray:
+    return np.random.default_rng(11).normal(scale=0.5, size=(size, LOGREG_FEATURES))
 
 
 # -- inputs ------------------------------------------------------------------------------------
