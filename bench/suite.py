@@ -477,16 +477,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--sizes", default=None, help="comma-separated batch sizes (default 64,1024; 8,32 with --quick)")
     parser.add_argument("--backends", default="jax,numpy,tf", help="comma-separated, of jax,numpy,tf")
     parser.add_argument("--programs", default=",".join(names), help=f"comma-separated, of {','.join(names)}")
-    parser.add_argument("--repeats", type=int, default=5, help="steady calls per measurement (median)")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="steady calls per measurement (median; at least 3, as a backend's second call may still compile)")  # fmt: skip
     parser.add_argument("--nuts-steps", type=int, default=20, help="NUTS transitions per chain")
-    parser.add_argument("--quick", action="store_true", help="sizes 8,32, 1 repeat, small inputs, 3 NUTS steps")
+    parser.add_argument("--quick", action="store_true", help="sizes 8,32, 3 repeats, small inputs, 3 NUTS steps")
     parser.add_argument("--figure", default="docs/bench_suite.png", help="where to save the ratio figure")
     args = parser.parse_args(argv)
     unknown = set(args.programs.split(",")) - set(names)
     if unknown:
         parser.error(f"unknown programs {sorted(unknown)}; choose from {names}")
     if args.quick:
-        args.repeats, args.nuts_steps = 1, 3
+        args.repeats, args.nuts_steps = 3, 3
     args.sizes = args.sizes or ("8,32" if args.quick else "64,1024")
     return args
 
