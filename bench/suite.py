@@ -8,7 +8,8 @@ Each program of `bench/suite_programs.py`, NUTS from `examples/nuts.py` on Gauss
 constructed as a user would ("tf" means both `TensorFlowBackend(jit_compile=True)`, labelled
 tf-xla, and the default `TensorFlowBackend()`, labelled tf). Each backend is set against the
 alternatives a user of its framework would pick (`ALTERNATIVE_FAMILIES`): the plain Python loop
-over members for all; on JAX a hand-written `jax.jit(jax.vmap(...))` where the program has one
+over members for all (NUTS beyond `PYTHON_NUTS_CHAINS` chains: that many chains' time scaled to
+the batch, labelled python-scaled); on JAX a hand-written `jax.jit(jax.vmap(...))` where the program has one
 and BlackJAX for NUTS; on TensorFlow TFP's `auto_batching` for Collatz and TFP's NUTS under
 XLA. abir's result must equal the per-member Python result before it is timed (NUTS: the first
 `NUTS_CHECKED` chains, each chain's result being independent of the batch); a failure is printed
@@ -50,6 +51,7 @@ NUTS_TARGETS = {"nuts-d10": (10, 6), "nuts-d100": (100, 10)}  # dimension, depth
 NUTS_STEP_SIZE = {"nuts-d10": 0.3, "nuts-d100": 0.1}
 LOGREG = "nuts-logreg"
 LOGREG_STEP_SIZE, LOGREG_DEPTH = 0.1, 8
+PYTHON_NUTS_CHAINS = 64  # the most chains the per-chain Python NUTS runs; more are extrapolated
 FAMILIES = ("jax", "numpy", "tf")
 # The abir backends each alternative stands against (the plain Python loop against all).
 ALTERNATIVE_FAMILIES = {"jax-vmap": {"jax"}, "blackjax": {"jax"}, "tfp-xla": {"tf"}, "tfp-nuts-xla": {"tf"}}
@@ -258,17 +260,24 @@ def check_blackjax(depth: int) -> Callable[[Any], None]:
     return lambda got: nuts_bench.check_blackjax(nuts_bench.BlackjaxChain(*(np.asarray(x) for x in got)), depth)
 
 
-def nuts_alternatives(families: set[str], python: Callable[[], Any], blackjax: Callable[[], Callable[[], Any]],
-                      tfp: Callable[[], Callable[[], Any]], depth: int, repeats: int) -> dict[str, Timing]:  # fmt: skip
+def nuts_alternatives(families: set[str], python: Callable[[int], Any], size: int,
+                      blackjax: Callable[[], Callable[[], Any]], tfp: Callable[[], Callable[[], Any]], depth: int,
+                      repeats: int) -> dict[str, Timing]:  # fmt: skip
     """The NUTS alternatives of the selected backends' frameworks: BlackJAX (JAX), TFP's NUTS on
-    XLA (TF; without TFP installed, absent), the per-chain Python run (NumPy and TF)."""
+    XLA (TF; without TFP installed, absent), the per-chain Python run (NumPy and TF). `python(n)`
+    runs the first n chains; beyond `PYTHON_NUTS_CHAINS` chains its time is that of the first
+    `PYTHON_NUTS_CHAINS` scaled by the batch size (chains are independent, one after the other)
+    and the alternative is labelled python-scaled."""
     results = {}
     if "jax" in families:
         results["blackjax"] = timed(blackjax, repeats, check_blackjax(depth))
     if "tf" in families and importlib.util.find_spec("tensorflow_probability") is not None:
         results["tfp-nuts-xla"] = timed(tfp, repeats, lambda got: check_tfp_nuts(got, depth))
     if families & {"numpy", "tf"}:
-        results["python"] = python_timing(python, repeats)
+        chains = min(size, PYTHON_NUTS_CHAINS)
+        timing = python_timing(lambda: python(chains), repeats)
+        scale = size / chains
+        results["python" if chains == size else "python-scaled"] = Timing(timing.first * scale, timing.steady * scale)
     return results
 
 
@@ -296,8 +305,8 @@ def nuts_rows(name: str, size: int, backends: dict[str, Callable[[], abir.Backen
         prec = tf.constant(precision)
         return tfp_nuts(lambda q: -0.5 * tf.reduce_sum((q @ prec) * q, axis=-1), q0, eps, depth, steps)
 
-    python = lambda: ex.run_per_chain(sampler, q0, eps, keys, steps)  # noqa: E731
-    alternatives = nuts_alternatives({family(b) for b in backends}, python, blackjax, tfp, depth, repeats)
+    python = lambda n: ex.run_per_chain(sampler, q0[:n], eps, keys[:n], steps)  # noqa: E731
+    alternatives = nuts_alternatives({family(b) for b in backends}, python, size, blackjax, tfp, depth, repeats)
     rows = []
     for label, factory in backends.items():
 
@@ -347,8 +356,8 @@ def logreg_rows(size: int, backends: dict[str, Callable[[], abir.Backend]], step
     def logreg_nuts(backend: abir.Backend | str, q: np.ndarray, dry_run: bool = False) -> Any:
         return sp.logreg_nuts(backend, q, steps, LOGREG_STEP_SIZE, LOGREG_DEPTH, dry_run)
 
-    python = lambda: logreg_nuts("numpy", q0, dry_run=True)  # noqa: E731
-    alternatives = nuts_alternatives({family(b) for b in backends}, python, blackjax, tfp, LOGREG_DEPTH, repeats)
+    python = lambda n: logreg_nuts("numpy", q0[:n], dry_run=True)  # noqa: E731
+    alternatives = nuts_alternatives({family(b) for b in backends}, python, size, blackjax, tfp, LOGREG_DEPTH, repeats)
     rows = []
     for label, factory in backends.items():
         want = logreg_nuts("jax" if label == "jax" else "numpy", q0[:checked], dry_run=True)
