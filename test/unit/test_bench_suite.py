@@ -68,3 +68,29 @@ def test_logreg_nuts_equals_per_chain_python(backend: str) -> None:
     for field, g, w in zip(want.stats._fields, got.stats, want.stats, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12, err_msg=field)
     assert len(set(want.stats.leapfrogs.ravel().tolist())) > 1, "chains should take trajectories of different lengths"
+
+
+def test_printed_tables_list_each_row_once_with_the_ratio_per_backend() -> None:
+    import suite
+
+    def row(program: str, backend: str) -> suite.Row:
+        return suite.Row(program, backend, 8, suite.Timing(1.0, 0.5), "python", suite.Timing(2.0, 1.0))
+
+    rows = [row("fib-lt", "jax"), row("fib-lt", "numpy"), row("deep-sum", "jax")]
+    lines = suite.markdown_tables(rows)
+    assert sum(line.startswith("| fib-lt |") for line in lines) == 2
+    assert sum(line.startswith("| deep-sum |") for line in lines) == 1
+    headers = [line for line in lines if line.startswith("| program |")]
+    assert len(headers) == 2
+    assert "ratio on jax" in headers[0] and "ratio on numpy" in headers[1]
+    assert "| 2x |" in lines[lines.index(headers[0]) + 2]
+
+
+def test_each_backend_is_set_against_its_own_frameworks_alternatives() -> None:
+    import suite
+
+    alternatives = {"python": suite.Timing(0.0, 3.0), "jax-vmap": suite.Timing(0.0, 1.0),
+                    "tfp-nuts-xla": suite.Timing(0.0, 2.0)}  # fmt: skip
+    assert suite.best_of(alternatives, "jax")[0] == "jax-vmap"
+    assert suite.best_of(alternatives, "tf-xla")[0] == "tfp-nuts-xla"
+    assert suite.best_of(alternatives, "numpy")[0] == "python"
