@@ -68,6 +68,8 @@ class Timing:
 
 @dataclasses.dataclass
 class Row:
+    """One table row: abir on `backend` at batch `size`, and the best alternative against that backend."""
+
     program: str
     backend: str
     size: int
