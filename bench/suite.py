@@ -213,7 +213,7 @@ def tfp_nuts(target_log_prob: Callable[[Any], Any], q0: np.ndarray, eps: float, 
 
     kernel = tfp.mcmc.NoUTurnSampler(target_log_prob, step_size=eps, max_tree_depth=depth)
 
-    @tf.function(jit_compile=True)
+    @tf.function(jit_compile=True, autograph=False)  # TFP builds its own loops
     def run(q: Any) -> Any:
         return tfp.mcmc.sample_chain(steps, current_state=q, kernel=kernel, num_burnin_steps=0,
                                      trace_fn=lambda _, results: results.leapfrogs_taken, seed=(1, 2))  # fmt: skip
