@@ -3,16 +3,20 @@
     make bench-suite SUITE_ARGS="--quick"
     PYTHONPATH=.bench-site .venv/bin/python bench/suite.py --sizes 64,1024 --backends jax,numpy,tf
 
-Each program of `bench/suite_programs.py` (and NUTS from `examples/nuts.py` on Gaussian targets)
-runs on every selected abir backend ("tf" means both `TensorFlowBackend(jit_compile=True)`,
-labelled tf-xla, and the default `TensorFlowBackend()`, labelled tf) and on its alternatives: the
-plain Python loop over members, a hand-written `jax.jit(jax.vmap(...))` where the program has one,
-TFP's `auto_batching` for Collatz when it is importable, and BlackJAX for NUTS. abir's result must
-equal the per-member Python result before it is timed (NUTS: the first `NUTS_CHECKED` chains,
-each chain's result being independent of the batch); a failure is printed and kept in the table
-as FAILED. First call = a fresh compile (fresh `abir.Context`, fresh `jax.jit`) traced, compiled
-and run; steady = median of `--repeats` later calls. The ratio is the best alternative's steady
-time over abir's (above 1: abir is faster).
+Each program of `bench/suite_programs.py`, NUTS from `examples/nuts.py` on Gaussian targets and
+`abir.samplers.nuts` on a Bayesian logistic regression runs on every selected abir backend,
+constructed as a user would ("tf" means both `TensorFlowBackend(jit_compile=True)`, labelled
+tf-xla, and the default `TensorFlowBackend()`, labelled tf). Each backend is set against the
+alternatives a user of its framework would pick (`ALTERNATIVE_FAMILIES`): the plain Python loop
+over members for all (NUTS beyond `PYTHON_NUTS_CHAINS` chains: that many chains' time scaled to
+the batch, labelled python-scaled); on JAX a hand-written `jax.jit(jax.vmap(...))` where the program has one
+and BlackJAX for NUTS; on TensorFlow TFP's `auto_batching` for Collatz and TFP's NUTS under
+XLA. abir's result must equal the per-member Python result before it is timed (NUTS: the first
+`NUTS_CHECKED` chains, each chain's result being independent of the batch); a failure is printed
+and kept in the table as FAILED. First call = a fresh compile (fresh `abir.Context`, fresh
+`jax.jit`/`tf.function`) traced, compiled and run; steady = median of `--repeats` later calls.
+The ratio is the best alternative's steady time over abir's on that backend (above 1: abir is
+faster). Progress goes to stderr; stdout ends with one Markdown table per backend.
 """
 
 from __future__ import annotations
@@ -41,9 +45,16 @@ import suite_programs as sp  # noqa: E402
 import abir  # noqa: E402
 
 ex = nuts_bench.ex
+samplers_nuts = importlib.import_module("abir.samplers.nuts")  # the module; `abir.samplers.nuts` is its function
 NUTS_CHECKED = 8
 NUTS_TARGETS = {"nuts-d10": (10, 6), "nuts-d100": (100, 10)}  # dimension, depth cap
 NUTS_STEP_SIZE = {"nuts-d10": 0.3, "nuts-d100": 0.1}
+LOGREG = "nuts-logreg"
+LOGREG_STEP_SIZE, LOGREG_DEPTH = 0.1, 8
+PYTHON_NUTS_CHAINS = 64  # the most chains the per-chain Python NUTS runs; more are extrapolated
+FAMILIES = ("jax", "numpy", "tf")
+# The abir backends each alternative stands against (the plain Python loop against all).
+ALTERNATIVE_FAMILIES = {"jax-vmap": {"jax"}, "blackjax": {"jax"}, "tfp-xla": {"tf"}, "tfp-nuts-xla": {"tf"}}
 
 
 @dataclasses.dataclass
@@ -57,12 +68,19 @@ class Timing:
 
 @dataclasses.dataclass
 class Row:
+    """One table row: abir on `backend` at batch `size`, and the best alternative against that backend."""
+
     program: str
     backend: str
     size: int
     abir: Timing
     alternative: str
     best: Timing
+
+
+def family(label: str) -> str:
+    """The framework of an abir backend label: tf-xla and tf are both "tf"."""
+    return "tf" if label.startswith("tf") else label
 
 
 def abir_backends(names: list[str]) -> dict[str, Callable[[], abir.Backend]]:
@@ -111,9 +129,13 @@ def timed(make: Callable[[], Callable[[], Any]], repeats: int, check: Callable[[
 def python_timing(run: Callable[[], Any], repeats: int) -> Timing:
     """The plain Python loop: its first run is its first call; steady = median of up to `repeats`
     runs (one when a run takes over 2 s)."""
-    start = time.perf_counter()
-    run()
-    first = time.perf_counter() - start
+    try:
+        start = time.perf_counter()
+        run()
+        first = time.perf_counter() - start
+    except Exception as error:  # noqa: BLE001 (reported in the table, not fatal)
+        traceback.print_exc()
+        return Timing(error=f"{type(error).__name__}: {str(error).splitlines()[0][:100]}")
     times = [first]
     while len(times) < repeats and first < 2.0:
         start = time.perf_counter()
@@ -122,8 +144,10 @@ def python_timing(run: Callable[[], Any], repeats: int) -> Timing:
     return Timing(first, statistics.median(times))
 
 
-def best_of(alternatives: dict[str, Timing]) -> tuple[str, Timing]:
-    ok = {name: t for name, t in alternatives.items() if t.error is None}
+def best_of(alternatives: dict[str, Timing], label: str) -> tuple[str, Timing]:
+    """The fastest alternative that ran, among those standing against the backend `label`."""
+    ok = {name: t for name, t in alternatives.items()
+          if t.error is None and family(label) in ALTERNATIVE_FAMILIES.get(name, set(FAMILIES))}  # fmt: skip
     if not ok:
         return "none", Timing(error="no alternative ran")
     name = min(ok, key=lambda n: ok[n].steady)
@@ -142,19 +166,20 @@ def tfp_collatz(inputs: tuple[np.ndarray, ...]) -> Callable[[], Any] | None:
     return lambda: run(inputs[0])
 
 
-def program_alternatives(program: sp.SuiteProgram, inputs: tuple[np.ndarray, ...],
-                         want: tuple[np.ndarray, ...], repeats: int) -> dict[str, Timing]:  # fmt: skip
-    """The alternatives' timings: plain Python, hand-written jit(vmap), TFP (Collatz only)."""
+def program_alternatives(program: sp.SuiteProgram, inputs: tuple[np.ndarray, ...], want: tuple[np.ndarray, ...],
+                         repeats: int, families: set[str]) -> dict[str, Timing]:  # fmt: skip
+    """The alternatives' timings: plain Python, hand-written jit(vmap) (with a JAX backend), TFP
+    (Collatz, with a TF backend)."""
     results = {"python": python_timing(lambda: sp.python_run(program, inputs), repeats)}
 
     def check(label: str) -> Callable[[Any], None]:
         return lambda got: sp.assert_equal(sp.as_tuple(got), want, label)
 
-    if program.jax_vmap is not None:
+    if program.jax_vmap is not None and "jax" in families:
         jax_vmap = program.jax_vmap
         results["jax-vmap"] = timed(lambda: (lambda f: lambda: f(*inputs))(jax_vmap()), repeats,
                                     check(f"{program.name} jax-vmap"))  # fmt: skip
-    if program.name == "collatz" and tfp_collatz(inputs) is not None:
+    if program.name == "collatz" and "tf" in families and tfp_collatz(inputs) is not None:
         results["tfp-xla"] = timed(lambda: tfp_collatz(inputs), repeats, check("collatz tfp"))
     return results
 
@@ -163,9 +188,10 @@ def program_rows(program: sp.SuiteProgram, size: int, backends: dict[str, Callab
                  repeats: int, small: bool) -> list[Row]:  # fmt: skip
     inputs = program.make_inputs(size, small)
     want = sp.python_run(program, inputs)
-    alternative, best = best_of(program_alternatives(program, inputs, want, repeats))
+    alternatives = program_alternatives(program, inputs, want, repeats, {family(b) for b in backends})
     rows = []
     for label, factory in backends.items():
+        alternative, best = best_of(alternatives, label)
 
         def make(factory: Callable[[], abir.Backend] = factory) -> Callable[[], Any]:
             run, backend = sp.abir_function(program), factory()
@@ -177,10 +203,90 @@ def program_rows(program: sp.SuiteProgram, size: int, backends: dict[str, Callab
     return rows
 
 
+def tfp_nuts(target_log_prob: Callable[[Any], Any], q0: np.ndarray, eps: float, depth: int,
+             steps: int) -> Callable[[], Any]:  # fmt: skip
+    """TFP's NUTS under `tf.function(jit_compile=True)` on all chains at once (a batch of states,
+    `target_log_prob` returning one log density per chain): `steps` transitions of step size `eps`
+    with at most `depth` doublings, no warm-up. Returns a call giving (samples, leapfrogs)."""
+    import tensorflow as tf
+    import tensorflow_probability as tfp
+
+    kernel = tfp.mcmc.NoUTurnSampler(target_log_prob, step_size=eps, max_tree_depth=depth)
+
+    @tf.function(jit_compile=True, autograph=False)  # TFP builds its own loops
+    def run(q: Any) -> Any:
+        return tfp.mcmc.sample_chain(steps, current_state=q, kernel=kernel, num_burnin_steps=0,
+                                     trace_fn=lambda _, results: results.leapfrogs_taken, seed=(1, 2))  # fmt: skip
+
+    q = tf.constant(q0)
+    return lambda: run(q)
+
+
+def check_tfp_nuts(got: Any, depth: int) -> None:
+    """A light check (TFP's RNG differs, so its samples cannot equal abir's): finite samples and
+    a leapfrog count per transition within NUTS's bounds."""
+    samples, leapfrogs = (np.asarray(x) for x in got)
+    assert np.isfinite(samples).all(), "TFP NUTS samples are not finite"
+    assert ((leapfrogs >= 1) & (leapfrogs < 2**depth)).all(), "TFP NUTS leapfrogs out of range"
+
+
+def blackjax_nuts(logdensity: Callable[[Any], Any], q0: np.ndarray, eps: float, depth: int,
+                  steps: int) -> Callable[[], Any]:  # fmt: skip
+    """BlackJAX's NUTS as `jit(vmap(...))` over the chains of `q0` on the one-chain `logdensity`
+    (same step size, transitions and depth cap as abir; identity mass matrix; no warm-up)."""
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    nuts = blackjax.nuts(logdensity, eps, jnp.ones(q0.shape[1]), max_num_doublings=depth,
+                         divergence_threshold=ex.MAX_ENERGY_ERROR)  # fmt: skip
+
+    def run_chain(q: Any, key: Any) -> Any:
+        def step(carry: Any, step_key: Any) -> Any:
+            state, sum_q, sum_q2 = carry
+            state, info = nuts.step(step_key, state)
+            return (state, sum_q + state.position, sum_q2 + state.position**2), (
+                info.num_integration_steps, info.is_divergent)  # fmt: skip
+
+        init = (nuts.init(q), jnp.zeros_like(q), jnp.zeros_like(q))
+        (state, sum_q, sum_q2), (leapfrogs, divergent) = lax.scan(step, init, jax.random.split(key, steps))
+        return nuts_bench.BlackjaxChain(state.position, leapfrogs, sum_q, sum_q2, divergent.sum())
+
+    run = jax.jit(jax.vmap(run_chain))
+    keys = jax.random.split(jax.random.key(1), q0.shape[0])
+    return lambda: run(q0, keys)
+
+
+def check_blackjax(depth: int) -> Callable[[Any], None]:
+    return lambda got: nuts_bench.check_blackjax(nuts_bench.BlackjaxChain(*(np.asarray(x) for x in got)), depth)
+
+
+def nuts_alternatives(families: set[str], python: Callable[[int], Any], size: int,
+                      blackjax: Callable[[], Callable[[], Any]], tfp: Callable[[], Callable[[], Any]], depth: int,
+                      repeats: int) -> dict[str, Timing]:  # fmt: skip
+    """The NUTS alternatives of the selected backends' frameworks: BlackJAX (JAX), TFP's NUTS on
+    XLA (TF; without TFP installed, absent), the per-chain Python run (NumPy and TF). `python(n)`
+    runs the first n chains; beyond `PYTHON_NUTS_CHAINS` chains its time is that of the first
+    `PYTHON_NUTS_CHAINS` scaled by the batch size (chains are independent, one after the other)
+    and the alternative is labelled python-scaled."""
+    results = {}
+    if "jax" in families:
+        results["blackjax"] = timed(blackjax, repeats, check_blackjax(depth))
+    if "tf" in families and importlib.util.find_spec("tensorflow_probability") is not None:
+        results["tfp-nuts-xla"] = timed(tfp, repeats, lambda got: check_tfp_nuts(got, depth))
+    if families & {"numpy", "tf"}:
+        chains = min(size, PYTHON_NUTS_CHAINS)
+        timing = python_timing(lambda: python(chains), repeats)
+        scale = size / chains
+        results["python" if chains == size else "python-scaled"] = Timing(timing.first * scale, timing.steady * scale)
+    return results
+
+
 def nuts_rows(name: str, size: int, backends: dict[str, Callable[[], abir.Backend]], steps: int,
               repeats: int) -> list[Row]:  # fmt: skip
-    """NUTS on a D-dimensional correlated Gaussian against BlackJAX (same step size, transitions and
-    depth cap); abir checked against the per-chain Python run of the first `NUTS_CHECKED` chains."""
+    """NUTS of `examples/nuts.py` on a D-dimensional correlated Gaussian; abir checked against the
+    per-chain Python run of the first `NUTS_CHECKED` chains."""
     dim, depth = NUTS_TARGETS[name]
     precision, _ = ex.correlated_precision(dim)
     eps = NUTS_STEP_SIZE[name]
@@ -190,16 +296,19 @@ def nuts_rows(name: str, size: int, backends: dict[str, Callable[[], abir.Backen
     want = ex.run_per_chain(sampler, q0[:checked], eps, keys[:checked], steps)
 
     def blackjax() -> Callable[[], Any]:
-        import jax
+        import jax.numpy as jnp
 
-        run = nuts_bench.make_blackjax(precision, eps, depth, steps)
-        jax_keys = jax.random.split(jax.random.key(1), size)
-        return lambda: run(q0, jax_keys)
+        prec = jnp.asarray(precision)
+        return blackjax_nuts(lambda q: -0.5 * (q @ prec @ q), q0, eps, depth, steps)
 
-    def check_blackjax(got: Any) -> None:
-        nuts_bench.check_blackjax(nuts_bench.BlackjaxChain(*(np.asarray(x) for x in got)), depth)
+    def tfp() -> Callable[[], Any]:
+        import tensorflow as tf
 
-    best = timed(blackjax, repeats, check_blackjax)
+        prec = tf.constant(precision)
+        return tfp_nuts(lambda q: -0.5 * tf.reduce_sum((q @ prec) * q, axis=-1), q0, eps, depth, steps)
+
+    python = lambda n: ex.run_per_chain(sampler, q0[:n], eps, keys[:n], steps)  # noqa: E731
+    alternatives = nuts_alternatives({family(b) for b in backends}, python, size, blackjax, tfp, depth, repeats)
     rows = []
     for label, factory in backends.items():
 
@@ -212,7 +321,57 @@ def nuts_rows(name: str, size: int, backends: dict[str, Callable[[], abir.Backen
             chain = ex.as_chain(got)
             ex.compare(ex.Chain(*(np.asarray(x)[:checked] for x in chain)), want)
 
-        rows.append(Row(name, label, size, timed(make, repeats, check), "blackjax", best))
+        alternative, best = best_of(alternatives, label)
+        rows.append(Row(name, label, size, timed(make, repeats, check), alternative, best))
+        print_row(rows[-1])
+    return rows
+
+
+def assert_same_nuts(got: Any, want: Any, label: str) -> None:
+    """Draws and per-draw statistics of a batched run's first chains equal the per-chain run's."""
+    np.testing.assert_allclose(got.draws[: len(want.draws)], want.draws, rtol=1e-9, atol=1e-12, err_msg=label)
+    for field, g, w in zip(want.stats._fields, got.stats, want.stats, strict=True):
+        np.testing.assert_allclose(g[: len(w)], w, rtol=1e-9, atol=1e-12, err_msg=f"{label} {field}")
+
+
+def logreg_rows(size: int, backends: dict[str, Callable[[], abir.Backend]], steps: int, repeats: int) -> list[Row]:
+    """NUTS (`abir.samplers.nuts`) on the Bayesian logistic regression of `suite_programs`; abir
+    checked against the per-chain Python run (`dry_run=True`, same gradient source) of the first
+    `NUTS_CHECKED` chains."""
+    q0 = sp.logreg_initial_positions(size)
+    checked = min(size, NUTS_CHECKED)
+
+    def blackjax() -> Callable[[], Any]:
+        return blackjax_nuts(sp.logreg_logdensity_jax, q0, LOGREG_STEP_SIZE, LOGREG_DEPTH, steps)
+
+    def tfp() -> Callable[[], Any]:
+        import tensorflow as tf
+
+        x, y = tf.constant(sp.LOGREG_X), tf.constant(sp.LOGREG_Y)
+
+        def logdensity(q: Any) -> Any:
+            logits = tf.linalg.matmul(q, x, transpose_b=True)
+            return tf.reduce_sum(y * logits - tf.math.softplus(logits), axis=-1) - 0.5 * tf.reduce_sum(q * q, axis=-1)
+
+        return tfp_nuts(logdensity, q0, LOGREG_STEP_SIZE, LOGREG_DEPTH, steps)
+
+    def logreg_nuts(backend: abir.Backend | str, q: np.ndarray, dry_run: bool = False) -> Any:
+        return sp.logreg_nuts(backend, q, steps, LOGREG_STEP_SIZE, LOGREG_DEPTH, dry_run)
+
+    python = lambda n: logreg_nuts("numpy", q0[:n], dry_run=True)  # noqa: E731
+    alternatives = nuts_alternatives({family(b) for b in backends}, python, size, blackjax, tfp, LOGREG_DEPTH, repeats)
+    rows = []
+    for label, factory in backends.items():
+        want = logreg_nuts("jax" if label == "jax" else "numpy", q0[:checked], dry_run=True)
+
+        def make(factory: Callable[[], abir.Backend] = factory) -> Callable[[], Any]:
+            samplers_nuts.batched_program.cache_clear()  # a fresh compile for the first call
+            backend = factory()
+            return lambda: logreg_nuts(backend, q0)
+
+        check = lambda got, want=want, label=label: assert_same_nuts(got, want, f"{LOGREG} on {label}")  # noqa: E731
+        alternative, best = best_of(alternatives, label)
+        rows.append(Row(LOGREG, label, size, timed(make, repeats, check), alternative, best))
         print_row(rows[-1])
     return rows
 
@@ -235,15 +394,37 @@ def ratio(row: Row) -> str:
     return f"{row.best.steady / row.abir.steady:.3g}x"
 
 
-HEADER = f"{'program':14} {'backend':7} {'B':>5} {'abir':>9} {'alternative':11} {'its time':>9} {'ratio':>8} {'abir 1st':>9} {'alt 1st':>9}"
+PROGRESS_HEADER = (f"{'program':14} {'backend':7} {'B':>5} {'abir':>9} {'alternative':12} {'its time':>9} "
+                   f"{'ratio':>8} {'abir 1st':>9} {'alt 1st':>9}")  # fmt: skip
 
 
 def print_row(row: Row) -> None:
+    """One progress line, on stderr (stdout gets the tables at the end, each row once)."""
     print(
-        f"{row.program:14} {row.backend:7} {row.size:5d} {seconds(row.abir.steady):>9} {row.alternative:11} "
+        f"{row.program:14} {row.backend:7} {row.size:5d} {seconds(row.abir.steady):>9} {row.alternative:12} "
         f"{seconds(row.best.steady):>9} {ratio(row):>8} {seconds(row.abir.first):>9} {seconds(row.best.first):>9}",
+        file=sys.stderr,
         flush=True,
     )
+
+
+def markdown_tables(rows: list[Row]) -> list[str]:
+    """One Markdown table per backend, its ratio column naming the backend (docs/performance.md's form)."""
+    lines = []
+    for backend in dict.fromkeys(r.backend for r in rows):
+        lines += [
+            "",
+            f"| program | B | abir on {backend} | best alternative | its time | ratio on {backend} "
+            "(alternative / abir) | abir first call | alternative first call |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.program} | {r.size} | {seconds(r.abir.steady)} | {r.alternative} | {seconds(r.best.steady)} | "
+            f"{ratio(r)} | {seconds(r.abir.first)} | {seconds(r.best.first)} |"
+            for r in rows
+            if r.backend == backend
+        ]
+    return lines
 
 
 def _installed_version(package: str) -> str:
@@ -303,20 +484,21 @@ def draw_figure(rows: list[Row], path: str) -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    names = [*sp.SUITE, *NUTS_TARGETS]
+    names = [*sp.SUITE, *NUTS_TARGETS, LOGREG]
     parser.add_argument("--sizes", default=None, help="comma-separated batch sizes (default 64,1024; 8,32 with --quick)")
     parser.add_argument("--backends", default="jax,numpy,tf", help="comma-separated, of jax,numpy,tf")
     parser.add_argument("--programs", default=",".join(names), help=f"comma-separated, of {','.join(names)}")
-    parser.add_argument("--repeats", type=int, default=5, help="steady calls per measurement (median)")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="steady calls per measurement (median; at least 3, as a backend's second call may still compile)")  # fmt: skip
     parser.add_argument("--nuts-steps", type=int, default=20, help="NUTS transitions per chain")
-    parser.add_argument("--quick", action="store_true", help="sizes 8,32, 1 repeat, small inputs, 3 NUTS steps")
+    parser.add_argument("--quick", action="store_true", help="sizes 8,32, 3 repeats, small inputs, 3 NUTS steps")
     parser.add_argument("--figure", default="docs/bench_suite.png", help="where to save the ratio figure")
     args = parser.parse_args(argv)
     unknown = set(args.programs.split(",")) - set(names)
     if unknown:
         parser.error(f"unknown programs {sorted(unknown)}; choose from {names}")
     if args.quick:
-        args.repeats, args.nuts_steps = 1, 3
+        args.repeats, args.nuts_steps = 3, 3
     args.sizes = args.sizes or ("8,32" if args.quick else "64,1024")
     return args
 
@@ -329,18 +511,18 @@ def main(argv: list[str] | None = None) -> int:
     jax.config.update("jax_enable_x64", True)  # the alternatives compute in float64, as abir does
     print("\n".join(header_lines(argv)))
     backends = abir_backends(args.backends.split(","))
-    print(HEADER)
+    print(PROGRESS_HEADER, file=sys.stderr)
     rows: list[Row] = []
     for name in args.programs.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
-            if name in NUTS_TARGETS:
+            if name == LOGREG:
+                rows += logreg_rows(size, backends, args.nuts_steps, args.repeats)
+            elif name in NUTS_TARGETS:
                 rows += nuts_rows(name, size, backends, args.nuts_steps, args.repeats)
             else:
                 rows += program_rows(sp.SUITE[name], size, backends, args.repeats, args.quick)
-    print("\nsummary (steady = median of later calls; ratio = best alternative / abir)")
-    print(HEADER)
-    for row in rows:
-        print_row(row)
+    print("\nsteady = median of later calls; ratio = best alternative's steady time / abir's on that backend")
+    print("\n".join(markdown_tables(rows)))
     failures = [r for r in rows if r.abir.error is not None]
     for row in failures:
         print(f"FAILED {row.program} on {row.backend} B={row.size}: {row.abir.error}")

@@ -7,7 +7,9 @@ the `max_stack_depth` abir needs, and a `jax.jit(jax.vmap(...))` version written
 hand-managed stacks). `python_run` and `abir_run` return the same structure: a tuple of NumPy
 arrays with the batch on axis 0.
 
-NUTS lives in `bench/nuts.py` and `examples/nuts.py`; `bench/suite.py` drives it separately.
+NUTS lives in `bench/nuts.py` and `examples/nuts.py` (the Gaussian targets) and `abir.samplers`
+(the Bayesian logistic regression, whose data and log density are here); `bench/suite.py` drives
+it separately.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import programs  # noqa: E402
 
 import abir  # noqa: E402
+import abir.samplers  # noqa: E402
 
 # -- adaptive-step ODE: Bogacki-Shampine 3(2) embedded Runge-Kutta with error control ----------
 
@@ -168,6 +171,70 @@ def deep_sum(n):
     return deep_sum(n - 1) + n * n % 7
 
 
+def ackermann(m, n):
+    """Ackermann's function, a nested non-tail recursion: the result of one call is an argument
+    of the next, so the stack climbs and falls many times (A(2, n) = 2n + 3 reaches depth 2n + 4
+    in about 2n**2 calls)."""
+    if m == 0:
+        return n + 1
+    if n == 0:
+        return ackermann(m - 1, 1)
+    return ackermann(m - 1, ackermann(m, n - 1))
+
+
+# -- Bayesian logistic regression: the data and log density NUTS samples ---------------------
+
+LOGREG_ROWS, LOGREG_FEATURES = 1000, 25
+
+
+def _logreg_data() -> tuple[np.ndarray, np.ndarray]:
+    """A fixed synthetic design matrix (features ~ N(0, 1/25)) and 0/1 labels drawn from the
+    logistic model with seeded true coefficients ~ N(0, 1)."""
+    rng = np.random.default_rng(9)
+    x = rng.normal(size=(LOGREG_ROWS, LOGREG_FEATURES)) / np.sqrt(LOGREG_FEATURES)
+    coefficients = rng.normal(size=LOGREG_FEATURES)
+    y = (rng.uniform(size=LOGREG_ROWS) < 1.0 / (1.0 + np.exp(-(x @ coefficients)))).astype(np.float64)
+    return x, y
+
+
+LOGREG_X, LOGREG_Y = _logreg_data()
+
+
+def logreg_value_and_grad(q):
+    """(log posterior, gradient) of the coefficients q under a N(0, 1) prior, written with NumPy
+    for whole batches (q [chains, 25] gives [chains] and [chains, 25]; one chain's q [25] works
+    too): log p = sum(y * z - log(1 + e^z)) - q.q/2 with z = X q, gradient X^T (y - sigmoid(z)) - q."""
+    logits = q @ LOGREG_X.T
+    logp = (LOGREG_Y * logits - np.logaddexp(0.0, logits)).sum(axis=-1) - 0.5 * (q * q).sum(axis=-1)
+    grad = (LOGREG_Y - 1.0 / (1.0 + np.exp(-logits))) @ LOGREG_X - q
+    return logp, grad
+
+
+def logreg_logdensity_jax(q):
+    """The same log posterior for ONE chain in `jax.numpy` (JAX users' form; autodiff gives the
+    gradient), for abir's JAX backend and BlackJAX."""
+    import jax.numpy as jnp
+
+    logits = jnp.asarray(LOGREG_X) @ q
+    return jnp.sum(LOGREG_Y * logits - jnp.logaddexp(0.0, logits)) - 0.5 * jnp.sum(q * q)
+
+
+def logreg_nuts(backend: Any, q0: np.ndarray, steps: int, step_size: float, max_depth: int,
+                dry_run: bool = False) -> Any:  # fmt: skip
+    """`abir.samplers.nuts` on the logistic regression as its user would call it: on JAX the
+    `jax.numpy` log density (autodiff), elsewhere the NumPy `value_and_grad`; a fixed step size,
+    no warm-up, one call of `steps` transitions, chain c drawing from key fold_in(key(1), c)."""
+    options = {"num_warmup": 0, "num_draws": steps, "step_size": step_size, "max_tree_depth": max_depth,
+               "chunk_size": steps, "seed": 1, "backend": backend, "dry_run": dry_run}  # fmt: skip
+    if getattr(backend, "name", backend) == "jax":
+        return abir.samplers.nuts(logreg_logdensity_jax, q0, **options)
+    return abir.samplers.nuts(None, q0, value_and_grad=logreg_value_and_grad, **options)
+
+
+def logreg_initial_positions(size: int) -> np.ndarray:
+    return np.random.default_rng(11).normal(scale=0.5, size=(size, LOGREG_FEATURES))
+
+
 # -- inputs ------------------------------------------------------------------------------------
 
 
@@ -253,6 +320,11 @@ def _fib_inputs(size: int, small: bool) -> tuple[np.ndarray, ...]:
 def _deep_inputs(size: int, small: bool) -> tuple[np.ndarray, ...]:
     low, high = (5, 30) if small else (100, 400)
     return (np.random.default_rng(8).integers(low, high, size),)
+
+
+def _ackermann_inputs(size: int, small: bool) -> tuple[np.ndarray, ...]:
+    low, high = (3, 12) if small else (50, 120)  # stack depth 2n + 4: 104 to 242 at full size
+    return np.full(size, 2, np.int64), np.random.default_rng(10).integers(low, high, size)
 
 
 def _collatz_inputs(size: int, small: bool) -> tuple[np.ndarray, ...]:
@@ -385,6 +457,7 @@ SUITE: dict[str, SuiteProgram] = {
         SuiteProgram("fib-lt", (fib_lt,), _fib_inputs, 24),
         SuiteProgram("fib-gt", (fib_gt,), _fib_inputs, 24),
         SuiteProgram("deep-sum", (deep_sum,), _deep_inputs, 410),
+        SuiteProgram("ackermann", (ackermann,), _ackermann_inputs, 250),
         SuiteProgram("collatz", (programs.collatz,), _collatz_inputs, 4, _jax_collatz),
     )
 }
