@@ -158,6 +158,7 @@ def logistic_regression() -> Target:
 
 
 def item_response_theory() -> Target:
+    import jax
     import jax.numpy as jnp
 
     gym = gym_targets().SyntheticItemResponseTheory()
@@ -168,20 +169,18 @@ def item_response_theory() -> Target:
     answers = data.synthetic_item_response_theory()
     students, questions = answers["train_student_ids"], answers["train_question_ids"]
     num_students, num_questions = students.max() + 1, questions.max() + 1
-    signs = np.zeros((num_students, num_questions))  # +1 correct, -1 wrong, 0 not asked
+    # +1 correct, -1 wrong, 0 not asked: softplus(-0 * logit) is the constant log 2, without gradient,
+    # so the dense sum over all pairs is the likelihood of the answers up to a constant
+    signs = np.zeros((num_students, num_questions))
     signs[students, questions] = 2.0 * answers["train_correct"] - 1.0
     signs = jnp.asarray(signs)
 
     def logdensity(q):
         mean_ability, ability, difficulty = q[0], q[1 : 1 + num_students], q[1 + num_students :]
         logits = mean_ability + ability[:, None] - difficulty[None, :]
-        likelihood = jnp.sum(jnp.abs(signs) * jnp.logaddexp(0.0, -signs * logits))
-        return (
-            -0.5 * (mean_ability - 0.75) ** 2
-            - 0.5 * jnp.sum(ability**2)
-            - 0.5 * jnp.sum(difficulty**2)
-            - likelihood
-        )
+        likelihood = -jnp.sum(jax.nn.softplus(-signs * logits))
+        prior = -0.5 * (mean_ability - 0.75) ** 2 - 0.5 * jnp.sum(ability**2) - 0.5 * jnp.sum(difficulty**2)
+        return prior + likelihood
 
     def gym_logdensity(q):
         value = {

@@ -3,7 +3,7 @@
     make bench-samplers                                 # installs inference-gym + NumPyro into .bench-site
     make bench-samplers SAMPLERS_ARGS="--quick"         # every target at 64 chains, short runs
     PYTHONPATH=.bench-site .venv/bin/python bench/samplers.py --targets neals_funnel --chains 64 256
-    PYTHONPATH=.bench-site .venv/bin/python bench/samplers.py --figure docs/samplers_bench.png
+    PYTHONPATH=.bench-site .venv/bin/python bench/samplers.py --figure   # docs/samplers_bench.png
 
 Targets (bench/sampler_targets.py): inference-gym's ill-conditioned Gaussian (100 dimensions),
 eight schools (non-centred), a logistic regression on a fixed synthetic 1,000 x 25 data set, the
@@ -44,7 +44,9 @@ import sampler_systems  # noqa: E402
 import sampler_targets  # noqa: E402
 from sampler_diagnostics import bulk_ess, rank_rhat  # noqa: E402
 
-QUICK = {"chains": [64], "warmup": 200, "draws": 200}
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIGURE = ROOT / "docs" / "samplers_bench.png"
+QUICK = {"chains": [64], "warmup": 150, "draws": 100}  # 150: the shortest Stan warm-up schedule
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +131,7 @@ def versions() -> str:
     return f"JAX {jax.__version__}, BlackJAX {blackjax.__version__}, NumPyro {numpyro.__version__}"
 
 
-def plot(rows: list[Row], path: str) -> None:
+def plot(rows: list[Row], path: str, settings: str) -> None:
     """Bars of ESS/s (log scale) per target and system, one panel per number of chains."""
     import matplotlib
 
@@ -154,6 +156,7 @@ def plot(rows: list[Row], path: str) -> None:
         ax.set_ylabel("min bulk ESS per second")
         ax.grid(axis="y", which="both", alpha=0.3)
     axes[0][0].legend()
+    fig.suptitle(f"NUTS, {settings}", fontsize=10)
     pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     print(f"figure: {path}")
@@ -171,8 +174,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=1000, help="warm-up iterations per chain")
     parser.add_argument("--draws", type=int, default=1000, help="kept draws per chain")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="64 chains, 200 warm-up and 200 kept draws")
-    parser.add_argument("--figure", metavar="PATH.png", help="draw ESS/s per target and system into PATH.png")
+    parser.add_argument("--quick", action="store_true", help="64 chains, 150 warm-up and 100 kept draws")
+    parser.add_argument(
+        "--figure", nargs="?", const=str(FIGURE), metavar="PATH.png",
+        help=f"draw ESS/s per target and system into PATH.png (default {FIGURE.relative_to(ROOT)})",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.quick:
         args.chains, args.warmup, args.draws = QUICK["chains"], QUICK["warmup"], QUICK["draws"]
@@ -199,7 +205,7 @@ def main() -> None:
             sys.stdout.flush()
             rows.extend(group)
     if args.figure:
-        plot(rows, args.figure)
+        plot(rows, args.figure, f"{args.warmup} warm-up + {args.draws} kept draws per chain")
 
 
 if __name__ == "__main__":
