@@ -77,7 +77,7 @@ def blackjax_sample(
     """BlackJAX's window adaptation + NUTS under `jit(vmap)`."""
     import jax
 
-    key = (id(logdensity), num_warmup, num_draws)
+    key = (logdensity, num_warmup, num_draws)  # the function itself: an id could be reused
     if key not in _BLACKJAX_PROGRAMS:
         _BLACKJAX_PROGRAMS[key] = blackjax_program(logdensity, num_warmup, num_draws)
     keys = jax.random.split(jax.random.key(seed), positions.shape[0])
@@ -95,7 +95,7 @@ def numpyro_sample(
     import jax
     from numpyro.infer import MCMC, NUTS
 
-    key = (id(logdensity), positions.shape, num_warmup, num_draws)
+    key = (logdensity, positions.shape, num_warmup, num_draws)
     if key not in _NUMPYRO_RUNS:
         kernel = NUTS(
             potential_fn=lambda q: -logdensity(q),
