@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test test-full lit pytest lint fuzz bench bench-nuts bench-suite clean
+.PHONY: install demo test test-full lit pytest lint fuzz bench bench-nuts bench-suite bench-samplers clean
 
 $(BIN)/abir-opt: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,19 @@ bench-nuts: $(BENCH_SITE)/.installed-nuts
 # e.g. make bench-suite SUITE_ARGS="--quick --backends numpy,tf"; TFP (Collatz, NUTS on TF) comes from the same site
 bench-suite: $(BENCH_SITE)/.installed $(BENCH_SITE)/.installed-nuts
 	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/suite.py $(SUITE_ARGS)
+
+# inference-gym (the samplers bench's targets: data and ground truth from its NumPy substrate, which
+# needs the TFP of .installed) and NumPyro (a system it compares with), again --no-deps with the
+# dependencies the venv lacks named: multipledispatch. ArviZ 1.x needs Python 3.12, so the bench
+# computes bulk ESS and R-hat itself (bench/sampler_diagnostics.py).
+$(BENCH_SITE)/.installed-samplers: $(BENCH_SITE)/.installed $(BENCH_SITE)/.installed-nuts
+	$(BIN)/pip install --quiet --no-deps --target $(BENCH_SITE) inference-gym==0.0.5 numpyro==0.22.0 \
+		multipledispatch==1.0.0
+	touch $@
+
+# e.g. make bench-samplers SAMPLERS_ARGS="--quick --figure docs/samplers_bench.png"
+bench-samplers: $(BENCH_SITE)/.installed-samplers
+	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/samplers.py $(SAMPLERS_ARGS)
 
 clean:
 	rm -rf $(VENV) $(BENCH_SITE) *.egg-info

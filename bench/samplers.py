@@ -1,0 +1,212 @@
+"""Samplers bench: abir.samplers.nuts on users' log densities against BlackJAX and NumPyro.
+
+    make bench-samplers                                 # installs inference-gym + NumPyro into .bench-site
+    make bench-samplers SAMPLERS_ARGS="--quick"         # every target at 64 chains, short runs
+    PYTHONPATH=.bench-site .venv/bin/python bench/samplers.py --targets neals_funnel --chains 64 256
+    PYTHONPATH=.bench-site .venv/bin/python bench/samplers.py --figure   # docs/samplers_bench.png
+
+Targets (bench/sampler_targets.py): inference-gym's ill-conditioned Gaussian (100 dimensions),
+eight schools (non-centred), a logistic regression on a fixed synthetic 1,000 x 25 data set, the
+synthetic item-response-theory model and Neal's funnel, each with a log density written in JAX.
+Systems (bench/sampler_systems.py): abir JAX (`abir.samplers.nuts`), BlackJAX (`window_adaptation`
++ `nuts` under `jit(vmap)`) and NumPyro (`chain_method="vectorized"`), all NUTS with Stan-style
+warm-up, target acceptance 0.8, at most 10 doublings, float64, the same initial positions and
+the same numbers of warm-up and kept draws. TFP's NUTS is not among them.
+
+Per target, chains and system the table shows:
+* `ESS/s`: the minimum over parameters of the bulk ESS (bench/sampler_diagnostics.py) divided by
+  the wall time of the second call (warm-up + sampling with everything compiled; for NumPyro the
+  second call still retraces and compiles its sampling loop, as every `MCMC.run` does);
+* `ESS/grad`: that minimum bulk ESS per leapfrog step (gradient evaluation) of the kept draws,
+  summed over chains;
+* `R-hat`: the maximum rank-normalized split R-hat; `div`: divergent kept transitions;
+* `first call`: the wall time of the first call (tracing, compilation and a whole run);
+* `err`: the largest error of a posterior mean against the ground truth, in ground-truth
+  standard deviations (health, not speed); `vs BlackJAX`: ESS/s over BlackJAX's.
+and one line per row for scripts:
+`target=<name> chains=<B> system=<name> ess_per_s=<float> ess_per_grad=<float> rhat=<float>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import pathlib
+import platform
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+import sampler_systems  # noqa: E402
+import sampler_targets  # noqa: E402
+from sampler_diagnostics import bulk_ess, rank_rhat  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FIGURE = ROOT / "docs" / "samplers_bench.png"
+QUICK = {"chains": [64], "warmup": 150, "draws": 100}  # 150: the shortest Stan warm-up schedule
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One system's measurement on one target at one number of chains."""
+
+    target: str
+    chains: int
+    system: str
+    ess_per_s: float
+    ess_per_grad: float
+    rhat: float
+    divergences: int
+    first_call: float
+    seconds: float
+    mean_error: float
+
+    def machine_line(self) -> str:
+        return (
+            f"target={self.target} chains={self.chains} system={self.system} "
+            f"ess_per_s={self.ess_per_s:.6g} ess_per_grad={self.ess_per_grad:.6g} rhat={self.rhat:.6g}"
+        )
+
+
+def mean_error(target: sampler_targets.Target, draws: np.ndarray) -> float:
+    """The largest |posterior mean - ground truth mean| / ground truth standard deviation."""
+    means = target.reported(draws).mean(axis=(0, 1))
+    return float(np.max(np.abs(means - target.truth_mean) / target.truth_std))
+
+
+def measure(target: sampler_targets.Target, system: str, chains: int, args: argparse.Namespace) -> Row:
+    """First call (compiling) and second call (timed) of `system` on `target`; diagnostics of the
+    second call's draws."""
+    sample = sampler_systems.SYSTEMS[system]
+    positions = sampler_targets.initial_positions(target.dim, chains, args.seed)
+    start = time.perf_counter()
+    sample(target.logdensity, positions, args.warmup, args.draws, args.seed)
+    first_call = time.perf_counter() - start
+    start = time.perf_counter()
+    result = sample(target.logdensity, positions, args.warmup, args.draws, args.seed + 1)
+    seconds = time.perf_counter() - start
+    min_ess = float(np.min(bulk_ess(result.draws)))
+    return Row(
+        target=target.name, chains=chains, system=system, ess_per_s=min_ess / seconds,
+        ess_per_grad=min_ess / float(np.sum(result.leapfrogs)), rhat=float(np.max(rank_rhat(result.draws))),
+        divergences=int(np.sum(result.divergent)), first_call=first_call, seconds=seconds,
+        mean_error=mean_error(target, result.draws),
+    )  # fmt: skip
+
+
+HEADER = (
+    f"{'target':<25} {'chains':>6} {'system':<9} {'ESS/s':>9} {'ESS/grad':>9} {'R-hat':>6} {'div':>5} "
+    f"{'first call':>10} {'run':>8} {'err':>5} {'vs BlackJAX':>11}"
+)
+
+
+def table_line(row: Row, blackjax: Row | None) -> str:
+    ratio = f"{row.ess_per_s / blackjax.ess_per_s:.2f}x" if blackjax and blackjax.ess_per_s > 0 else "-"
+    return (
+        f"{row.target:<25} {row.chains:>6} {row.system:<9} {row.ess_per_s:>9.3g} {row.ess_per_grad:>9.3g} "
+        f"{row.rhat:>6.3f} {row.divergences:>5} {row.first_call:>9.1f}s {row.seconds:>7.1f}s "
+        f"{row.mean_error:>5.2f} {ratio:>11}"
+    )
+
+
+def cpu_model() -> str:
+    try:
+        lines = pathlib.Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor()
+    return next(
+        (line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
+        platform.processor(),
+    )
+
+
+def versions() -> str:
+    import blackjax
+    import jax
+    import numpyro
+
+    return f"JAX {jax.__version__}, BlackJAX {blackjax.__version__}, NumPyro {numpyro.__version__}"
+
+
+def plot(rows: list[Row], path: str, settings: str) -> None:
+    """Bars of ESS/s (log scale) per target and system, one panel per number of chains."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    chains = sorted({row.chains for row in rows})
+    targets = list(dict.fromkeys(row.target for row in rows))
+    systems = list(dict.fromkeys(row.system for row in rows))
+    fig, axes = plt.subplots(
+        1, len(chains), figsize=(4.5 + 3.5 * len(chains), 4.8), layout="constrained", squeeze=False
+    )
+    width = 0.8 / len(systems)
+    for ax, b in zip(axes[0], chains, strict=True):
+        for k, system in enumerate(systems):
+            values = {row.target: row.ess_per_s for row in rows if row.chains == b and row.system == system}
+            xs = [i + (k - (len(systems) - 1) / 2) * width for i in range(len(targets))]
+            ax.bar(xs, [values.get(t, np.nan) for t in targets], width, label=system)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(targets)), [t.replace("_", "\n") for t in targets], fontsize=8)
+        ax.set_title(f"{b} chains")
+        ax.set_ylabel("min bulk ESS per second")
+        ax.grid(axis="y", which="both", alpha=0.3)
+    axes[0][0].legend()
+    fig.suptitle(f"NUTS, {settings}", fontsize=10)
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    print(f"figure: {path}")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--targets", nargs="+", choices=list(sampler_targets.BUILDERS), default=list(sampler_targets.BUILDERS)
+    )
+    parser.add_argument(
+        "--systems", nargs="+", choices=list(sampler_systems.SYSTEMS), default=list(sampler_systems.SYSTEMS)
+    )
+    parser.add_argument("--chains", nargs="+", type=int, default=[64, 256, 1024])
+    parser.add_argument("--warmup", type=int, default=1000, help="warm-up iterations per chain")
+    parser.add_argument("--draws", type=int, default=1000, help="kept draws per chain")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="64 chains, 150 warm-up and 100 kept draws")
+    parser.add_argument(
+        "--figure", nargs="?", const=str(FIGURE), metavar="PATH.png",
+        help=f"draw ESS/s per target and system into PATH.png (default {FIGURE.relative_to(ROOT)})",
+    )  # fmt: skip
+    args = parser.parse_args()
+    if args.quick:
+        args.chains, args.warmup, args.draws = QUICK["chains"], QUICK["warmup"], QUICK["draws"]
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    print(f"# {cpu_model()}; {versions()}; {args.warmup} warm-up + {args.draws} kept draws per chain")
+    rows: list[Row] = []
+    for name in args.targets:
+        target = sampler_targets.BUILDERS[name]()
+        for chains in args.chains:
+            group = [measure(target, system, chains, args) for system in args.systems]
+            blackjax = next((row for row in group if row.system == "blackjax"), None)
+            print(HEADER)
+            for row in group:
+                print(table_line(row, blackjax))
+            for row in group:
+                print(row.machine_line())
+            sys.stdout.flush()
+            rows.extend(group)
+    if args.figure:
+        plot(rows, args.figure, f"{args.warmup} warm-up + {args.draws} kept draws per chain")
+
+
+if __name__ == "__main__":
+    main()
