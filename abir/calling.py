@@ -36,7 +36,9 @@ from abir.vm.inputs import batch_size_of, prepare_inputs
 from abir.vm.machine import Machine, check_max_steps, compile_machine
 from abir.vm.stackless import execute_stackless
 
-CALL_OPTIONS = ("backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch")
+CALL_OPTIONS = (
+    "backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch", "lanes", "progress",
+)  # fmt: skip
 MAX_HELPER_STRUCTURE_ROUNDS = 16
 PARSED_OPTIONS = 64
 """How many distinct keyword sets of batched calls keep their parsed `CallOptions`."""
@@ -56,6 +58,12 @@ class CallOptions:
     pad_batch: bool = False
     """Run the machine on the next power of two rows (`padded_size`), so that calls with
     nearby batch sizes share one compiled run."""
+    lanes: int | None = None
+    """Run the members through this many rows, each starting the next member when its own
+    halts (`run_with_lanes`); None: one row per member."""
+    progress: bool = False
+    """Show a tqdm bar of the members finished (a run with lanes: `lanes=None` means as many
+    lanes as members)."""
 
 
 @dataclass(frozen=True)
@@ -107,10 +115,29 @@ def _parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOp
         raise TypeError(f"pad_batch must be True or False, got {options['pad_batch']!r}")
     if options.get("pad_batch") and options.get("stackless"):
         raise ValueError("pad_batch=True pads the machine's batch; it cannot be combined with stackless=True")
+    check_lane_options(options)
     cache = options.get("block_code_cache")
     if cache is not None and not isinstance(cache, dict):
         raise TypeError(f"block_code_cache must be a dict (or None), got {type(cache).__name__}")
     return CallOptions(**options)
+
+
+def check_lane_options(options: Mapping[str, Any]) -> None:
+    """`lanes` is None or a positive int, `progress` a bool, and neither is combined with an
+    option that changes the rows the machine runs (`stackless`, `pad_batch`)."""
+    lanes = options.get("lanes")
+    if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, int | np.integer)):
+        raise TypeError(f"lanes must be None or a positive int (the rows members run on), got {type(lanes).__name__}")
+    if lanes is not None and lanes < 1:
+        raise ValueError(f"lanes must be a positive int (the rows members run on), got {lanes}; pass lanes=None for one row per member")
+    if not isinstance(options.get("progress", False), bool):
+        raise TypeError(f"progress must be True or False, got {options['progress']!r}")
+    if lanes is None and not options.get("progress"):
+        return
+    for other in ("stackless", "pad_batch"):
+        if options.get(other):
+            given = "lanes=" if lanes is not None else "progress=True"
+            raise ValueError(f"{given} runs members through lanes of the machine; it cannot be combined with {other}=True")
 
 
 def is_array_leaf(value: Any) -> bool:
@@ -394,6 +421,8 @@ class Compiler:
             )
             mark = failure_mark()
             try:
+                if runs_with_lanes(options, batch_size):
+                    return run_with_lanes(name, program, leaves, batch_size, options)
                 outputs = run_program(program, leaves, batch_size, options)
             except Exception as err:
                 explained = helper_error(err, since=mark)
@@ -476,6 +505,62 @@ def run_machine(
         max_steps=options.max_steps,
         padded_batch=rows,
     )
+
+
+def runs_with_lanes(options: CallOptions, batch_size: int) -> bool:
+    """Whether a call runs its members through lanes: `lanes=` fewer than its members, or
+    `progress=True` (as many lanes as members)."""
+    if batch_size == 0 or options.stackless:
+        return False
+    return options.progress or (options.lanes is not None and options.lanes < batch_size)
+
+
+def run_with_lanes(
+    name: str, program: CompiledProgram, leaves: Sequence[Any], batch_size: int, options: CallOptions
+) -> Any:
+    """The results of a call run through `options.lanes` lanes (`Machine.run_lanes`), in input
+    order. When the run stops early (KeyboardInterrupt) or some members fail (stack overflow,
+    `max_steps`), the error raised carries what finished: `results` (the call's results, with
+    zeros for the members in `unfinished`), `finished` and `unfinished` (member indices)."""
+    backend = options.backend
+    if any(backend.is_traced(leaf) for leaf in leaves) or backend.batch_sharding(leaves) is not None:
+        raise ValueError(
+            f"{name}(..., lanes=...) runs on one device outside traced functions: its arguments are traced "
+            "(jax.jit, jax.vmap, tf.function) or sharded over devices; call it on concrete arrays, or drop lanes="
+        )
+    lanes = batch_size if options.lanes is None else min(int(options.lanes), batch_size)
+    bar = progress_bar(name, batch_size) if options.progress else None
+    try:
+        outcome = program.machine.run_lanes(
+            leaves,
+            backend,
+            lanes,
+            max_stack_depth=int(options.max_stack_depth),
+            cache_key=("abir.run", program.machine, lanes, int(options.max_stack_depth)),
+            max_steps=options.max_steps,
+            on_progress=None if bar is None else lambda done: bar.update(done - bar.n),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    results = optree.tree_unflatten(program.frontend.output_treedef, list(outcome.outputs))
+    if outcome.error is not None:
+        succeeded = outcome.succeeded
+        error = outcome.error
+        error.results = results  # type: ignore[union-attr]
+        error.finished = np.flatnonzero(succeeded).tolist()  # type: ignore[union-attr]
+        error.unfinished = np.flatnonzero(~succeeded).tolist()  # type: ignore[union-attr]
+        raise error
+    return results
+
+
+def progress_bar(name: str, members: int) -> Any:
+    """A tqdm bar of the members of a call to `name` finished."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        raise ImportError(f"{name}(..., progress=True) shows a tqdm bar; install tqdm (pip install tqdm)") from None
+    return tqdm(total=members, desc=name, unit="member")
 
 
 def machine_rows(batch_size: int, options: CallOptions) -> int:

@@ -14,6 +14,10 @@ Two executions of the loop (`execution=`, as on the JAX backend):
   jumps to itself and members stand there), or a new sweep from the smallest block held. As on
   JAX, the blocks of the program's tail run only once every live member is in the tail.
 
+A run with lanes (more members than rows) ends its kernels with a refill block (a kernel with
+`refills_lanes`): the loop runs it before the scheduler's choice once enough lanes wait there
+(`_refill_due`).
+
 The compiler does not form superblocks for this backend (`superblocks = False`): an eager step
 pays for every op of its block, also for members that left it by a side exit, more than for
 the step itself (docs/performance.md#form-superblocks).
@@ -167,6 +171,21 @@ class _StepLog:
             member_steps=self.member_steps.tolist(),
             sweeps=sweeps,
         )
+
+
+REFILL_SHARE = 1 / 16
+"""In a run with lanes, the refill block runs once this share of the lanes (or every live one)
+waits there, before the block the scheduler chose: lanes idle a little so that one refill
+serves many (each costs a pass over every register)."""
+
+
+def _refill_due(pc: np.ndarray, refill: int, halt: int) -> bool:
+    """Whether the refill block of a run with lanes (block `refill`) should run now."""
+    waiting = int(np.count_nonzero(pc == refill))
+    if not waiting:
+        return False
+    live = int(np.count_nonzero(pc < halt))
+    return waiting == live or waiting >= REFILL_SHARE * pc.shape[0]
 
 
 class NumpyBackend(Backend):
@@ -361,6 +380,7 @@ class NumpyBackend(Backend):
         self._tail = tail_start_of(kernels)
         block = self._choose(pc, -1, halt)[0]
         sweeps = int(block < halt)
+        refill = halt - 1 if kernels and getattr(kernels[-1], "refills_lanes", False) else None
         with np.errstate(all="ignore"):
             self._quiet = True
             try:
@@ -381,6 +401,8 @@ class NumpyBackend(Backend):
                         pc = np.asarray(state["pc"])
                     block, wrapped = self._choose(pc, block, halt)
                     sweeps += wrapped
+                    if refill is not None and block != refill and _refill_due(pc, refill, halt):
+                        block = refill
             finally:
                 self._quiet = False
                 self._mask, self._mask_views = None, {}

@@ -14,6 +14,8 @@ reductions over the batch, casts and an in-place row update), so both run the sa
   branch passes them through (XLA copies a value a conditional passes through, a small copy per
   value; padded requests applied after the conditional instead cost a scatter per skipped block,
   which measured slower: docs/performance.md#the-machines-fixed-costs).
+A run with lanes (more members than rows) ends its kernels with a refill block
+(`refills_lanes`), which each sweep runs at its end.
 * `"switch"`: `while next_block(pc) < halt: state = switch(next_block(pc), blocks)(state)`, one
   block per iteration chosen by the backend's `scheduler` (the reference's design). With split
   kernels neither the registers nor the stacks pass through the switch: a `RegisterLayout`
@@ -67,6 +69,13 @@ def writes_whole_stacks(kernel: Any) -> bool:
     a request with a `Span` for rows, see `stack_scatter`). Such requests cannot be padded into the
     fixed-size requests of a switch over split kernels, nor scattered into compacted columns."""
     return bool(getattr(getattr(kernel, "plan", None), "writes_whole_stacks", False))
+
+
+def refills_lanes(kernel: Any) -> bool:
+    """Whether the kernel is the refill block of a run with lanes (`abir.vm.state_ops.LaneRefill`:
+    lanes whose member halted start the next one). A sweep runs it at its end, every sweep and
+    never compacted; its own work is conditional on a lane having arrived there."""
+    return bool(getattr(kernel, "refills_lanes", False))
 
 
 def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
@@ -366,7 +375,11 @@ class TracedLoop(abc.ABC):
         def skip(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
             return tuple(regs[key] for key in written), tuple(stacks[key] for key in pushed)
 
-        choose = self.block_run(kernel, split, template, written, pushed, run, skip)
+        if refills_lanes(kernel):  # every sweep: it counts the sweeps of a run with lanes
+            def choose(regs: State, stacks: State, here: Any, anyone_here: bool) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+                return run(regs, stacks, here)
+        else:
+            choose = self.block_run(kernel, split, template, written, pushed, run, skip)
 
         def step(state: State, here: Any, anyone_here: bool = False) -> State:
             regs, stacks = separate_stacks(state, self.stack_keys)

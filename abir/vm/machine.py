@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import linecache
 import math
+import time
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from types import CodeType
@@ -48,7 +49,7 @@ from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
 from abir.lru import LRUCache
 from abir.types import TensorType, tensor_type_of
 from abir.vm import state_ops
-from abir.vm.inputs import prepare_inputs
+from abir.vm.inputs import batch_size_of, prepare_inputs
 from abir.vm.state_ops import Frame
 from abir.vm.values import call_opaque_prim, constant_array, rank_padding, result_dtype
 
@@ -58,6 +59,10 @@ KERNEL_SETS = 8
 otherwise add a set per call)."""
 ZERO_STATES = 4
 """Zero states a machine keeps for reuse (one per backend kind and batch shape)."""
+FIRST_LANE_CHUNK = 64
+"""Refill-block runs (sweeps, on JAX and TF) in the first chunk of a run with lanes; the next
+chunks last about the backend's `launch_seconds` (`Machine.run_lanes`)."""
+MAX_LANE_CHUNK = 2**30
 REUSED_ZERO_STATE_BYTES = 32 << 20
 """The largest zero state a machine keeps (NUTS B=4096: 19 MB): making a bigger one, a transfer
 of a few GB/s on JAX, costs little next to its run."""
@@ -925,6 +930,174 @@ class Machine:
         outputs = [state[state_ops.register_key(name)] for name in self.outputs]
         return outputs if rows == batch else [output[:batch] for output in outputs]
 
+    # ----- lanes: more members than rows --------------------------------------------------------
+    def run_lanes(
+        self,
+        args: Sequence[Any],
+        backend: Backend,
+        lanes: int,
+        max_stack_depth: int = DEFAULT_MAX_STACK_DEPTH,
+        cache_key: Any = None,
+        max_steps: int | None = None,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> LaneOutcome:
+        """Run the program for every member of the flat input leaves on `lanes` rows: whenever a
+        member halts, its lane stores the member's results and starts the next member, inside
+        the backend's loop (the refill block, `state_ops.LaneRefill`). The loop runs in chunks
+        of about the backend's `launch_seconds` (one chunk when None): between chunks
+        `on_progress(finished members)` is called, and a KeyboardInterrupt stops the run with
+        the results finished by the last chunk. Errors of members (stack overflow, `max_steps`)
+        do not stop the others; the outcome carries them."""
+        if max_stack_depth < 1:
+            raise ValueError(f"max_stack_depth must be at least 1, got {max_stack_depth}")
+        check_max_steps(max_steps)
+        with backend.scope(args):
+            return self._run_lanes(args, backend, int(lanes), max_stack_depth, cache_key, max_steps, on_progress)
+
+    def _run_lanes(
+        self,
+        args: Sequence[Any],
+        backend: Backend,
+        lanes: int,
+        max_stack_depth: int,
+        cache_key: Any,
+        max_steps: int | None,
+        on_progress: Callable[[int], None] | None,
+    ) -> LaneOutcome:
+        pending = self._pending_inputs(args, backend)
+        members = max(int(array.shape[0]) for array in pending)
+        lanes = min(lanes, members)
+        layout = self.lane_layout(members, lanes, max_stack_depth, max_steps is not None)
+        state = self.initial_lane_state(backend, pending, layout, lanes, max_stack_depth, max_steps)
+        kernels = [*self.kernels(backend, max_steps is not None), state_ops.LaneRefill(layout, backend)]
+        key = None if cache_key is None else ("abir.lanes", cache_key, members, tuple(int(a.shape[0]) for a in pending))
+        finished_state, error = self._lane_chunks(backend, kernels, state, layout, key, on_progress)
+        outcome = self._lane_outcome(backend, finished_state, layout, error)
+        if outcome.error is None:
+            outcome.error = self._lane_member_errors(backend, outcome.flags, max_stack_depth, max_steps)
+        return outcome
+
+    def _pending_inputs(self, args: Sequence[Any], backend: Backend) -> list[Any]:
+        """Each input leaf checked and cast to its input type, as a backend array of its own
+        rows: every member's (N) or one shared by all (1)."""
+        types = [self.variables[name].type for name in self.inputs]
+        if len(args) != len(types):
+            raise TypeError(f"the program takes {len(types)} input(s) ({', '.join(self.inputs)}), got {len(args)}")
+        batch_size_of(
+            f"'{self.name}'",
+            [tuple(getattr(a, "shape", ())) for a in args],
+            lambda: [f"input {n!r}" for n in self.inputs],
+        )
+        pending = []
+        for name, want, leaf in zip(self.inputs, types, args, strict=True):
+            _, (array,) = prepare_inputs([name], [want], [leaf], backend, for_run=True)
+            pending.append(backend.asarray(array, np.dtype(want.dtype)))
+        return pending
+
+    def lane_layout(self, members: int, lanes: int, max_stack_depth: int, counting: bool) -> state_ops.LaneLayout:
+        """What the refill block of a run of `members` on `lanes` rows reads and resets."""
+        flags = (state_ops.OVERFLOW, state_ops.UNDERFLOW, *((state_ops.STOPPED_AT,) if counting else ()))
+        results = (*(state_ops.register_key(name) for name in self.outputs), *flags, state_ops.PC)
+        shapes = self.state_shapes(lanes, max_stack_depth)
+        inputs = tuple(state_ops.register_key(name) for name in self.inputs)
+        resets = tuple(
+            (key, np.full((), -1 if key == state_ops.STOPPED_AT else 0, dtype))
+            for key, (_, dtype) in shapes.items()
+            if key != state_ops.PC and not state_ops.is_stack_key(key) and key not in inputs
+        )
+        if counting:
+            resets += ((state_ops.STEPS_LEFT, np.zeros((), np.int32)), (state_ops.STOPPED_AT, np.full((), -1, np.int32)))
+        return state_ops.LaneLayout(self.num_blocks, members, inputs, results, resets)
+
+    def initial_lane_state(
+        self,
+        backend: Backend,
+        pending: Sequence[Any],
+        layout: state_ops.LaneLayout,
+        lanes: int,
+        max_stack_depth: int,
+        max_steps: int | None,
+    ) -> State:
+        """The first `lanes` members in the lanes, every member's arguments and empty result
+        buffers (`state_ops.LaneLayout`)."""
+        first = backend.asarray(np.arange(lanes, dtype=np.int32))
+        shared = backend.asarray(np.zeros(lanes, np.int32))
+        leaves = [state_ops.take_rows(a, first if int(a.shape[0]) == layout.members else shared) for a in pending]
+        state = self.initial_state(backend, leaves, lanes, max_stack_depth, max_steps)
+        state[state_ops.LANE_MEMBER] = first
+        state[state_ops.LANE_NEXT] = backend.asarray(np.array([lanes], np.int32))
+        state[state_ops.LANE_DONE] = backend.asarray(np.zeros(1, np.int32))
+        state[state_ops.LANE_BUDGET] = backend.asarray(np.array([MAX_LANE_CHUNK], np.int32))
+        state[state_ops.LANE_SAVED_PC] = backend.asarray(np.zeros(lanes, np.int32))
+        if max_steps is not None:
+            state[state_ops.LANE_MAX_STEPS] = backend.asarray(np.array([max_steps], np.int32))
+        for position, array in enumerate(pending):
+            state[state_ops.pending_key(position)] = array
+        normal = {state_ops.STOPPED_AT: -1, state_ops.PC: -1}
+        for key in layout.results:
+            template = state[key]
+            rows = (layout.members + 1, *(int(d) for d in template.shape[1:]))
+            dtype = np.dtype(backend.type_of(template).dtype)
+            state[state_ops.result_key(key)] = backend.full(rows, normal.get(key, 0), dtype)
+        return state
+
+    def _lane_chunks(
+        self,
+        backend: Backend,
+        kernels: Sequence[Kernel],
+        state: State,
+        layout: state_ops.LaneLayout,
+        cache_key: Any,
+        on_progress: Callable[[int], None] | None,
+    ) -> tuple[State, BaseException | None]:
+        """Run chunks of refill-block runs until every lane halted for good (see `run_lanes`):
+        (the state after the last whole chunk, the KeyboardInterrupt that stopped the run)."""
+        chunk = FIRST_LANE_CHUNK if backend.launch_seconds is not None else MAX_LANE_CHUNK
+        while True:
+            state[state_ops.LANE_BUDGET] = backend.asarray(np.array([chunk], np.int32))
+            start = time.perf_counter()
+            try:
+                after = backend.run(kernels, state, layout.final_halt, cache_key, self.run_cache, self.stack_keys, {})
+                after = dict(after)
+                after.pop(STATUS_KEY, None)
+                if on_progress is not None:
+                    on_progress(int(backend.to_numpy(after[state_ops.LANE_DONE])[0]))
+            except KeyboardInterrupt as interrupt:
+                return state, interrupt
+            self.last_stats = backend.last_stats
+            state = after
+            paused = int(backend.to_numpy(state[state_ops.LANE_BUDGET])[0]) <= 0
+            if not paused or int(backend.to_numpy(state[state_ops.LANE_SAVED_PC]).min()) >= layout.final_halt:
+                return state, None
+            state[state_ops.PC] = state[state_ops.LANE_SAVED_PC]
+            if backend.launch_seconds is not None:
+                pace = chunk / max(time.perf_counter() - start, 1e-4)
+                chunk = int(min(max(pace * backend.launch_seconds, FIRST_LANE_CHUNK), MAX_LANE_CHUNK))
+
+    def _lane_outcome(
+        self, backend: Backend, state: State, layout: state_ops.LaneLayout, error: BaseException | None
+    ) -> LaneOutcome:
+        """The outputs, error flags and finished members of the buffers of a run with lanes."""
+        n = layout.members
+        buffers = {key: state[state_ops.result_key(key)] for key in layout.results}
+        outputs = [buffers[state_ops.register_key(name)][:n] for name in self.outputs]
+        flags = {key: backend.to_numpy(buffers[key])[:n] for key in layout.results[len(self.outputs) :]}
+        finished = flags.pop(state_ops.PC) == layout.block
+        return LaneOutcome(outputs, finished, flags, error)
+
+    def _lane_member_errors(
+        self, backend: Backend, flags: Mapping[str, np.ndarray], max_stack_depth: int, max_steps: int | None
+    ) -> Exception | None:
+        """The error the members' flags of a run with lanes call for (members named by their
+        index among all members), or None."""
+        try:
+            self._raise_errors(backend, dict(flags), max_stack_depth)
+            if max_steps is not None:
+                self._raise_step_limit(backend, dict(flags), max_steps)
+        except (StackOverflowError, StackUnderflowError, StepLimitError) as error:
+            return error
+        return None
+
     # ----- errors ---------------------------------------------------------------------------
     def _describe(self, block: int, pushing: bool = False) -> str:
         """Where members at `block` are: its function and line (`pushing`: the lines of the
@@ -1001,6 +1174,28 @@ class Machine:
             locations=[self.plans[int(stopped_at[m])].location for m in stopped],
             **names.attributes(stopped),
         )
+
+
+@dataclass
+class LaneOutcome:
+    """What a run with lanes (`Machine.run_lanes`) leaves: `outputs` (per output, `[N, ...]`
+    backend arrays of every member's result; rows of members not finished hold zeros),
+    `finished` (bool `[N]`, on the host: the members that halted, normally or by an error),
+    `flags` (the members' error flags, by state key, `[N]` on the host) and `error` (what
+    stopped the run or what some members raised, else None)."""
+
+    outputs: list[Any]
+    finished: np.ndarray
+    flags: dict[str, np.ndarray]
+    error: BaseException | None
+
+    @property
+    def succeeded(self) -> np.ndarray:
+        """The members that halted without an error (bool `[N]`)."""
+        ok = self.finished.copy()
+        for key, flag in self.flags.items():
+            ok &= flag == (-1 if key == state_ops.STOPPED_AT else 0)
+        return ok
 
 
 class MemberNames:

@@ -30,6 +30,12 @@ arrays out of traced conditionals (XLA would copy them through every `lax.switch
 only these updates are masked. A push onto a full stack, or a pop/peek/return from an empty one,
 writes nothing out of range: it marks the member, and `finish` records `1 + block` in its
 `overflow` or `underflow` flag and stops it (pc := halt) so the run can finish.
+
+A run with lanes (`Machine.run_lanes`: more members than rows) adds the keys of `LaneLayout`
+(prefix `lanes:`): the arguments of every member, one result buffer per output and error flag,
+and which member each row (lane) runs. Its members halt at the refill block (`LaneRefill`,
+index `LaneLayout.block`, one past the program's blocks), which stores each arriving lane's
+results in the buffers at its member's row and starts the next unstarted member there.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from abir.array_ops import ops_for
 from abir.backends.base import Backend, Span, State, Writes, separate_stacks, span_row
 
 OVERFLOW = "overflow"
@@ -358,3 +365,186 @@ def count_step(backend: Backend, regs: State, mask: Any, halt_index: int) -> Non
     regs[STOPPED_AT] = backend.where(stop, pc, regs[STOPPED_AT])
     regs[PC] = backend.where(stop, _int(backend, halt_index), pc)
 
+
+
+# ----- lanes: more members than rows ------------------------------------------------------------
+
+LANE_MEMBER = "lanes:member"
+"""int32 [L]: the member each lane runs (N, the number of members, once it has none)."""
+LANE_NEXT = "lanes:next"
+"""int32 [1]: the first member not started yet."""
+LANE_DONE = "lanes:done"
+"""int32 [1]: how many members have finished (their results are in the buffers)."""
+LANE_BUDGET = "lanes:budget"
+"""int32 [1]: refill block runs left before the run pauses (`LaneRefill`)."""
+LANE_SAVED_PC = "lanes:saved_pc"
+"""int32 [L]: each lane's pc when the run paused (every pc is then the final halt)."""
+LANE_MAX_STEPS = "lanes:max_steps"
+"""int32 [1]: the `steps_left` a member starts with (only with `max_steps`)."""
+
+
+def pending_key(position: int) -> str:
+    """The key of input `position`'s arguments for every member (`[N, ...]`, or `[1, ...]` when
+    every member shares it)."""
+    return f"lanes:in:{position}"
+
+
+def result_key(key: str) -> str:
+    """The key of the `[N + 1, ...]` buffer of register `key`'s final value per member (row N
+    is scratch: lanes without a member write there)."""
+    return f"lanes:out:{key}"
+
+
+def is_lane_key(key: str) -> bool:
+    return key.startswith("lanes:")
+
+
+@dataclass(frozen=True)
+class LaneLayout:
+    """What the refill block of a run with lanes reads and writes.
+
+    `block` is where members halt (one past the program's blocks), `block + 1` the final halt of
+    a lane with nothing left to run. `inputs` are the input register keys (argument `i` of a
+    member is row `member` of `pending_key(i)`), `results` the keys whose final value each
+    member keeps (the outputs, then the error flags), `resets` every other per-lane key with
+    the value a starting member finds there (as in `Machine.initial_state`), and `members` N."""
+
+    block: int
+    members: int
+    inputs: tuple[str, ...]
+    results: tuple[str, ...]
+    resets: tuple[tuple[str, Any], ...]
+
+    @property
+    def final_halt(self) -> int:
+        return self.block + 1
+
+    def read_keys(self) -> tuple[str, ...]:
+        """Every key the refill block reads."""
+        steps = (LANE_MAX_STEPS,) if any(key == STEPS_LEFT for key, _ in self.resets) else ()
+        pending = tuple(pending_key(position) for position in range(len(self.inputs)))
+        return (*dict.fromkeys((*self.written_keys(), *self.results, *pending, *steps)),)
+
+    def written_keys(self) -> tuple[str, ...]:
+        """Every key the refill block may change."""
+        own = (LANE_MEMBER, LANE_NEXT, LANE_DONE, LANE_BUDGET, LANE_SAVED_PC)
+        return (PC, *self.inputs, *(key for key, _ in self.resets), *own, *map(result_key, self.results))
+
+
+class LaneRefill:
+    """The refill block of a run with lanes, as a split kernel (`abir.vm.machine.BlockKernel`'s
+    form, no stack writes): lanes whose member halted (pc = `layout.block`) store its results
+    and take the next unstarted member, in member order, at the entry (pc 0) with fresh
+    registers and empty stacks; lanes with nothing left halt for good. Every run of the block
+    uses one unit of `LANE_BUDGET`; at zero the run pauses: every pc is saved in
+    `LANE_SAVED_PC` and set to the final halt, so that the backend's loop returns and the
+    caller can resume (`Machine.run_lanes`). `refills_lanes` tells a sweeping loop to run it at
+    the end of every sweep."""
+
+    refills_lanes = True
+
+    def __init__(self, layout: LaneLayout, backend: Backend):
+        self.layout = layout
+        self.backend = backend
+        self.writes: dict[str, int] = {}
+        self.register_writes = layout.written_keys()
+        self.__name__ = f"block_{layout.block}"
+
+    def split(self, regs: State, stacks: State) -> tuple[State, Writes]:
+        return refill_lanes(self.backend, self.layout, regs), {}
+
+    def __call__(self, state: State) -> State:
+        regs, stacks = split_state(state)
+        return {**refill_lanes(self.backend, self.layout, regs), **stacks}
+
+
+def refill_lanes(backend: Backend, layout: LaneLayout, regs: State) -> State:
+    """`regs` (filled in place, as a kernel fills its registers) after a run of the refill
+    block (see `LaneRefill`)."""
+    # read before the conditional: a lazily read register (`LazyRegisters`) would be read in its branch
+    current = {key: regs[key] for key in layout.read_keys()}
+    arrived = _prim(backend, "equal", current[PC], _int(backend, layout.block))
+    changed = backend.cond(
+        backend.any(arrived),
+        lambda: _refilled(backend, layout, current, arrived),
+        lambda: _unchanged(layout, current),
+    )
+    regs.update(changed)
+    budget = _prim(backend, "subtract", regs[LANE_BUDGET], _int(backend, 1), dtype=INT32)
+    paused = _prim(backend, "less_equal", budget, _int(backend, 0))
+    regs[LANE_BUDGET] = budget
+    regs[LANE_SAVED_PC] = regs[PC]
+    regs[PC] = _prim(backend, "where", paused, _int(backend, layout.final_halt), regs[PC], dtype=INT32)
+    return regs
+
+
+def _unchanged(layout: LaneLayout, regs: State) -> State:
+    keys = (PC, *layout.inputs, *(key for key, _ in layout.resets), LANE_MEMBER, LANE_NEXT, LANE_DONE)
+    return {key: regs[key] for key in (*keys, *map(result_key, layout.results))}
+
+
+def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -> State:
+    """The keys `refill_lanes` changes when some lane arrived at the refill block."""
+    n = _int(backend, layout.members)
+    member = regs[LANE_MEMBER]
+    finished = _prim(backend, "logical_and", arrived, _prim(backend, "less", member, n))
+    rows = _prim(backend, "where", finished, member, n, dtype=INT32)
+    out = {result_key(key): put_rows(regs[result_key(key)], rows, regs[key]) for key in layout.results}
+    arrived_ints = _prim(backend, "astype", arrived, dtype=INT32)
+    rank = _prim(backend, "subtract", cumulative_sum(arrived_ints), _int(backend, 1), dtype=INT32)
+    candidate = _prim(backend, "add", regs[LANE_NEXT], rank, dtype=INT32)
+    start = _prim(backend, "logical_and", arrived, _prim(backend, "less", candidate, n))
+    none_left = _prim(backend, "where", arrived, n, member, dtype=INT32)
+    out[LANE_MEMBER] = _prim(backend, "where", start, candidate, none_left, dtype=INT32)
+    started = _prim(backend, "add", regs[LANE_NEXT], total(arrived_ints), dtype=INT32)
+    out[LANE_NEXT] = _prim(backend, "minimum", started, n, dtype=INT32)
+    finished_ints = _prim(backend, "astype", finished, dtype=INT32)
+    out[LANE_DONE] = _prim(backend, "add", regs[LANE_DONE], total(finished_ints), dtype=INT32)
+    source = _prim(backend, "where", start, candidate, _int(backend, 0), dtype=INT32)
+    shared = _prim(backend, "multiply", source, _int(backend, 0), dtype=INT32)
+    for position, key in enumerate(layout.inputs):
+        pending = regs[pending_key(position)]
+        value = take_rows(pending, source if int(pending.shape[0]) == layout.members else shared)
+        out[key] = backend.where(start, value, regs[key])
+    for key, initial in layout.resets:
+        fresh = regs[LANE_MAX_STEPS] if key == STEPS_LEFT else initial
+        out[key] = backend.where(start, fresh, regs[key])
+    halted = _prim(backend, "where", arrived, _int(backend, layout.final_halt), regs[PC], dtype=INT32)
+    out[PC] = _prim(backend, "where", start, _int(backend, 0), halted, dtype=INT32)
+    return out
+
+
+def take_rows(array: Any, rows: Any) -> Any:
+    """`array[rows]` (rows int32 [L] within range) on the array's own library."""
+    ops = ops_for(array)
+    return ops.gather(ops.expand_dims(array, 0), ops.expand_dims(rows, 0), 1)[0]
+
+
+def put_rows(array: Any, rows: Any, values: Any) -> Any:
+    """`array` with `array[rows[l]] = values[l]` for every l (rows within range; of repeated
+    rows, any one write wins). A NumPy array, the run's own buffer, is written in place."""
+    if isinstance(array, np.ndarray):
+        array[np.asarray(rows)] = np.asarray(values)
+        return array
+    ops = ops_for(array, values)
+    event = tuple(int(d) for d in array.shape[1:])
+    size = int(np.prod(event, dtype=np.int64))
+    count = int(values.shape[0])
+    flat = ops.reshape_event(ops.expand_dims(array, 0), (int(array.shape[0]) * size,))
+    offsets = np.arange(size, dtype=np.int64)[None, :]
+    starts = ops.expand_dims(ops.cast(rows, np.int64) * size, 1)
+    positions = ops.reshape_event(ops.expand_dims(starts + offsets, 0), (count * size,))
+    flat_values = ops.reshape_event(ops.expand_dims(ops.cast(values, ops.dtype(array)), 0), (count * size,))
+    return ops.reshape_event(ops.scatter(flat, positions, flat_values), (int(array.shape[0]), *event))[0]
+
+
+def cumulative_sum(ints: Any) -> Any:
+    """The running sum of int32 [L] `ints`, as int32."""
+    ops = ops_for(ints)
+    return ops.cast(ops.scan("cumsum", ints, 0), np.int32)
+
+
+def total(ints: Any) -> Any:
+    """The sum of int32 [L] `ints`, as int32 [1]."""
+    ops = ops_for(ints)
+    return ops.cast(ops.reduce("sum", ints, 0, keepdims=True), np.int32)
