@@ -15,7 +15,8 @@ reductions over the batch, casts and an in-place row update), so both run the sa
   value; padded requests applied after the conditional instead cost a scatter per skipped block,
   which measured slower: docs/performance.md#the-machines-fixed-costs).
 A run with lanes (more members than rows) ends its kernels with a refill block
-(`refills_lanes`), which each sweep runs at its end.
+(`refills_lanes`), which each sweep runs at its end; a block that jumps to itself then repeats
+only while few lanes wait elsewhere (`LANE_WAIT_SHARE`).
 * `"switch"`: `while next_block(pc) < halt: state = switch(next_block(pc), blocks)(state)`, one
   block per iteration chosen by the backend's `scheduler` (the reference's design). With split
   kernels neither the registers nor the stacks pass through the switch: a `RegisterLayout`
@@ -56,6 +57,11 @@ from abir.backends.base import (
 
 STATS_KEY = "__stats__"
 """The state entry holding the counters of a run with `collect_stats` (`zero_counters`)."""
+
+LANE_WAIT_SHARE = 1 / 16
+"""In a run with lanes, a block that jumps to itself stops repeating within a sweep once this
+share of the lanes stands at other blocks, so that they reach the refill block of the sweep
+instead of waiting for the loop's slowest member."""
 
 Step = Callable[..., State]
 """`step(state, here, anyone_here=False) -> state`: one block of a sweep (`TracedLoop.sweep_step`)."""
@@ -309,6 +315,8 @@ class TracedLoop(abc.ABC):
         splits = [self.traced_split(kernel) if splittable([kernel]) else None for kernel in self.kernels]
         steps = [self.sweep_step(kernel, split, state) for kernel, split in zip(self.kernels, splits, strict=True)]
         tail = tail_start_of(self.kernels)
+        with_lanes = any(refills_lanes(kernel) for kernel in self.kernels)
+        lanes_waiting = max(1, int(LANE_WAIT_SHARE * int(state["pc"].shape[0])))
 
         def cond(carry: tuple[State, dict[str, Any], Any]) -> Any:
             state, _, used = carry
@@ -332,9 +340,15 @@ class TracedLoop(abc.ABC):
                 state, counters, used = run_block(block, carry, anyone_here=True)
                 return state, counters, used + 1
 
-            return self.while_loop(  # type: ignore[no-any-return]
-                lambda c: self.any(self.equal(c[0]["pc"], block)) & (c[2] < iterations), again, carry
-            )
+            def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
+                pc = carry[0]["pc"]
+                go_on = self.any(self.equal(pc, block)) & (carry[2] < iterations)
+                if not with_lanes:
+                    return go_on
+                elsewhere = (pc != block) & (pc < self.halt)
+                return go_on & (self.sum(self.cast(elsewhere, np.int32)) < lanes_waiting)
+
+            return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
 
         def body(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
             all_in_tail = None

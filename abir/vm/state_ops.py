@@ -461,15 +461,11 @@ class LaneRefill:
 def refill_lanes(backend: Backend, layout: LaneLayout, regs: State) -> State:
     """`regs` (filled in place, as a kernel fills its registers) after a run of the refill
     block (see `LaneRefill`)."""
-    # read before the conditional: a lazily read register (`LazyRegisters`) would be read in its branch
+    # unconditional: a conditional would copy the [N, ...] buffers it passes through (on XLA),
+    # while the writes of lanes that did not arrive go to the buffers' scratch row
     current = {key: regs[key] for key in layout.read_keys()}
     arrived = _prim(backend, "equal", current[PC], _int(backend, layout.block))
-    changed = backend.cond(
-        backend.any(arrived),
-        lambda: _refilled(backend, layout, current, arrived),
-        lambda: _unchanged(layout, current),
-    )
-    regs.update(changed)
+    regs.update(_refilled(backend, layout, current, arrived))
     budget = _prim(backend, "subtract", regs[LANE_BUDGET], _int(backend, 1), dtype=INT32)
     paused = _prim(backend, "less_equal", budget, _int(backend, 0))
     regs[LANE_BUDGET] = budget
@@ -478,13 +474,9 @@ def refill_lanes(backend: Backend, layout: LaneLayout, regs: State) -> State:
     return regs
 
 
-def _unchanged(layout: LaneLayout, regs: State) -> State:
-    keys = (PC, *layout.inputs, *(key for key, _ in layout.resets), LANE_MEMBER, LANE_NEXT, LANE_DONE)
-    return {key: regs[key] for key in (*keys, *map(result_key, layout.results))}
-
-
 def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -> State:
-    """The keys `refill_lanes` changes when some lane arrived at the refill block."""
+    """The keys `refill_lanes` changes: lanes that `arrived` store their member's results and
+    start the next member."""
     n = _int(backend, layout.members)
     member = regs[LANE_MEMBER]
     finished = _prim(backend, "logical_and", arrived, _prim(backend, "less", member, n))
