@@ -173,7 +173,7 @@ class _StepLog:
         )
 
 
-REFILL_SHARE = 1 / 16
+REFILL_SHARE = 1 / 8
 """In a run with lanes, once this share of the lanes waits at blocks after the one just run
 (the refill block included), the loop runs those blocks in order up to the refill block
 before the scheduler's choice: lanes idle a little so that one refill serves many (each costs

@@ -58,7 +58,7 @@ from abir.backends.base import (
 STATS_KEY = "__stats__"
 """The state entry holding the counters of a run with `collect_stats` (`zero_counters`)."""
 
-LANE_WAIT_SHARE = 1 / 16
+LANE_WAIT_SHARE = 1 / 8
 """In a run with lanes, a block that jumps to itself stops repeating within a sweep once this
 share of the lanes stands at other blocks, so that they reach the refill block of the sweep
 instead of waiting for the loop's slowest member."""

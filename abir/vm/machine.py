@@ -63,6 +63,10 @@ FIRST_LANE_CHUNK = 64
 """Refill-block runs (sweeps, on JAX and TF) in the first chunk of a run with lanes; the next
 chunks last about the backend's `launch_seconds` (`Machine.run_lanes`)."""
 MAX_LANE_CHUNK = 2**30
+MIN_RING_ROWS = 16
+MAX_RING_ROWS = 256
+"""A run with lanes keeps each lane's finished members in rings of twice the members per lane
+rows, within these bounds (`state_ops.ring_key`); a full ring pauses the run to empty it."""
 REUSED_ZERO_STATE_BYTES = 32 << 20
 """The largest zero state a machine keeps (NUTS B=4096: 19 MB): making a bigger one, a transfer
 of a few GB/s on JAX, costs little next to its run."""
@@ -970,12 +974,19 @@ class Machine:
         layout = self.lane_layout(members, lanes, max_stack_depth, max_steps is not None)
         state = self.initial_lane_state(backend, pending, layout, lanes, max_stack_depth, max_steps)
         kernels = [*self.kernels(backend, max_steps is not None), state_ops.LaneRefill(layout, backend)]
-        key = None if cache_key is None else ("abir.lanes", cache_key, members, tuple(int(a.shape[0]) for a in pending))
-        finished_state, error = self._lane_chunks(backend, kernels, state, layout, key, on_progress)
-        outcome = self._lane_outcome(backend, finished_state, layout, error)
-        if outcome.error is None:
-            outcome.error = self._lane_member_errors(backend, outcome.flags, max_stack_depth, max_steps)
-        return outcome
+        rows = tuple(int(a.shape[0]) for a in pending)
+        key = None if cache_key is None else ("abir.lanes", cache_key, members, layout.ring_rows, rows)
+        results = LaneResults(self, layout, {key: state[key] for key in layout.results}, backend)
+        interrupt = self._lane_chunks(backend, kernels, state, layout, key, results, on_progress)
+        outputs = [
+            backend.asarray(results.values[state_ops.register_key(name)], self.variables[name].type.dtype)
+            for name in self.outputs
+        ]
+        flags = {key: results.values[key] for key in layout.results[len(self.outputs) :]}
+        error: BaseException | None = interrupt
+        if error is None:
+            error = self._lane_member_errors(backend, flags, max_stack_depth, max_steps)
+        return LaneOutcome(outputs, results.finished, flags, error)
 
     def _pending_inputs(self, args: Sequence[Any], backend: Backend) -> list[Any]:
         """Each input leaf checked and cast to its input type, as a backend array of its own
@@ -997,7 +1008,7 @@ class Machine:
     def lane_layout(self, members: int, lanes: int, max_stack_depth: int, counting: bool) -> state_ops.LaneLayout:
         """What the refill block of a run of `members` on `lanes` rows reads and resets."""
         flags = (state_ops.OVERFLOW, state_ops.UNDERFLOW, *((state_ops.STOPPED_AT,) if counting else ()))
-        results = (*(state_ops.register_key(name) for name in self.outputs), *flags, state_ops.PC)
+        results = (*(state_ops.register_key(name) for name in self.outputs), *flags)
         shapes = self.state_shapes(lanes, max_stack_depth)
         inputs = tuple(state_ops.register_key(name) for name in self.inputs)
         resets = tuple(
@@ -1007,7 +1018,8 @@ class Machine:
         )
         if counting:
             resets += ((state_ops.STEPS_LEFT, np.zeros((), np.int32)), (state_ops.STOPPED_AT, np.full((), -1, np.int32)))
-        return state_ops.LaneLayout(self.num_blocks, members, inputs, results, resets)
+        ring_rows = min(max(2 * -(-members // lanes), MIN_RING_ROWS), MAX_RING_ROWS)
+        return state_ops.LaneLayout(self.num_blocks, members, ring_rows, inputs, results, resets)
 
     def initial_lane_state(
         self,
@@ -1018,27 +1030,26 @@ class Machine:
         max_stack_depth: int,
         max_steps: int | None,
     ) -> State:
-        """The first `lanes` members in the lanes, every member's arguments and empty result
-        buffers (`state_ops.LaneLayout`)."""
+        """The first `lanes` members in the lanes, every member's arguments and empty rings
+        (`state_ops.LaneLayout`)."""
         first = backend.asarray(np.arange(lanes, dtype=np.int32))
         shared = backend.asarray(np.zeros(lanes, np.int32))
         leaves = [state_ops.take_rows(a, first if int(a.shape[0]) == layout.members else shared) for a in pending]
         state = self.initial_state(backend, leaves, lanes, max_stack_depth, max_steps)
         state[state_ops.LANE_MEMBER] = first
         state[state_ops.LANE_NEXT] = backend.asarray(np.array([lanes], np.int32))
-        state[state_ops.LANE_DONE] = backend.asarray(np.zeros(1, np.int32))
+        state[state_ops.LANE_FILLED] = backend.zeros((lanes,), np.int32)
         state[state_ops.LANE_BUDGET] = backend.asarray(np.array([MAX_LANE_CHUNK], np.int32))
-        state[state_ops.LANE_SAVED_PC] = backend.asarray(np.zeros(lanes, np.int32))
+        state[state_ops.LANE_SAVED_PC] = backend.zeros((lanes,), np.int32)
+        state[state_ops.RING_MEMBER] = backend.zeros((layout.ring_rows, lanes), np.int32)
         if max_steps is not None:
             state[state_ops.LANE_MAX_STEPS] = backend.asarray(np.array([max_steps], np.int32))
         for position, array in enumerate(pending):
             state[state_ops.pending_key(position)] = array
-        normal = {state_ops.STOPPED_AT: -1, state_ops.PC: -1}
         for key in layout.results:
             template = state[key]
-            rows = (layout.members + 1, *(int(d) for d in template.shape[1:]))
-            dtype = np.dtype(backend.type_of(template).dtype)
-            state[state_ops.result_key(key)] = backend.full(rows, normal.get(key, 0), dtype)
+            ring = (layout.ring_rows, lanes, *(int(d) for d in template.shape[1:]))
+            state[state_ops.ring_key(key)] = backend.zeros(ring, np.dtype(backend.type_of(template).dtype))
         return state
 
     def _lane_chunks(
@@ -1048,42 +1059,32 @@ class Machine:
         state: State,
         layout: state_ops.LaneLayout,
         cache_key: Any,
+        results: LaneResults,
         on_progress: Callable[[int], None] | None,
-    ) -> tuple[State, BaseException | None]:
-        """Run chunks of refill-block runs until every lane halted for good (see `run_lanes`):
-        (the state after the last whole chunk, the KeyboardInterrupt that stopped the run)."""
+    ) -> KeyboardInterrupt | None:
+        """Run chunks of refill-block runs, emptying the rings into `results` after each,
+        until every lane halted for good (see `run_lanes`); the KeyboardInterrupt that stopped
+        the run, if one did."""
         chunk = FIRST_LANE_CHUNK if backend.launch_seconds is not None else MAX_LANE_CHUNK
         while True:
             state[state_ops.LANE_BUDGET] = backend.asarray(np.array([chunk], np.int32))
             start = time.perf_counter()
             try:
-                after = backend.run(kernels, state, layout.final_halt, cache_key, self.run_cache, self.stack_keys, {})
-                after = dict(after)
-                after.pop(STATUS_KEY, None)
+                state = dict(backend.run(kernels, state, layout.final_halt, cache_key, self.run_cache, self.stack_keys, {}))
+                state.pop(STATUS_KEY, None)
+                self.last_stats = backend.last_stats
+                state[state_ops.LANE_FILLED] = results.take(state)
                 if on_progress is not None:
-                    on_progress(int(backend.to_numpy(after[state_ops.LANE_DONE])[0]))
+                    on_progress(int(results.finished.sum()))
             except KeyboardInterrupt as interrupt:
-                return state, interrupt
-            self.last_stats = backend.last_stats
-            state = after
-            paused = int(backend.to_numpy(state[state_ops.LANE_BUDGET])[0]) <= 0
-            if not paused or int(backend.to_numpy(state[state_ops.LANE_SAVED_PC]).min()) >= layout.final_halt:
-                return state, None
+                return interrupt
+            if int(backend.to_numpy(state[state_ops.LANE_SAVED_PC]).min()) >= layout.final_halt:
+                return None
             state[state_ops.PC] = state[state_ops.LANE_SAVED_PC]
-            if backend.launch_seconds is not None:
-                pace = chunk / max(time.perf_counter() - start, 1e-4)
+            used = chunk - int(backend.to_numpy(state[state_ops.LANE_BUDGET])[0])
+            if backend.launch_seconds is not None and used > 0:
+                pace = used / max(time.perf_counter() - start, 1e-4)
                 chunk = int(min(max(pace * backend.launch_seconds, FIRST_LANE_CHUNK), MAX_LANE_CHUNK))
-
-    def _lane_outcome(
-        self, backend: Backend, state: State, layout: state_ops.LaneLayout, error: BaseException | None
-    ) -> LaneOutcome:
-        """The outputs, error flags and finished members of the buffers of a run with lanes."""
-        n = layout.members
-        buffers = {key: state[state_ops.result_key(key)] for key in layout.results}
-        outputs = [buffers[state_ops.register_key(name)][:n] for name in self.outputs]
-        flags = {key: backend.to_numpy(buffers[key])[:n] for key in layout.results[len(self.outputs) :]}
-        finished = flags.pop(state_ops.PC) == layout.block
-        return LaneOutcome(outputs, finished, flags, error)
 
     def _lane_member_errors(
         self, backend: Backend, flags: Mapping[str, np.ndarray], max_stack_depth: int, max_steps: int | None
@@ -1196,6 +1197,37 @@ class LaneOutcome:
         for key, flag in self.flags.items():
             ok &= flag == (-1 if key == state_ops.STOPPED_AT else 0)
         return ok
+
+
+class LaneResults:
+    """The results of a run with lanes gathered on the host: `values` by result key (`[N, ...]`
+    NumPy arrays; members not finished hold zeros, or a flag's normal value), and `finished`
+    (bool `[N]`), filled from the lanes' rings (`take`)."""
+
+    def __init__(self, machine: Machine, layout: state_ops.LaneLayout, templates: Mapping[str, Any], backend: Backend):
+        self.layout = layout
+        self.backend = backend
+        normal = {state_ops.STOPPED_AT: -1}
+        self.values = {
+            key: np.full(
+                (layout.members, *(int(d) for d in template.shape[1:])),
+                normal.get(key, 0),
+                np.dtype(backend.type_of(template).dtype),
+            )
+            for key, template in templates.items()
+        }
+        self.finished = np.zeros(layout.members, bool)
+
+    def take(self, state: State) -> Any:
+        """Copy the members in the rings of `state` into `values`; the emptied `LANE_FILLED`."""
+        filled = self.backend.to_numpy(state[state_ops.LANE_FILLED])
+        if filled.any():
+            held = np.arange(self.layout.ring_rows)[:, None] < filled[None, :]
+            members = self.backend.to_numpy(state[state_ops.RING_MEMBER])[held]
+            for key, values in self.values.items():
+                values[members] = self.backend.to_numpy(state[state_ops.ring_key(key)])[held]
+            self.finished[members] = True
+        return self.backend.zeros(filled.shape, np.int32)
 
 
 class MemberNames:

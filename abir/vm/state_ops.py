@@ -32,10 +32,10 @@ writes nothing out of range: it marks the member, and `finish` records `1 + bloc
 `overflow` or `underflow` flag and stops it (pc := halt) so the run can finish.
 
 A run with lanes (`Machine.run_lanes`: more members than rows) adds the keys of `LaneLayout`
-(prefix `lanes:`): the arguments of every member, one result buffer per output and error flag,
-and which member each row (lane) runs. Its members halt at the refill block (`LaneRefill`,
-index `LaneLayout.block`, one past the program's blocks), which stores each arriving lane's
-results in the buffers at its member's row and starts the next unstarted member there.
+(prefix `lanes:`): the arguments of every member, a ring of finished results per lane, output
+and error flag, and which member each row (lane) runs. Its members halt at the refill block
+(`LaneRefill`, index `LaneLayout.block`, one past the program's blocks), which puts each
+arriving lane's results in its rings and starts the next unstarted member there.
 """
 
 from __future__ import annotations
@@ -373,14 +373,16 @@ LANE_MEMBER = "lanes:member"
 """int32 [L]: the member each lane runs (N, the number of members, once it has none)."""
 LANE_NEXT = "lanes:next"
 """int32 [1]: the first member not started yet."""
-LANE_DONE = "lanes:done"
-"""int32 [1]: how many members have finished (their results are in the buffers)."""
+LANE_FILLED = "lanes:filled"
+"""int32 [L]: how many finished members each lane holds in the rings (`ring_key`)."""
 LANE_BUDGET = "lanes:budget"
 """int32 [1]: refill block runs left before the run pauses (`LaneRefill`)."""
 LANE_SAVED_PC = "lanes:saved_pc"
 """int32 [L]: each lane's pc when the run paused (every pc is then the final halt)."""
 LANE_MAX_STEPS = "lanes:max_steps"
 """int32 [1]: the `steps_left` a member starts with (only with `max_steps`)."""
+RING_MEMBER = "lanes:ring:member"
+"""int32 [K, L]: which member each ring row holds (`ring_key`)."""
 
 
 def pending_key(position: int) -> str:
@@ -389,14 +391,11 @@ def pending_key(position: int) -> str:
     return f"lanes:in:{position}"
 
 
-def result_key(key: str) -> str:
-    """The key of the `[N + 1, ...]` buffer of register `key`'s final value per member (row N
-    is scratch: lanes without a member write there)."""
-    return f"lanes:out:{key}"
-
-
-def is_lane_key(key: str) -> bool:
-    return key.startswith("lanes:")
+def ring_key(key: str) -> str:
+    """The key of the `[K, L, ...]` ring of register `key`'s final values: lane l writes its
+    j-th finished member's value to row j of column l, a stack write (`Backend.stack_scatter`),
+    until the caller empties the rings (`LANE_FILLED` back to 0)."""
+    return f"lanes:ring:{key}"
 
 
 @dataclass(frozen=True)
@@ -407,10 +406,12 @@ class LaneLayout:
     a lane with nothing left to run. `inputs` are the input register keys (argument `i` of a
     member is row `member` of `pending_key(i)`), `results` the keys whose final value each
     member keeps (the outputs, then the error flags), `resets` every other per-lane key with
-    the value a starting member finds there (as in `Machine.initial_state`), and `members` N."""
+    the value a starting member finds there (as in `Machine.initial_state`), `members` N and
+    `ring_rows` K (`ring_key`)."""
 
     block: int
     members: int
+    ring_rows: int
     inputs: tuple[str, ...]
     results: tuple[str, ...]
     resets: tuple[tuple[str, Any], ...]
@@ -427,19 +428,21 @@ class LaneLayout:
 
     def written_keys(self) -> tuple[str, ...]:
         """Every key the refill block may change."""
-        own = (LANE_MEMBER, LANE_NEXT, LANE_DONE, LANE_BUDGET, LANE_SAVED_PC)
-        return (PC, *self.inputs, *(key for key, _ in self.resets), *own, *map(result_key, self.results))
+        own = (LANE_MEMBER, LANE_NEXT, LANE_FILLED, LANE_BUDGET, LANE_SAVED_PC, RING_MEMBER)
+        return (PC, *self.inputs, *(key for key, _ in self.resets), *own, *map(ring_key, self.results))
 
 
 class LaneRefill:
     """The refill block of a run with lanes, as a split kernel (`abir.vm.machine.BlockKernel`'s
-    form, no stack writes): lanes whose member halted (pc = `layout.block`) store its results
-    and take the next unstarted member, in member order, at the entry (pc 0) with fresh
-    registers and empty stacks; lanes with nothing left halt for good. Every run of the block
-    uses one unit of `LANE_BUDGET`; at zero the run pauses: every pc is saved in
-    `LANE_SAVED_PC` and set to the final halt, so that the backend's loop returns and the
-    caller can resume (`Machine.run_lanes`). `refills_lanes` tells a sweeping loop to run it at
-    the end of every sweep."""
+    form, no stack writes): lanes whose member halted (pc = `layout.block`) put its results in
+    their rings and take the next unstarted member, in member order, at the entry (pc 0) with
+    fresh registers and empty stacks; lanes with nothing left halt for good. Every run of the
+    block uses one unit of `LANE_BUDGET`; at zero, or when a lane's ring is full, the run
+    pauses: every pc is saved in `LANE_SAVED_PC` and set to the final halt, so that the
+    backend's loop returns and the caller can empty the rings and resume
+    (`Machine.run_lanes`). `refills_lanes` tells a sweeping loop to run it at the end of every
+    sweep. It writes nothing with a scatter of its own, only stack writes, which a JAX loop
+    compiled as one kernel can make."""
 
     refills_lanes = True
 
@@ -461,13 +464,13 @@ class LaneRefill:
 def refill_lanes(backend: Backend, layout: LaneLayout, regs: State) -> State:
     """`regs` (filled in place, as a kernel fills its registers) after a run of the refill
     block (see `LaneRefill`)."""
-    # unconditional: a conditional would copy the [N, ...] buffers it passes through (on XLA),
-    # while the writes of lanes that did not arrive go to the buffers' scratch row
+    # read first: a lazily read register (`LazyRegisters`) must not be read in a nested trace
     current = {key: regs[key] for key in layout.read_keys()}
     arrived = _prim(backend, "equal", current[PC], _int(backend, layout.block))
     regs.update(_refilled(backend, layout, current, arrived))
-    budget = _prim(backend, "subtract", regs[LANE_BUDGET], _int(backend, 1), dtype=INT32)
-    paused = _prim(backend, "less_equal", budget, _int(backend, 0))
+    budget = _prim(backend, "subtract", current[LANE_BUDGET], _int(backend, 1), dtype=INT32)
+    ring_full = _prim(backend, "greater_equal", largest(regs[LANE_FILLED]), _int(backend, layout.ring_rows))
+    paused = _prim(backend, "logical_or", _prim(backend, "less_equal", budget, _int(backend, 0)), ring_full)
     regs[LANE_BUDGET] = budget
     regs[LANE_SAVED_PC] = regs[PC]
     regs[PC] = _prim(backend, "where", paused, _int(backend, layout.final_halt), regs[PC], dtype=INT32)
@@ -476,12 +479,15 @@ def refill_lanes(backend: Backend, layout: LaneLayout, regs: State) -> State:
 
 def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -> State:
     """The keys `refill_lanes` changes: lanes that `arrived` store their member's results and
-    start the next member."""
+    start the next member (lanes that did not arrive write their rings' row K: nothing)."""
     n = _int(backend, layout.members)
     member = regs[LANE_MEMBER]
     finished = _prim(backend, "logical_and", arrived, _prim(backend, "less", member, n))
-    rows = _prim(backend, "where", finished, member, n, dtype=INT32)
-    out = {result_key(key): put_rows(regs[result_key(key)], rows, regs[key]) for key in layout.results}
+    filled = regs[LANE_FILLED]
+    rows = _prim(backend, "where", finished, filled, _int(backend, layout.ring_rows), dtype=INT32)
+    out = {ring_key(key): ring_write(backend, regs[ring_key(key)], rows, regs[key]) for key in layout.results}
+    out[RING_MEMBER] = ring_write(backend, regs[RING_MEMBER], rows, member)
+    out[LANE_FILLED] = _prim(backend, "add", filled, _prim(backend, "astype", finished, dtype=INT32), dtype=INT32)
     arrived_ints = _prim(backend, "astype", arrived, dtype=INT32)
     rank = _prim(backend, "subtract", cumulative_sum(arrived_ints), _int(backend, 1), dtype=INT32)
     candidate = _prim(backend, "add", regs[LANE_NEXT], rank, dtype=INT32)
@@ -490,8 +496,6 @@ def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -
     out[LANE_MEMBER] = _prim(backend, "where", start, candidate, none_left, dtype=INT32)
     started = _prim(backend, "add", regs[LANE_NEXT], total(arrived_ints), dtype=INT32)
     out[LANE_NEXT] = _prim(backend, "minimum", started, n, dtype=INT32)
-    finished_ints = _prim(backend, "astype", finished, dtype=INT32)
-    out[LANE_DONE] = _prim(backend, "add", regs[LANE_DONE], total(finished_ints), dtype=INT32)
     source = _prim(backend, "where", start, candidate, _int(backend, 0), dtype=INT32)
     shared = _prim(backend, "multiply", source, _int(backend, 0), dtype=INT32)
     for position, key in enumerate(layout.inputs):
@@ -506,28 +510,20 @@ def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -
     return out
 
 
+def ring_write(backend: Backend, ring: Any, rows: Any, values: Any) -> Any:
+    """`ring` ([K, L, ...]) with `ring[rows[l], l] = values[l]` where rows[l] < K: the
+    backend's stack write; a NumPy ring, the run's own, is written in place."""
+    if not isinstance(ring, np.ndarray):
+        return backend.stack_scatter(ring, rows, values)
+    lanes = np.flatnonzero(rows < ring.shape[0])
+    ring[rows[lanes], lanes] = np.asarray(values)[lanes]
+    return ring
+
+
 def take_rows(array: Any, rows: Any) -> Any:
     """`array[rows]` (rows int32 [L] within range) on the array's own library."""
     ops = ops_for(array)
     return ops.gather(ops.expand_dims(array, 0), ops.expand_dims(rows, 0), 1)[0]
-
-
-def put_rows(array: Any, rows: Any, values: Any) -> Any:
-    """`array` with `array[rows[l]] = values[l]` for every l (rows within range; of repeated
-    rows, any one write wins). A NumPy array, the run's own buffer, is written in place."""
-    if isinstance(array, np.ndarray):
-        array[np.asarray(rows)] = np.asarray(values)
-        return array
-    ops = ops_for(array, values)
-    event = tuple(int(d) for d in array.shape[1:])
-    size = int(np.prod(event, dtype=np.int64))
-    count = int(values.shape[0])
-    flat = ops.reshape_event(ops.expand_dims(array, 0), (int(array.shape[0]) * size,))
-    offsets = np.arange(size, dtype=np.int64)[None, :]
-    starts = ops.expand_dims(ops.cast(rows, np.int64) * size, 1)
-    positions = ops.reshape_event(ops.expand_dims(starts + offsets, 0), (count * size,))
-    flat_values = ops.reshape_event(ops.expand_dims(ops.cast(values, ops.dtype(array)), 0), (count * size,))
-    return ops.reshape_event(ops.scatter(flat, positions, flat_values), (int(array.shape[0]), *event))[0]
 
 
 def cumulative_sum(ints: Any) -> Any:
@@ -540,3 +536,9 @@ def total(ints: Any) -> Any:
     """The sum of int32 [L] `ints`, as int32 [1]."""
     ops = ops_for(ints)
     return ops.cast(ops.reduce("sum", ints, 0, keepdims=True), np.int32)
+
+
+def largest(ints: Any) -> Any:
+    """The largest of int32 [L] `ints`, as int32 [1]."""
+    ops = ops_for(ints)
+    return ops.cast(ops.reduce("max", ints, 0, keepdims=True), np.int32)

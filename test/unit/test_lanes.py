@@ -11,6 +11,8 @@ import optree
 import pytest
 
 import abir
+import abir.vm.machine
+from abir.backend_registry import spec_named
 from abir.errors import StackOverflowError, StepLimitError
 from abir.testing.fuzz import main as fuzz_main
 
@@ -109,6 +111,20 @@ def test_lanes_at_least_the_members_is_an_ordinary_call(backend_name: str) -> No
     plain = collatz(xs, backend=backend_name)
     for lanes in (8, 100):
         assert_same_results(collatz(xs, backend=backend_name, lanes=lanes), collatz(xs, dry_run=True), plain)
+
+
+def test_a_full_ring_pauses_the_run_to_empty_it(backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three lanes run long members while the fourth finishes most others: its ring of 16
+    finished members fills, which pauses the run to empty it (one chunk otherwise)."""
+    monkeypatch.setattr(abir.vm.machine, "MAX_RING_ROWS", 16)
+    emptied = []
+    take = abir.vm.machine.LaneResults.take
+    monkeypatch.setattr(abir.vm.machine.LaneResults, "take", lambda self, state: emptied.append(1) or take(self, state))
+    backend = spec_named(backend_name).new_backend()
+    backend.launch_seconds = None
+    xs = np.array([27, 97, 871] + [2, 3, 4, 5] * 20, dtype=np.int64)
+    np.testing.assert_array_equal(np.asarray(collatz(xs, backend=backend, lanes=4)), collatz(xs, dry_run=True))
+    assert len(emptied) >= 2
 
 
 def test_a_members_result_does_not_depend_on_its_lane() -> None:
