@@ -14,7 +14,8 @@ undecorated helper becomes an `abir.errors.HelperError` naming it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,8 +34,9 @@ from abir.opaque import HelperStructureLearned, calling_with_batch, failure_mark
 from abir.passes.pipeline import lower_to_vm, type_and_optimize
 from abir.types import TensorType, ir_type
 from abir.vm.inputs import batch_size_of, prepare_inputs
-from abir.vm.machine import Machine, check_max_steps, compile_machine
+from abir.vm.machine import LaneWindow, Machine, check_max_steps, compile_machine, lane_flag_keys
 from abir.vm.stackless import execute_stackless
+from abir.vm.state_ops import STOPPED_AT, register_key
 
 CALL_OPTIONS = (
     "backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch", "lanes", "progress",
@@ -431,6 +433,68 @@ class Compiler:
                 raise explained from err
         return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
+    def imap(
+        self, name: str, members: Iterable[Sequence[Any]], lanes: int, chunk_size: int | None, kwargs: Mapping[str, Any]
+    ) -> Iterator[tuple[int, Any]]:
+        """`(index, result)` of every member of `members` (each the tuple of one member's
+        arguments, as `itertools.starmap` takes them), in the order they finish, run through
+        `lanes` lanes; the members are read `chunk_size` at a time (default 4 * lanes), the next
+        chunk once every member of the last has started (`Machine.lane_flushes`), so memory
+        holds the lanes, two chunks and the results not consumed yet. Results are NumPy values.
+        Members that fail (stack overflow, `max_steps`) raise once every other has finished,
+        the error naming them by index."""
+        options = parse_call_options(name, {**kwargs, "lanes": lanes})
+        if options.dry_run:
+            raise ValueError(f"{name}.imap() runs the batched program; for plain Python, call {name} per member")
+        chunk = 4 * int(lanes) if chunk_size is None else chunk_size
+        if isinstance(chunk, bool) or not isinstance(chunk, int | np.integer) or chunk < 1:
+            raise ValueError(f"chunk_size must be a positive int (members read at a time), got {chunk_size!r}")
+        blocks = member_blocks(name, members, int(chunk))
+        first = next(blocks, None)
+        if first is None:
+            return
+        leaves, treedefs, count = first
+        backend = options.backend
+        with backend.scope(leaves), calling_with_batch(count, int(lanes)):
+            program = self.compiled(name, treedefs, signature_of(leaves), backend, None, options.block_code_cache)
+        machine = program.machine
+
+        def windows() -> Iterator[LaneWindow]:
+            for block_leaves, block_treedefs, block_count in _chain(first, blocks):
+                if block_treedefs != treedefs:
+                    raise TypeError(
+                        f"the members of {name}.imap() must all have the arguments' structure of the first: "
+                        f"{list(block_treedefs)} is not {list(treedefs)}"
+                    )
+                arrays = machine._pending_inputs(block_leaves, backend)
+                yield LaneWindow(arrays, block_count, (False,) * len(arrays))
+
+        failed: dict[int, dict[str, int]] = {}
+        flag_keys = lane_flag_keys(options.max_steps is not None)
+        with backend.scope(leaves):
+            flushes = machine.lane_flushes(
+                windows(), backend, int(lanes), int(options.max_stack_depth),
+                ("abir.run", machine, int(lanes), int(options.max_stack_depth)), options.max_steps,
+            )  # fmt: skip
+            outputs = [register_key(name) for name in machine.outputs]
+            for finished in flushes:
+                for j, member in enumerate(finished.members.tolist()):
+                    flags = {key: int(finished.values[key][j]) for key in flag_keys}
+                    if any(value != (-1 if key == STOPPED_AT else 0) for key, value in flags.items()):
+                        failed[member] = flags
+                        continue
+                    leaves_out = [finished.values[key][j] for key in outputs]
+                    yield member, optree.tree_unflatten(program.frontend.output_treedef, leaves_out)
+        if failed:
+            size = max(failed) + 1
+            arrays = {key: np.full(size, -1 if key == STOPPED_AT else 0, np.int32) for key in flag_keys}
+            for member, flags in failed.items():
+                for key, value in flags.items():
+                    arrays[key][member] = value
+            error = machine._lane_member_errors(backend, arrays, int(options.max_stack_depth), options.max_steps)
+            if error is not None:
+                raise error
+
     def empty_results(self, name: str, args: Sequence[Any]) -> Any:
         """What `name(*args)` returns for an empty batch, as NumPy arrays: the inferred result
         types with batch size 0 (compiling the program for the arguments' types)."""
@@ -552,6 +616,43 @@ def run_with_lanes(
         error.unfinished = np.flatnonzero(~succeeded).tolist()  # type: ignore[union-attr]
         raise error
     return results
+
+
+def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest
+
+
+def member_blocks(
+    name: str, members: Iterable[Sequence[Any]], size: int
+) -> Iterator[tuple[list[Any], list[optree.PyTreeSpec], int]]:
+    """`members` (each the tuple of one member's arguments) read `size` at a time: per block,
+    (the flat argument leaves stacked along a new batch axis and padded to `size` rows with
+    copies of the last member, the arguments' structures, the number of members)."""
+    it = iter(members)
+    start = 0
+    while True:
+        block = list(itertools.islice(it, size))
+        if not block:
+            return
+        flat = []
+        treedefs: list[optree.PyTreeSpec] | None = None
+        for index, member in enumerate(block, start):
+            if not isinstance(member, tuple):
+                raise TypeError(
+                    f"member {index} of {name}.imap() is a {type(member).__name__}; each member is the tuple of its "
+                    f"arguments, as itertools.starmap takes them (for one argument: (x,))"
+                )
+            leaves, member_treedefs = flatten_arguments(name, [np.asarray(v) if is_number(v) else v for v in member])
+            if treedefs is None:
+                treedefs = member_treedefs
+            elif member_treedefs != treedefs:
+                raise TypeError(f"member {index} of {name}.imap() has another structure of arguments than member {start}")
+            flat.append([np.asarray(leaf) for leaf in leaves])
+        padded = flat + [flat[-1]] * (size - len(flat))
+        stacked = [np.stack(column) for column in zip(*padded, strict=True)]
+        yield stacked, list(treedefs or []), len(block)
+        start += len(block)
 
 
 def progress_bar(name: str, members: int) -> Any:

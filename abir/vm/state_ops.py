@@ -370,9 +370,16 @@ def count_step(backend: Backend, regs: State, mask: Any, halt_index: int) -> Non
 # ----- lanes: more members than rows ------------------------------------------------------------
 
 LANE_MEMBER = "lanes:member"
-"""int32 [L]: the member each lane runs (N, the number of members, once it has none)."""
+"""int32 [L]: the member each lane runs (-1 when it has none)."""
 LANE_NEXT = "lanes:next"
 """int32 [1]: the first member not started yet."""
+LANE_BASE = "lanes:base"
+"""int32 [1]: the member whose arguments are row 0 of the pending arguments (`pending_key`)."""
+LANE_END = "lanes:end"
+"""int32 [1]: one past the last member whose arguments are pending: no lane starts it."""
+LANE_MORE = "lanes:more"
+"""int32 [1]: 1 when more members will come (a stream): the run pauses once every pending
+member has started, for the caller to put the next ones in place."""
 LANE_FILLED = "lanes:filled"
 """int32 [L]: how many finished members each lane holds in the rings (`ring_key`)."""
 LANE_BUDGET = "lanes:budget"
@@ -386,8 +393,8 @@ RING_MEMBER = "lanes:ring:member"
 
 
 def pending_key(position: int) -> str:
-    """The key of input `position`'s arguments for every member (`[N, ...]`, or `[1, ...]` when
-    every member shares it)."""
+    """The key of input `position`'s arguments of the members `LANE_BASE` to `LANE_END`
+    (`[C, ...]`, C at least their number), or `[1, ...]` when every member shares it."""
     return f"lanes:in:{position}"
 
 
@@ -403,16 +410,16 @@ class LaneLayout:
     """What the refill block of a run with lanes reads and writes.
 
     `block` is where members halt (one past the program's blocks), `block + 1` the final halt of
-    a lane with nothing left to run. `inputs` are the input register keys (argument `i` of a
-    member is row `member` of `pending_key(i)`), `results` the keys whose final value each
-    member keeps (the outputs, then the error flags), `resets` every other per-lane key with
-    the value a starting member finds there (as in `Machine.initial_state`), `members` N and
-    `ring_rows` K (`ring_key`)."""
+    a lane with nothing left to run. `inputs` are the input register keys (argument `i` of
+    member m is row `m - LANE_BASE` of `pending_key(i)`, or its only row when `shared[i]`),
+    `results` the keys whose final value each member keeps (the outputs, then the error flags),
+    `resets` every other per-lane key with the value a starting member finds there (as in
+    `Machine.initial_state`), and `ring_rows` K (`ring_key`)."""
 
     block: int
-    members: int
     ring_rows: int
     inputs: tuple[str, ...]
+    shared: tuple[bool, ...]
     results: tuple[str, ...]
     resets: tuple[tuple[str, Any], ...]
 
@@ -428,7 +435,7 @@ class LaneLayout:
 
     def written_keys(self) -> tuple[str, ...]:
         """Every key the refill block may change."""
-        own = (LANE_MEMBER, LANE_NEXT, LANE_FILLED, LANE_BUDGET, LANE_SAVED_PC, RING_MEMBER)
+        own = (LANE_MEMBER, LANE_NEXT, LANE_FILLED, LANE_BUDGET, LANE_SAVED_PC, RING_MEMBER, LANE_BASE, LANE_END, LANE_MORE)
         return (PC, *self.inputs, *(key for key, _ in self.resets), *own, *map(ring_key, self.results))
 
 
@@ -437,8 +444,8 @@ class LaneRefill:
     form, no stack writes): lanes whose member halted (pc = `layout.block`) put its results in
     their rings and take the next unstarted member, in member order, at the entry (pc 0) with
     fresh registers and empty stacks; lanes with nothing left halt for good. Every run of the
-    block uses one unit of `LANE_BUDGET`; at zero, or when a lane's ring is full, the run
-    pauses: every pc is saved in `LANE_SAVED_PC` and set to the final halt, so that the
+    block uses one unit of `LANE_BUDGET`; at zero, when a lane's ring is full, or when every
+    pending member has started and more will come (`LANE_MORE`), the run pauses: every pc is saved in `LANE_SAVED_PC` and set to the final halt, so that the
     backend's loop returns and the caller can empty the rings and resume
     (`Machine.run_lanes`). `refills_lanes` tells a sweeping loop to run it at the end of every
     sweep. It writes nothing with a scatter of its own, only stack writes, which a JAX loop
@@ -470,7 +477,10 @@ def refill_lanes(backend: Backend, layout: LaneLayout, regs: State) -> State:
     regs.update(_refilled(backend, layout, current, arrived))
     budget = _prim(backend, "subtract", current[LANE_BUDGET], _int(backend, 1), dtype=INT32)
     ring_full = _prim(backend, "greater_equal", largest(regs[LANE_FILLED]), _int(backend, layout.ring_rows))
+    all_started = _prim(backend, "greater_equal", regs[LANE_NEXT], current[LANE_END])
+    more = _prim(backend, "logical_and", _prim(backend, "greater", current[LANE_MORE], _int(backend, 0)), all_started)
     paused = _prim(backend, "logical_or", _prim(backend, "less_equal", budget, _int(backend, 0)), ring_full)
+    paused = _prim(backend, "logical_or", paused, more)
     regs[LANE_BUDGET] = budget
     regs[LANE_SAVED_PC] = regs[PC]
     regs[PC] = _prim(backend, "where", paused, _int(backend, layout.final_halt), regs[PC], dtype=INT32)
@@ -480,9 +490,9 @@ def refill_lanes(backend: Backend, layout: LaneLayout, regs: State) -> State:
 def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -> State:
     """The keys `refill_lanes` changes: lanes that `arrived` store their member's results and
     start the next member (lanes that did not arrive write their rings' row K: nothing)."""
-    n = _int(backend, layout.members)
+    end = regs[LANE_END]
     member = regs[LANE_MEMBER]
-    finished = _prim(backend, "logical_and", arrived, _prim(backend, "less", member, n))
+    finished = _prim(backend, "logical_and", arrived, _prim(backend, "greater_equal", member, _int(backend, 0)))
     filled = regs[LANE_FILLED]
     rows = _prim(backend, "where", finished, filled, _int(backend, layout.ring_rows), dtype=INT32)
     out = {ring_key(key): ring_write(backend, regs[ring_key(key)], rows, regs[key]) for key in layout.results}
@@ -491,16 +501,16 @@ def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -
     arrived_ints = _prim(backend, "astype", arrived, dtype=INT32)
     rank = _prim(backend, "subtract", cumulative_sum(arrived_ints), _int(backend, 1), dtype=INT32)
     candidate = _prim(backend, "add", regs[LANE_NEXT], rank, dtype=INT32)
-    start = _prim(backend, "logical_and", arrived, _prim(backend, "less", candidate, n))
-    none_left = _prim(backend, "where", arrived, n, member, dtype=INT32)
+    start = _prim(backend, "logical_and", arrived, _prim(backend, "less", candidate, end))
+    none_left = _prim(backend, "where", arrived, _int(backend, -1), member, dtype=INT32)
     out[LANE_MEMBER] = _prim(backend, "where", start, candidate, none_left, dtype=INT32)
     started = _prim(backend, "add", regs[LANE_NEXT], total(arrived_ints), dtype=INT32)
-    out[LANE_NEXT] = _prim(backend, "minimum", started, n, dtype=INT32)
-    source = _prim(backend, "where", start, candidate, _int(backend, 0), dtype=INT32)
-    shared = _prim(backend, "multiply", source, _int(backend, 0), dtype=INT32)
-    for position, key in enumerate(layout.inputs):
-        pending = regs[pending_key(position)]
-        value = take_rows(pending, source if int(pending.shape[0]) == layout.members else shared)
+    out[LANE_NEXT] = _prim(backend, "minimum", started, end, dtype=INT32)
+    row = _prim(backend, "subtract", candidate, regs[LANE_BASE], dtype=INT32)
+    source = _prim(backend, "where", start, row, _int(backend, 0), dtype=INT32)
+    first = _prim(backend, "multiply", source, _int(backend, 0), dtype=INT32)
+    for position, (key, shared) in enumerate(zip(layout.inputs, layout.shared, strict=True)):
+        value = take_rows(regs[pending_key(position)], first if shared else source)
         out[key] = backend.where(start, value, regs[key])
     for key, initial in layout.resets:
         fresh = regs[LANE_MAX_STEPS] if key == STEPS_LEFT else initial

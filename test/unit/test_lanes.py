@@ -4,6 +4,7 @@ every registered backend, and against an ordinary call's dtypes and structure.""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -118,8 +119,8 @@ def test_a_full_ring_pauses_the_run_to_empty_it(backend_name: str, monkeypatch: 
     finished members fills, which pauses the run to empty it (one chunk otherwise)."""
     monkeypatch.setattr(abir.vm.machine, "MAX_RING_ROWS", 16)
     emptied = []
-    take = abir.vm.machine.LaneResults.take
-    monkeypatch.setattr(abir.vm.machine.LaneResults, "take", lambda self, state: emptied.append(1) or take(self, state))
+    take = abir.vm.machine.Machine._take_finished
+    monkeypatch.setattr(abir.vm.machine.Machine, "_take_finished", lambda *args: emptied.append(1) or take(*args))
     backend = spec_named(backend_name).new_backend()
     backend.launch_seconds = None
     xs = np.array([27, 97, 871] + [2, 3, 4, 5] * 20, dtype=np.int64)
@@ -238,3 +239,43 @@ def test_lanes_refuse_traced_arguments() -> None:
 def test_fuzzer_checks_programs_under_lanes(capsys: pytest.CaptureFixture[str]) -> None:
     assert fuzz_main(["--count", "4", "--lanes", "1", "--backends", "numpy,numpy-sweep", "--no-shrink"]) == 0
     assert "numpy:lanes=1" in capsys.readouterr().out
+
+
+def test_imap_yields_every_member_of_a_generator_as_plain_python(backend_name: str) -> None:
+    count = 45
+    members = ((np.int64(n % 13), np.int64(7 * n % 50)) for n in range(count))
+    got = dict(first_square_above.imap(members, lanes=4, chunk_size=8, backend=backend_name))
+    want = first_square_above(np.arange(count) % 13, 7 * np.arange(count) % 50, dry_run=True)
+    assert sorted(got) == list(range(count))
+    for index, (square, found) in got.items():
+        assert (square, found) == (want[0][index], want[1][index])
+
+
+def test_imap_reads_its_members_a_chunk_at_a_time() -> None:
+    """An endless stream: the first results come while only a few chunks have been read."""
+    read = []
+
+    def endless():
+        for n in itertools.count(1):
+            read.append(n)
+            yield (np.int64(n),)
+
+    first = list(itertools.islice(collatz.imap(endless(), lanes=4, chunk_size=16), 20))
+    want = collatz(np.arange(1, 200), dry_run=True)
+    assert all(result == want[index] for index, result in first)
+    assert len(read) <= 4 * 16
+
+
+def test_imap_raises_for_failed_members_after_the_others() -> None:
+    got = {}
+    with pytest.raises(StepLimitError) as caught:
+        for index, result in collatz.imap(((np.int64(n),) for n in range(1, 60)), lanes=4, max_steps=60):
+            got[index] = result
+    want = collatz(np.arange(1, 60), dry_run=True)
+    assert sorted(caught.value.members) == [i for i in range(59) if want[i] >= 60]
+    assert sorted(got) == [i for i in range(59) if want[i] < 60]
+
+
+def test_imap_wants_tuples_of_arguments() -> None:
+    with pytest.raises(TypeError, match=r"each member is the tuple of its arguments"):
+        list(collatz.imap([3, 4], lanes=1))
