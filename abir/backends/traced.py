@@ -348,6 +348,8 @@ class TracedLoop(abc.ABC):
                 elsewhere = (pc != block) & (pc < self.halt)
                 return go_on & (self.sum(self.cast(elsewhere, np.int32)) < lanes_waiting)
 
+            if with_lanes:  # once in every sweep, so that two loops' lanes never wait for each other
+                carry = run_block(block, carry)
             return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
 
         def body(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:

@@ -68,6 +68,18 @@ def tries_until_below(key, p):
     return counter
 
 
+@ctx.batch()
+def two_loops(n):
+    i = 0
+    if n % 2 == 0:
+        while i < n:
+            i = i + 1
+    else:
+        while i < 3 * n:
+            i = i + 2
+    return i
+
+
 def assert_same_results(got: Any, want: Any, plain: Any) -> None:
     """`got` (a call with lanes) equals `want` (plain Python) leaf by leaf, with the structure,
     dtypes and shapes of `plain` (the same call without lanes)."""
@@ -93,6 +105,7 @@ PROGRAMS = {
         lambda: (np.linspace(-2.0, 3.0, 23)[:, None] * np.ones((1, 3)), np.array([[1.0, -0.5, 2.0]]), np.arange(23) % 6),
     ),
     "random keys": (tries_until_below, lambda: (abir.random.key(np.arange(31)), 0.3)),
+    "a lane in each of two loops": (two_loops, lambda: (np.array([4, 7, 10, 3, 6, 9, 2, 11], dtype=np.int64),)),
 }
 
 
