@@ -14,7 +14,8 @@ undecorated helper becomes an `abir.errors.HelperError` naming it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,10 +34,13 @@ from abir.opaque import HelperStructureLearned, calling_with_batch, failure_mark
 from abir.passes.pipeline import lower_to_vm, type_and_optimize
 from abir.types import TensorType, ir_type
 from abir.vm.inputs import batch_size_of, prepare_inputs
-from abir.vm.machine import Machine, check_max_steps, compile_machine
+from abir.vm.machine import LaneWindow, Machine, check_max_steps, compile_machine, lane_flag_keys
 from abir.vm.stackless import execute_stackless
+from abir.vm.state_ops import STOPPED_AT, register_key
 
-CALL_OPTIONS = ("backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch")
+CALL_OPTIONS = (
+    "backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch", "lanes", "progress",
+)  # fmt: skip
 MAX_HELPER_STRUCTURE_ROUNDS = 16
 PARSED_OPTIONS = 64
 """How many distinct keyword sets of batched calls keep their parsed `CallOptions`."""
@@ -56,6 +60,12 @@ class CallOptions:
     pad_batch: bool = False
     """Run the machine on the next power of two rows (`padded_size`), so that calls with
     nearby batch sizes share one compiled run."""
+    lanes: int | None = None
+    """Run the members through this many rows, each starting the next member when its own
+    halts (`run_with_lanes`); None: one row per member."""
+    progress: bool = False
+    """Show a tqdm bar of the members finished (a run with lanes: `lanes=None` means as many
+    lanes as members)."""
 
 
 @dataclass(frozen=True)
@@ -107,10 +117,29 @@ def _parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOp
         raise TypeError(f"pad_batch must be True or False, got {options['pad_batch']!r}")
     if options.get("pad_batch") and options.get("stackless"):
         raise ValueError("pad_batch=True pads the machine's batch; it cannot be combined with stackless=True")
+    check_lane_options(options)
     cache = options.get("block_code_cache")
     if cache is not None and not isinstance(cache, dict):
         raise TypeError(f"block_code_cache must be a dict (or None), got {type(cache).__name__}")
     return CallOptions(**options)
+
+
+def check_lane_options(options: Mapping[str, Any]) -> None:
+    """`lanes` is None or a positive int, `progress` a bool, and neither is combined with an
+    option that changes the rows the machine runs (`stackless`, `pad_batch`)."""
+    lanes = options.get("lanes")
+    if lanes is not None and (isinstance(lanes, bool) or not isinstance(lanes, int | np.integer)):
+        raise TypeError(f"lanes must be None or a positive int (the rows members run on), got {type(lanes).__name__}")
+    if lanes is not None and lanes < 1:
+        raise ValueError(f"lanes must be a positive int (the rows members run on), got {lanes}; pass lanes=None for one row per member")
+    if not isinstance(options.get("progress", False), bool):
+        raise TypeError(f"progress must be True or False, got {options['progress']!r}")
+    if lanes is None and not options.get("progress"):
+        return
+    for other in ("stackless", "pad_batch"):
+        if options.get(other):
+            given = "lanes=" if lanes is not None else "progress=True"
+            raise ValueError(f"{given} runs members through lanes of the machine; it cannot be combined with {other}=True")
 
 
 def is_array_leaf(value: Any) -> bool:
@@ -394,6 +423,8 @@ class Compiler:
             )
             mark = failure_mark()
             try:
+                if runs_with_lanes(options, batch_size):
+                    return run_with_lanes(name, program, leaves, batch_size, options)
                 outputs = run_program(program, leaves, batch_size, options)
             except Exception as err:
                 explained = helper_error(err, since=mark)
@@ -401,6 +432,68 @@ class Compiler:
                     raise
                 raise explained from err
         return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
+
+    def imap(
+        self, name: str, members: Iterable[Sequence[Any]], lanes: int, chunk_size: int | None, kwargs: Mapping[str, Any]
+    ) -> Iterator[tuple[int, Any]]:
+        """`(index, result)` of every member of `members` (each the tuple of one member's
+        arguments, as `itertools.starmap` takes them), in the order they finish, run through
+        `lanes` lanes; the members are read `chunk_size` at a time (default 4 * lanes), the next
+        chunk once every member of the last has started (`Machine.lane_flushes`), so memory
+        holds the lanes, two chunks and the results not consumed yet. Results are NumPy values.
+        Members that fail (stack overflow, `max_steps`) raise once every other has finished,
+        the error naming them by index."""
+        options = parse_call_options(name, {**kwargs, "lanes": lanes})
+        if options.dry_run:
+            raise ValueError(f"{name}.imap() runs the batched program; for plain Python, call {name} per member")
+        chunk = 4 * int(lanes) if chunk_size is None else chunk_size
+        if isinstance(chunk, bool) or not isinstance(chunk, int | np.integer) or chunk < 1:
+            raise ValueError(f"chunk_size must be a positive int (members read at a time), got {chunk_size!r}")
+        blocks = member_blocks(name, members, int(chunk))
+        first = next(blocks, None)
+        if first is None:
+            return
+        leaves, treedefs, count = first
+        backend = options.backend
+        with backend.scope(leaves), calling_with_batch(count, int(lanes)):
+            program = self.compiled(name, treedefs, signature_of(leaves), backend, None, options.block_code_cache)
+        machine = program.machine
+
+        def windows() -> Iterator[LaneWindow]:
+            for block_leaves, block_treedefs, block_count in _chain(first, blocks):
+                if block_treedefs != treedefs:
+                    raise TypeError(
+                        f"the members of {name}.imap() must all have the arguments' structure of the first: "
+                        f"{list(block_treedefs)} is not {list(treedefs)}"
+                    )
+                arrays = machine._pending_inputs(block_leaves, backend)
+                yield LaneWindow(arrays, block_count, (False,) * len(arrays))
+
+        failed: dict[int, dict[str, int]] = {}
+        flag_keys = lane_flag_keys(options.max_steps is not None)
+        with backend.scope(leaves):
+            flushes = machine.lane_flushes(
+                windows(), backend, int(lanes), int(options.max_stack_depth),
+                ("abir.run", machine, int(lanes), int(options.max_stack_depth)), options.max_steps,
+            )  # fmt: skip
+            outputs = [register_key(name) for name in machine.outputs]
+            for finished in flushes:
+                for j, member in enumerate(finished.members.tolist()):
+                    flags = {key: int(finished.values[key][j]) for key in flag_keys}
+                    if any(value != (-1 if key == STOPPED_AT else 0) for key, value in flags.items()):
+                        failed[member] = flags
+                        continue
+                    leaves_out = [finished.values[key][j] for key in outputs]
+                    yield member, optree.tree_unflatten(program.frontend.output_treedef, leaves_out)
+        if failed:
+            size = max(failed) + 1
+            arrays = {key: np.full(size, -1 if key == STOPPED_AT else 0, np.int32) for key in flag_keys}
+            for member, flags in failed.items():
+                for key, value in flags.items():
+                    arrays[key][member] = value
+            error = machine._lane_member_errors(backend, arrays, int(options.max_stack_depth), options.max_steps)
+            if error is not None:
+                raise error
 
     def empty_results(self, name: str, args: Sequence[Any]) -> Any:
         """What `name(*args)` returns for an empty batch, as NumPy arrays: the inferred result
@@ -476,6 +569,99 @@ def run_machine(
         max_steps=options.max_steps,
         padded_batch=rows,
     )
+
+
+def runs_with_lanes(options: CallOptions, batch_size: int) -> bool:
+    """Whether a call runs its members through lanes: `lanes=` fewer than its members, or
+    `progress=True` (as many lanes as members)."""
+    if batch_size == 0 or options.stackless:
+        return False
+    return options.progress or (options.lanes is not None and options.lanes < batch_size)
+
+
+def run_with_lanes(
+    name: str, program: CompiledProgram, leaves: Sequence[Any], batch_size: int, options: CallOptions
+) -> Any:
+    """The results of a call run through `options.lanes` lanes (`Machine.run_lanes`), in input
+    order. When the run stops early (KeyboardInterrupt) or some members fail (stack overflow,
+    `max_steps`), the error raised carries what finished: `results` (the call's results, with
+    zeros for the members in `unfinished`), `finished` and `unfinished` (member indices)."""
+    backend = options.backend
+    if any(backend.is_traced(leaf) for leaf in leaves) or backend.batch_sharding(leaves) is not None:
+        raise ValueError(
+            f"{name}(..., lanes=...) runs on one device outside traced functions: its arguments are traced "
+            "(jax.jit, jax.vmap, tf.function) or sharded over devices; call it on concrete arrays, or drop lanes="
+        )
+    lanes = batch_size if options.lanes is None else min(int(options.lanes), batch_size)
+    bar = progress_bar(name, batch_size) if options.progress else None
+    try:
+        outcome = program.machine.run_lanes(
+            leaves,
+            backend,
+            lanes,
+            max_stack_depth=int(options.max_stack_depth),
+            cache_key=("abir.run", program.machine, lanes, int(options.max_stack_depth)),
+            max_steps=options.max_steps,
+            on_progress=None if bar is None else lambda done: bar.update(done - bar.n),
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    results = optree.tree_unflatten(program.frontend.output_treedef, list(outcome.outputs))
+    if outcome.error is not None:
+        succeeded = outcome.succeeded
+        error = outcome.error
+        error.results = results  # type: ignore[union-attr]
+        error.finished = np.flatnonzero(succeeded).tolist()  # type: ignore[union-attr]
+        error.unfinished = np.flatnonzero(~succeeded).tolist()  # type: ignore[union-attr]
+        raise error
+    return results
+
+
+def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest
+
+
+def member_blocks(
+    name: str, members: Iterable[Sequence[Any]], size: int
+) -> Iterator[tuple[list[Any], list[optree.PyTreeSpec], int]]:
+    """`members` (each the tuple of one member's arguments) read `size` at a time: per block,
+    (the flat argument leaves stacked along a new batch axis and padded to `size` rows with
+    copies of the last member, the arguments' structures, the number of members)."""
+    it = iter(members)
+    start = 0
+    while True:
+        block = list(itertools.islice(it, size))
+        if not block:
+            return
+        flat = []
+        treedefs: list[optree.PyTreeSpec] | None = None
+        for index, member in enumerate(block, start):
+            if not isinstance(member, tuple):
+                raise TypeError(
+                    f"member {index} of {name}.imap() is a {type(member).__name__}; each member is the tuple of its "
+                    f"arguments, as itertools.starmap takes them (for one argument: (x,))"
+                )
+            leaves, member_treedefs = flatten_arguments(name, [np.asarray(v) if is_number(v) else v for v in member])
+            if treedefs is None:
+                treedefs = member_treedefs
+            elif member_treedefs != treedefs:
+                raise TypeError(f"member {index} of {name}.imap() has another structure of arguments than member {start}")
+            flat.append([np.asarray(leaf) for leaf in leaves])
+        padded = flat + [flat[-1]] * (size - len(flat))
+        stacked = [np.stack(column) for column in zip(*padded, strict=True)]
+        yield stacked, list(treedefs or []), len(block)
+        start += len(block)
+
+
+def progress_bar(name: str, members: int) -> Any:
+    """A tqdm bar of the members of a call to `name` finished."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        raise ImportError(f"{name}(..., progress=True) shows a tqdm bar; install tqdm (pip install tqdm)") from None
+    return tqdm(total=members, desc=name, unit="member")
 
 
 def machine_rows(batch_size: int, options: CallOptions) -> int:

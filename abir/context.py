@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -92,6 +92,15 @@ class BatchedFunction:
             return self._dry_run(args, kwargs)
         with batched_call_boundary(self.name):
             return self._context._compiler.call(self.name, args, kwargs)
+
+    def imap(
+        self, members: Iterable[Sequence[Any]], *, lanes: int, chunk_size: int | None = None, **kwargs: Any
+    ) -> Iterator[tuple[int, Any]]:
+        """`(index, result)` of every member of `members` (each the tuple of one member's
+        arguments), in the order they finish, run through `lanes` lanes and read `chunk_size`
+        members at a time (`abir.calling.Compiler.imap`); `kwargs` are call options."""
+        with batched_call_boundary(self.name):
+            yield from self._context._compiler.imap(self.name, members, lanes, chunk_size, kwargs)
 
     def _dry_run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """The plain Python function run once per member on that member's values (NumPy scalars

@@ -14,6 +14,10 @@ Two executions of the loop (`execution=`, as on the JAX backend):
   jumps to itself and members stand there), or a new sweep from the smallest block held. As on
   JAX, the blocks of the program's tail run only once every live member is in the tail.
 
+A run with lanes (more members than rows) ends its kernels with a refill block (a kernel with
+`refills_lanes`): once enough lanes wait at later blocks, the loop moves them on to it before
+the scheduler's choice (`_toward_refill`).
+
 The compiler does not form superblocks for this backend (`superblocks = False`): an eager step
 pays for every op of its block, also for members that left it by a side exit, more than for
 the step itself (docs/performance.md#form-superblocks).
@@ -167,6 +171,22 @@ class _StepLog:
             member_steps=self.member_steps.tolist(),
             sweeps=sweeps,
         )
+
+
+REFILL_SHARE = 1 / 8
+"""In a run with lanes, once this share of the lanes waits at blocks after the one just run
+(the refill block included), the loop runs those blocks in order up to the refill block
+before the scheduler's choice: lanes idle a little so that one refill serves many (each costs
+a pass over every register), but never wait for the slowest member of a loop."""
+
+
+def _toward_refill(pc: np.ndarray, ran: int, chosen: int, refill: int) -> int:
+    """The block to run after block `ran` in a run with lanes (refill block `refill`), when
+    the scheduler chose `chosen` (at most `ran`: a repeat or a jump back)."""
+    ahead = (pc > ran) & (pc <= refill)
+    if np.count_nonzero(ahead) < max(1.0, REFILL_SHARE * pc.shape[0]):
+        return chosen
+    return int(pc.min(where=ahead, initial=refill))
 
 
 class NumpyBackend(Backend):
@@ -361,6 +381,7 @@ class NumpyBackend(Backend):
         self._tail = tail_start_of(kernels)
         block = self._choose(pc, -1, halt)[0]
         sweeps = int(block < halt)
+        refill = halt - 1 if kernels and getattr(kernels[-1], "refills_lanes", False) else None
         with np.errstate(all="ignore"):
             self._quiet = True
             try:
@@ -379,8 +400,11 @@ class NumpyBackend(Backend):
                             log.record(block, pc.copy())
                         state = kernels[block](state)
                         pc = np.asarray(state["pc"])
+                    ran = block
                     block, wrapped = self._choose(pc, block, halt)
                     sweeps += wrapped
+                    if refill is not None and block <= ran:
+                        block = _toward_refill(pc, ran, block, refill)
             finally:
                 self._quiet = False
                 self._mask, self._mask_views = None, {}

@@ -14,6 +14,9 @@ reductions over the batch, casts and an in-place row update), so both run the sa
   branch passes them through (XLA copies a value a conditional passes through, a small copy per
   value; padded requests applied after the conditional instead cost a scatter per skipped block,
   which measured slower: docs/performance.md#the-machines-fixed-costs).
+A run with lanes (more members than rows) ends its kernels with a refill block
+(`refills_lanes`), which each sweep runs at its end; a block that jumps to itself then repeats
+only while few lanes wait elsewhere (`LANE_WAIT_SHARE`).
 * `"switch"`: `while next_block(pc) < halt: state = switch(next_block(pc), blocks)(state)`, one
   block per iteration chosen by the backend's `scheduler` (the reference's design). With split
   kernels neither the registers nor the stacks pass through the switch: a `RegisterLayout`
@@ -55,6 +58,11 @@ from abir.backends.base import (
 STATS_KEY = "__stats__"
 """The state entry holding the counters of a run with `collect_stats` (`zero_counters`)."""
 
+LANE_WAIT_SHARE = 1 / 8
+"""In a run with lanes, a block that jumps to itself stops repeating within a sweep once this
+share of the lanes stands at other blocks, so that they reach the refill block of the sweep
+instead of waiting for the loop's slowest member."""
+
 Step = Callable[..., State]
 """`step(state, here, anyone_here=False) -> state`: one block of a sweep (`TracedLoop.sweep_step`)."""
 BlockRun = Callable[[State, State, Any, bool], tuple[tuple[Any, ...], tuple[Any, ...]]]
@@ -67,6 +75,13 @@ def writes_whole_stacks(kernel: Any) -> bool:
     a request with a `Span` for rows, see `stack_scatter`). Such requests cannot be padded into the
     fixed-size requests of a switch over split kernels, nor scattered into compacted columns."""
     return bool(getattr(getattr(kernel, "plan", None), "writes_whole_stacks", False))
+
+
+def refills_lanes(kernel: Any) -> bool:
+    """Whether the kernel is the refill block of a run with lanes (`abir.vm.state_ops.LaneRefill`:
+    lanes whose member halted start the next one). A sweep runs it at its end, every sweep and
+    never compacted; its own work is conditional on a lane having arrived there."""
+    return bool(getattr(kernel, "refills_lanes", False))
 
 
 def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
@@ -300,6 +315,8 @@ class TracedLoop(abc.ABC):
         splits = [self.traced_split(kernel) if splittable([kernel]) else None for kernel in self.kernels]
         steps = [self.sweep_step(kernel, split, state) for kernel, split in zip(self.kernels, splits, strict=True)]
         tail = tail_start_of(self.kernels)
+        with_lanes = any(refills_lanes(kernel) for kernel in self.kernels)
+        lanes_waiting = max(1, int(LANE_WAIT_SHARE * int(state["pc"].shape[0])))
 
         def cond(carry: tuple[State, dict[str, Any], Any]) -> Any:
             state, _, used = carry
@@ -323,9 +340,17 @@ class TracedLoop(abc.ABC):
                 state, counters, used = run_block(block, carry, anyone_here=True)
                 return state, counters, used + 1
 
-            return self.while_loop(  # type: ignore[no-any-return]
-                lambda c: self.any(self.equal(c[0]["pc"], block)) & (c[2] < iterations), again, carry
-            )
+            def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
+                pc = carry[0]["pc"]
+                go_on = self.any(self.equal(pc, block)) & (carry[2] < iterations)
+                if not with_lanes:
+                    return go_on
+                elsewhere = (pc != block) & (pc < self.halt)
+                return go_on & (self.sum(self.cast(elsewhere, np.int32)) < lanes_waiting)
+
+            if with_lanes:  # once in every sweep, so that two loops' lanes never wait for each other
+                carry = run_block(block, carry)
+            return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
 
         def body(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
             all_in_tail = None
@@ -366,7 +391,11 @@ class TracedLoop(abc.ABC):
         def skip(regs: State, stacks: State, here: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
             return tuple(regs[key] for key in written), tuple(stacks[key] for key in pushed)
 
-        choose = self.block_run(kernel, split, template, written, pushed, run, skip)
+        if refills_lanes(kernel):  # every sweep: it counts the sweeps of a run with lanes
+            def choose(regs: State, stacks: State, here: Any, anyone_here: bool) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+                return run(regs, stacks, here)
+        else:
+            choose = self.block_run(kernel, split, template, written, pushed, run, skip)
 
         def step(state: State, here: Any, anyone_here: bool = False) -> State:
             regs, stacks = separate_stacks(state, self.stack_keys)

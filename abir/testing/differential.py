@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import copy
+import dataclasses
 import hashlib
 import os
 import re
@@ -161,11 +162,24 @@ def message_shape(message: str) -> str:
     return re.sub(r"\d+|'[^']*'|@\S+|\S+\.py:\d+:\d+", "#", message)[:160]
 
 
+LANES_SUFFIX = ":lanes="
+"""`jax:lanes=2` is backend `jax` called with `lanes=2` (`with_lanes`)."""
+
+
+def with_lanes(name: str, lanes: int) -> str:
+    """The backend name whose calls run their members through `lanes` lanes."""
+    return f"{name}{LANES_SUFFIX}{lanes}"
+
+
 def variant_named(name: str) -> Variant:
+    base, _, lanes = name.partition(LANES_SUFFIX)
     known = variants()
-    if name not in known:
-        raise ValueError(f"unknown backend '{name}'; choose from {', '.join(known)}")
-    return known[name]
+    if base not in known or (lanes and not lanes.isdigit()):
+        raise ValueError(f"unknown backend '{name}'; choose from {', '.join(known)} (each may end in {LANES_SUFFIX}N)")
+    variant = known[base]
+    if lanes:
+        variant = dataclasses.replace(variant, call_options=(*variant.call_options, ("lanes", int(lanes))))
+    return variant
 
 
 def make_backend(name: str) -> Any:

@@ -1,6 +1,7 @@
 """Differential fuzzing of abir: random programs, batched on every backend, against plain Python.
 
     python -m abir.testing.fuzz --count 1000 --seed 0 --backends numpy,jax,tf
+    python -m abir.testing.fuzz --count 200 --lanes 2     # members through 2 lanes (`lanes=2`)
 
 Program `i` of seed `s` is drawn from `random.Random(f"{s}:{i}:{attempt}")` (the first attempt
 whose plain Python run stays within the bounds, see `abir.testing.differential`), so a
@@ -42,6 +43,7 @@ from abir.testing.differential import (
     run_reference,
     variant_named,
     variants,
+    with_lanes,
 )
 from abir.testing.generate import (
     ALL_FEATURES,
@@ -234,13 +236,19 @@ def _report(generated: Generated, failures: list[Failure], backends: tuple[str, 
         report.duplicate_of = earlier[failure_key(failures)]
         return report
     if shrink_failures:
-        failure = min(failures, key=lambda f: SHRINK_ORDER.index(f.backend))
+        failure = min(failures, key=lambda f: shrink_rank(f.backend))
         shrunk = shrink(program, failure, directory, time_budget=shrink_seconds)
         namespace = load(shrunk.program, directory)
         reference = run_reference(shrunk.program, directory)
         report.minimal, report.reference, report.checks = shrunk.program, reference, shrunk.checks
         report.minimal_failures = check(shrunk.program, backends, namespace, reference) or [shrunk.failure]
     return report
+
+
+def shrink_rank(backend: str) -> int:
+    """Where `backend` (maybe with lanes, `with_lanes`) stands in `SHRINK_ORDER` (unknown: last)."""
+    base = backend.partition(":")[0]
+    return SHRINK_ORDER.index(base) if base in SHRINK_ORDER else len(SHRINK_ORDER)
 
 
 # ----- reports --------------------------------------------------------------------------------
@@ -328,6 +336,9 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="count abir refusing to compile a program with library calls as a failure")
     parser.add_argument("--no-shrink", action="store_true", help="report failures as generated, unshrunk")
     parser.add_argument("--shrink-seconds", type=float, default=300.0, help="time limit for shrinking one failure")
+    parser.add_argument("--lanes", type=int, default=None,
+                        help="call every batched function with lanes=N (members through N lanes; the programs have "
+                             "a few members, so 1 or 2 makes lanes refill)")
     parser.add_argument("--show", action="store_true", help="print the programs' source instead of checking them")
     return parser.parse_args(argv)
 
@@ -340,6 +351,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"unknown backend(s) {', '.join(unknown)}; choose from {', '.join(variants())}", file=sys.stderr)
         return 2
+    if args.lanes is not None:
+        if args.lanes < 1:
+            print(f"--lanes must be a positive number of lanes, got {args.lanes}", file=sys.stderr)
+            return 2
+        backends = tuple(with_lanes(b, args.lanes) for b in backends if variant_named(b).call_options != (("stackless", True),))
     try:
         features = parse_features(args.features)
         calls = parse_calls(args.calls)

@@ -30,6 +30,12 @@ arrays out of traced conditionals (XLA would copy them through every `lax.switch
 only these updates are masked. A push onto a full stack, or a pop/peek/return from an empty one,
 writes nothing out of range: it marks the member, and `finish` records `1 + block` in its
 `overflow` or `underflow` flag and stops it (pc := halt) so the run can finish.
+
+A run with lanes (`Machine.run_lanes`: more members than rows) adds the keys of `LaneLayout`
+(prefix `lanes:`): the arguments of every member, a ring of finished results per lane, output
+and error flag, and which member each row (lane) runs. Its members halt at the refill block
+(`LaneRefill`, index `LaneLayout.block`, one past the program's blocks), which puts each
+arriving lane's results in its rings and starts the next unstarted member there.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from abir.array_ops import ops_for
 from abir.backends.base import Backend, Span, State, Writes, separate_stacks, span_row
 
 OVERFLOW = "overflow"
@@ -358,3 +365,190 @@ def count_step(backend: Backend, regs: State, mask: Any, halt_index: int) -> Non
     regs[STOPPED_AT] = backend.where(stop, pc, regs[STOPPED_AT])
     regs[PC] = backend.where(stop, _int(backend, halt_index), pc)
 
+
+
+# ----- lanes: more members than rows ------------------------------------------------------------
+
+LANE_MEMBER = "lanes:member"
+"""int32 [L]: the member each lane runs (-1 when it has none)."""
+LANE_NEXT = "lanes:next"
+"""int32 [1]: the first member not started yet."""
+LANE_BASE = "lanes:base"
+"""int32 [1]: the member whose arguments are row 0 of the pending arguments (`pending_key`)."""
+LANE_END = "lanes:end"
+"""int32 [1]: one past the last member whose arguments are pending: no lane starts it."""
+LANE_MORE = "lanes:more"
+"""int32 [1]: 1 when more members will come (a stream): the run pauses once every pending
+member has started, for the caller to put the next ones in place."""
+LANE_FILLED = "lanes:filled"
+"""int32 [L]: how many finished members each lane holds in the rings (`ring_key`)."""
+LANE_BUDGET = "lanes:budget"
+"""int32 [1]: refill block runs left before the run pauses (`LaneRefill`)."""
+LANE_SAVED_PC = "lanes:saved_pc"
+"""int32 [L]: each lane's pc when the run paused (every pc is then the final halt)."""
+LANE_MAX_STEPS = "lanes:max_steps"
+"""int32 [1]: the `steps_left` a member starts with (only with `max_steps`)."""
+RING_MEMBER = "lanes:ring:member"
+"""int32 [K, L]: which member each ring row holds (`ring_key`)."""
+
+
+def pending_key(position: int) -> str:
+    """The key of input `position`'s arguments of the members `LANE_BASE` to `LANE_END`
+    (`[C, ...]`, C at least their number), or `[1, ...]` when every member shares it."""
+    return f"lanes:in:{position}"
+
+
+def ring_key(key: str) -> str:
+    """The key of the `[K, L, ...]` ring of register `key`'s final values: lane l writes its
+    j-th finished member's value to row j of column l, a stack write (`Backend.stack_scatter`),
+    until the caller empties the rings (`LANE_FILLED` back to 0)."""
+    return f"lanes:ring:{key}"
+
+
+@dataclass(frozen=True)
+class LaneLayout:
+    """What the refill block of a run with lanes reads and writes.
+
+    `block` is where members halt (one past the program's blocks), `block + 1` the final halt of
+    a lane with nothing left to run. `inputs` are the input register keys (argument `i` of
+    member m is row `m - LANE_BASE` of `pending_key(i)`, or its only row when `shared[i]`),
+    `results` the keys whose final value each member keeps (the outputs, then the error flags),
+    `resets` every other per-lane key with the value a starting member finds there (as in
+    `Machine.initial_state`), and `ring_rows` K (`ring_key`)."""
+
+    block: int
+    ring_rows: int
+    inputs: tuple[str, ...]
+    shared: tuple[bool, ...]
+    results: tuple[str, ...]
+    resets: tuple[tuple[str, Any], ...]
+
+    @property
+    def final_halt(self) -> int:
+        return self.block + 1
+
+    def read_keys(self) -> tuple[str, ...]:
+        """Every key the refill block reads."""
+        steps = (LANE_MAX_STEPS,) if any(key == STEPS_LEFT for key, _ in self.resets) else ()
+        pending = tuple(pending_key(position) for position in range(len(self.inputs)))
+        return (*dict.fromkeys((*self.written_keys(), *self.results, *pending, *steps)),)
+
+    def written_keys(self) -> tuple[str, ...]:
+        """Every key the refill block may change."""
+        own = (LANE_MEMBER, LANE_NEXT, LANE_FILLED, LANE_BUDGET, LANE_SAVED_PC, RING_MEMBER, LANE_BASE, LANE_END, LANE_MORE)
+        return (PC, *self.inputs, *(key for key, _ in self.resets), *own, *map(ring_key, self.results))
+
+
+class LaneRefill:
+    """The refill block of a run with lanes, as a split kernel (`abir.vm.machine.BlockKernel`'s
+    form, no stack writes): lanes whose member halted (pc = `layout.block`) put its results in
+    their rings and take the next unstarted member, in member order, at the entry (pc 0) with
+    fresh registers and empty stacks; lanes with nothing left halt for good. Every run of the
+    block uses one unit of `LANE_BUDGET`; at zero, when a lane's ring is full, or when every
+    pending member has started and more will come (`LANE_MORE`), the run pauses: every pc is saved in `LANE_SAVED_PC` and set to the final halt, so that the
+    backend's loop returns and the caller can empty the rings and resume
+    (`Machine.run_lanes`). `refills_lanes` tells a sweeping loop to run it at the end of every
+    sweep. It writes nothing with a scatter of its own, only stack writes, which a JAX loop
+    compiled as one kernel can make."""
+
+    refills_lanes = True
+
+    def __init__(self, layout: LaneLayout, backend: Backend):
+        self.layout = layout
+        self.backend = backend
+        self.writes: dict[str, int] = {}
+        self.register_writes = layout.written_keys()
+        self.__name__ = f"block_{layout.block}"
+
+    def split(self, regs: State, stacks: State) -> tuple[State, Writes]:
+        return refill_lanes(self.backend, self.layout, regs), {}
+
+    def __call__(self, state: State) -> State:
+        regs, stacks = split_state(state)
+        return {**refill_lanes(self.backend, self.layout, regs), **stacks}
+
+
+def refill_lanes(backend: Backend, layout: LaneLayout, regs: State) -> State:
+    """`regs` (filled in place, as a kernel fills its registers) after a run of the refill
+    block (see `LaneRefill`)."""
+    # read first: a lazily read register (`LazyRegisters`) must not be read in a nested trace
+    current = {key: regs[key] for key in layout.read_keys()}
+    arrived = _prim(backend, "equal", current[PC], _int(backend, layout.block))
+    regs.update(_refilled(backend, layout, current, arrived))
+    budget = _prim(backend, "subtract", current[LANE_BUDGET], _int(backend, 1), dtype=INT32)
+    ring_full = _prim(backend, "greater_equal", largest(regs[LANE_FILLED]), _int(backend, layout.ring_rows))
+    all_started = _prim(backend, "greater_equal", regs[LANE_NEXT], current[LANE_END])
+    more = _prim(backend, "logical_and", _prim(backend, "greater", current[LANE_MORE], _int(backend, 0)), all_started)
+    paused = _prim(backend, "logical_or", _prim(backend, "less_equal", budget, _int(backend, 0)), ring_full)
+    paused = _prim(backend, "logical_or", paused, more)
+    regs[LANE_BUDGET] = budget
+    regs[LANE_SAVED_PC] = regs[PC]
+    regs[PC] = _prim(backend, "where", paused, _int(backend, layout.final_halt), regs[PC], dtype=INT32)
+    return regs
+
+
+def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -> State:
+    """The keys `refill_lanes` changes: lanes that `arrived` store their member's results and
+    start the next member (lanes that did not arrive write their rings' row K: nothing)."""
+    end = regs[LANE_END]
+    member = regs[LANE_MEMBER]
+    finished = _prim(backend, "logical_and", arrived, _prim(backend, "greater_equal", member, _int(backend, 0)))
+    filled = regs[LANE_FILLED]
+    rows = _prim(backend, "where", finished, filled, _int(backend, layout.ring_rows), dtype=INT32)
+    out = {ring_key(key): ring_write(backend, regs[ring_key(key)], rows, regs[key]) for key in layout.results}
+    out[RING_MEMBER] = ring_write(backend, regs[RING_MEMBER], rows, member)
+    out[LANE_FILLED] = _prim(backend, "add", filled, _prim(backend, "astype", finished, dtype=INT32), dtype=INT32)
+    arrived_ints = _prim(backend, "astype", arrived, dtype=INT32)
+    rank = _prim(backend, "subtract", cumulative_sum(arrived_ints), _int(backend, 1), dtype=INT32)
+    candidate = _prim(backend, "add", regs[LANE_NEXT], rank, dtype=INT32)
+    start = _prim(backend, "logical_and", arrived, _prim(backend, "less", candidate, end))
+    none_left = _prim(backend, "where", arrived, _int(backend, -1), member, dtype=INT32)
+    out[LANE_MEMBER] = _prim(backend, "where", start, candidate, none_left, dtype=INT32)
+    started = _prim(backend, "add", regs[LANE_NEXT], total(arrived_ints), dtype=INT32)
+    out[LANE_NEXT] = _prim(backend, "minimum", started, end, dtype=INT32)
+    row = _prim(backend, "subtract", candidate, regs[LANE_BASE], dtype=INT32)
+    source = _prim(backend, "where", start, row, _int(backend, 0), dtype=INT32)
+    first = _prim(backend, "multiply", source, _int(backend, 0), dtype=INT32)
+    for position, (key, shared) in enumerate(zip(layout.inputs, layout.shared, strict=True)):
+        value = take_rows(regs[pending_key(position)], first if shared else source)
+        out[key] = backend.where(start, value, regs[key])
+    for key, initial in layout.resets:
+        fresh = regs[LANE_MAX_STEPS] if key == STEPS_LEFT else initial
+        out[key] = backend.where(start, fresh, regs[key])
+    halted = _prim(backend, "where", arrived, _int(backend, layout.final_halt), regs[PC], dtype=INT32)
+    out[PC] = _prim(backend, "where", start, _int(backend, 0), halted, dtype=INT32)
+    return out
+
+
+def ring_write(backend: Backend, ring: Any, rows: Any, values: Any) -> Any:
+    """`ring` ([K, L, ...]) with `ring[rows[l], l] = values[l]` where rows[l] < K: the
+    backend's stack write; a NumPy ring, the run's own, is written in place."""
+    if not isinstance(ring, np.ndarray):
+        return backend.stack_scatter(ring, rows, values)
+    lanes = np.flatnonzero(rows < ring.shape[0])
+    ring[rows[lanes], lanes] = np.asarray(values)[lanes]
+    return ring
+
+
+def take_rows(array: Any, rows: Any) -> Any:
+    """`array[rows]` (rows int32 [L] within range) on the array's own library."""
+    ops = ops_for(array)
+    return ops.gather(ops.expand_dims(array, 0), ops.expand_dims(rows, 0), 1)[0]
+
+
+def cumulative_sum(ints: Any) -> Any:
+    """The running sum of int32 [L] `ints`, as int32."""
+    ops = ops_for(ints)
+    return ops.cast(ops.scan("cumsum", ints, 0), np.int32)
+
+
+def total(ints: Any) -> Any:
+    """The sum of int32 [L] `ints`, as int32 [1]."""
+    ops = ops_for(ints)
+    return ops.cast(ops.reduce("sum", ints, 0, keepdims=True), np.int32)
+
+
+def largest(ints: Any) -> Any:
+    """The largest of int32 [L] `ints`, as int32 [1]."""
+    ops = ops_for(ints)
+    return ops.cast(ops.reduce("max", ints, 0, keepdims=True), np.int32)

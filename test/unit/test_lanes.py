@@ -1,0 +1,294 @@
+"""`f(xs..., lanes=L)`: more members than rows, each lane starting the next member when its own
+halts. Every result is checked member by member against plain Python (`dry_run=True`), on
+every registered backend, and against an ordinary call's dtypes and structure."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import optree
+import pytest
+
+import abir
+import abir.vm.machine
+from abir.backend_registry import spec_named
+from abir.errors import StackOverflowError, StepLimitError
+from abir.testing.fuzz import main as fuzz_main
+
+ctx = abir.Context()
+
+
+@ctx.batch()
+def collatz(n):
+    steps = 0
+    while n != 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps = steps + 1
+    return steps
+
+
+@ctx.batch()
+def fib(n):
+    if n > 1:
+        return fib(n - 1) + fib(n - 2)
+    return 1
+
+
+@ctx.batch()
+def first_square_above(n, target):
+    i = 0
+    while i < n:
+        if i * i >= target:
+            return i, True
+        i = i + 1
+    return n, False
+
+
+@ctx.batch()
+def damped(x, weights, rounds):
+    total = x * 0.0
+    k = 0
+    while k < rounds:
+        total = total + weights * x
+        x = x * 0.5
+        k = k + 1
+    return total, k
+
+
+@ctx.batch()
+def tries_until_below(key, p):
+    counter = 0
+    while abir.random.uniform(key, counter) >= p:
+        counter = counter + 1
+    return counter
+
+
+@ctx.batch()
+def two_loops(n):
+    i = 0
+    if n % 2 == 0:
+        while i < n:
+            i = i + 1
+    else:
+        while i < 3 * n:
+            i = i + 2
+    return i
+
+
+def assert_same_results(got: Any, want: Any, plain: Any) -> None:
+    """`got` (a call with lanes) equals `want` (plain Python) leaf by leaf, with the structure,
+    dtypes and shapes of `plain` (the same call without lanes)."""
+    got_leaves, got_tree = optree.tree_flatten(got)
+    plain_leaves, plain_tree = optree.tree_flatten(plain)
+    assert got_tree == plain_tree
+    for g, w, p in zip(got_leaves, optree.tree_leaves(want), plain_leaves, strict=True):
+        g, p = np.asarray(g), np.asarray(p)
+        assert g.dtype == p.dtype and g.shape == p.shape
+        np.testing.assert_array_equal(g, np.asarray(w))
+        assert type(g) is type(p)
+
+
+PROGRAMS = {
+    "per-member trip counts": (collatz, lambda: (np.arange(1, 60, dtype=np.int64),)),
+    "recursion": (fib, lambda: (np.arange(0, 14, dtype=np.int64) % 11,)),
+    "early return, tuple of results": (
+        first_square_above,
+        lambda: (np.arange(0, 40, dtype=np.int64) % 13, (np.arange(40, dtype=np.int64) * 7) % 50),
+    ),
+    "shared arguments, vector events": (
+        damped,
+        lambda: (np.linspace(-2.0, 3.0, 23)[:, None] * np.ones((1, 3)), np.array([[1.0, -0.5, 2.0]]), np.arange(23) % 6),
+    ),
+    "random keys": (tries_until_below, lambda: (abir.random.key(np.arange(31)), 0.3)),
+    "a lane in each of two loops": (two_loops, lambda: (np.array([4, 7, 10, 3, 6, 9, 2, 11], dtype=np.int64),)),
+}
+
+
+@pytest.mark.parametrize("program", list(PROGRAMS))
+@pytest.mark.parametrize("lanes", [1, 3, 8])
+def test_lanes_equal_plain_python_member_by_member(backend_name: str, program: str, lanes: int) -> None:
+    function, make_args = PROGRAMS[program]
+    args = make_args()
+    want = function(*args, dry_run=True)
+    plain = function(*args, backend=backend_name)
+    got = function(*args, backend=backend_name, lanes=lanes)
+    assert_same_results(got, want, plain)
+
+
+def test_lanes_at_least_the_members_is_an_ordinary_call(backend_name: str) -> None:
+    xs = np.arange(1, 9, dtype=np.int64)
+    plain = collatz(xs, backend=backend_name)
+    for lanes in (8, 100):
+        assert_same_results(collatz(xs, backend=backend_name, lanes=lanes), collatz(xs, dry_run=True), plain)
+
+
+def test_a_full_ring_pauses_the_run_to_empty_it(backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three lanes run long members while the fourth finishes most others: its ring of 16
+    finished members fills, which pauses the run to empty it (one chunk otherwise)."""
+    monkeypatch.setattr(abir.vm.machine, "MAX_RING_ROWS", 16)
+    emptied = []
+    take = abir.vm.machine.Machine._take_finished
+    monkeypatch.setattr(abir.vm.machine.Machine, "_take_finished", lambda *args: emptied.append(1) or take(*args))
+    backend = spec_named(backend_name).new_backend()
+    backend.launch_seconds = None
+    xs = np.array([27, 97, 871] + [2, 3, 4, 5] * 20, dtype=np.int64)
+    np.testing.assert_array_equal(np.asarray(collatz(xs, backend=backend, lanes=4)), collatz(xs, dry_run=True))
+    assert len(emptied) >= 2
+
+
+def test_a_members_result_does_not_depend_on_its_lane() -> None:
+    """Member 30 runs in a different lane (and after different members) for each lane count."""
+    keys = abir.random.key(np.arange(31))
+    results = {lanes: tries_until_below(keys, 0.3, lanes=lanes)[30] for lanes in (1, 2, 5, 7, 31)}
+    assert len(set(results.values())) == 1
+
+
+def test_max_steps_keeps_the_finished_results(backend_name: str) -> None:
+    xs = np.arange(1, 80, dtype=np.int64)
+    want = collatz(xs, dry_run=True)
+    with pytest.raises(StepLimitError) as plain:
+        collatz(xs, backend=backend_name, max_steps=60)
+    with pytest.raises(StepLimitError) as lanes:
+        collatz(xs, backend=backend_name, max_steps=60, lanes=6)
+    error = lanes.value
+    assert error.unfinished == sorted(plain.value.members) == sorted(error.members)
+    assert sorted(error.finished + error.unfinished) == list(range(len(xs)))
+    results = np.asarray(error.results)
+    np.testing.assert_array_equal(results[error.finished], want[error.finished])
+
+
+def test_a_stack_overflow_keeps_the_finished_results(backend_name: str) -> None:
+    xs = np.arange(0, 20, dtype=np.int64)
+    want = fib(xs, dry_run=True)
+    with pytest.raises(StackOverflowError) as caught:
+        fib(xs, backend=backend_name, max_stack_depth=8, lanes=4)
+    error = caught.value
+    assert error.unfinished == sorted(error.members) == [n for n in range(20) if n > 9]
+    np.testing.assert_array_equal(np.asarray(error.results)[error.finished], want[error.finished])
+
+
+_calls = {"made": 0, "limit": None}
+
+
+@ctx.primitive
+def _counted(x):
+    _calls["made"] += 1
+    if _calls["limit"] is not None and _calls["made"] >= _calls["limit"]:
+        raise KeyboardInterrupt
+    return x
+
+
+@ctx.batch()
+def slow_collatz(n):
+    steps = 0
+    while n != 1:
+        n = _counted(n // 2 if n % 2 == 0 else 3 * n + 1)
+        steps = steps + 1
+    return steps
+
+
+def test_keyboard_interrupt_keeps_the_finished_results() -> None:
+    """NumPy runs helpers at every step, so one interrupts the run; the results finished by the
+    chunk before the interrupt come with it."""
+    xs = np.arange(1, 400, dtype=np.int64)
+    want = collatz(xs, dry_run=True)
+    _calls.update(made=0, limit=None)
+    slow_collatz(xs, lanes=4)
+    whole_run = _calls["made"]
+    _calls.update(made=0, limit=int(whole_run * 0.8))
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught:
+            slow_collatz(xs, lanes=4)
+    finally:
+        _calls["limit"] = None
+    error = caught.value
+    assert error.finished and error.unfinished
+    assert sorted(error.finished + error.unfinished) == list(range(len(xs)))
+    np.testing.assert_array_equal(np.asarray(error.results)[error.finished], want[error.finished])
+
+
+def test_progress_shows_the_finished_members(capsys: pytest.CaptureFixture[str]) -> None:
+    xs = np.arange(1, 50, dtype=np.int64)
+    np.testing.assert_array_equal(collatz(xs, lanes=5, progress=True), collatz(xs, dry_run=True))
+    np.testing.assert_array_equal(collatz(xs, progress=True), collatz(xs, dry_run=True))
+    assert "49/49" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("lanes", "error", "message"),
+    [
+        (0, ValueError, "lanes must be a positive int"),
+        (-3, ValueError, "lanes must be a positive int"),
+        (2.0, TypeError, "lanes must be None or a positive int"),
+        (True, TypeError, "lanes must be None or a positive int"),
+        ("4", TypeError, "lanes must be None or a positive int"),
+    ],
+)
+def test_bad_lanes_are_refused(lanes: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        collatz(np.arange(1, 5), lanes=lanes)
+
+
+def test_lanes_refuse_options_that_change_the_rows() -> None:
+    with pytest.raises(ValueError, match="cannot be combined with stackless=True"):
+        collatz(np.arange(1, 5), lanes=2, stackless=True)
+    with pytest.raises(ValueError, match="cannot be combined with pad_batch=True"):
+        collatz(np.arange(1, 5), lanes=2, pad_batch=True)
+    with pytest.raises(TypeError, match="progress must be True or False"):
+        collatz(np.arange(1, 5), progress=1)
+
+
+def test_lanes_refuse_traced_arguments() -> None:
+    jax = pytest.importorskip("jax")
+    with pytest.raises(ValueError, match="runs on one device outside traced functions"):
+        jax.jit(lambda xs: collatz(xs, backend="jax", lanes=2))(np.arange(1, 5))
+
+
+def test_fuzzer_checks_programs_under_lanes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert fuzz_main(["--count", "4", "--lanes", "1", "--backends", "numpy,numpy-sweep", "--no-shrink"]) == 0
+    assert "numpy:lanes=1" in capsys.readouterr().out
+
+
+def test_imap_yields_every_member_of_a_generator_as_plain_python(backend_name: str) -> None:
+    count = 45
+    members = ((np.int64(n % 13), np.int64(7 * n % 50)) for n in range(count))
+    got = dict(first_square_above.imap(members, lanes=4, chunk_size=8, backend=backend_name))
+    want = first_square_above(np.arange(count) % 13, 7 * np.arange(count) % 50, dry_run=True)
+    assert sorted(got) == list(range(count))
+    for index, (square, found) in got.items():
+        assert (square, found) == (want[0][index], want[1][index])
+
+
+def test_imap_reads_its_members_a_chunk_at_a_time() -> None:
+    """An endless stream: the first results come while only a few chunks have been read."""
+    read = []
+
+    def endless():
+        for n in itertools.count(1):
+            read.append(n)
+            yield (np.int64(n),)
+
+    first = list(itertools.islice(collatz.imap(endless(), lanes=4, chunk_size=16), 20))
+    want = collatz(np.arange(1, 200), dry_run=True)
+    assert all(result == want[index] for index, result in first)
+    assert len(read) <= 4 * 16
+
+
+def test_imap_raises_for_failed_members_after_the_others() -> None:
+    got = {}
+    with pytest.raises(StepLimitError) as caught:
+        for index, result in collatz.imap(((np.int64(n),) for n in range(1, 60)), lanes=4, max_steps=60):
+            got[index] = result
+    want = collatz(np.arange(1, 60), dry_run=True)
+    assert sorted(caught.value.members) == [i for i in range(59) if want[i] >= 60]
+    assert sorted(got) == [i for i in range(59) if want[i] < 60]
+
+
+def test_imap_wants_tuples_of_arguments() -> None:
+    with pytest.raises(TypeError, match=r"each member is the tuple of its arguments"):
+        list(collatz.imap([3, 4], lanes=1))
