@@ -1,5 +1,5 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | abir-opt | filecheck %s
+# RUN: python %s > %t.mlir && filecheck %s < %t.mlir
+# RUN: abir-opt < %t.mlir | filecheck %s
 # Array syntax on batched values: indexing with compile-time and per-member indices, methods,
 # attributes and axis-aware NumPy functions become builtin array prims with their static
 # parameters (index spec, axis, shape) in the op and the Python line in `abir.loc`; astype with a

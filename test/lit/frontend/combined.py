@@ -1,5 +1,5 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | abir-opt | filecheck %s
+# RUN: python %s > %t.mlir && filecheck %s < %t.mlir
+# RUN: abir-opt < %t.mlir | filecheck %s
 # Constructs combined: a loop in a recursive function, an early return from nested loops, a
 # variable defined only on the path that uses it, and `truthy` conditions.
 import abir.context

@@ -1,5 +1,5 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | abir-opt | filecheck %s
+# RUN: python %s > %t.mlir && filecheck %s < %t.mlir
+# RUN: abir-opt < %t.mlir | filecheck %s
 # Operators, chained comparisons, and/or/not, conditional expressions, swaps, compile-time
 # folding of literal arithmetic, NumPy scalars and arrays as strong constants.
 import numpy as np

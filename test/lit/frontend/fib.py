@@ -1,5 +1,5 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | abir-opt | filecheck %s
+# RUN: python %s > %t.mlir && filecheck %s < %t.mlir
+# RUN: abir-opt < %t.mlir | filecheck %s
 # Recursion, an early return inside `if`, Python literals as weak constants.
 import abir.context
 

@@ -1,5 +1,5 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | abir-opt | filecheck %s
+# RUN: python %s > %t.mlir && filecheck %s < %t.mlir
+# RUN: abir-opt < %t.mlir | filecheck %s
 # Item assignment is a functional update: `x[i] = v` and `x[i] += v` become `setitem` array prims
 # (the write counterpart of `getitem`, the same index spec) whose result is the variable's new value; a name holding
 # the same array is rebound to it too, and a loop carries the updated array around.

@@ -1,5 +1,5 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | abir-opt | filecheck %s
+# RUN: python %s > %t.mlir && filecheck %s < %t.mlir
+# RUN: abir-opt < %t.mlir | filecheck %s
 # Mutual recursion with a forward reference; `and` with a call in its right operand branches
 # (short circuit), so is_even runs only where n != 0.
 import abir.context

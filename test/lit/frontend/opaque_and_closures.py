@@ -1,5 +1,5 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | abir-opt | filecheck %s
+# RUN: python %s > %t.mlir && filecheck %s < %t.mlir
+# RUN: abir-opt < %t.mlir | filecheck %s
 # Calls of primitives (callables declared `ctx.primitive`) become opaque prims with their source
 # text; compile-time arguments (keywords, closure constants) are bound in the registered callable. NumPy functions
 # with an Array-API name become builtin prims, axis-aware ones (`np.sum(x, axis=0)`) array

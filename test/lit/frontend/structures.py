@@ -1,5 +1,5 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | abir-opt | filecheck %s
+# RUN: python %s > %t.mlir && filecheck %s < %t.mlir
+# RUN: abir-opt < %t.mlir | filecheck %s
 # Tuples, lists and namedtuples are compile-time structures: flattened into several function
 # arguments and results, specialized per argument structure (@step.s1), rebuilt at calls.
 # Namedtuple state goes through recursion; nested destructuring; `t.x` and `_replace`.

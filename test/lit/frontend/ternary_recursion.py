@@ -1,5 +1,5 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | abir-opt | filecheck %s
+# RUN: python %s > %t.mlir && filecheck %s < %t.mlir
+# RUN: abir-opt < %t.mlir | filecheck %s
 # A conditional expression whose arm recurses branches (only the members choosing that arm call),
 # and the other arm tells what the function returns: the arm calling the function being lowered
 # is left out of the join in the first round, as a base case would be. An arm of cheap operators

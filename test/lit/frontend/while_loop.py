@@ -1,5 +1,5 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | abir-opt | filecheck %s
+# RUN: python %s > %t.mlir && filecheck %s < %t.mlir
+# RUN: abir-opt < %t.mlir | filecheck %s
 # A while loop with per-member trip counts: the header takes one block argument per variable
 # the loop assigns; if/else inside joins into a block argument; augmented assignment.
 import abir.context

@@ -1,7 +1,7 @@
-# RUN: python %s | abir-opt | abir-run - --entry power --arg '[[[2.0, 1.0], [1.0, 3.0]], [[1.0, 0.0], [0.0, 2.0]]]' --arg '[1e-9, 1e-3]' | filecheck %s --check-prefix=POWER
-# RUN: python %s | abir-opt | abir-run - --entry histogram --arg '[[3, 30, 55, 99, 80], [0, 0, 26, 51, 76]]' --backend tf | filecheck %s --check-prefix=HIST
-# RUN: python %s | abir-opt --print-op-generic | abir-run - --entry swap_steps --arg '[1, 2]' --arg '[10, 20]' --arg '[3, 0]' | filecheck %s --check-prefix=SWAP
-# RUN: python %s | abir-opt | filecheck %s --check-prefix=IR
+# RUN: python %s > %t.mlir && abir-opt < %t.mlir | abir-run - --entry power --arg '[[[2.0, 1.0], [1.0, 3.0]], [[1.0, 0.0], [0.0, 2.0]]]' --arg '[1e-9, 1e-3]' | filecheck %s --check-prefix=POWER
+# RUN: abir-opt < %t.mlir | abir-run - --entry histogram --arg '[[3, 30, 55, 99, 80], [0, 0, 26, 51, 76]]' --backend tf | filecheck %s --check-prefix=HIST
+# RUN: abir-opt --print-op-generic < %t.mlir | abir-run - --entry swap_steps --arg '[1, 2]' --arg '[10, 20]' --arg '[3, 0]' | filecheck %s --check-prefix=SWAP
+# RUN: abir-opt < %t.mlir | filecheck %s --check-prefix=IR
 # Python -> text -> abir-opt -> abir-run for programs with arrays (matmul, norms, reductions,
 # per-member indexing and item assignment), tuples (arguments and results flattened into
 # leaves) and loops with per-member trip counts.
