@@ -15,6 +15,7 @@ wrong kind, malformed `-p` syntax, an input file that cannot be read.
 import argparse
 import dataclasses
 import difflib
+import functools
 import os
 import sys
 import textwrap
@@ -33,7 +34,6 @@ from abir.dialects import get_all_dialects, verify_error_text, verify_module
 from abir.dialects.parsing import AbirParser, located_error_text
 from abir.errors import AbirError
 from abir.passes import PASSES, get_all_passes
-from abir.passes.pipeline import DEFAULT_PIPELINE
 
 OPTION_SYNTAX = (
     "Pass options: -p 'infer-types{entry=f arg-types=i64,f64}': a pass's options in braces, separated by "
@@ -144,8 +144,7 @@ class AbirOptMain(xDSLOptMain):
         arg_parser.add_argument("--list-abir-passes", action="store_true",
                                 help="list abir's passes with one line each, and exit")  # fmt: skip
         xdsl_passes = [name for name in self.available_passes if name not in PASSES]
-        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
-        arg_parser.description = help_text(arg_parser.description or "", PASSES)
+        arg_parser.formatter_class = functools.partial(HelpFormatter, description=arg_parser.description or "")
         arg_parser.epilog = wrapped("xDSL's passes, which -p takes too:", xdsl_passes)
         for action in arg_parser._actions:  # noqa: SLF001 (argparse has no public lookup)
             if action.dest == "passes":
@@ -158,8 +157,24 @@ class AbirOptMain(xDSLOptMain):
         super().run()
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """`--help`'s layout, its description widened by `help_text` only when the help is printed: the
+    default pipeline comes from the pipeline's module, which imports most passes, a cost that every
+    other run of abir-opt (a round trip, a single pass) is spared."""
+
+    def __init__(self, prog: str, description: str) -> None:
+        super().__init__(prog)
+        self.description = description
+
+    def add_text(self, text: str | None) -> None:
+        super().add_text(help_text(text, PASSES) if text is not None and text == self.description else text)
+
+
 def help_text(description: str, abir_passes: Iterable[str]) -> str:
     """The top of `--help`: the tool, abir's passes and how to give pass options."""
+    # The pipeline's module imports most passes: only the help needs it (HelpFormatter).
+    from abir.passes.pipeline import DEFAULT_PIPELINE
+
     heading = "abir's passes (abir-opt --list-abir-passes says what each does):"
     spec = wrapped("", DEFAULT_PIPELINE.split(",")).replace(", ", ",")  # as -p takes it, broken after commas
     pipeline = f"The default pipeline, which abir-lower runs:{spec}"
