@@ -29,6 +29,7 @@ import abir
 from abir import TensorType
 from abir.calling import resolve_backend
 from abir.errors import HelperError, TypeInferenceError
+from abir.numpy_calls.templates import NotCompilableError
 from abir.opaque import UncompilableHelperError
 
 Point = collections.namedtuple("Point", "x y")
@@ -584,13 +585,15 @@ def test_primitive_failing_in_the_stackless_executor_is_explained():
 
 
 def test_primitive_falling_back_to_numpy_under_xla_is_explained():
-    # TF runs NumPy code inside a graph as a `numpy_function`, which XLA cannot compile; the error
-    # names the helper on every call (the second call reuses the traced graph).
+    # TF runs NumPy code inside a graph as a `numpy_function`, which XLA cannot compile; forced
+    # XLA names the primitive, its call site and the fix on every call (the second call reuses
+    # the traced graph), and the default backend runs it without XLA.
     f = batched(uses_reject_negative, primitives=(reject_negative,))
     xla = abir.TensorFlowBackend(jit_compile=True)
     for _ in range(2):
-        with pytest.raises(HelperError, match=r"the helper 'reject_negative'"):
+        with pytest.raises(NotCompilableError, match=r"test_call_contract.py:\d+: .*uses_reject_negative(.|\n)*primitive reject_negative(.|\n)*jit_compile=False"):
             f(np.array([4, 1, 2]), backend=xla)
+    np.testing.assert_array_equal(f(np.array([4, 1, 2]), backend=abir.TensorFlowBackend()), [5, 2, 3])
 
 
 def test_abir_errors_raised_in_a_primitive_pass_unchanged():
