@@ -36,7 +36,7 @@ from abir.types import TensorType, ir_type
 from abir.vm.inputs import batch_size_of, prepare_inputs
 from abir.vm.machine import LaneWindow, Machine, check_max_steps, compile_machine, lane_flag_keys
 from abir.vm.stackless import execute_stackless
-from abir.vm.state_ops import STOPPED_AT, register_key
+from abir.vm.state_ops import flag_normal_value, register_key
 
 CALL_OPTIONS = (
     "backend", "max_stack_depth", "max_steps", "dry_run", "stackless", "block_code_cache", "pad_batch", "lanes", "progress",
@@ -460,13 +460,13 @@ class Compiler:
         machine = program.machine
 
         def windows() -> Iterator[LaneWindow]:
-            for block_leaves, block_treedefs, block_count in _chain(first, blocks):
+            for block_leaves, block_treedefs, block_count in itertools.chain([first], blocks):
                 if block_treedefs != treedefs:
                     raise TypeError(
                         f"the members of {name}.imap() must all have the arguments' structure of the first: "
                         f"{list(block_treedefs)} is not {list(treedefs)}"
                     )
-                arrays = machine._pending_inputs(block_leaves, backend)
+                arrays = machine.pending_inputs(block_leaves, backend)
                 yield LaneWindow(arrays, block_count, (False,) * len(arrays))
 
         failed: dict[int, dict[str, int]] = {}
@@ -480,18 +480,18 @@ class Compiler:
             for finished in flushes:
                 for j, member in enumerate(finished.members.tolist()):
                     flags = {key: int(finished.values[key][j]) for key in flag_keys}
-                    if any(value != (-1 if key == STOPPED_AT else 0) for key, value in flags.items()):
+                    if any(value != flag_normal_value(key) for key, value in flags.items()):
                         failed[member] = flags
                         continue
                     leaves_out = [finished.values[key][j] for key in outputs]
                     yield member, optree.tree_unflatten(program.frontend.output_treedef, leaves_out)
         if failed:
             size = max(failed) + 1
-            arrays = {key: np.full(size, -1 if key == STOPPED_AT else 0, np.int32) for key in flag_keys}
+            arrays = {key: np.full(size, flag_normal_value(key), np.int32) for key in flag_keys}
             for member, flags in failed.items():
                 for key, value in flags.items():
                     arrays[key][member] = value
-            error = machine._lane_member_errors(backend, arrays, int(options.max_stack_depth), options.max_steps)
+            error = machine.lane_member_errors(backend, arrays, int(options.max_stack_depth), options.max_steps)
             if error is not None:
                 raise error
 
@@ -593,7 +593,7 @@ def run_with_lanes(
             "(jax.jit, jax.vmap, tf.function) or sharded over devices; call it on concrete arrays, or drop lanes="
         )
     lanes = batch_size if options.lanes is None else min(int(options.lanes), batch_size)
-    bar = progress_bar(name, batch_size) if options.progress else None
+    bar = progress_bar(f"{name}(..., progress=True)", batch_size, "member") if options.progress else None
     try:
         outcome = program.machine.run_lanes(
             leaves,
@@ -616,11 +616,6 @@ def run_with_lanes(
         error.unfinished = np.flatnonzero(~succeeded).tolist()  # type: ignore[union-attr]
         raise error
     return results
-
-
-def _chain(first: Any, rest: Iterator[Any]) -> Iterator[Any]:
-    yield first
-    yield from rest
 
 
 def member_blocks(
@@ -655,13 +650,16 @@ def member_blocks(
         start += len(block)
 
 
-def progress_bar(name: str, members: int) -> Any:
-    """A tqdm bar of the members of a call to `name` finished."""
+def progress_bar(caller: str, total: int, unit: str) -> Any:
+    """A tqdm bar of `total` `unit`s for `caller` (the call that asked for it, named in the
+    error when tqdm is missing); tqdm is imported only when a bar is asked for."""
     try:
         from tqdm.auto import tqdm
-    except ImportError:
-        raise ImportError(f"{name}(..., progress=True) shows a tqdm bar; install tqdm (pip install tqdm)") from None
-    return tqdm(total=members, desc=name, unit="member")
+    except ImportError as error:
+        raise ImportError(
+            f"{caller} shows its bar with tqdm, which is not installed: pip install tqdm, or call with progress=False"
+        ) from error
+    return tqdm(total=total, desc=caller.split("(")[0], unit=unit)
 
 
 def machine_rows(batch_size: int, options: CallOptions) -> int:

@@ -161,9 +161,18 @@ BlackjaxChain = collections.namedtuple("BlackjaxChain", ["q", "leapfrogs", "sum_
 
 
 def make_blackjax(precision: np.ndarray, step_size: float, max_depth: int, num_steps: int):
-    """`jit(vmap(run_chain))` of BlackJAX's NUTS on the same Gaussian: `num_steps` transitions of
-    `blackjax.nuts(...).step` in a `lax.scan`, one PRNG key per chain, identity inverse mass matrix
-    (given as its diagonal of ones), at most `max_depth` doublings (2**max_depth - 1 leapfrogs).
+    """`make_blackjax_for` the same Gaussian (precision matrix `precision`)."""
+    import jax.numpy as jnp
+
+    prec = jnp.asarray(precision)
+    return make_blackjax_for(lambda q: -0.5 * (q @ prec @ q), precision.shape[0], step_size, max_depth, num_steps)
+
+
+def make_blackjax_for(logdensity, dim: int, step_size: float, max_depth: int, num_steps: int):
+    """`jit(vmap(run_chain))` of BlackJAX's NUTS on the one-chain `logdensity` of a `dim`-vector:
+    `num_steps` transitions of `blackjax.nuts(...).step` in a `lax.scan`, one PRNG key per chain,
+    identity inverse mass matrix (given as its diagonal of ones), at most `max_depth` doublings
+    (2**max_depth - 1 leapfrogs), no warm-up.
 
     Called as `fn(q0 [B, D], keys [B])`; returns a `BlackjaxChain` whose `leapfrogs` is
     `NUTSInfo.num_integration_steps` per chain and transition ([B, num_steps])."""
@@ -172,13 +181,8 @@ def make_blackjax(precision: np.ndarray, step_size: float, max_depth: int, num_s
     import jax.numpy as jnp
     from jax import lax
 
-    prec = jnp.asarray(precision)
     nuts = blackjax.nuts(
-        lambda q: -0.5 * (q @ prec @ q),
-        step_size,
-        jnp.ones(precision.shape[0]),
-        max_num_doublings=max_depth,
-        divergence_threshold=ex.MAX_ENERGY_ERROR,
+        logdensity, step_size, jnp.ones(dim), max_num_doublings=max_depth, divergence_threshold=ex.MAX_ENERGY_ERROR
     )
 
     def run_chain(q, key):

@@ -232,28 +232,11 @@ def check_tfp_nuts(got: Any, depth: int) -> None:
 
 def blackjax_nuts(logdensity: Callable[[Any], Any], q0: np.ndarray, eps: float, depth: int,
                   steps: int) -> Callable[[], Any]:  # fmt: skip
-    """BlackJAX's NUTS as `jit(vmap(...))` over the chains of `q0` on the one-chain `logdensity`
-    (same step size, transitions and depth cap as abir; identity mass matrix; no warm-up)."""
-    import blackjax
+    """BlackJAX's NUTS (`bench/nuts.py`'s `make_blackjax_for`) over the chains of `q0` on the
+    one-chain `logdensity` (same step size, transitions and depth cap as abir; no warm-up)."""
     import jax
-    import jax.numpy as jnp
-    from jax import lax
 
-    nuts = blackjax.nuts(logdensity, eps, jnp.ones(q0.shape[1]), max_num_doublings=depth,
-                         divergence_threshold=ex.MAX_ENERGY_ERROR)  # fmt: skip
-
-    def run_chain(q: Any, key: Any) -> Any:
-        def step(carry: Any, step_key: Any) -> Any:
-            state, sum_q, sum_q2 = carry
-            state, info = nuts.step(step_key, state)
-            return (state, sum_q + state.position, sum_q2 + state.position**2), (
-                info.num_integration_steps, info.is_divergent)  # fmt: skip
-
-        init = (nuts.init(q), jnp.zeros_like(q), jnp.zeros_like(q))
-        (state, sum_q, sum_q2), (leapfrogs, divergent) = lax.scan(step, init, jax.random.split(key, steps))
-        return nuts_bench.BlackjaxChain(state.position, leapfrogs, sum_q, sum_q2, divergent.sum())
-
-    run = jax.jit(jax.vmap(run_chain))
+    run = nuts_bench.make_blackjax_for(logdensity, q0.shape[1], eps, depth, steps)
     keys = jax.random.split(jax.random.key(1), q0.shape[0])
     return lambda: run(q0, keys)
 

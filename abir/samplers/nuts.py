@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 import abir
-from abir.calling import resolve_backend
+from abir.calling import progress_bar, resolve_backend
 from abir.samplers import program as per_chain
 
 Stats = collections.namedtuple("Stats", per_chain.Info._fields)
@@ -130,7 +130,7 @@ def nuts(
     keys = chain_keys(seed, positions.shape[0])
     options = {"backend": resolved, "max_stack_depth": per_chain.stack_depth(settings), "dry_run": dry_run}
     state = initial_state(positions, np.float64(step_size), keys, **options)
-    bar = progress_bar(num_warmup + num_draws) if progress else None
+    bar = progress_bar("abir.samplers.nuts(progress=True)", num_warmup + num_draws, "transition") if progress else None
     kept_draws, kept_stats = [], []
     total = num_warmup + num_draws
     for first, count in [*chunks(0, num_warmup, chunk_size), *chunks(num_warmup, total, chunk_size)]:
@@ -152,13 +152,3 @@ def nuts(
     return NutsResult(draws, stats, np.asarray(state.step_size), np.asarray(state.inverse_mass))
 
 
-def progress_bar(total: int):
-    """A tqdm bar of `total` transitions (tqdm is imported only when a bar is asked for)."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError as error:
-        raise ImportError(
-            "abir.samplers.nuts(progress=True) shows its bar with tqdm, which is not installed: "
-            "pip install tqdm, or call with progress=False"
-        ) from error
-    return tqdm(total=total, unit="transition")

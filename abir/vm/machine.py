@@ -956,7 +956,7 @@ class Machine:
             raise ValueError(f"max_stack_depth must be at least 1, got {max_stack_depth}")
         check_max_steps(max_steps)
         with backend.scope(args):
-            pending = self._pending_inputs(args, backend)
+            pending = self.pending_inputs(args, backend)
             members = max(int(array.shape[0]) for array in pending)
             window = LaneWindow(pending, members, tuple(int(a.shape[0]) == 1 for a in pending))
             results = LaneResults(self, members, max_steps is not None)
@@ -975,7 +975,7 @@ class Machine:
             flags = {key: results.values[key] for key in results.flag_keys}
             error: BaseException | None = interrupt
             if error is None:
-                error = self._lane_member_errors(backend, flags, max_stack_depth, max_steps)
+                error = self.lane_member_errors(backend, flags, max_stack_depth, max_steps)
             return LaneOutcome(outputs, results.finished, flags, error)
 
     def lane_flushes(
@@ -1048,7 +1048,7 @@ class Machine:
         state[state_ops.LANE_FILLED] = backend.zeros(filled.shape, np.int32)
         return FinishedMembers(members, values)
 
-    def _pending_inputs(self, args: Sequence[Any], backend: Backend) -> list[Any]:
+    def pending_inputs(self, args: Sequence[Any], backend: Backend) -> list[Any]:
         """Each input leaf checked and cast to its input type, as a backend array of its own
         rows: every member's (N) or one shared by all (1)."""
         types = [self.variables[name].type for name in self.inputs]
@@ -1074,7 +1074,7 @@ class Machine:
         shapes = self.state_shapes(lanes, max_stack_depth)
         inputs = tuple(state_ops.register_key(name) for name in self.inputs)
         resets = tuple(
-            (key, np.full((), -1 if key == state_ops.STOPPED_AT else 0, dtype))
+            (key, np.full((), state_ops.flag_normal_value(key), dtype))
             for key, (_, dtype) in shapes.items()
             if key != state_ops.PC and not state_ops.is_stack_key(key) and key not in inputs
         )
@@ -1117,7 +1117,7 @@ class Machine:
             state[state_ops.ring_key(key)] = backend.zeros(ring, np.dtype(backend.type_of(template).dtype))
         return state
 
-    def _lane_member_errors(
+    def lane_member_errors(
         self, backend: Backend, flags: Mapping[str, np.ndarray], max_stack_depth: int, max_steps: int | None
     ) -> Exception | None:
         """The error the members' flags of a run with lanes call for (members named by their
@@ -1226,7 +1226,7 @@ class LaneOutcome:
         """The members that halted without an error (bool `[N]`)."""
         ok = self.finished.copy()
         for key, flag in self.flags.items():
-            ok &= flag == (-1 if key == state_ops.STOPPED_AT else 0)
+            ok &= flag == state_ops.flag_normal_value(key)
         return ok
 
 
@@ -1264,7 +1264,7 @@ class LaneResults:
         types = {state_ops.register_key(name): machine.variables[name].type for name in machine.outputs}
         self.values = {key: np.zeros((members, *t.shape), t.dtype) for key, t in types.items()}
         for key in self.flag_keys:
-            self.values[key] = np.full(members, -1 if key == state_ops.STOPPED_AT else 0, np.int32)
+            self.values[key] = np.full(members, state_ops.flag_normal_value(key), np.int32)
         self.finished = np.zeros(members, bool)
 
     def put(self, finished: FinishedMembers) -> None:

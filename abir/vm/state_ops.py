@@ -72,6 +72,12 @@ def pointer_key(var: str) -> str:
     return f"sp:{var}"
 
 
+def flag_normal_value(key: str) -> int:
+    """What a member's error flag (`OVERFLOW`, `UNDERFLOW`, `STOPPED_AT`) holds when nothing
+    went wrong: -1 for `STOPPED_AT` (0 is a block), else 0."""
+    return -1 if key == STOPPED_AT else 0
+
+
 def is_stack_key(key: str) -> bool:
     """Whether a state key names a `[D, B, ...]` stack."""
     return key == PC_STACK or key.startswith("s:")
