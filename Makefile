@@ -66,7 +66,9 @@ $(BENCH_SITE)/.installed-nuts: $(BIN)/abir-opt
 bench-nuts: $(BENCH_SITE)/.installed-nuts
 	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/nuts.py $(NUTS_ARGS)
 
-# e.g. make bench-suite SUITE_ARGS="--quick --backends numpy,tf"; TFP (Collatz, NUTS on TF) comes from the same site
+# e.g. make bench-suite SUITE_ARGS="--quick --backends numpy,tf" (no figure: the default arguments write it)
+# TFP (Collatz, NUTS on TF) comes from the same site
+SUITE_ARGS ?= --figure docs/bench_suite.png
 bench-suite: $(BENCH_SITE)/.installed $(BENCH_SITE)/.installed-nuts
 	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/suite.py $(SUITE_ARGS)
 

@@ -475,7 +475,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="steady calls per measurement (median; at least 3, as a backend's second call may still compile)")  # fmt: skip
     parser.add_argument("--nuts-steps", type=int, default=20, help="NUTS transitions per chain")
     parser.add_argument("--quick", action="store_true", help="sizes 8,32, 3 repeats, small inputs, 3 NUTS steps")
-    parser.add_argument("--figure", default="docs/bench_suite.png", help="where to save the ratio figure")
+    parser.add_argument("--figure", default=None,
+                        help="where to save the ratio figure (none by default; make bench-suite writes docs/bench_suite.png)")
     args = parser.parse_args(argv)
     unknown = set(args.programs.split(",")) - set(names)
     if unknown:
@@ -509,7 +510,8 @@ def main(argv: list[str] | None = None) -> int:
     failures = [r for r in rows if r.abir.error is not None]
     for row in failures:
         print(f"FAILED {row.program} on {row.backend} B={row.size}: {row.abir.error}")
-    draw_figure(rows, args.figure)
+    if args.figure:
+        draw_figure(rows, args.figure)
     return 1 if failures else 0
 
 
