@@ -17,6 +17,8 @@ and kept in the table as FAILED. First call = a fresh compile (fresh `abir.Conte
 `jax.jit`/`tf.function`) traced, compiled and run; steady = median of `--repeats` later calls.
 The ratio is the best alternative's steady time over abir's on that backend (above 1: abir is
 faster). Progress goes to stderr; stdout ends with one Markdown table per backend.
+`--processes N` runs the whole measurement in N fresh processes, one after another, and reports
+the medians and each ratio's range over them: a process's XLA thread pool can make it slower.
 """
 
 from __future__ import annotations
@@ -26,9 +28,12 @@ import dataclasses
 import datetime
 import importlib.metadata
 import importlib.util
+import json
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -76,6 +81,7 @@ class Row:
     abir: Timing
     alternative: str
     best: Timing
+    spread: str = ""  # the ratio's range over processes, with --processes
 
 
 def family(label: str) -> str:
@@ -394,16 +400,19 @@ def print_row(row: Row) -> None:
 def markdown_tables(rows: list[Row]) -> list[str]:
     """One Markdown table per backend, its ratio column naming the backend (docs/performance.md's form)."""
     lines = []
+    spread = any(r.spread for r in rows)
     for backend in dict.fromkeys(r.backend for r in rows):
         lines += [
             "",
             f"| program | B | abir on {backend} | best alternative | its time | ratio on {backend} "
-            "(alternative / abir) | abir first call | alternative first call |",
-            "|---|---|---|---|---|---|---|---|",
+            "(alternative / abir) |" + (" ratio's range over processes |" if spread else "")
+            + " abir first call | alternative first call |",
+            "|---|---|---|---|---|---|---|---|" + ("---|" if spread else ""),
         ]
         lines += [
             f"| {r.program} | {r.size} | {seconds(r.abir.steady)} | {r.alternative} | {seconds(r.best.steady)} | "
-            f"{ratio(r)} | {seconds(r.abir.first)} | {seconds(r.best.first)} |"
+            f"{ratio(r)} |" + (f" {r.spread} |" if spread else "")
+            + f" {seconds(r.abir.first)} | {seconds(r.best.first)} |"
             for r in rows
             if r.backend == backend
         ]
@@ -475,6 +484,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="steady calls per measurement (median; at least 3, as a backend's second call may still compile)")  # fmt: skip
     parser.add_argument("--nuts-steps", type=int, default=20, help="NUTS transitions per chain")
     parser.add_argument("--quick", action="store_true", help="sizes 8,32, 3 repeats, small inputs, 3 NUTS steps")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="run the whole measurement in this many fresh processes, one after another, and report "
+                             "the median and the ratio's range (XLA's thread pool differs per process)")  # fmt: skip
+    parser.add_argument("--rows-json", default=None, help=argparse.SUPPRESS)  # a child process's rows
     parser.add_argument("--figure", default=None,
                         help="where to save the ratio figure (none by default; make bench-suite writes docs/bench_suite.png)")
     args = parser.parse_args(argv)
@@ -487,15 +500,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
-    import jax
-
-    jax.config.update("jax_enable_x64", True)  # the alternatives compute in float64, as abir does
-    print("\n".join(header_lines(argv)))
-    backends = abir_backends(args.backends.split(","))
-    print(PROGRESS_HEADER, file=sys.stderr)
+def measured_rows(args: argparse.Namespace, backends: dict[str, Callable[[], abir.Backend]]) -> list[Row]:
+    """Every selected program at every size, in this process."""
     rows: list[Row] = []
     for name in args.programs.split(","):
         for size in (int(s) for s in args.sizes.split(",")):
@@ -505,6 +511,69 @@ def main(argv: list[str] | None = None) -> int:
                 rows += nuts_rows(name, size, backends, args.nuts_steps, args.repeats)
             else:
                 rows += program_rows(sp.SUITE[name], size, backends, args.repeats, args.quick)
+    return rows
+
+
+def without_option(argv: list[str], option: str) -> list[str]:
+    """`argv` without `option` and its value (either `--option value` or `--option=value`)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == option:
+            skip = True
+        elif not arg.startswith(option + "="):
+            kept.append(arg)
+    return kept
+
+
+def rows_over_processes(argv: list[str], processes: int) -> list[Row]:
+    """The measurement run `processes` times, each in a fresh process; per row the median times
+    and the range of the ratio over the processes that ran it."""
+    child_argv = without_option(without_option(without_option(argv, "--processes"), "--figure"), "--rows-json")
+    runs: list[list[Row]] = []
+    with tempfile.TemporaryDirectory() as directory:
+        for k in range(processes):
+            path = Path(directory) / f"rows{k}.json"
+            print(f"process {k + 1} of {processes}", file=sys.stderr, flush=True)
+            subprocess.run([sys.executable, __file__, *child_argv, "--rows-json", str(path)],
+                           check=False, stdout=subprocess.DEVNULL)  # fmt: skip
+            if path.exists():
+                runs.append([row_from_dict(d) for d in json.loads(path.read_text())])
+    return [median_row(same) for same in zip(*runs, strict=True)] if runs else []
+
+
+def row_from_dict(fields: dict[str, Any]) -> Row:
+    return Row(**{**fields, "abir": Timing(**fields["abir"]), "best": Timing(**fields["best"])})
+
+
+def median_row(same: tuple[Row, ...]) -> Row:
+    """One row of several processes' runs of it: median times, the ratio's range as `spread`."""
+    def median_timing(timings: list[Timing]) -> Timing:
+        errors = [t.error for t in timings if t.error is not None]
+        if errors:
+            return Timing(error=errors[0])
+        return Timing(first=statistics.median(t.first for t in timings), steady=statistics.median(t.steady for t in timings))
+
+    row = dataclasses.replace(same[0], abir=median_timing([r.abir for r in same]), best=median_timing([r.best for r in same]))
+    ratios = [r.best.steady / r.abir.steady for r in same if r.abir.error is None and r.best.error is None]
+    if ratios:
+        row.spread = f"{min(ratios):.3g}x-{max(ratios):.3g}x over {len(ratios)}"
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # the alternatives compute in float64, as abir does
+    print("\n".join(header_lines(argv)))
+    backends = abir_backends(args.backends.split(","))
+    print(PROGRESS_HEADER, file=sys.stderr)
+    rows = rows_over_processes(argv, args.processes) if args.processes > 1 else measured_rows(args, backends)
+    if args.rows_json:
+        Path(args.rows_json).write_text(json.dumps([dataclasses.asdict(row) for row in rows]))
     print("\nsteady = median of later calls; ratio = best alternative's steady time / abir's on that backend")
     print("\n".join(markdown_tables(rows)))
     failures = [r for r in rows if r.abir.error is not None]
