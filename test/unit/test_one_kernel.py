@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import abir
-from abir.backends.jax import cost
+from abir.backends.jax import array_ops, cost
 from abir.backends.jax import one_kernel as compilation
 
 ctx = abir.Context()
@@ -328,3 +328,20 @@ def test_products_by_a_large_matrix_are_products_per_member_in_one_kernel() -> N
     with traced_as(scatter_free=True):
         got = jax.jit(ops.matmul)(jnp.asarray(x), jnp.asarray(matrix))
     np.testing.assert_allclose(np.asarray(got), x @ matrix, rtol=1e-5, atol=1e-5)
+
+
+@ctx.batch(type_inference=lambda types: types[0])
+def filled(x, n):
+    """A slice assignment of more positions than `SELECTED_WRITES`: a scatter."""
+    x = x.copy()
+    x[1:] = x[1:] + n
+    return x
+
+
+def test_a_wide_item_assignment_keeps_its_scatter() -> None:
+    x, n = np.zeros((8, 2 + array_ops.SELECTED_WRITES)), np.arange(8.0)
+    cache: dict = {}
+    got = filled(x, n, backend=abir.JaxBackend(code_cache=cache))
+    np.testing.assert_array_equal(np.asarray(got), per_member(filled, x, n))
+    loop = runner(cache)
+    assert list(loop.chosen.values()) == [loop.plain]

@@ -22,6 +22,11 @@ from abir.array_ops import ArrayOps
 from abir.backends.jax.cost import STRIDED_PRODUCT_MIN_BYTES
 from abir.backends.jax.mode import trace_mode
 
+SELECTED_WRITES = 8
+"""At most this many positions per item assignment are written by selects (K selects over the
+member's N elements, each unrolled in the loop's code); more keep the scatter, and the loop its
+kernel sequence."""
+
 
 def _large_matrix(matrix: Any) -> bool:
     shape = getattr(matrix, "shape", ())
@@ -43,10 +48,10 @@ class JaxArrayOps(ArrayOps):
         return super().matmul(a, b)
 
     def scatter(self, x: Any, positions: Any, values: Any) -> Any:
-        """Where the loop is traced to be one kernel, written without a scatter: each of the K
-        written positions in turn, by a select over the member's N elements (so a later write to
-        the same position wins, as in the scatter)."""
-        if not trace_mode().scatter_free:
+        """Where the loop is traced to be one kernel and at most `SELECTED_WRITES` positions are
+        written, without a scatter: each of the K written positions in turn, by a select over the
+        member's N elements (so a later write to the same position wins, as in the scatter)."""
+        if not trace_mode().scatter_free or positions.shape[1] > SELECTED_WRITES:
             return super().scatter(x, positions, values)
         elements = jnp.arange(x.shape[1], dtype=positions.dtype)[None, :]
         for k in range(positions.shape[1]):
