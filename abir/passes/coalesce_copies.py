@@ -70,12 +70,13 @@ def _interference(program: stack.ProgramOp, successors: dict[Block, list[Block]]
     outputs = {o.string_value() for o in program.outputs.data}
     exit_live = {b: outputs for b in blocks if isinstance(b.last_op, stack.HaltOp)}
     live_in, live_out = backward_liveness(blocks, successors.__getitem__, uses, defs, exit_live)
+    # one way first (a pair meets at many points of the program), both ways at the end
     edges: dict[str, set[str]] = {}
 
-    def interfere(a: str, b: str) -> None:
-        if a != b:
-            edges.setdefault(a, set()).add(b)
-            edges.setdefault(b, set()).add(a)
+    def interfere(a: str, others: set[str]) -> None:
+        others = others - {a}
+        if others:
+            edges.setdefault(a, set()).update(others)
 
     for block in blocks:
         live = set(live_out[block]) | exit_live.get(block, set())
@@ -83,20 +84,20 @@ def _interference(program: stack.ProgramOp, successors: dict[Block, list[Block]]
             reads, writes = reads_writes(op)
             copied = dict(zip(writes, reads, strict=True)) if isinstance(op, stack.WriteOp) else {}
             for written in writes:
-                for other in live:
-                    if copied.get(written) != other:
-                        interfere(written, other)
+                interfere(written, live - {copied.get(written)})
             together = writes if not isinstance(op, stack.PushOp) else reads
             for a, b in combinations(together, 2):
-                interfere(a, b)
+                interfere(a, {b})
             live -= set(writes)
             live |= set(reads)
     inputs = [i.string_value() for i in program.inputs.data]
     for a, b in combinations(inputs, 2):
-        interfere(a, b)
+        interfere(a, {b})
     for name in inputs:
-        for other in live_in[blocks[0]]:
-            interfere(name, other)
+        interfere(name, set(live_in[blocks[0]]))
+    for a, others in list(edges.items()):
+        for b in others:
+            edges.setdefault(b, set()).add(a)
     return edges
 
 

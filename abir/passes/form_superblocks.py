@@ -94,10 +94,11 @@ class _Program:
         successors = {n: _flow_targets(b) for n, b in self.blocks.items()}
         self.depth = loop_depths(successors)
         self.entered_otherwise = _entered_otherwise(self.blocks.values())
+        self.reference_counts = Counter(target for targets in successors.values() for target in targets)
 
     def references(self, number: int) -> int:
         """How many jumps, branch arms and side exits lead to block `number`."""
-        return sum(_flow_targets(block).count(number) for block in self.blocks.values())
+        return self.reference_counts[number]
 
     def absorbable(self, head: int, arm: int) -> bool:
         """Whether `arm` is entered only by the branch that ends `head`."""

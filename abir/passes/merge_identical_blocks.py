@@ -34,10 +34,30 @@ from abir.passes.analysis import CALL_LOCATION_ATTR, LOCATION_ATTR, the_vm_progr
 from abir.passes.form_superblocks import renumber
 
 
-def block_key(block: vm.BlockOp) -> tuple[object, ...]:
+class AttributeTexts:
+    """Each attribute's text (`str`), printed once per attribute object: the blocks' keys are
+    computed again in every round of merging, mostly of the same attributes. The objects are
+    kept, so that no other object can take a printed one's `id` while the texts are in use."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[Attribute, str]] = {}
+
+    def __call__(self, attribute: Attribute) -> str:
+        kept = self._texts.get(id(attribute))
+        if kept is None:
+            kept = self._texts[id(attribute)] = (attribute, str(attribute))
+        return kept[1]
+
+    def of(self, attributes: Mapping[str, Attribute]) -> tuple[tuple[str, str], ...]:
+        """The (name, text) pairs of `attributes`, sorted by name."""
+        return tuple(sorted((name, self(value)) for name, value in attributes.items()))
+
+
+def block_key(block: vm.BlockOp, texts: AttributeTexts | None = None) -> tuple[object, ...]:
     """What the block does: its attributes, then per op its name, properties, attributes,
     operands (as positions of the block's earlier results) and result types. Names of values
-    play no part."""
+    play no part. `texts` prints the attributes (a fresh `AttributeTexts` by default)."""
+    texts = texts or AttributeTexts()
     positions: dict[SSAValue, int] = {}
     ops: list[tuple[object, ...]] = []
     for op in block.body.block.ops:
@@ -45,15 +65,11 @@ def block_key(block: vm.BlockOp) -> tuple[object, ...]:
             return (id(block),)
         operands = tuple(positions.get(operand, -1 - id(operand)) for operand in op.operands)
         attributes = {name: value for name, value in op.attributes.items() if name != CALL_LOCATION_ATTR}
-        ops.append((op.name, _text(op.properties), _text(attributes), operands, tuple(map(str, op.result_types))))
+        ops.append((op.name, texts.of(op.properties), texts.of(attributes), operands, tuple(map(texts, op.result_types))))
         for result in op.results:
             positions[result] = len(positions)
     attributes = {name: value for name, value in block.attributes.items() if name != LOCATION_ATTR}
-    return (_text(attributes), *ops)
-
-
-def _text(attributes: Mapping[str, Attribute]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((name, str(value)) for name, value in attributes.items()))
+    return (texts.of(attributes), *ops)
 
 
 def redirect(program: vm.ProgramOp, replaced: dict[int, int]) -> None:
@@ -61,12 +77,12 @@ def redirect(program: vm.ProgramOp, replaced: dict[int, int]) -> None:
     vm.retarget_blocks(program.blocks, replaced)
 
 
-def merge_once(program: vm.ProgramOp) -> bool:
+def merge_once(program: vm.ProgramOp, texts: AttributeTexts) -> bool:
     """Merge every group of identical blocks into its first block; whether any merged."""
     first: dict[tuple[object, ...], int] = {}
     replaced: dict[int, int] = {}
     for block in program.blocks:
-        key = block_key(block)
+        key = block_key(block, texts)
         if key in first and block.number != 0:
             replaced[block.number] = first[key]
         else:
@@ -85,7 +101,8 @@ def merge_identical_blocks(module: ModuleOp) -> None:
     """Merge identical vm blocks until none are left (see the module docstring)."""
     program = the_vm_program(module, MergeIdenticalBlocksPass.name)
     changed = False
-    while merge_once(program):
+    texts = AttributeTexts()
+    while merge_once(program, texts):
         changed = True
     if changed:
         numbers = sorted(block.number for block in program.blocks)

@@ -4,6 +4,7 @@ between nearby batch sizes.
 * `abir.lru.LRUCache` keeps the most recently used entries;
 * a `Context` keeps at most `cache_size` compiled programs, each at most `RUN_CACHE_SIZE`
   compiled runs, and everything it compiled is freed when the context is garbage-collected;
+* a function is compiled once per signature, whatever the batch size and backend object;
 * `pad_batch=True` runs the machine on the next power of two rows (the padding members halted
   from the start): B = 100, 101, 102 compile one run, and each equals the per-member Python run.
 """
@@ -19,7 +20,7 @@ import pytest
 
 import abir
 from abir.backends.base import RUN_CACHE_SIZE
-from abir.calling import padded_size
+from abir.calling import Compiler, padded_size
 from abir.lru import LRUCache
 
 
@@ -132,6 +133,28 @@ def test_without_padding_each_batch_size_compiles_its_run(batched_collatz):
     for batch in (100, 101, 102):
         collatz_batched(np.arange(1, batch + 1), 2, backend=backend)
     assert backend.trace_count == 3
+
+
+def test_a_function_compiles_once_for_every_batch_size_and_backend_object(monkeypatch):
+    """The frontend, the passes and the machine's plan run once per function and signature: a
+    call of another batch size, or with another backend object of the same kind, reuses them
+    (only the backend's run is compiled per batch size), and every result equals Python."""
+    compiles = []
+    compile_program = Compiler.compile
+
+    def counted(self, *args, **kwargs):
+        compiles.append(args[0])
+        return compile_program(self, *args, **kwargs)
+
+    monkeypatch.setattr(Compiler, "compile", counted)
+    collatz_batched = abir.Context().batch_uncurried(collatz)
+    backends = [abir.JaxBackend(), abir.JaxBackend()]
+    for batch, backend in [(8, backends[0]), (64, backends[0]), (8, backends[1]), (64, backends[1])]:
+        starts = np.arange(1, batch + 1)
+        got = collatz_batched(starts, 2, backend=backend)
+        np.testing.assert_array_equal(np.asarray(got), collatz_batched(starts, 2, dry_run=True))
+    assert compiles == ["collatz"]
+    assert [backend.trace_count for backend in backends] == [2, 0]
 
 
 @pytest.mark.parametrize("backend", ["numpy", "jax", "tf"])

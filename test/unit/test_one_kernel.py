@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import abir
-from abir.backends.jax import cost
+from abir.backends.jax import array_ops, cost
 from abir.backends.jax import one_kernel as compilation
 
 ctx = abir.Context()
@@ -42,11 +42,37 @@ def collatz(n):
 
 @ctx.batch(type_inference=lambda types: types[0])
 def bumped(x, n):
-    """Item assignment at a per-member index."""
+    """Item assignment at a per-member index, and at constant indices that repeat (the last
+    write wins, as in NumPy)."""
     x = x.copy()
     i = n - n
     while i < n:
         x[i % 4] += 1.0
+        x[REPEATED] = x[REPEATED] + np.array([1.0, 2.0, 5.0]) * (i + 1)
+        i += 1
+    return x
+
+
+REPEATED = np.array([1, 3, 1])
+
+
+@ctx.primitive
+def bump_smallest(x):
+    """Adds 1 to each member's smallest element (the first of equals); on a JAX batch by a
+    scatter at per-member indices."""
+    if hasattr(x, "at") and x.ndim == 2:
+        return x.at[jnp.arange(x.shape[0]), jnp.argmin(x, axis=1)].add(1.0)
+    x = np.array(x)
+    x[np.argmin(x)] += 1.0
+    return x
+
+
+@ctx.batch(type_inference=lambda types: types[0])
+def scattered(x, n):
+    """A loop calling a primitive that scatters: no one kernel."""
+    i = n - n
+    while i < n:
+        x = bump_smallest(x)
         i += 1
     return x
 
@@ -111,24 +137,33 @@ def test_a_large_state_of_a_large_batch_runs_as_kernels_unless_asked(
     assert (list(loop.chosen.values()) == [loop.fused]) is fused
 
 
-def bumped_runs_as_kernels() -> None:
-    """`bumped` equals Python, its loop run as the kernel sequence."""
+def scattered_runs_as_kernels() -> None:
+    """`scattered` equals Python, its loop run as the kernel sequence."""
     x, n = np.zeros((8, 4)), np.arange(8) % 6
     cache: dict = {}
-    got = bumped(x, n, backend=abir.JaxBackend(code_cache=cache))
-    np.testing.assert_array_equal(np.asarray(got), per_member(bumped, x, n))
+    got = scattered(x, n, backend=abir.JaxBackend(code_cache=cache))
+    np.testing.assert_array_equal(np.asarray(got), per_member(scattered, x, n))
     loop = runner(cache)
     assert list(loop.chosen.values()) == [loop.plain]
 
 
 def test_a_loop_with_a_scatter_falls_back_to_kernels() -> None:
-    bumped_runs_as_kernels()
+    scattered_runs_as_kernels()
 
 
 def test_a_compilation_xla_refuses_falls_back_to_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
     # told that the loop with a scatter can be one kernel, XLA refuses it as unimplemented
     monkeypatch.setattr(compilation, "one_kernel_possible", lambda jaxpr: True)
-    bumped_runs_as_kernels()
+    scattered_runs_as_kernels()
+
+
+def test_item_assignment_runs_in_one_kernel_and_equals_python() -> None:
+    x, n = np.arange(32.0).reshape(8, 4), np.arange(8) % 6
+    cache: dict = {}
+    got = bumped(x, n, backend=abir.JaxBackend(code_cache=cache))
+    np.testing.assert_array_equal(np.asarray(got), per_member(bumped, x, n))
+    loop = runner(cache)
+    assert list(loop.chosen.values()) == [loop.fused]
 
 
 def test_the_decision_is_made_once_per_state_signature() -> None:
@@ -293,3 +328,20 @@ def test_products_by_a_large_matrix_are_products_per_member_in_one_kernel() -> N
     with traced_as(scatter_free=True):
         got = jax.jit(ops.matmul)(jnp.asarray(x), jnp.asarray(matrix))
     np.testing.assert_allclose(np.asarray(got), x @ matrix, rtol=1e-5, atol=1e-5)
+
+
+@ctx.batch(type_inference=lambda types: types[0])
+def filled(x, n):
+    """A slice assignment of more positions than `SELECTED_WRITES`: a scatter."""
+    x = x.copy()
+    x[1:] = x[1:] + n
+    return x
+
+
+def test_a_wide_item_assignment_keeps_its_scatter() -> None:
+    x, n = np.zeros((8, 2 + array_ops.SELECTED_WRITES)), np.arange(8.0)
+    cache: dict = {}
+    got = filled(x, n, backend=abir.JaxBackend(code_cache=cache))
+    np.testing.assert_array_equal(np.asarray(got), per_member(filled, x, n))
+    loop = runner(cache)
+    assert list(loop.chosen.values()) == [loop.plain]

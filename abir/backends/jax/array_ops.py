@@ -1,6 +1,7 @@
 """The array prims' operations on JAX arrays (`jax_array_ops`, named in `abir.backend_registry`):
-jax.numpy's, with each member's product by one large matrix emitted as a product per member in
-a loop traced to be one kernel.
+jax.numpy's, with each member's product by one large matrix emitted as a product per member, and
+item assignment written by selects instead of a scatter, in a loop traced to be one kernel (whose
+emitter cannot emit a scatter: `abir.backends.jax.one_kernel`).
 
 XLA's one-kernel emitter (`abir.backends.jax.one_kernel`) makes a matrix product a loop of
 multiply-adds, one output element after another, reading the matrix across its rows: a miss
@@ -21,6 +22,11 @@ from abir.array_ops import ArrayOps
 from abir.backends.jax.cost import STRIDED_PRODUCT_MIN_BYTES
 from abir.backends.jax.mode import trace_mode
 
+SELECTED_WRITES = 8
+"""At most this many positions per item assignment are written by selects (K selects over the
+member's N elements, each unrolled in the loop's code); more keep the scatter, and the loop its
+kernel sequence."""
+
 
 def _large_matrix(matrix: Any) -> bool:
     shape = getattr(matrix, "shape", ())
@@ -28,8 +34,9 @@ def _large_matrix(matrix: Any) -> bool:
 
 
 class JaxArrayOps(ArrayOps):
-    """jax.numpy's operations; `matmul` of per-member vectors (rows of a [B, K] array) by one large
-    [K, N] matrix is a product per member where the loop is traced to be one kernel."""
+    """jax.numpy's operations; where the loop is traced to be one kernel, `matmul` of per-member
+    vectors (rows of a [B, K] array) by one large [K, N] matrix is a product per member and
+    `scatter` (item assignment) a select per written position."""
 
     def __init__(self) -> None:
         super().__init__(jnp)
@@ -39,6 +46,17 @@ class JaxArrayOps(ArrayOps):
             matrix = jnp.asarray(b)
             return lax.map(lambda row: lax.dot_general(row, matrix, (((0,), (0,)), ((), ()))), jnp.asarray(a))
         return super().matmul(a, b)
+
+    def scatter(self, x: Any, positions: Any, values: Any) -> Any:
+        """Where the loop is traced to be one kernel and at most `SELECTED_WRITES` positions are
+        written, without a scatter: each of the K written positions in turn, by a select over the
+        member's N elements (so a later write to the same position wins, as in the scatter)."""
+        if not trace_mode().scatter_free or positions.shape[1] > SELECTED_WRITES:
+            return super().scatter(x, positions, values)
+        elements = jnp.arange(x.shape[1], dtype=positions.dtype)[None, :]
+        for k in range(positions.shape[1]):
+            x = jnp.where(elements == positions[:, k : k + 1], values[:, k : k + 1], x)
+        return x
 
 
 def jax_array_ops() -> ArrayOps:
