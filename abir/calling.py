@@ -14,6 +14,7 @@ undecorated helper becomes an `abir.errors.HelperError` naming it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ CALL_OPTIONS = (
 MAX_HELPER_STRUCTURE_ROUNDS = 16
 PARSED_OPTIONS = 64
 """How many distinct keyword sets of batched calls keep their parsed `CallOptions`."""
+STEADY_CALLS = 16
+"""How many argument signatures of repeated calls a `Compiler` keeps a `SteadyCall` for."""
 
 
 @dataclass(frozen=True)
@@ -78,21 +81,44 @@ class CompiledProgram:
     machine: Machine
 
 
+@dataclass(frozen=True)
+class SteadyCall:
+    """What a call found for its arguments once they passed every check, reused by later calls
+    whose arguments have the same `steady_signature` (so the same checks would pass again): the
+    options, the compiled program and the key it is cached under (it is used only while that
+    cache still holds it), and the batch size."""
+
+    options: CallOptions
+    program: CompiledProgram
+    program_key: Any
+    batch_size: int
+
+
 _PARSED_OPTIONS = LRUCache(PARSED_OPTIONS)
+
+
+def options_key(kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """The key `parse_call_options` caches a keyword set's options by, or None when they are not
+    reused (no backend named, or an unhashable value such as a `block_code_cache` dict)."""
+    if kwargs.get("backend") is None:
+        return None
+    # the types too: 1 == True, yet pad_batch=1 and max_stack_depth=True are errors
+    key = tuple((name, type(value), value) for name, value in kwargs.items())
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def parse_call_options(function_name: str, kwargs: Mapping[str, Any]) -> CallOptions:
     """Check the keyword arguments of a batched call and fill in defaults. Calls that name their
     backend reuse the options parsed for the same keywords before (a call without one gets a
     fresh NumPy backend, which is not shared)."""
-    if kwargs.get("backend") is None:
+    key = options_key(kwargs)
+    if key is None:
         return _parse_call_options(function_name, kwargs)
-    try:
-        # the types too: 1 == True, yet pad_batch=1 and max_stack_depth=True are errors
-        key = tuple((name, type(value), value) for name, value in kwargs.items())
-        options = _PARSED_OPTIONS.get(key)
-    except TypeError:  # an unhashable value (a block_code_cache dict): nothing to reuse
-        return _parse_call_options(function_name, kwargs)
+    options = _PARSED_OPTIONS.get(key)
     if options is None:
         options = _PARSED_OPTIONS[key] = _parse_call_options(function_name, kwargs)
     return options
@@ -298,6 +324,18 @@ def signature_of(leaves: Sequence[Any]) -> tuple[TensorType, ...]:
     return tuple(TensorType(leaf_dtype(leaf), leaf_shape(leaf)[1:]) for leaf in leaves)
 
 
+def steady_signature(args: Sequence[Any]) -> tuple[Any, ...] | None:
+    """Each argument's type, shape and dtype when every argument is one array (NumPy's or a
+    backend's), the only arguments whose checks depend on nothing else; None otherwise (a
+    structure, a list of numbers, a Python or NumPy number, whose checks read more)."""
+    signature = []
+    for arg in args:
+        if isinstance(arg, np.generic) or is_structure(arg) or not is_array_leaf(arg) or is_number(arg):
+            return None
+        signature.append((type(arg), tuple(arg.shape), arg.dtype))
+    return tuple(signature)
+
+
 def weak_leaves(leaves: Sequence[Any]) -> tuple[bool, ...]:
     """Which leaves are Python numbers: weak like literals (NEP 50), as in the per-member run."""
     return tuple(isinstance(leaf, bool | int | float) and not isinstance(leaf, np.generic) for leaf in leaves)
@@ -341,6 +379,9 @@ class Compiler:
     def __init__(self, source: ProgramSource, cache: MutableMapping[Any, Any]):
         self.source = source
         self.cache = cache
+        self.steady: MutableMapping[Any, SteadyCall] = LRUCache(STEADY_CALLS)
+        """The `SteadyCall` of each (function, generation, keywords, `steady_signature`) a
+        plain run (one machine on concrete arrays) was called with."""
 
     def compile(
         self,
@@ -390,15 +431,26 @@ class Compiler:
     ) -> CompiledProgram:
         """The compiled program from `cache` (default: this compiler's), compiled on a miss."""
         cache = self.cache if cache is None else cache
-        weak = tuple(weak) if weak is not None else (False,) * len(signature)
-        key = (
-            "abir.program", id(self.source), self.source.generation, name, tuple(treedefs), tuple(signature), weak,
-            backend_kind(backend),
-        )  # fmt: skip
+        key = self.program_key(name, treedefs, signature, backend, weak)
         program = cache.get(key)
         if program is None:
             program = cache[key] = self.compile(name, treedefs, signature, backend, weak)
         return program
+
+    def program_key(
+        self,
+        name: str,
+        treedefs: Sequence[optree.PyTreeSpec],
+        signature: Sequence[TensorType],
+        backend: Backend,
+        weak: Sequence[bool] | None = None,
+    ) -> tuple[Any, ...]:
+        """The key the compiled program of `compiled`'s arguments is cached under."""
+        weak = tuple(weak) if weak is not None else (False,) * len(signature)
+        return (
+            "abir.program", id(self.source), self.source.generation, name, tuple(treedefs), tuple(signature), weak,
+            backend_kind(backend),
+        )  # fmt: skip
 
     def for_call(self, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
         """The compiled program a call `name(*args)` on `backend` runs."""
@@ -412,25 +464,56 @@ class Compiler:
         return self.compiled(name, treedefs, leaf_types, resolve_backend(backend))
 
     def call(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> Any:
-        """Run batched function `name` on `args` (the non-dry-run modes)."""
+        """Run batched function `name` on `args` (the non-dry-run modes). A call whose arguments
+        are arrays of the types, shapes and dtypes of an earlier plain run skips the checks and
+        look-ups that run made (`SteadyCall`); every error the run itself finds is raised the same."""
+        steady_key = self.steady_key(name, args, kwargs)
+        steady = None if steady_key is None else self.steady.get(steady_key)
+        if steady is not None and self.still_steady(steady, args):
+            return self.run_steady(name, steady, args)
         options = parse_call_options(name, kwargs)
         leaves, treedefs = flatten_arguments(name, args)
         batch_size = leaf_batch_size(name, leaves, treedefs, args)
         signature = signature_of(leaves)
+        weak = weak_leaves(leaves)
         with options.backend.scope(leaves), calling_with_batch(batch_size, machine_rows(batch_size, options)):
-            program = self.compiled(
-                name, treedefs, signature, options.backend, weak_leaves(leaves), options.block_code_cache
-            )
-            mark = failure_mark()
-            try:
+            program = self.compiled(name, treedefs, signature, options.backend, weak, options.block_code_cache)
+            with explained_helper_errors():
                 if runs_with_lanes(options, batch_size):
                     return run_with_lanes(name, program, leaves, batch_size, options)
                 outputs = run_program(program, leaves, batch_size, options)
-            except Exception as err:
-                explained = helper_error(err, since=mark)
-                if explained is None:
-                    raise
-                raise explained from err
+        if steady_key is not None and runs_plain(options, leaves, batch_size):
+            key = self.program_key(name, treedefs, signature, options.backend, weak)
+            self.steady[steady_key] = SteadyCall(options, program, key, batch_size)
+        return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
+
+    def steady_key(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """The key of a call's `SteadyCall`, or None when the call cannot have one (its options
+        are not cached, or its arguments are not all arrays: `steady_signature`)."""
+        keywords = options_key(kwargs)
+        if keywords is None:
+            return None
+        signature = steady_signature(args)
+        if signature is None:
+            return None
+        return (name, self.source.generation, keywords, signature)
+
+    def still_steady(self, steady: SteadyCall, args: Sequence[Any]) -> bool:
+        """Whether `steady` holds for arguments of its signature: its program is still the one
+        compiled (not evicted or recompiled), and arrays of the backend are not sharded over
+        devices (a run per shard)."""
+        if self.cache.get(steady.program_key) is not steady.program:
+            return False
+        if all(isinstance(arg, np.ndarray) for arg in args):
+            return True
+        return steady.options.backend.batch_sharding(args) is None
+
+    def run_steady(self, name: str, steady: SteadyCall, args: Sequence[Any]) -> Any:
+        """The results of a call that runs as its `SteadyCall` says."""
+        options, program, batch_size = steady.options, steady.program, steady.batch_size
+        rows = machine_rows(batch_size, options)
+        with options.backend.scope(args), calling_with_batch(batch_size, rows), explained_helper_errors():
+            outputs = run_machine(program, args, options, batch_size)
         return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
     def imap(
@@ -569,6 +652,29 @@ def run_machine(
         max_steps=options.max_steps,
         padded_batch=rows,
     )
+
+
+@contextlib.contextmanager
+def explained_helper_errors() -> Iterator[None]:
+    """Within: a failure of an undecorated helper is raised as the `HelperError` naming it
+    (`abir.opaque.helper_error`)."""
+    mark = failure_mark()
+    try:
+        yield
+    except Exception as err:
+        explained = helper_error(err, since=mark)
+        if explained is None:
+            raise
+        raise explained from err
+
+
+def runs_plain(options: CallOptions, leaves: Sequence[Any], batch_size: int) -> bool:
+    """Whether a call runs one machine on concrete arrays (`run_machine`, called by
+    `run_program`): not an empty batch, stackless, with lanes, traced or sharded."""
+    if batch_size == 0 or options.stackless or runs_with_lanes(options, batch_size):
+        return False
+    backend = options.backend
+    return not any(backend.is_traced(leaf) for leaf in leaves) and backend.batch_sharding(leaves) is None
 
 
 def runs_with_lanes(options: CallOptions, batch_size: int) -> bool:

@@ -8,7 +8,9 @@ reductions over the batch, casts and an in-place row update), so both run the sa
   block that has members at that moment, under a conditional on "any member here", so a member
   passes every forward jump within one sweep and waits only at a jump back (a loop, a call to an
   earlier block, a return). Blocks of the program's tail (`tail_start_of`) run only once every
-  live member is in the tail; a block that jumps to itself repeats while members stand there.
+  live member is in the tail; a block that jumps to itself repeats while members stand there,
+  and so do the blocks of a loop of several blocks (`loop_ranges`), in order, while members
+  stand in it.
   A block's conditional returns only what the block may change: the registers it writes and
   the stacks it pushes onto, its stack write requests scattered inside the branch; the other
   branch passes them through (XLA copies a value a conditional passes through, a small copy per
@@ -82,6 +84,58 @@ def refills_lanes(kernel: Any) -> bool:
     lanes whose member halted start the next one). A sweep runs it at its end, every sweep and
     never compacted; its own work is conditional on a lane having arrived there."""
     return bool(getattr(kernel, "refills_lanes", False))
+
+
+def loop_ranges(kernels: Sequence[Any], tail: int) -> dict[int, int]:
+    """The loops of several consecutive blocks a sweep repeats on their own: `{first: last}`
+    for each range of blocks before the tail whose last block may jump back to its first, from
+    none of which a member moves to a block before the first, into which no later block jumps,
+    and none of which uses the stacks (a call, a return or a push would leave the range and
+    come back). Ranges do not overlap;
+    the shortest is taken first, so of nested loops the inner one repeats. Kernels that do not
+    give their blocks' successors (`kernel.plan.successors`) have none, and so has a run with
+    lanes (`refills_lanes`: its sweeps must reach the refill block)."""
+    plans = [getattr(kernel, "plan", None) for kernel in kernels]
+    if any(plan is None or not hasattr(plan, "successors") for plan in plans) or any(map(refills_lanes, kernels)):
+        return {}
+
+    def stays_from(first: int, block: int) -> bool:
+        plan = plans[block]
+        return not plan.uses_stacks and all(successor >= first for successor in plan.successors)
+
+    def closed(first: int, last: int) -> bool:
+        """No later block jumps back into the range (its members would wait for the range to
+        empty instead of joining the next round)."""
+        return all(not first <= successor <= last for plan in plans[last + 1 :] for successor in plan.successors)
+
+    candidates = []
+    for first in range(tail):
+        for last in range(first + 1, tail):
+            if not stays_from(first, last - 1):
+                break
+            if first in plans[last].successors and stays_from(first, last) and closed(first, last):
+                candidates.append((last - first, first, last))
+                break
+    ranges: dict[int, int] = {}
+    taken: set[int] = set()
+    for _, first, last in sorted(candidates):
+        blocks = set(range(first, last + 1))
+        if taken.isdisjoint(blocks):
+            ranges[first] = last
+            taken |= blocks
+    return ranges
+
+
+def sweep_parts(blocks: int, ranges: Mapping[int, int]) -> list[tuple[int, int]]:
+    """What a sweep runs, in order: `(first, last)` of each range of `ranges`, `(block, block)`
+    of every other block."""
+    parts = []
+    block = 0
+    while block < blocks:
+        last = ranges.get(block, block)
+        parts.append((block, last))
+        block = last + 1
+    return parts
 
 
 def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
@@ -310,13 +364,15 @@ class TracedLoop(abc.ABC):
         true through the tail); a block that jumps to itself repeats in a loop of its own (each
         repeat counts as a loop iteration, so a member that never leaves stops the launch), run
         without a conditional since the loop's condition found a member there
-        (docs/performance.md#the-machines-fixed-costs)."""
+        (docs/performance.md#the-machines-fixed-costs); so do the blocks of a loop of several
+        blocks (`loop_ranges`, `repeat_range`), without the sweep's other blocks' conditionals."""
         counters = state.pop(STATS_KEY, {})
         splits = [self.traced_split(kernel) if splittable([kernel]) else None for kernel in self.kernels]
         steps = [self.sweep_step(kernel, split, state) for kernel, split in zip(self.kernels, splits, strict=True)]
         tail = tail_start_of(self.kernels)
         with_lanes = any(refills_lanes(kernel) for kernel in self.kernels)
         lanes_waiting = max(1, int(LANE_WAIT_SHARE * int(state["pc"].shape[0])))
+        ranges = loop_ranges(self.kernels, tail)
 
         def cond(carry: tuple[State, dict[str, Any], Any]) -> Any:
             state, _, used = carry
@@ -333,39 +389,74 @@ class TracedLoop(abc.ABC):
                 counters = self.count(counters, block, here)
             return steps[block](state, here, anyone_here), counters, used
 
-        def repeat_block(block: int, carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
-            assert block < tail  # a tail block moves members only to later blocks
-
-            def again(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
-                state, counters, used = run_block(block, carry, anyone_here=True)
-                return state, counters, used + 1
-
-            def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
-                pc = carry[0]["pc"]
-                go_on = self.any(self.equal(pc, block)) & (carry[2] < iterations)
-                if not with_lanes:
-                    return go_on
-                elsewhere = (pc != block) & (pc < self.halt)
-                return go_on & (self.sum(self.cast(elsewhere, np.int32)) < lanes_waiting)
-
-            if with_lanes:  # once in every sweep, so that two loops' lanes never wait for each other
-                carry = run_block(block, carry)
-            return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
+        def run_one(block: int, carry: tuple[State, dict[str, Any], Any], all_in_tail: Any = None) -> tuple[State, dict[str, Any], Any]:
+            if loops_to_itself(self.kernels[block]):
+                assert block < tail  # a tail block moves members only to later blocks
+                return self.repeat_block(block, carry, iterations, run_block, lanes_waiting if with_lanes else None)
+            return run_block(block, carry, all_in_tail=all_in_tail)
 
         def body(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
             all_in_tail = None
-            for block, kernel in enumerate(self.kernels):
-                if block == tail:
+            for first, last in sweep_parts(len(self.kernels), ranges):
+                if first == tail:
                     all_in_tail = self.min(carry[0]["pc"]) >= tail
-                if loops_to_itself(kernel):
-                    carry = repeat_block(block, carry)
+                if first == last:
+                    carry = run_one(first, carry, all_in_tail)
                 else:
-                    carry = run_block(block, carry, all_in_tail=all_in_tail)
+                    carry = self.repeat_range(first, last, carry, iterations, run_one)
             state, counters, used = carry
             return state, self.end_sweep(counters) if counters else counters, used + 1
 
         state, counters, _ = self.while_loop(cond, body, (state, counters, self.cast(0, np.int32)))
         return {**state, STATS_KEY: counters} if counters else dict(state)
+
+    def repeat_block(
+        self,
+        block: int,
+        carry: tuple[State, dict[str, Any], Any],
+        iterations: Any,
+        run_block: Callable[..., Any],
+        lanes_waiting: int | None,
+    ) -> tuple[State, dict[str, Any], Any]:
+        """A block that jumps to itself, by `run_block(block, carry, anyone_here=True)`, in a
+        loop of its own while members stand there (each repeat counts as a loop iteration of the
+        launch). In a run with lanes (`lanes_waiting` set) it runs once first, and stops
+        repeating once `lanes_waiting` lanes wait elsewhere."""
+
+        def again(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
+            state, counters, used = run_block(block, carry, anyone_here=True)
+            return state, counters, used + 1
+
+        def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
+            pc = carry[0]["pc"]
+            go_on = self.any(self.equal(pc, block)) & (carry[2] < iterations)
+            if lanes_waiting is None:
+                return go_on
+            elsewhere = (pc != block) & (pc < self.halt)
+            return go_on & (self.sum(self.cast(elsewhere, np.int32)) < lanes_waiting)
+
+        if lanes_waiting is not None:  # once in every sweep, so that two loops' lanes never wait for each other
+            carry = run_block(block, carry)
+        return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
+
+    def repeat_range(
+        self, first: int, last: int, carry: tuple[State, dict[str, Any], Any], iterations: Any, run_one: Callable[..., Any]
+    ) -> tuple[State, dict[str, Any], Any]:
+        """The blocks `first` to `last` (a loop of `loop_ranges`), each by `run_one(block,
+        carry)`, in a loop of their own while members stand there (each round counts as a loop
+        iteration of the launch and, with counters, as a sweep)."""
+
+        def again(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
+            for block in range(first, last + 1):
+                carry = run_one(block, carry)
+            state, counters, used = carry
+            return state, self.end_sweep(counters) if counters else counters, used + 1
+
+        def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
+            pc = carry[0]["pc"]
+            return self.any((pc >= first) & (pc <= last)) & (carry[2] < iterations)
+
+        return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
 
     def sweep_step(self, kernel: Any, split: Callable[..., Any] | None, template: State) -> Step:
         """`step(state, here, anyone_here=False)`: `kernel` run when a member stands at its

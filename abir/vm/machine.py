@@ -118,6 +118,10 @@ class BlockPlan:
     writes_whole_stacks: bool = False
     """Whether its kernel writes many rows per member at once (`vm.descend`; `Backend.stack_scatter`
     with a `Span` for rows)."""
+    successors: tuple[int, ...] = ()
+    """The blocks a member here may go to next, in order (the halt index is not a block): a
+    sweeping execution finds the loops of several blocks from them
+    (`abir.backends.traced.loop_ranges`)."""
 
 
 # ----- instructions ---------------------------------------------------------------------------
@@ -597,7 +601,12 @@ def _call_locations(ops: Sequence[Operation]) -> tuple[str, ...]:
 
 
 def _plan_block(
-    block: vm.BlockOp, halt: int, pointers: Mapping[str, str], in_tail: bool = False, loops_to_itself: bool = False
+    block: vm.BlockOp,
+    halt: int,
+    pointers: Mapping[str, str],
+    in_tail: bool = False,
+    loops_to_itself: bool = False,
+    successors: tuple[int, ...] = (),
 ) -> BlockPlan:
     slots = _Slots()
     ops = list(block.body.block.ops)
@@ -620,6 +629,7 @@ def _plan_block(
         in_tail=in_tail,
         loops_to_itself=loops_to_itself,
         writes_whole_stacks=isinstance(terminator, vm.DescendOp),
+        successors=successors,
     )
 
 
@@ -781,7 +791,7 @@ class Machine:
     def num_blocks(self) -> int:
         return len(self.plans)
 
-    @property
+    @functools.cached_property
     def stack_keys(self) -> frozenset[str]:
         """The state keys of the `[D, B, ...]` stacks (what `Backend.run` keeps apart)."""
         keys = {state_ops.stack_key(name) for name, var in self.variables.items() if var.is_stack}
@@ -1333,7 +1343,10 @@ def compile_machine(vm_module: ModuleOp, verify: bool = True) -> Machine:
     successors = _successors(blocks)
     halt, tail, pointers = len(blocks), tail_start(successors), stack_pointers(blocks)
     plans = [
-        _plan_block(block, halt, pointers, block.number >= tail, block.number in successors[block.number])
+        _plan_block(
+            block, halt, pointers, block.number >= tail, block.number in successors[block.number],
+            tuple(sorted(successors[block.number])),
+        )  # fmt: skip
         for block in blocks
     ]
     return Machine(

@@ -344,10 +344,11 @@ class JaxBackend(Backend):
             def launch(state: State, iterations: int) -> State:
                 state = dict(state)
                 state.pop(STATUS_KEY, None)  # made by the last launch, not a loop input
-                return run(state, iterations_on_device(iterations))
+                state = dict(run(state, iterations_on_device(iterations)))
+                state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))  # read once, by the host
+                return state
 
             state = dict(self.run_in_launches(launch, state, halt_index))
-            state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))
         counters = state.pop(STATS_KEY, None)
         if shard is not None:  # counted on the shard's device, returned by its shard_map body
             shard.counters, counters = counters, None

@@ -80,6 +80,15 @@ def _state_bytes(state: State) -> int:
     return sum(leaf.size * np.dtype(leaf.dtype).itemsize for leaf in jax.tree_util.tree_leaves(state))
 
 
+def state_signature(state: State) -> tuple[Any, ...]:
+    """The keys, shapes and dtypes of a state's arrays (its nested entries, such as counters,
+    by their tree structure)."""
+    if all(hasattr(value, "shape") for value in state.values()):
+        return tuple((key, value.shape, value.dtype) for key, value in state.items())
+    leaves, tree = jax.tree_util.tree_flatten(state)
+    return (tree, *((leaf.shape, leaf.dtype) for leaf in leaves))
+
+
 def one_kernel_pays(work: Work) -> bool:
     """Whether a loop doing `work` per iteration runs faster as one kernel, by its matrix
     products: their extra cost there (`PRODUCT_COST_IN_ONE_KERNEL`,
@@ -157,8 +166,7 @@ class OneKernelWherePossible:
         )
 
     def __call__(self, state: State, iterations: Any) -> State:
-        leaves, tree = jax.tree_util.tree_flatten(state)
-        signature = (tree, *((leaf.shape, leaf.dtype) for leaf in leaves))
+        signature = state_signature(state)
         run = self.chosen.get(signature)
         if run is None:
             return self._first_call(signature, state, iterations)

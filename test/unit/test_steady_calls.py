@@ -1,0 +1,153 @@
+"""Repeated calls with arguments of one signature (`abir.calling.SteadyCall`).
+
+A call whose arguments are arrays of the types, shapes and dtypes of an earlier plain run skips
+the checks and look-ups that run made. It must give what the first call gives: the per-member
+Python results, and the same errors for values the first call did not see (a stack overflow,
+a step limit, a helper failing), on every backend; and it must not outlive its program (a new
+decoration, a program evicted from the context's cache).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import abir
+from abir import calling
+from abir.backend_registry import backend_specs
+from abir.errors import HelperError
+
+
+def depth(n):
+    if n == 0:
+        return 0
+    return depth(n - 1) + 1
+
+
+def count_down(n):
+    steps = 0
+    while n > 0:
+        n = n - 1
+        steps = steps + 1
+    return steps
+
+
+def row_count(x):
+    return x * 0 + np.size(x)  # 1 for one member, B for a whole batch
+
+
+def uses_row_count(x):
+    return row_count(x)
+
+
+def reject_negative(x):
+    if np.any(x < 0):
+        raise ValueError("negative input")
+    return x
+
+
+def uses_reject_negative(x):
+    return reject_negative(x) + 1
+
+
+def per_member(function, *args):
+    return np.array([function(*(a[b] for a in args)) for b in range(len(args[0]))])
+
+
+@pytest.fixture(params=[min(spec.names, key=len) for spec in backend_specs()])
+def backend(request):
+    """A fresh backend of each registered kind."""
+    return next(spec for spec in backend_specs() if request.param in spec.names).new_backend()
+
+
+def flattening_forbidden(monkeypatch):
+    """From now on, a call that flattens its arguments (the first call's path) fails the test."""
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a steady call flattened its arguments again")
+
+    monkeypatch.setattr(calling, "flatten_arguments", forbidden)
+
+
+def test_repeated_calls_skip_the_checks_and_match_python(backend, monkeypatch):
+    f = abir.Context().batch_uncurried(count_down)
+    first, second = np.array([3, 0, 5]), np.array([7, 1, 2])
+    np.testing.assert_array_equal(f(first, backend=backend), per_member(count_down, first))
+    flattening_forbidden(monkeypatch)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(second, backend=backend), per_member(count_down, second))
+
+
+def test_a_steady_call_raises_the_stack_overflow_a_first_call_raises(backend):
+    deep = np.array([1, 9, 2])
+    with pytest.raises(abir.StackOverflowError) as fresh:
+        abir.Context().batch_uncurried(depth)(deep, backend=backend, max_stack_depth=5)
+    f = abir.Context().batch_uncurried(depth)
+    shallow = np.array([1, 2, 3])
+    for _ in range(2):
+        np.testing.assert_array_equal(f(shallow, backend=backend, max_stack_depth=5), per_member(depth, shallow))
+    with pytest.raises(abir.StackOverflowError) as steady:
+        f(deep, backend=backend, max_stack_depth=5)
+    assert str(steady.value) == str(fresh.value)
+    assert steady.value.members == fresh.value.members == [1]
+
+
+def test_a_steady_call_raises_the_step_limit_a_first_call_raises(backend):
+    long = np.array([2, 50, 1])
+    with pytest.raises(abir.StepLimitError) as fresh:
+        abir.Context().batch_uncurried(count_down)(long, backend=backend, max_steps=20)
+    f = abir.Context().batch_uncurried(count_down)
+    short = np.array([2, 3, 1])
+    for _ in range(2):
+        np.testing.assert_array_equal(f(short, backend=backend, max_steps=20), per_member(count_down, short))
+    with pytest.raises(abir.StepLimitError) as steady:
+        f(long, backend=backend, max_steps=20)
+    assert str(steady.value) == str(fresh.value)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "tf"])  # where NumPy code runs at run time
+def test_a_primitive_failing_in_a_steady_call_is_explained(backend):
+    ctx = abir.Context()
+    ctx.primitive(reject_negative)
+    f = ctx.batch_uncurried(uses_reject_negative)
+    for _ in range(2):
+        np.testing.assert_array_equal(f(np.array([4, 1, 2]), backend=backend), [5, 2, 3])
+    with pytest.raises(HelperError, match=r"the helper 'reject_negative'") as info:
+        f(np.array([4, -1, 2]), backend=backend)
+    assert info.value.__cause__ is not None
+
+
+def test_a_new_decoration_is_not_bypassed_by_a_steady_call():
+    ctx = abir.Context()
+    f = ctx.batch_uncurried(uses_row_count)
+    x = np.array([4, 1, 2])
+    for _ in range(2):
+        np.testing.assert_array_equal(f(x, backend="numpy"), [1, 1, 1])
+    ctx.primitive(row_count)  # now called once on the whole batch
+    np.testing.assert_array_equal(f(x, backend="numpy"), [3, 3, 3])
+
+
+def test_a_program_evicted_from_the_cache_is_compiled_again():
+    ctx = abir.Context(cache_size=1)
+    f, g = ctx.batch_uncurried(count_down), ctx.batch_uncurried(depth)
+    x = np.array([3, 1])
+    for _ in range(2):
+        np.testing.assert_array_equal(f(x, backend="numpy"), [3, 1])
+    np.testing.assert_array_equal(g(x, backend="numpy"), [3, 1])  # evicts f's program
+    assert len(ctx.compile_cache) == 1
+    np.testing.assert_array_equal(f(x, backend="numpy"), [3, 1])
+    assert len(ctx.compile_cache) == 1
+
+
+def test_arguments_of_another_shape_or_kind_take_the_checked_path(monkeypatch):
+    f = abir.Context().batch_uncurried(count_down)
+    f(np.array([3, 1]), backend="numpy")
+    with pytest.raises(TypeError, match=r"argument 0 of count_down\(\) is a str"):
+        f("3", backend="numpy")
+    floats = np.array([3.5, 1.0])  # another dtype: a program of its own
+    np.testing.assert_array_equal(f(floats, backend="numpy"), per_member(count_down, floats))
+    flattening_forbidden(monkeypatch)
+    with pytest.raises(AssertionError, match="flattened its arguments again"):
+        f(np.array([3, 1, 2]), backend="numpy")  # another batch size: checked again
+    with pytest.raises(AssertionError, match="flattened its arguments again"):
+        f([3, 1], backend="numpy")  # a list of numbers: read by np.asarray, checked again
