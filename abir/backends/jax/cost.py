@@ -55,10 +55,14 @@ class Work:
         return self.products + self.elementwise
 
     def __add__(self, other: Work) -> Work:
-        return Work(*(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other), strict=True)))
+        return Work(
+            self.products + other.products,
+            self.elementwise + other.elementwise,
+            self.strided_products + other.strided_products,
+        )
 
     def __mul__(self, times: int) -> Work:
-        return Work(*(a * times for a in dataclasses.astuple(self)))
+        return Work(self.products * times, self.elementwise * times, self.strided_products * times)
 
 
 def _strided_operand(operand: Any, contracting: Sequence[int]) -> bool:
@@ -87,14 +91,18 @@ def _eqn_work(eqn: Any) -> Work:
     return Work(elementwise=size * (TRANSCENDENTAL_COST if name in TRANSCENDENTAL_PRIMITIVES else 1))
 
 
-def work_of(jaxpr: Any) -> Work:
+def work_of(jaxpr: Any, known: dict[int, Work] | None = None) -> Work:
     """The `Work` of `jaxpr`, through nested jaxprs: the costlier branch of a conditional, every
-    iteration of a scan, one iteration of a while loop."""
+    iteration of a scan, one iteration of a while loop. `known` holds the work of nested jaxprs
+    already counted (a jaxpr traced once is often called from many places)."""
     from jax.extend.core import jaxprs_in_params
 
+    known = {} if known is None else known
+    if id(jaxpr) in known:
+        return known[id(jaxpr)]
     total = Work()
     for eqn in jaxpr.eqns:
-        inner = [work_of(getattr(sub, "jaxpr", sub)) for sub in jaxprs_in_params(eqn.params)]
+        inner = [work_of(getattr(sub, "jaxpr", sub), known) for sub in jaxprs_in_params(eqn.params)]
         if not inner:
             total += _eqn_work(eqn)
         elif eqn.primitive.name == "cond":
@@ -104,6 +112,7 @@ def work_of(jaxpr: Any) -> Work:
         else:
             for work in inner:
                 total += work
+    known[id(jaxpr)] = total
     return total
 
 
