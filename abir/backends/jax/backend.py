@@ -48,7 +48,7 @@ from abir.backends.jax import sharding, staging, writes
 from abir.backends.jax.loop import iterations_on_device, machine_loop, with_status
 from abir.backends.jax.mode import trace_mode
 from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, OneKernelWherePossible
-from abir.backends.traced import STATS_KEY, run_stats, zero_counters
+from abir.backends.traced import STATS_KEY, read_only_keys, run_stats, zero_counters
 from abir.types import TensorType
 
 
@@ -323,7 +323,13 @@ class JaxBackend(Backend):
                 return jax.jit(machine_loop(self, ks, halt, stack_keys))
 
             def loop(scatter_free: bool) -> Callable[[State, Any], State]:
-                return with_status(machine_loop(self, ks, halt, stack_keys, scatter_free), halt, flags)
+                run = with_status(machine_loop(self, ks, halt, stack_keys, scatter_free), halt, flags)
+
+                def changing(state: State, iterations: Any) -> State:  # `launch` keeps the rest
+                    fixed = read_only_keys(ks, state, stack_keys)
+                    return {key: value for key, value in run(state, iterations).items() if key not in fixed}
+
+                return changing
 
             if self.one_kernel is False:
                 return JitWithOptions(loop(False), LOOP_COMPILER_OPTIONS)
@@ -344,7 +350,7 @@ class JaxBackend(Backend):
             def launch(state: State, iterations: int) -> State:
                 state = dict(state)
                 state.pop(STATUS_KEY, None)  # made by the last launch, not a loop input
-                return run(state, iterations_on_device(iterations))
+                return {**state, **run(state, iterations_on_device(iterations))}
 
             state = dict(self.run_in_launches(launch, state, halt_index))
             state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))
