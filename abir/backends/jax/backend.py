@@ -51,6 +51,10 @@ from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, 
 from abir.backends.traced import STATS_KEY, read_only_keys, run_stats, zero_counters
 from abir.types import TensorType
 
+ANCHORS_KEY = "__anchors__"
+"""A standalone sweep's output holding one element of each read-only register, which the
+launch returns no copy of (`abir.backends.traced.read_only_keys`); dropped after the launch."""
+
 
 def dtype_of(value: Any) -> Any:
     """The NumPy dtype of an array, or the Python scalar itself (weak in NumPy 2 promotion)."""
@@ -324,10 +328,16 @@ class JaxBackend(Backend):
 
             def loop(scatter_free: bool) -> Callable[[State, Any], State]:
                 run = with_status(machine_loop(self, ks, halt, stack_keys, scatter_free), halt, flags)
+                if self.execution != "sweep":  # a switch carries every register through its loop
+                    return run
 
                 def changing(state: State, iterations: Any) -> State:  # `launch` keeps the rest
-                    fixed = read_only_keys(ks, state, stack_keys)
-                    return {key: value for key, value in run(state, iterations).items() if key not in fixed}
+                    fixed = sorted(read_only_keys(ks, state, stack_keys))
+                    out = {key: value for key, value in run(state, iterations).items() if key not in fixed}
+                    # one element of each stays an output: XLA's one-kernel emitter aborts on an
+                    # input the optimized loop no longer reads (one only passed through)
+                    out[ANCHORS_KEY] = [state[key].reshape(-1)[:1] for key in fixed]
+                    return out
 
                 return changing
 
@@ -350,7 +360,9 @@ class JaxBackend(Backend):
             def launch(state: State, iterations: int) -> State:
                 state = dict(state)
                 state.pop(STATUS_KEY, None)  # made by the last launch, not a loop input
-                return {**state, **run(state, iterations_on_device(iterations))}
+                out = run(state, iterations_on_device(iterations))
+                out.pop(ANCHORS_KEY, None)
+                return {**state, **out}
 
             state = dict(self.run_in_launches(launch, state, halt_index))
             state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))
