@@ -133,9 +133,9 @@ def table_sum(table, i):
     return total
 
 
-@pytest.mark.parametrize("one_kernel", [False])
+@pytest.mark.parametrize("one_kernel", [None, False])
 def test_a_launch_returns_no_read_only_register(monkeypatch: pytest.MonkeyPatch, one_kernel: bool | None) -> None:
-    """Each member's table is only read: the kernel sequence does not return it (which would copy
+    """Each member's table is only read: the compiled loop does not return it (which would copy
     it on every launch), and the run's results still equal per-member Python."""
     import abir
     from abir.backends.jax.one_kernel import JitWithOptions, OneKernelWherePossible
