@@ -147,6 +147,22 @@ def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
     return tuple(key for key in declared if key in keys)
 
 
+def read_only_keys(kernels: Sequence[Any], state: Mapping[str, Any], stack_keys: Collection[str]) -> frozenset[str]:
+    """The registers of `state` no kernel of `kernels` changes (outside every kernel's declared
+    `register_writes`, not the pc, a stack or the run's counters; none when a kernel does not
+    declare its writes): per-member inputs only read, such as each member's data arrays. A
+    compiled loop need not return them; returning one costs a copy of it on every launch (a
+    computation's outputs do not share its inputs' buffers)."""
+    written: set[str] = set()
+    for kernel in kernels:
+        declared = getattr(kernel, "register_writes", None)
+        if declared is None:
+            return frozenset()
+        written.update(declared)
+    changed = {*written, *stack_keys, "pc", STATS_KEY}
+    return frozenset(key for key in state if key not in changed)
+
+
 def pushed_stacks(kernel: Any) -> tuple[str, ...]:
     """The stacks a split kernel makes write requests to."""
     return tuple(key for key, n in kernel.writes.items() if n)

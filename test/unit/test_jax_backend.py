@@ -123,3 +123,34 @@ def test_a_run_traced_without_scatters_leaves_neither_backend_nor_context_change
     np.testing.assert_array_equal(np.asarray(got), np.asarray(countdown(numbers, dry_run=True)))  # plain Python per member
     assert set(vars(backend)) == set(before) | {"last_stats"}
     assert trace_mode() == TraceMode()
+
+
+def table_sum(table, i):
+    total = 0
+    while i > 0:
+        total = total + table[i]
+        i = i - 1
+    return total
+
+
+@pytest.mark.parametrize("one_kernel", [None, False])
+def test_a_launch_returns_no_read_only_register(monkeypatch: pytest.MonkeyPatch, one_kernel: bool | None) -> None:
+    """Each member's table is only read: the compiled loop does not return it (which would copy
+    it on every launch), and the run's results still equal per-member Python."""
+    import abir
+    from abir.backends.jax.one_kernel import JitWithOptions, OneKernelWherePossible
+
+    returned: list[set[str]] = []
+    for cls in (OneKernelWherePossible, JitWithOptions):
+        def spy(self, state, iterations, original=cls.__call__):  # type: ignore[no-untyped-def]
+            out = original(self, state, iterations)
+            returned.append(set(out))
+            return out
+
+        monkeypatch.setattr(cls, "__call__", spy)
+    rng = np.random.default_rng(0)
+    table, index = rng.integers(-9, 9, (6, 8)), rng.integers(0, 8, 6)
+    batched = abir.Context().batch_uncurried(table_sum)
+    got = batched(table, index, backend=JaxBackend(one_kernel=one_kernel))
+    np.testing.assert_array_equal(np.asarray(got), [table_sum(t, i) for t, i in zip(table, index, strict=True)])
+    assert returned and all("pc" in keys and "r:table_sum.table" not in keys for keys in returned)

@@ -48,8 +48,12 @@ from abir.backends.jax import sharding, staging, writes
 from abir.backends.jax.loop import iterations_on_device, machine_loop, with_status
 from abir.backends.jax.mode import trace_mode
 from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, OneKernelWherePossible
-from abir.backends.traced import STATS_KEY, run_stats, zero_counters
+from abir.backends.traced import STATS_KEY, read_only_keys, run_stats, zero_counters
 from abir.types import TensorType
+
+ANCHORS_KEY = "__anchors__"
+"""A standalone sweep's output holding one element of each read-only register, which the
+launch returns no copy of (`abir.backends.traced.read_only_keys`); dropped after the launch."""
 
 
 def dtype_of(value: Any) -> Any:
@@ -323,7 +327,19 @@ class JaxBackend(Backend):
                 return jax.jit(machine_loop(self, ks, halt, stack_keys))
 
             def loop(scatter_free: bool) -> Callable[[State, Any], State]:
-                return with_status(machine_loop(self, ks, halt, stack_keys, scatter_free), halt, flags)
+                run = with_status(machine_loop(self, ks, halt, stack_keys, scatter_free), halt, flags)
+                if self.execution != "sweep":  # a switch carries every register through its loop
+                    return run
+
+                def changing(state: State, iterations: Any) -> State:  # `launch` keeps the rest
+                    fixed = sorted(read_only_keys(ks, state, stack_keys))
+                    out = {key: value for key, value in run(state, iterations).items() if key not in fixed}
+                    # one element of each stays an output: XLA's one-kernel emitter aborts on an
+                    # input the optimized loop no longer reads (one only passed through)
+                    out[ANCHORS_KEY] = [state[key].reshape(-1)[:1] for key in fixed]
+                    return out
+
+                return changing
 
             if self.one_kernel is False:
                 return JitWithOptions(loop(False), LOOP_COMPILER_OPTIONS)
@@ -344,7 +360,9 @@ class JaxBackend(Backend):
             def launch(state: State, iterations: int) -> State:
                 state = dict(state)
                 state.pop(STATUS_KEY, None)  # made by the last launch, not a loop input
-                state = dict(run(state, iterations_on_device(iterations)))
+                out = dict(run(state, iterations_on_device(iterations)))
+                out.pop(ANCHORS_KEY, None)
+                state = {**state, **out}
                 state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))  # read once, by the host
                 return state
 
