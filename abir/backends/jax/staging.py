@@ -21,12 +21,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax._src.interpreters.ad import LinearizeTracer
 
 from abir.backends.jax.mode import trace_mode, traced_as
 from abir.errors import AbirError
-
-REVERSE_MODE_FAILURE = "Linearization failed to produce known values"
-"""The start of the error JAX raises when reverse-mode differentiation meets a while loop."""
 
 STAGED_ERRORS_KEPT = 16
 """How many of the latest errors raised by staged runs `staged_error` can return."""
@@ -47,11 +45,22 @@ def is_python_number(value: Any) -> bool:
     return isinstance(value, bool | int | float) and not isinstance(value, np.generic)
 
 
+def differentiated(values: Sequence[Any]) -> bool:
+    """Whether reverse-mode differentiation (`jax.grad`, `jax.vjp`, ...) traces any of `values`."""
+    return any(isinstance(value, LinearizeTracer) for value in values)
+
+
 def stage_run(run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> list[Any]:
     """`run` as a `jax.custom_batching.custom_vmap` function of the array leaves (Python
     numbers stay weak constants), so that `jax.vmap` over the call folds its mapped axis into
     the batch instead of batching every op of the machine (`_fold_mapped_axis`); the folded
-    axes are the trace mode's `folds` while the folded run is traced."""
+    axes are the trace mode's `folds` while the folded run is traced. When reverse mode traces
+    the leaves (`differentiated`), `run` is staged in the trace mode `reverse`, as it is, with
+    no `custom_vmap` (JAX linearizes none: its derivative would be a `custom_vmap` of the
+    machine's loop and its derivative, which reverse mode cannot split)."""
+    if differentiated(leaves):
+        with traced_as(reverse=True):
+            return list(run(list(leaves)))
     positions = [i for i, leaf in enumerate(leaves) if not is_python_number(leaf)]
 
     def unstaged(*arrays: Any) -> tuple[Any, ...]:
@@ -64,22 +73,18 @@ def stage_run(run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> l
 
     @staged.def_vmap
     def folded(axis_size: int, in_batched: Sequence[bool], *arrays: Any) -> tuple[Any, Any]:
+        reverse = differentiated(arrays)  # vmap inside reverse mode: e.g. jax.grad of a vmapped call
         if not any(in_batched):  # e.g. the primal part of a vmapped jvp: the same for every call
-            outputs = unstaged(*arrays)
+            with traced_as(reverse=reverse):
+                outputs = unstaged(*arrays)
             return outputs, tuple(False for _ in outputs)
+        if reverse:
+            with traced_as(folds=(*trace_mode().folds, axis_size), reverse=True):
+                return _fold_mapped_axis(unstaged, axis_size, in_batched, arrays)
         with traced_as(folds=(*trace_mode().folds, axis_size)):
             return _fold_mapped_axis(staged, axis_size, in_batched, arrays)
 
-    try:
-        return list(staged(*(leaves[i] for i in positions)))
-    except ValueError as err:
-        if REVERSE_MODE_FAILURE not in str(err):
-            raise
-        raise TypeError(
-            "a batched function cannot be differentiated in reverse mode (jax.grad, jax.vjp, "
-            "jax.jacrev): its machine is a while loop of data-dependent length; use forward mode, "
-            "jax.jvp or jax.jacfwd, which differentiate through the loop"
-        ) from err
+    return list(staged(*(leaves[i] for i in positions)))
 
 
 def _fold_mapped_axis(
