@@ -213,9 +213,11 @@ def test_integer_results_carry_no_gradient():
     np.testing.assert_allclose(np.asarray(dx), 0.5**want_steps, rtol=RTOL)
 
 
-def test_a_run_longer_than_its_tape_thins_checkpoints_and_recomputes(monkeypatch):
-    """Four checkpoints for runs of up to 9 sweeps per member: the stride doubles twice."""
-    monkeypatch.setattr(reverse, "MAX_CHECKPOINTS", 4)
+@pytest.mark.parametrize("checkpoints", [2, 4])
+def test_a_run_longer_than_its_tape_thins_checkpoints_and_recomputes(monkeypatch, checkpoints):
+    """Two or four checkpoints for runs of at least 10 sweeps: the stride doubles, the backward
+    pass recomputes segments (with two, every other state of a segment: substride 2 or more)."""
+    monkeypatch.setattr(reverse, "MAX_CHECKPOINTS", checkpoints)
     context = abir.Context()
     long_damped = context.batch_uncurried(damped)
     n = np.array([9, 2, 6, 0, 8, 5])
@@ -230,8 +232,10 @@ def test_tape_length_follows_the_states_size():
         return {"pc": jax.ShapeDtypeStruct(shape[-1:], np.int32), "s:x": jax.ShapeDtypeStruct(shape, np.float64)}
 
     assert reverse.tape_length(state(15, 4)) == reverse.MAX_CHECKPOINTS
-    one_mebibyte_more = state(16, 2**13)
-    assert reverse.tape_length(one_mebibyte_more) == reverse.TAPE_BYTES // (2**20 + 2**15) // 2 * 2 == 62
+    mebibyte = state(16, 2**13)  # 1 MiB of floats, 32 KiB of program counters
+    fitting = reverse.TAPE_BYTES // (2**20 + 2**15) // 2 * 2
+    assert 2 < fitting < reverse.MAX_CHECKPOINTS
+    assert reverse.tape_length(mebibyte) == fitting
     assert reverse.tape_length(state(15, 2**20)) == 2  # larger than TAPE_BYTES: the least a tape holds
 
 
