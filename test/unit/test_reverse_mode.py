@@ -261,3 +261,12 @@ def test_tf_gradient_tape_is_a_type_error_naming_the_jax_backend():
         tape.watch(tf.constant(1.0))
         result = PROGRAMS["power"](tf.constant(X), N, backend=abir.TensorFlowBackend())
     np.testing.assert_allclose(result.numpy(), PROGRAMS["power"](X, N, dry_run=True), rtol=RTOL)
+
+
+def test_a_run_error_under_grad_is_a_staged_error():
+    """As in any run staged into a JAX computation: the callback raises abir's error."""
+    n = N.copy()
+    n[1] = 40
+    with pytest.raises(jax.errors.JaxRuntimeError, match="stack overflow in function 'power'") as raised:
+        jax.block_until_ready(jax.jit(jax.grad(lambda x: PROGRAMS["power"](x, n, backend=BACKEND).sum()))(jnp.asarray(X)))
+    assert abir.staged_error(raised.value).members == [1]
