@@ -270,3 +270,11 @@ def test_a_run_error_under_grad_is_a_staged_error():
     with pytest.raises(jax.errors.JaxRuntimeError, match="stack overflow in function 'power'") as raised:
         jax.block_until_ready(jax.jit(jax.grad(lambda x: PROGRAMS["power"](x, n, backend=BACKEND).sum()))(jnp.asarray(X)))
     assert abir.staged_error(raised.value).members == [1]
+
+
+def test_reverse_over_forward_is_a_type_error_naming_forward_over_reverse():
+    def call(x):
+        return PROGRAMS["power"](x, N, backend=BACKEND)
+
+    with pytest.raises(TypeError, match=r"reverse mode .* of forward mode .*jax.hessian, jax.jacfwd\(jax.grad\(f\)\)"):
+        jax.grad(lambda x: jax.jvp(call, (x,), (jnp.ones_like(x),))[1].sum())(jnp.asarray(X))

@@ -2,8 +2,10 @@
 `lax.scan`, `jax.vmap`, ...), and the errors they raise.
 
 A staged run is one launch of the loop inlined into the caller's computation, under a
-`custom_vmap` rule that folds `jax.vmap`'s mapped axes into the batch (`stage_run`); its dtypes
-follow the caller's `jax_enable_x64` (`callers_dtypes`). Its error flags are checked by a host
+`custom_vmap` rule that folds `jax.vmap`'s mapped axes into the batch (`stage_run`), or, when
+reverse-mode differentiation traces it (`differentiated`), without one, in the trace mode
+`reverse` (`abir.backends.jax.reverse`); its dtypes follow the caller's `jax_enable_x64`
+(`callers_dtypes`). Its error flags are checked by a host
 callback only when some flag is set (`check_in_trace`), and the abir error that callback raises
 is kept for `staged_error`, since JAX hands the caller only its text.
 """
@@ -25,6 +27,9 @@ from jax._src.interpreters.ad import LinearizeTracer
 
 from abir.backends.jax.mode import trace_mode, traced_as
 from abir.errors import AbirError
+
+REVERSE_MODE_FAILURE = "Linearization failed to produce known values"
+"""The start of the error JAX raises when reverse-mode differentiation meets a while loop."""
 
 STAGED_ERRORS_KEPT = 16
 """How many of the latest errors raised by staged runs `staged_error` can return."""
@@ -84,7 +89,17 @@ def stage_run(run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> l
         with traced_as(folds=(*trace_mode().folds, axis_size)):
             return _fold_mapped_axis(staged, axis_size, in_batched, arrays)
 
-    return list(staged(*(leaves[i] for i in positions)))
+    try:
+        return list(staged(*(leaves[i] for i in positions)))
+    except ValueError as err:
+        if REVERSE_MODE_FAILURE not in str(err):
+            raise
+        raise TypeError(
+            "reverse mode (jax.grad, jax.vjp, jax.jacrev) of forward mode (jax.jvp, jax.jacfwd) of a batched "
+            "function: forward mode stages its machine as a while loop, which reverse mode cannot go through. "
+            "Instead: take the derivatives the other way round, forward over reverse (jax.hessian, "
+            "jax.jacfwd(jax.grad(f)))"
+        ) from err
 
 
 def _fold_mapped_axis(
