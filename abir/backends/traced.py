@@ -474,6 +474,28 @@ class TracedLoop(abc.ABC):
 
         return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
 
+    def single_sweep(self, template: State) -> Callable[[State], State]:
+        """One sweep as a function of the state (shaped as `template`), with no loop inside: a
+        block that jumps to itself runs once per sweep like the others, and no counters are
+        kept. Its number of sweeps may differ from `sweep_loop`'s, its results do not; reverse
+        mode differentiates it (`abir.backends.jax.reverse`)."""
+        splits = [self.traced_split(kernel) if splittable([kernel]) else None for kernel in self.kernels]
+        steps = [self.sweep_step(kernel, split, template) for kernel, split in zip(self.kernels, splits, strict=True)]
+        tail = tail_start_of(self.kernels)
+
+        def sweep(state: State) -> State:
+            all_in_tail = None
+            for block, step in enumerate(steps):
+                here = self.equal(state["pc"], block)
+                if block >= tail:  # held until every live member is in the tail, as in `sweep_loop`
+                    if block == tail:
+                        all_in_tail = self.min(state["pc"]) >= tail
+                    here = here & all_in_tail
+                state = step(state, here)
+            return state
+
+        return sweep
+
     def sweep_step(self, kernel: Any, split: Callable[..., Any] | None, template: State) -> Step:
         """`step(state, here, anyone_here=False)`: `kernel` run when a member stands at its
         block (`here`, [B]); `anyone_here` when the caller knows one does. The step returns only

@@ -9,8 +9,8 @@
 * under `jax.vmap` (nested too) the mapped axes fold into the batch: one machine run of all
   the members of all the mapped calls;
 * forward-mode derivatives (`jax.jvp`, `jax.jacfwd`) go through the machine's loop, checked
-  against finite differences and against JAX differentiating the per-member Python; reverse
-  mode is a `TypeError` naming `jax.jvp`.
+  against finite differences and against JAX differentiating the per-member Python (reverse
+  mode: test_reverse_mode.py).
 
 Every result is checked against the plain per-member Python run (`dry_run=True`).
 """
@@ -336,9 +336,3 @@ def test_jacfwd_of_a_batched_function():
         jacobian = jax.jacfwd(lambda x: halving(x, 0.3, backend=BACKEND)[0])(jnp.asarray(x))
     _, steps = halving(x, 0.3, dry_run=True)
     np.testing.assert_allclose(np.asarray(jacobian), np.diag(0.5**steps))
-
-
-def test_reverse_mode_is_a_type_error_naming_forward_mode():
-    x = jnp.array([1.0, 10.0])
-    with pytest.raises(TypeError, match=r"reverse mode \(jax.grad.*use forward mode, jax.jvp or jax.jacfwd"):
-        jax.grad(lambda x: halving(x, 0.3, backend=BACKEND)[0].sum())(x)

@@ -44,7 +44,7 @@ from abir.backends.base import (
     State,
     map_tensor_types,
 )
-from abir.backends.jax import sharding, staging, writes
+from abir.backends.jax import reverse, sharding, staging, writes
 from abir.backends.jax.loop import iterations_on_device, machine_loop, with_status
 from abir.backends.jax.mode import trace_mode
 from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, OneKernelWherePossible
@@ -312,7 +312,10 @@ class JaxBackend(Backend):
         (the machine builds it once per program and backend), kept alive by the cache. A run of
         its own also returns its `STATUS_KEY`, computed in the loop's program: one number read
         per launch instead of the program counters and every error flag."""
-        staged = self.is_traced(state["pc"])
+        differentiated = trace_mode().reverse
+        # the program counters are concrete when only the inputs are traced (e.g. by reverse
+        # mode, or the unmapped primal part of jax.jacfwd's vmapped jvp)
+        staged = differentiated or any(self.is_traced(value) for value in state.values())
         # NumPy inputs of a run of its own go to the device with the call (`run_input`); in the
         # caller's trace they become arrays of the caller's dtypes
         kept = jax.Array if staged else (jax.Array, np.ndarray)
@@ -323,6 +326,8 @@ class JaxBackend(Backend):
         flags = {} if staged else dict(error_flags or {})
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
+            if differentiated:  # a loop reverse mode goes through; the most sweeps is a Python int
+                return jax.jit(reverse.machine_loop(self, ks, halt, stack_keys), static_argnums=1)
             if staged:  # inlined into the caller's computation, compiled with the caller's options
                 return jax.jit(machine_loop(self, ks, halt, stack_keys))
 
@@ -351,7 +356,7 @@ class JaxBackend(Backend):
             halt_index,
             cache_key,
             compile_loop,
-            (self.execution, self.collect_stats, self.one_kernel, staged, tuple(flags.items())),
+            (self.execution, self.collect_stats, self.one_kernel, staged, differentiated, tuple(flags.items())),
         )
         if staged:  # into the caller's computation: one launch, no host round trip
             state = dict(run(state, np.int32(MAX_LAUNCH_ITERATIONS)))

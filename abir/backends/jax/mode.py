@@ -36,11 +36,13 @@ class TraceMode:
     (`abir.backends.jax.one_kernel`: stack writes, compaction and materialized helper results
     without scatters); `folds`, the `jax.vmap` axis sizes folded into the staged run's batch,
     innermost first (`abir.backends.jax.staging`); `shard`, the `shard_map` body being traced
-    (`abir.backends.jax.sharding`), or None."""
+    (`abir.backends.jax.sharding`), or None; `reverse` while staging a run that reverse-mode
+    differentiation goes through (`abir.backends.jax.reverse`)."""
 
     scatter_free: bool = False
     folds: tuple[int, ...] = ()
     shard: ShardTrace | None = None
+    reverse: bool = False
 
 
 _OUTSIDE_ANY_TRACE = TraceMode()

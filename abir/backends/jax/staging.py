@@ -2,8 +2,10 @@
 `lax.scan`, `jax.vmap`, ...), and the errors they raise.
 
 A staged run is one launch of the loop inlined into the caller's computation, under a
-`custom_vmap` rule that folds `jax.vmap`'s mapped axes into the batch (`stage_run`); its dtypes
-follow the caller's `jax_enable_x64` (`callers_dtypes`). Its error flags are checked by a host
+`custom_vmap` rule that folds `jax.vmap`'s mapped axes into the batch (`stage_run`), or, when
+reverse-mode differentiation traces it (`differentiated`), without one, in the trace mode
+`reverse` (`abir.backends.jax.reverse`); its dtypes follow the caller's `jax_enable_x64`
+(`callers_dtypes`). Its error flags are checked by a host
 callback only when some flag is set (`check_in_trace`), and the abir error that callback raises
 is kept for `staged_error`, since JAX hands the caller only its text.
 """
@@ -21,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax._src.interpreters.ad import LinearizeTracer
 
 from abir.backends.jax.mode import trace_mode, traced_as
 from abir.errors import AbirError
@@ -47,11 +50,22 @@ def is_python_number(value: Any) -> bool:
     return isinstance(value, bool | int | float) and not isinstance(value, np.generic)
 
 
+def differentiated(values: Sequence[Any]) -> bool:
+    """Whether reverse-mode differentiation (`jax.grad`, `jax.vjp`, ...) traces any of `values`."""
+    return any(isinstance(value, LinearizeTracer) for value in values)
+
+
 def stage_run(run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> list[Any]:
     """`run` as a `jax.custom_batching.custom_vmap` function of the array leaves (Python
     numbers stay weak constants), so that `jax.vmap` over the call folds its mapped axis into
     the batch instead of batching every op of the machine (`_fold_mapped_axis`); the folded
-    axes are the trace mode's `folds` while the folded run is traced."""
+    axes are the trace mode's `folds` while the folded run is traced. When reverse mode traces
+    the leaves (`differentiated`), `run` is staged in the trace mode `reverse`, as it is, with
+    no `custom_vmap` (JAX linearizes none: its derivative would be a `custom_vmap` of the
+    machine's loop and its derivative, which reverse mode cannot split)."""
+    if differentiated(leaves):
+        with traced_as(reverse=True):
+            return list(run(list(leaves)))
     positions = [i for i, leaf in enumerate(leaves) if not is_python_number(leaf)]
 
     def unstaged(*arrays: Any) -> tuple[Any, ...]:
@@ -64,9 +78,14 @@ def stage_run(run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> l
 
     @staged.def_vmap
     def folded(axis_size: int, in_batched: Sequence[bool], *arrays: Any) -> tuple[Any, Any]:
+        reverse = differentiated(arrays)  # vmap inside reverse mode: e.g. jax.grad of a vmapped call
         if not any(in_batched):  # e.g. the primal part of a vmapped jvp: the same for every call
-            outputs = unstaged(*arrays)
+            with traced_as(reverse=reverse):
+                outputs = unstaged(*arrays)
             return outputs, tuple(False for _ in outputs)
+        if reverse:
+            with traced_as(folds=(*trace_mode().folds, axis_size), reverse=True):
+                return _fold_mapped_axis(unstaged, axis_size, in_batched, arrays)
         with traced_as(folds=(*trace_mode().folds, axis_size)):
             return _fold_mapped_axis(staged, axis_size, in_batched, arrays)
 
@@ -76,9 +95,10 @@ def stage_run(run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> l
         if REVERSE_MODE_FAILURE not in str(err):
             raise
         raise TypeError(
-            "a batched function cannot be differentiated in reverse mode (jax.grad, jax.vjp, "
-            "jax.jacrev): its machine is a while loop of data-dependent length; use forward mode, "
-            "jax.jvp or jax.jacfwd, which differentiate through the loop"
+            "reverse mode (jax.grad, jax.vjp, jax.jacrev) of forward mode (jax.jvp, jax.jacfwd) of a batched "
+            "function: forward mode stages its machine as a while loop, which reverse mode cannot go through. "
+            "Instead: take the derivatives the other way round, forward over reverse (jax.hessian, "
+            "jax.jacfwd(jax.grad(f)))"
         ) from err
 
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import optree
 import tensorflow as tf
+from tensorflow.python.eager import record
 
 from abir import prims
 from abir.backends.base import (
@@ -301,6 +302,14 @@ class TensorFlowBackend(Backend):
         is still reused for the same `kernels` list (the machine builds it once per program and
         backend)."""
         state = {key: self.asarray(value) for key, value in state.items()}
+        floats = [tf.convert_to_tensor(value) for value in state.values() if value.dtype.is_floating]
+        if record.should_record_backprop(floats):  # a variable's read is recorded when the tape watches it
+            raise TypeError(
+                "a batched function on the TensorFlow backend cannot be differentiated by tf.GradientTape: a tape "
+                "watches its float inputs, and its machine is a while loop of data-dependent length, which the tape "
+                "cannot record. Instead: differentiate it on the JAX backend (jax.grad, see docs/language.md), or "
+                "call it outside the tape or on tf.stop_gradient(...) of its inputs"
+            )
         staged = self.is_traced(state["pc"])
         if self.collect_stats and not staged:
             state[STATS_KEY] = zero_counters(self.zeros, len(kernels), int(state["pc"].shape[0]))

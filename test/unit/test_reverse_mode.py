@@ -1,0 +1,280 @@
+"""Reverse-mode derivatives (`jax.grad`, `jax.vjp`, `jax.value_and_grad`, `jax.jacrev`) of
+batched functions on the JAX backend (`abir.backends.jax.reverse`).
+
+Each derivative is checked against `jax.grad` of the same per-member Python function run member
+by member (float64, rtol 1e-9), and each value against the plain per-member Python run
+(`dry_run=True`): through loops with per-member trip counts, branches, early returns, recursion
+and mutual recursion, with respect to per-member arguments and to arguments shared by all
+members (model parameters), under `jax.jit`, `jax.vmap` and forward-over-reverse. A run longer
+than its tape (checkpoints thinned, sweeps recomputed) gives the same derivatives. What does not
+differentiate raises a clear error.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jnp = pytest.importorskip("jax.numpy")
+
+import abir  # noqa: E402
+from abir.backends.jax import reverse  # noqa: E402
+
+RTOL = 1e-9
+
+
+def damped(x, w, n):
+    for _ in range(n):
+        x = x * w + 1.0 / (1.0 + x * x)
+    return x
+
+
+def branchy(x, w):
+    if x > 0.5:
+        y = x * x * w
+    elif x > -0.5:
+        y = w / (1.0 + x * x)
+    else:
+        y = x - w
+    return y * 2.0
+
+
+def early(x, w, n):
+    i = 0
+    while i < n:
+        if x > 4.0:
+            return x * w
+        x = x * x * w + 0.5
+        i += 1
+    return x - 1.0
+
+
+def power(x, n):
+    if n == 0:
+        return x * 0.0 + 1.0
+    return x * power(x, n - 1)
+
+
+def tree_sum(x, w, depth):
+    if depth <= 0:
+        return x
+    return w * tree_sum(x * 0.5, w, depth - 1) + tree_sum(x + w, w, depth - 2) * 0.25
+
+
+def ping(x, n):
+    if n <= 0:
+        return x
+    return pong(x * 1.5, n - 1)
+
+
+def pong(x, n):
+    return ping(x * x * 0.3 + 0.2, n - 1)
+
+
+def halving_steps(x, tolerance):
+    steps = 0
+    while x > tolerance:
+        x = x * 0.5
+        steps += 1
+    return x, steps
+
+
+CTX = abir.Context()
+PROGRAMS = {
+    function.__name__: CTX.batch_uncurried(function) for function in (damped, branchy, early, power, tree_sum, ping, halving_steps)
+}
+CTX.batch_uncurried(pong)
+BACKEND = abir.JaxBackend()
+
+X = np.array([0.3, -1.2, 2.0, 0.9, -0.1, 1.7])
+N = np.array([3, 0, 7, 1, 5, 2])
+W = 0.8
+CASES = {  # name: (the arguments given x, the shared arguments and n; the shared arguments)
+    "damped": (lambda x, shared, n: (x, shared[0], n), [W]),
+    "branchy": (lambda x, shared, n: (x, shared[0]), [W]),
+    "early": (lambda x, shared, n: (x, shared[0], n), [W]),
+    "power": (lambda x, shared, n: (x, n), []),
+    "tree_sum": (lambda x, shared, n: (x, shared[0], n), [W]),
+    "ping": (lambda x, shared, n: (x, n), []),
+}
+
+
+def batched_call(name, x, shared, n=N):
+    arguments, _ = CASES[name]
+    return PROGRAMS[name](*arguments(x, shared, n), backend=BACKEND)
+
+
+def dry_call(name):
+    """The plain per-member Python run of the batched function (`dry_run=True`)."""
+    arguments, shared = CASES[name]
+    return np.asarray(PROGRAMS[name](*arguments(X, shared, N), dry_run=True))
+
+
+def per_member_gradients(name):
+    """(values, d/dx per member, d/dshared summed over members), by jax.grad of the per-member
+    Python function member by member."""
+    arguments, shared = CASES[name]
+    function = globals()[name]
+    values, dx, dshared = [], [], np.zeros(len(shared))
+    for x, n in zip(X, N, strict=True):
+        value, (gx, gshared) = jax.value_and_grad(lambda x, shared, n=int(n): function(*arguments(x, shared, n)), argnums=(0, 1))(
+            jnp.float64(x), [jnp.float64(s) for s in shared]
+        )
+        values.append(float(value))
+        dx.append(float(gx))
+        dshared += np.array([float(g) for g in gshared])
+    return np.array(values), np.array(dx), dshared
+
+
+@pytest.fixture(autouse=True)
+def x64():
+    with jax.enable_x64(True):
+        yield
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_value_and_grad_equals_jax_grad_per_member(name):
+    _, shared = CASES[name]
+    want_values, want_dx, want_dshared = per_member_gradients(name)
+    value, (dx, dshared) = jax.value_and_grad(lambda x, shared: batched_call(name, x, shared).sum(), argnums=(0, 1))(
+        jnp.asarray(X), [jnp.float64(s) for s in shared]
+    )
+    np.testing.assert_allclose(dry_call(name), want_values, rtol=RTOL)
+    np.testing.assert_allclose(float(value), want_values.sum(), rtol=RTOL)
+    np.testing.assert_allclose(np.asarray(dx), want_dx, rtol=RTOL)
+    np.testing.assert_allclose(np.array([float(g) for g in dshared]), want_dshared, rtol=RTOL)
+
+
+@pytest.mark.parametrize("name", ["damped", "tree_sum"])
+def test_grad_under_jit_vjp_and_jacrev(name):
+    _, shared = CASES[name]
+    _, want_dx, want_dshared = per_member_gradients(name)
+    x = jnp.asarray(X)
+    shared = [jnp.float64(s) for s in shared]
+
+    dx, dshared = jax.jit(jax.grad(lambda x, s: batched_call(name, x, s).sum(), argnums=(0, 1)))(x, shared)
+    np.testing.assert_allclose(np.asarray(dx), want_dx, rtol=RTOL)
+    np.testing.assert_allclose(float(dshared[0]), want_dshared[0], rtol=RTOL)
+
+    values, pull = jax.vjp(lambda x: batched_call(name, x, shared), x)
+    cotangent = jnp.arange(1.0, len(X) + 1.0)
+    np.testing.assert_allclose(np.asarray(pull(cotangent)[0]), want_dx * np.asarray(cotangent), rtol=RTOL)
+    np.testing.assert_allclose(np.asarray(values), dry_call(name), rtol=RTOL)
+
+    jacobian = jax.jacrev(lambda x: batched_call(name, x, shared))(x)
+    np.testing.assert_allclose(np.asarray(jacobian), np.diag(want_dx), rtol=RTOL, atol=0)
+
+
+def test_forward_mode_still_works_and_agrees_with_reverse_mode():
+    _, shared = CASES["early"]
+    x = jnp.asarray(X)
+
+    def call(x):
+        return batched_call("early", x, shared)
+
+    np.testing.assert_allclose(np.asarray(jax.jacfwd(call)(x)), np.asarray(jax.jacrev(call)(x)), rtol=RTOL)
+    _, tangent = jax.jvp(call, (x,), (jnp.ones_like(x),))
+    np.testing.assert_allclose(np.asarray(tangent), per_member_gradients("early")[1], rtol=RTOL)
+
+
+def test_hessian_is_forward_over_reverse():
+    x = jnp.asarray(X)
+
+    def loss(x):
+        return PROGRAMS["power"](x, N, backend=BACKEND).sum()
+
+    want = [float(jax.hessian(lambda v, n=int(n): power(v, n))(jnp.float64(v))) for v, n in zip(X, N, strict=True)]
+    np.testing.assert_allclose(np.asarray(jax.hessian(loss)(x)), np.diag(want), rtol=RTOL, atol=0)
+
+
+@pytest.mark.parametrize("order", ["vmap of grad", "grad of vmap"])
+def test_grad_and_vmap_compose(order):
+    xs = jnp.asarray(np.stack([X, X * 0.5 + 0.1]))
+
+    def loss(x):
+        return PROGRAMS["power"](x, N, backend=BACKEND).sum()
+
+    if order == "vmap of grad":
+        got = jax.vmap(jax.grad(loss))(xs)
+    else:
+        got = jax.grad(lambda xs: jax.vmap(lambda x: PROGRAMS["power"](x, N, backend=BACKEND))(xs).sum())(xs)
+    want = [[float(jax.grad(lambda v, n=int(n): power(v, n))(jnp.float64(v))) for v, n in zip(row, N, strict=True)] for row in np.asarray(xs)]
+    np.testing.assert_allclose(np.asarray(got), want, rtol=RTOL)
+
+
+def test_integer_results_carry_no_gradient():
+    x = jnp.asarray([1.0, 10.0, 1000.0, 0.2])
+    (halved, steps), pull = jax.vjp(lambda x: PROGRAMS["halving_steps"](x, 0.3, backend=BACKEND), x)
+    want_halved, want_steps = PROGRAMS["halving_steps"](np.asarray(x), 0.3, dry_run=True)
+    np.testing.assert_array_equal(np.asarray(steps), want_steps)
+    np.testing.assert_allclose(np.asarray(halved), want_halved, rtol=RTOL)
+    (dx,) = pull((jnp.ones_like(halved), np.zeros(steps.shape, jax.dtypes.float0)))
+    np.testing.assert_allclose(np.asarray(dx), 0.5**want_steps, rtol=RTOL)
+
+
+@pytest.mark.parametrize("checkpoints", [2, 4])
+def test_a_run_longer_than_its_tape_thins_checkpoints_and_recomputes(monkeypatch, checkpoints):
+    """Two or four checkpoints for runs of at least 10 sweeps: the stride doubles, the backward
+    pass recomputes segments (with two, every other state of a segment: substride 2 or more)."""
+    monkeypatch.setattr(reverse, "MAX_CHECKPOINTS", checkpoints)
+    context = abir.Context()
+    long_damped = context.batch_uncurried(damped)
+    n = np.array([9, 2, 6, 0, 8, 5])
+    dx, dw = jax.grad(lambda x, w: long_damped(x, w, n, backend=abir.JaxBackend()).sum(), argnums=(0, 1))(jnp.asarray(X), W)
+    want = [jax.grad(lambda x, w, k=int(k): damped(x, w, k), argnums=(0, 1))(jnp.float64(x), W) for x, k in zip(X, n, strict=True)]
+    np.testing.assert_allclose(np.asarray(dx), [float(g[0]) for g in want], rtol=RTOL)
+    np.testing.assert_allclose(float(dw), sum(float(g[1]) for g in want), rtol=RTOL)
+
+
+def test_tape_length_follows_the_states_size():
+    def state(*shape):
+        return {"pc": jax.ShapeDtypeStruct(shape[-1:], np.int32), "s:x": jax.ShapeDtypeStruct(shape, np.float64)}
+
+    assert reverse.tape_length(state(15, 4)) == reverse.MAX_CHECKPOINTS
+    mebibyte = state(16, 2**13)  # 1 MiB of floats, 32 KiB of program counters
+    fitting = reverse.TAPE_BYTES // (2**20 + 2**15) // 2 * 2
+    assert 2 < fitting < reverse.MAX_CHECKPOINTS
+    assert reverse.tape_length(mebibyte) == fitting
+    assert reverse.tape_length(state(15, 2**20)) == 2  # larger than TAPE_BYTES: the least a tape holds
+
+
+def test_lanes_are_not_differentiated():
+    with pytest.raises(ValueError, match=r"lanes=\.\.\.\) runs on one device outside traced functions"):
+        jax.grad(lambda x: PROGRAMS["power"](x, N, backend=BACKEND, lanes=2).sum())(jnp.asarray(X))
+
+
+def test_grad_of_a_jit_compiled_call_is_jaxs_linearization_error():
+    """jax.jit traced the call before jax.grad saw it: the machine's loop is already a plain while
+    loop (put jax.jit outside jax.grad instead, as test_grad_under_jit_vjp_and_jacrev does)."""
+    compiled = jax.jit(lambda x: PROGRAMS["power"](x, N, backend=BACKEND))
+    with pytest.raises(ValueError, match="Linearization failed to produce known values"):
+        jax.grad(lambda x: compiled(x).sum())(jnp.asarray(X))
+
+
+def test_tf_gradient_tape_is_a_type_error_naming_the_jax_backend():
+    tf = pytest.importorskip("tensorflow")
+    x = tf.Variable(X)
+    with tf.GradientTape() as tape, pytest.raises(TypeError, match=r"cannot be differentiated by tf.GradientTape.*JAX backend"):
+        PROGRAMS["power"](x, N, backend=abir.TensorFlowBackend())
+    with tf.GradientTape() as tape:  # a tape that does not watch the inputs does not stop the call
+        tape.watch(tf.constant(1.0))
+        result = PROGRAMS["power"](tf.constant(X), N, backend=abir.TensorFlowBackend())
+    np.testing.assert_allclose(result.numpy(), PROGRAMS["power"](X, N, dry_run=True), rtol=RTOL)
+
+
+def test_a_run_error_under_grad_is_a_staged_error():
+    """As in any run staged into a JAX computation: the callback raises abir's error."""
+    n = N.copy()
+    n[1] = 40
+    with pytest.raises(jax.errors.JaxRuntimeError, match="stack overflow in function 'power'") as raised:
+        jax.block_until_ready(jax.jit(jax.grad(lambda x: PROGRAMS["power"](x, n, backend=BACKEND).sum()))(jnp.asarray(X)))
+    assert abir.staged_error(raised.value).members == [1]
+
+
+def test_reverse_over_forward_is_a_type_error_naming_forward_over_reverse():
+    def call(x):
+        return PROGRAMS["power"](x, N, backend=BACKEND)
+
+    with pytest.raises(TypeError, match=r"reverse mode .* of forward mode .*jax.hessian, jax.jacfwd\(jax.grad\(f\)\)"):
+        jax.grad(lambda x: jax.jvp(call, (x,), (jnp.ones_like(x),))[1].sum())(jnp.asarray(X))
