@@ -23,7 +23,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jax._src.interpreters.ad import LinearizeTracer
 
 from abir.backends.jax.mode import trace_mode, traced_as
 from abir.errors import AbirError
@@ -51,8 +50,9 @@ def is_python_number(value: Any) -> bool:
 
 
 def differentiated(values: Sequence[Any]) -> bool:
-    """Whether reverse-mode differentiation (`jax.grad`, `jax.vjp`, ...) traces any of `values`."""
-    return any(isinstance(value, LinearizeTracer) for value in values)
+    """Whether reverse-mode differentiation (`jax.grad`, `jax.vjp`, ...) traces any of `values`:
+    JAX's linearizing tracer, named as JAX names it (its class is not public API)."""
+    return any(type(value).__name__ == "LinearizeTracer" for value in values)
 
 
 def stage_run(run: Callable[[list[Any]], list[Any]], leaves: Sequence[Any]) -> list[Any]:
