@@ -40,6 +40,9 @@ class JaxArrayOps(ArrayOps):
             return lax.map(lambda row: lax.dot_general(row, matrix, (((0,), (0,)), ((), ()))), jnp.asarray(a))
         return super().matmul(a, b)
 
+    def set_row(self, x: Any, row: Any, value: Any) -> Any:
+        return lax.dynamic_update_index_in_dim(x, jnp.asarray(value, x.dtype), row, 0)
+
 
 def jax_array_ops() -> ArrayOps:
     """The operations on JAX arrays and tracers (JAX's registry entry)."""
