@@ -40,7 +40,6 @@ arriving lane's results in its rings and starts the next unstarted member there.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -599,26 +598,20 @@ def take_rows(array: Any, rows: Any) -> Any:
 
 
 def cumulative_sum(ints: Any) -> Any:
-    """The running sum of int32 [L] `ints`, as int32. Off NumPy it runs in blocks of about
-    sqrt(L): XLA lowers a running sum on CPU to a windowed reduction whose work grows with the
-    square of the length."""
-    ops = ops_for(ints)
+    """The running sum of int32 [L] `ints`, as int32. Off NumPy it is log2(L) shifted adds
+    (Hillis and Steele's scan): XLA lowers a running sum on CPU to a windowed reduction whose
+    work grows with the square of the length, and a JAX loop compiled as one kernel runs every
+    element of it."""
     if type(ints) is np.ndarray:
         return np.cumsum(ints, dtype=np.int32)
+    ops = ops_for(ints)
+    ints = ops.cast(ints, np.int32)
     lanes = int(ints.shape[0])
-    width = max(1, math.isqrt(lanes - 1) + 1) if lanes > 1 else 1
-    rows = -(-lanes // width)
-    padding = rows * width - lanes
-    if padding:
-        ints = ops.concatenate([ints, ops.multiply(ops.take(ints, np.zeros(padding, np.int64), 0), 0)], 0)
-    grid = ops.reshape_event(ops.expand_dims(ints, 0), (rows, width))
-    within = ops.scan("cumsum", grid, 2)
-    row_totals = ops.take(within, np.array([width - 1]), 2)
-    before = ops.scan("cumsum", row_totals, 1) - row_totals
-    flat = ops.reshape_event(within + before, (rows * width,))[0]
-    if padding:
-        flat = ops.take(flat, np.arange(lanes), 0)
-    return ops.cast(flat, np.int32)
+    shift = 1
+    while shift < lanes:
+        ints = ints + ops.concatenate([ints[:shift] * 0, ints[: lanes - shift]], 0)
+        shift *= 2
+    return ints
 
 
 def total(ints: Any) -> Any:
