@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test test-full lit pytest lint fuzz bench bench-nuts bench-suite bench-samplers clean
+.PHONY: install demo test test-full lit pytest lint fuzz bench bench-nuts bench-suite bench-samplers bench-lanes clean
 
 $(BIN)/abir-opt: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,11 @@ bench-nuts: $(BENCH_SITE)/.installed-nuts
 SUITE_ARGS ?= --figure docs/bench_suite.png
 bench-suite: $(BENCH_SITE)/.installed $(BENCH_SITE)/.installed-nuts
 	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/suite.py $(SUITE_ARGS)
+
+# e.g. make bench-lanes LANES_ARGS="--quick --backends jax,numpy"
+LANES_ARGS ?=
+bench-lanes: $(BIN)/abir-opt
+	$(BIN)/python bench/lanes.py $(LANES_ARGS)
 
 # inference-gym (the samplers bench's targets: data and ground truth from its NumPy substrate, which
 # needs the TFP of .installed) and NumPyro (a system it compares with), again --no-deps with the

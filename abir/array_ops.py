@@ -186,6 +186,14 @@ class ArrayOps:
     def expand_dims(self, x: Any, axis: int) -> Any:
         return self.xp.expand_dims(x, axis)
 
+    def set_row(self, x: Any, row: Any, value: Any) -> Any:
+        """`x` with its row `row` (an int scalar, within range) along the first axis replaced by
+        `value`: an update of one slice, never a scatter (a JAX loop meant to be one kernel
+        cannot contain one)."""
+        x = self.xp.array(x, copy=True)
+        x[int(row)] = value
+        return x
+
 
 _NUMPY_OPS = ArrayOps(np)
 """The operations on NumPy arrays (stateless, shared)."""

@@ -60,10 +60,12 @@ from abir.backends.base import (
 STATS_KEY = "__stats__"
 """The state entry holding the counters of a run with `collect_stats` (`zero_counters`)."""
 
-LANE_WAIT_SHARE = 1 / 8
+LANE_WAIT_SHARE = 1 / 2
 """In a run with lanes, a block that jumps to itself stops repeating within a sweep once this
 share of the lanes stands at other blocks, so that they reach the refill block of the sweep
-instead of waiting for the loop's slowest member."""
+instead of waiting for the loop's slowest member. A sweep and its refill cost many of the
+loop's steps on XLA's CPU, so a refill pays only once many lanes wait for it; bench/lanes.py
+(`make bench-lanes`) measures the choice."""
 
 Step = Callable[..., State]
 """`step(state, here, anyone_here=False) -> state`: one block of a sweep (`TracedLoop.sweep_step`)."""

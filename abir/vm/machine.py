@@ -65,8 +65,10 @@ chunks last about the backend's `launch_seconds` (`Machine.run_lanes`)."""
 MAX_LANE_CHUNK = 2**30
 MIN_RING_ROWS = 16
 MAX_RING_ROWS = 256
-"""A run with lanes keeps each lane's finished members in rings of twice the members per lane
-rows, within these bounds (`state_ops.ring_key`); a full ring pauses the run to empty it."""
+RING_BYTES = 1 << 20
+"""A run with lanes keeps its finished members' results in rings of one row per refill
+(`state_ops.ring_key`) taking about this many bytes, within `MIN_RING_ROWS` and
+`MAX_RING_ROWS` rows; a full ring pauses the run to empty it."""
 REUSED_ZERO_STATE_BYTES = 32 << 20
 """The largest zero state a machine keeps (NUTS B=4096: 19 MB): making a bigger one, a transfer
 of a few GB/s on JAX, costs little next to its run."""
@@ -1049,14 +1051,15 @@ class Machine:
     def _take_finished(self, backend: Backend, state: State, layout: state_ops.LaneLayout) -> FinishedMembers | None:
         """The members in the rings of `state` (host copies of their results), the rings
         emptied (`LANE_FILLED` back to 0); None when they hold none."""
-        filled = backend.to_numpy(state[state_ops.LANE_FILLED])
-        if not filled.any():
+        rows = int(backend.to_numpy(state[state_ops.LANE_FILLED])[0])
+        if rows == 0:
             return None
-        held = np.arange(layout.ring_rows)[:, None] < filled[None, :]
-        members = backend.to_numpy(state[state_ops.RING_MEMBER])[held]
-        values = {key: backend.to_numpy(state[state_ops.ring_key(key)])[held] for key in layout.results}
-        state[state_ops.LANE_FILLED] = backend.zeros(filled.shape, np.int32)
-        return FinishedMembers(members, values)
+        # whole rings to the host, sliced there: a slice on the device compiles per length
+        members = np.asarray(backend.to_numpy(state[state_ops.RING_MEMBER]))[:rows]
+        held = members >= 0
+        values = {key: np.asarray(backend.to_numpy(state[state_ops.ring_key(key)]))[:rows][held] for key in layout.results}
+        state[state_ops.LANE_FILLED] = backend.zeros((1,), np.int32)
+        return FinishedMembers(members[held], values)
 
     def pending_inputs(self, args: Sequence[Any], backend: Backend) -> list[Any]:
         """Each input leaf checked and cast to its input type, as a backend array of its own
@@ -1090,8 +1093,22 @@ class Machine:
         )
         if counting:
             resets += ((state_ops.STEPS_LEFT, np.zeros((), np.int32)), (state_ops.STOPPED_AT, np.full((), -1, np.int32)))
-        ring_rows = min(max(2 * -(-window.count // lanes), MIN_RING_ROWS), MAX_RING_ROWS)
+        ring_rows = min(max(RING_BYTES // (lanes * self._lane_result_bytes(shapes, results)), MIN_RING_ROWS), MAX_RING_ROWS)
         return state_ops.LaneLayout(self.num_blocks, ring_rows, inputs, window.shared, results, resets)
+
+    def _lane_result_bytes(self, shapes: Mapping[str, tuple[tuple[int, ...], np.dtype]], results: Sequence[str]) -> int:
+        """The bytes of one member's entries in the rings: its results and its number."""
+        total = np.dtype(np.int32).itemsize
+        for key in results:
+            if key in shapes:
+                shape, dtype = shapes[key][0][1:], shapes[key][1]
+            elif key in state_ops.STEP_LIMIT_KEYS:
+                shape, dtype = (), np.dtype(np.int32)
+            else:  # an input register returned as an output
+                var = self.variables[key.removeprefix(state_ops.register_key(""))].type
+                shape, dtype = tuple(var.shape), var.dtype
+            total += math.prod(shape) * np.dtype(dtype).itemsize
+        return total
 
     def initial_lane_state(
         self,
@@ -1105,15 +1122,16 @@ class Machine:
     ) -> State:
         """Every lane at the refill block without a member (the first refill starts them), the
         arguments of `window`'s members pending and the rings empty (`state_ops.LaneLayout`)."""
-        none = backend.asarray(np.zeros(lanes, np.int32))
-        state = self.initial_state(backend, [state_ops.take_rows(a, none) for a in window.arrays], lanes, max_stack_depth, max_steps)
+        # the input registers' values are the first refill's to set
+        unset = [np.zeros((lanes, *(int(d) for d in a.shape[1:])), np.dtype(backend.type_of(a).dtype)) for a in window.arrays]
+        state = self.initial_state(backend, [backend.asarray(a) for a in unset], lanes, max_stack_depth, max_steps)
         state[state_ops.PC] = backend.asarray(np.full(lanes, layout.block, np.int32))
         state[state_ops.LANE_MEMBER] = backend.asarray(np.full(lanes, -1, np.int32))
         state[state_ops.LANE_NEXT] = backend.asarray(np.zeros(1, np.int32))
         state[state_ops.LANE_BASE] = backend.asarray(np.zeros(1, np.int32))
         state[state_ops.LANE_END] = backend.asarray(np.array([window.count], np.int32))
         state[state_ops.LANE_MORE] = backend.asarray(np.array([int(more)], np.int32))
-        state[state_ops.LANE_FILLED] = backend.zeros((lanes,), np.int32)
+        state[state_ops.LANE_FILLED] = backend.zeros((1,), np.int32)
         state[state_ops.LANE_BUDGET] = backend.asarray(np.array([MAX_LANE_CHUNK], np.int32))
         state[state_ops.LANE_SAVED_PC] = backend.zeros((lanes,), np.int32)
         state[state_ops.RING_MEMBER] = backend.zeros((layout.ring_rows, lanes), np.int32)

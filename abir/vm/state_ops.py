@@ -387,7 +387,7 @@ LANE_MORE = "lanes:more"
 """int32 [1]: 1 when more members will come (a stream): the run pauses once every pending
 member has started, for the caller to put the next ones in place."""
 LANE_FILLED = "lanes:filled"
-"""int32 [L]: how many finished members each lane holds in the rings (`ring_key`)."""
+"""int32 [1]: how many rows of the rings (`ring_key`) the refill block has written."""
 LANE_BUDGET = "lanes:budget"
 """int32 [1]: refill block runs left before the run pauses (`LaneRefill`)."""
 LANE_SAVED_PC = "lanes:saved_pc"
@@ -395,7 +395,7 @@ LANE_SAVED_PC = "lanes:saved_pc"
 LANE_MAX_STEPS = "lanes:max_steps"
 """int32 [1]: the `steps_left` a member starts with (only with `max_steps`)."""
 RING_MEMBER = "lanes:ring:member"
-"""int32 [K, L]: which member each ring row holds (`ring_key`)."""
+"""int32 [K, L]: which member each ring entry holds, -1 for none (`ring_key`)."""
 
 
 def pending_key(position: int) -> str:
@@ -405,9 +405,12 @@ def pending_key(position: int) -> str:
 
 
 def ring_key(key: str) -> str:
-    """The key of the `[K, L, ...]` ring of register `key`'s final values: lane l writes its
-    j-th finished member's value to row j of column l, a stack write (`Backend.stack_scatter`),
-    until the caller empties the rings (`LANE_FILLED` back to 0)."""
+    """The key of the `[K, L, ...]` ring of register `key`'s final values: the j-th run of the
+    refill block writes row j, lane l's entry holding the value of the member lane l finished
+    there (`RING_MEMBER` names it, -1 where the lane finished none), until the caller empties
+    the rings (`LANE_FILLED` back to 0). One row per refill is a single slice update, where a
+    row per lane's member would be a scatter (written column by column in a JAX loop compiled
+    as one kernel)."""
     return f"lanes:ring:{key}"
 
 
@@ -439,9 +442,16 @@ class LaneLayout:
         pending = tuple(pending_key(position) for position in range(len(self.inputs)))
         return (*dict.fromkeys((*self.written_keys(), *self.results, *pending, *steps)),)
 
+    def ring_keys(self) -> tuple[str, ...]:
+        """The rings and their row count, written outside the refill's conditional."""
+        return (*map(ring_key, self.results), RING_MEMBER, LANE_FILLED)
+
     def written_keys(self) -> tuple[str, ...]:
         """Every key the refill block may change."""
-        own = (LANE_MEMBER, LANE_NEXT, LANE_FILLED, LANE_BUDGET, LANE_SAVED_PC, RING_MEMBER, LANE_BASE, LANE_END, LANE_MORE)
+        own = (
+            *(LANE_MEMBER, LANE_NEXT, LANE_FILLED, LANE_BUDGET, LANE_SAVED_PC),
+            *(RING_MEMBER, LANE_BASE, LANE_END, LANE_MORE),
+        )
         return (PC, *self.inputs, *(key for key, _ in self.resets), *own, *map(ring_key, self.results))
 
 
@@ -449,13 +459,19 @@ class LaneRefill:
     """The refill block of a run with lanes, as a split kernel (`abir.vm.machine.BlockKernel`'s
     form, no stack writes): lanes whose member halted (pc = `layout.block`) put its results in
     their rings and take the next unstarted member, in member order, at the entry (pc 0) with
-    fresh registers and empty stacks; lanes with nothing left halt for good. Every run of the
-    block uses one unit of `LANE_BUDGET`; at zero, when a lane's ring is full, or when every
-    pending member has started and more will come (`LANE_MORE`), the run pauses: every pc is saved in `LANE_SAVED_PC` and set to the final halt, so that the
-    backend's loop returns and the caller can empty the rings and resume
-    (`Machine.run_lanes`). `refills_lanes` tells a sweeping loop to run it at the end of every
-    sweep. It writes nothing with a scatter of its own, only stack writes, which a JAX loop
-    compiled as one kernel can make."""
+    fresh registers and empty stacks; lanes with nothing left halt for good.
+
+    The refill runs under a conditional on a lane having arrived (or the budget below being
+    spent), so a sweep in which no member halted costs a few reductions; the rings are
+    written outside it (see `refill_lanes`).
+
+    Every run of the block uses one unit of `LANE_BUDGET`; at zero, when a lane's ring is full,
+    or when every pending member has started and more will come (`LANE_MORE`), the run pauses:
+    every pc is saved in `LANE_SAVED_PC` and set to the final halt, so that the backend's loop
+    returns and the caller can empty the rings and resume (`Machine.run_lanes`).
+    `refills_lanes` tells a sweeping loop to run it at the end of every sweep. It writes
+    nothing with a scatter of its own, only stack writes, which a JAX loop compiled as one
+    kernel can make."""
 
     refills_lanes = True
 
@@ -476,34 +492,75 @@ class LaneRefill:
 
 def refill_lanes(backend: Backend, layout: LaneLayout, regs: State) -> State:
     """`regs` (filled in place, as a kernel fills its registers) after a run of the refill
-    block (see `LaneRefill`)."""
+    block (see `LaneRefill`). The rings are written outside the conditional on refilling: a
+    conditional copies the large arrays it passes through."""
     # read first: a lazily read register (`LazyRegisters`) must not be read in a nested trace
     current = {key: regs[key] for key in layout.read_keys()}
-    arrived = _prim(backend, "equal", current[PC], _int(backend, layout.block))
-    regs.update(_refilled(backend, layout, current, arrived))
+    pc = current[PC]
+    arrived = _prim(backend, "equal", pc, _int(backend, layout.block))
+    due = _prim(backend, "greater", largest(_prim(backend, "astype", arrived, dtype=INT32)), _int(backend, 0))
     budget = _prim(backend, "subtract", current[LANE_BUDGET], _int(backend, 1), dtype=INT32)
-    ring_full = _prim(backend, "greater_equal", largest(regs[LANE_FILLED]), _int(backend, layout.ring_rows))
-    all_started = _prim(backend, "greater_equal", regs[LANE_NEXT], current[LANE_END])
-    more = _prim(backend, "logical_and", _prim(backend, "greater", current[LANE_MORE], _int(backend, 0)), all_started)
-    paused = _prim(backend, "logical_or", _prim(backend, "less_equal", budget, _int(backend, 0)), ring_full)
-    paused = _prim(backend, "logical_or", paused, more)
-    regs[LANE_BUDGET] = budget
-    regs[LANE_SAVED_PC] = regs[PC]
-    regs[PC] = _prim(backend, "where", paused, _int(backend, layout.final_halt), regs[PC], dtype=INT32)
+    run = _prim(backend, "logical_or", due, _prim(backend, "less_equal", budget, _int(backend, 0)))
+    regs.update(_stored(backend, layout, current, _prim(backend, "logical_and", arrived, run)))
+    filled = _prim(backend, "add", current[LANE_FILLED], _prim(backend, "astype", run, dtype=INT32), dtype=INT32)
+    regs[LANE_FILLED] = filled
+    written = tuple(key for key in layout.written_keys() if key not in layout.ring_keys())
+
+    def refill() -> tuple[Any, ...]:
+        out = _refilled_and_paused(backend, layout, current, arrived, budget, filled)
+        return tuple(_like(backend, out.get(key, current[key]), current[key]) for key in written)
+
+    def wait() -> tuple[Any, ...]:
+        out = {**current, LANE_BUDGET: budget, LANE_SAVED_PC: pc}
+        return tuple(out[key] for key in written)
+
+    chosen = backend.cond(_first(run), refill, wait)
+    regs.update(zip(written, chosen, strict=True))
     return regs
 
 
+def _stored(backend: Backend, layout: LaneLayout, current: State, storing: Any) -> State:
+    """The rings with the results of the members of the lanes `storing` in their next row
+    (`LANE_FILLED`; every sweep writes it, a row that no refill ran in is written again)."""
+    member = current[LANE_MEMBER]
+    finished = _prim(backend, "logical_and", storing, _prim(backend, "greater_equal", member, _int(backend, 0)))
+    row = _first(current[LANE_FILLED])
+    out = {ring_key(key): ring_write(current[ring_key(key)], row, current[key]) for key in layout.results}
+    out[RING_MEMBER] = ring_write(current[RING_MEMBER], row, _prim(backend, "where", finished, member, _int(backend, -1), dtype=INT32))
+    return out
+
+
+def _refilled_and_paused(backend: Backend, layout: LaneLayout, current: State, arrived: Any, budget: Any, filled: Any) -> State:
+    """The keys a refill changes (`_refilled`), and every pc at the final halt if the run
+    pauses (see `LaneRefill`)."""
+    out = _refilled(backend, layout, current, arrived)
+    ring_full = _prim(backend, "greater_equal", filled, _int(backend, layout.ring_rows))
+    all_started = _prim(backend, "greater_equal", out[LANE_NEXT], current[LANE_END])
+    more = _prim(backend, "logical_and", _prim(backend, "greater", current[LANE_MORE], _int(backend, 0)), all_started)
+    paused = _prim(backend, "logical_or", _prim(backend, "less_equal", budget, _int(backend, 0)), ring_full)
+    paused = _prim(backend, "logical_or", paused, more)
+    out[LANE_BUDGET] = budget
+    out[LANE_SAVED_PC] = out[PC]
+    out[PC] = _prim(backend, "where", paused, _int(backend, layout.final_halt), out[PC], dtype=INT32)
+    return out
+
+
+def _like(backend: Backend, value: Any, template: Any) -> Any:
+    """`value` as an array of `template`'s dtype (both branches of a conditional must agree)."""
+    return ops_for(template).cast(value, backend.type_of(template).dtype)
+
+
+def _first(flags: Any) -> Any:
+    """The scalar of a `[1]` array."""
+    return flags[0]
+
+
 def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -> State:
-    """The keys `refill_lanes` changes: lanes that `arrived` store their member's results and
-    start the next member (lanes that did not arrive write their rings' row K: nothing)."""
+    """The registers a refill changes: lanes that `arrived` start the next member, or halt
+    for good when none is left."""
     end = regs[LANE_END]
     member = regs[LANE_MEMBER]
-    finished = _prim(backend, "logical_and", arrived, _prim(backend, "greater_equal", member, _int(backend, 0)))
-    filled = regs[LANE_FILLED]
-    rows = _prim(backend, "where", finished, filled, _int(backend, layout.ring_rows), dtype=INT32)
-    out = {ring_key(key): ring_write(backend, regs[ring_key(key)], rows, regs[key]) for key in layout.results}
-    out[RING_MEMBER] = ring_write(backend, regs[RING_MEMBER], rows, member)
-    out[LANE_FILLED] = _prim(backend, "add", filled, _prim(backend, "astype", finished, dtype=INT32), dtype=INT32)
+    out = {}
     arrived_ints = _prim(backend, "astype", arrived, dtype=INT32)
     rank = _prim(backend, "subtract", cumulative_sum(arrived_ints), _int(backend, 1), dtype=INT32)
     candidate = _prim(backend, "add", regs[LANE_NEXT], rank, dtype=INT32)
@@ -512,8 +569,7 @@ def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -
     out[LANE_MEMBER] = _prim(backend, "where", start, candidate, none_left, dtype=INT32)
     started = _prim(backend, "add", regs[LANE_NEXT], total(arrived_ints), dtype=INT32)
     out[LANE_NEXT] = _prim(backend, "minimum", started, end, dtype=INT32)
-    row = _prim(backend, "subtract", candidate, regs[LANE_BASE], dtype=INT32)
-    source = _prim(backend, "where", start, row, _int(backend, 0), dtype=INT32)
+    source = _prim(backend, "where", start, _prim(backend, "subtract", candidate, regs[LANE_BASE], dtype=INT32), _int(backend, 0), dtype=INT32)
     first = _prim(backend, "multiply", source, _int(backend, 0), dtype=INT32)
     for position, (key, shared) in enumerate(zip(layout.inputs, layout.shared, strict=True)):
         value = take_rows(regs[pending_key(position)], first if shared else source)
@@ -526,14 +582,13 @@ def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -
     return out
 
 
-def ring_write(backend: Backend, ring: Any, rows: Any, values: Any) -> Any:
-    """`ring` ([K, L, ...]) with `ring[rows[l], l] = values[l]` where rows[l] < K: the
-    backend's stack write; a NumPy ring, the run's own, is written in place."""
-    if not isinstance(ring, np.ndarray):
-        return backend.stack_scatter(ring, rows, values)
-    lanes = np.flatnonzero(rows < ring.shape[0])
-    ring[rows[lanes], lanes] = np.asarray(values)[lanes]
-    return ring
+def ring_write(ring: Any, row: Any, values: Any) -> Any:
+    """`ring` ([K, L, ...]) with row `row` (an int scalar below K) set to `values`; a NumPy
+    ring, the run's own, is written in place."""
+    if type(ring) is np.ndarray:
+        ring[int(row)] = values
+        return ring
+    return ops_for(ring).set_row(ring, row, values)
 
 
 def take_rows(array: Any, rows: Any) -> Any:
@@ -543,9 +598,20 @@ def take_rows(array: Any, rows: Any) -> Any:
 
 
 def cumulative_sum(ints: Any) -> Any:
-    """The running sum of int32 [L] `ints`, as int32."""
+    """The running sum of int32 [L] `ints`, as int32. Off NumPy it is log2(L) shifted adds
+    (Hillis and Steele's scan): XLA lowers a running sum on CPU to a windowed reduction whose
+    work grows with the square of the length, and a JAX loop compiled as one kernel runs every
+    element of it."""
+    if type(ints) is np.ndarray:
+        return np.cumsum(ints, dtype=np.int32)
     ops = ops_for(ints)
-    return ops.cast(ops.scan("cumsum", ints, 0), np.int32)
+    ints = ops.cast(ints, np.int32)
+    lanes = int(ints.shape[0])
+    shift = 1
+    while shift < lanes:
+        ints = ints + ops.concatenate([ints[:shift] * 0, ints[: lanes - shift]], 0)
+        shift *= 2
+    return ints
 
 
 def total(ints: Any) -> Any:

@@ -128,8 +128,9 @@ def test_lanes_at_least_the_members_is_an_ordinary_call(backend_name: str) -> No
 
 
 def test_a_full_ring_pauses_the_run_to_empty_it(backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Three lanes run long members while the fourth finishes most others: its ring of 16
-    finished members fills, which pauses the run to empty it (one chunk otherwise)."""
+    """Three lanes run long members while the fourth finishes most others, one refill each:
+    the rings' 16 rows (one per refill) fill, which pauses the run to empty them (one chunk
+    otherwise)."""
     monkeypatch.setattr(abir.vm.machine, "MAX_RING_ROWS", 16)
     emptied = []
     take = abir.vm.machine.Machine._take_finished

@@ -58,6 +58,9 @@ class JaxArrayOps(ArrayOps):
             x = jnp.where(elements == positions[:, k : k + 1], values[:, k : k + 1], x)
         return x
 
+    def set_row(self, x: Any, row: Any, value: Any) -> Any:
+        return lax.dynamic_update_index_in_dim(x, jnp.asarray(value, x.dtype), row, 0)
+
 
 def jax_array_ops() -> ArrayOps:
     """The operations on JAX arrays and tracers (JAX's registry entry)."""

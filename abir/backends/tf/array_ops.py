@@ -132,6 +132,10 @@ class TensorFlowOps(ArrayOps):
     def transpose(self, x: Any, perm: Sequence[int]) -> Any:
         return self.tf.transpose(x, list(perm))
 
+    def set_row(self, x: Any, row: Any, value: Any) -> Any:
+        tf = self.tf
+        return tf.tensor_scatter_nd_update(x, tf.reshape(tf.cast(row, tf.int32), [1, 1]), tf.expand_dims(tf.cast(value, x.dtype), 0))
+
     def concatenate(self, arrays: Sequence[Any], axis: int) -> Any:
         return self.tf.concat(list(arrays), axis=axis)
 

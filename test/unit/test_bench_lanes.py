@@ -1,0 +1,47 @@
+"""bench/lanes.py at a tiny size: every workload, run as fixed batches, one batch and with
+`lanes=`, on every backend, equals the per-member Python result (the bench checks each before
+timing it and exits non-zero with FAILED rows otherwise), and its table has a row per way."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import lanes as bench_lanes  # noqa: E402
+
+import abir  # noqa: E402
+
+
+@pytest.mark.parametrize("backend", ["jax", "numpy", "tf-xla"])
+def test_bench_lanes_runs_and_checks_every_way(backend: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code = bench_lanes.main(["--size", "40", "--lanes", "8,16", "--backends", backend, "--repeats", "1"])
+    table = capsys.readouterr().out
+    assert code == 0, table
+    assert "FAILED" not in table
+    for workload in bench_lanes.WORKLOADS:
+        rows = [line for line in table.splitlines() if line.startswith(f"| {workload} | {backend} |")]
+        assert len(rows) == 5, table  # fixed, one batch, lanes at L=8; fixed, lanes at L=16
+
+
+@pytest.mark.parametrize("name", sorted(bench_lanes.WORKLOADS))
+def test_each_workload_with_lanes_equals_python_per_member(name: str) -> None:
+    workload = bench_lanes.WORKLOADS[name]
+    inputs = workload.make_inputs(30)
+    want = bench_lanes.python_run(workload, inputs)
+    batched = abir.Context().batch_uncurried(workload.function)
+    got = bench_lanes.run_way(batched, "lanes", inputs, 4, abir.NumpyBackend())
+    bench_lanes.suite_programs.assert_equal(got, want, name)
+
+
+def test_heavy_tail_depths_are_geometric() -> None:
+    """Half the members stop at depth 0, a quarter at 1: the cost 2**depth is heavy-tailed."""
+    inputs = bench_lanes.WORKLOADS["heavy-tail"].make_inputs(400)
+    depths = bench_lanes.python_run(bench_lanes.WORKLOADS["heavy-tail"], inputs)[0]
+    assert 0.4 < np.mean(depths == 0) < 0.6
+    assert 0.15 < np.mean(depths == 1) < 0.35
+    assert depths.max() >= 5
