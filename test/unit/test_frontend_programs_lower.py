@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import io
 import runpy
 import subprocess
@@ -70,6 +71,13 @@ def test_lowers_from_python(lit_file: str, name: str):
     assert any(isinstance(op, vm.ProgramOp) for op in lowered.ops)
 
 
+@functools.cache
+def printed_functional_ir(lit_file: str) -> str:
+    """What a frontend lit program prints run as a script, in a separate process: its functional
+    IR (one process per file, shared by the file's functions)."""
+    return subprocess.run([sys.executable, str(FRONTEND / lit_file)], capture_output=True, text=True, check=True).stdout
+
+
 @pytest.mark.parametrize(
     ("lit_file", "name"),
     [key for key, (_, types) in PROGRAMS.items() if types is not None],
@@ -77,12 +85,9 @@ def test_lowers_from_python(lit_file: str, name: str):
 )
 def test_lowers_through_abir_opt(lit_file: str, name: str):
     _, arg_types = PROGRAMS[(lit_file, name)]
-    functional_ir = subprocess.run(
-        [sys.executable, str(FRONTEND / lit_file)], capture_output=True, text=True, check=True
-    ).stdout
     lowered = subprocess.run(
         [ABIR_OPT, "-p", f"abir-lower{{entry={name} arg-types={arg_types}}}"],
-        input=functional_ir,
+        input=printed_functional_ir(lit_file),
         capture_output=True,
         text=True,
     )

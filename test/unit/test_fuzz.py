@@ -248,22 +248,45 @@ def test_range_membership_is_off_by_default_and_matches_plain_python_on(director
     assert found >= 3
 
 
-def test_descents_give_programs_whose_recursion_is_one_vm_descend_on_jax(monkeypatch, directory):
+DESCENTS_SEED = 30
+DESCENTS_QUICK = (1, 7)
+"""The programs of `DESCENTS_SEED` with `+descents` whose recursion summarize-descents turns into a
+`vm.descend` (found by listing the first eight): every test run checks these; `make test-full`
+checks the other six of the first eight, which keep their recursion as calls."""
+DESCENTS_REST = [i for i in range(8) if i not in DESCENTS_QUICK]
+
+
+def check_descent_programs(indices, directory) -> list:
+    """Check the `+descents` programs of `DESCENTS_SEED` at `indices` on JAX against plain Python;
+    return the `vm.descend` ops summarize-descents made while compiling them (None for a block it
+    left alone)."""
+    from abir.passes import summarize_descents
+
+    summarized = []
+    original = summarize_descents.summarize
+    features = parse_features("+descents")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(summarize_descents, "summarize", lambda block: summarized.append(original(block)) or summarized[-1])
+        for index in indices:
+            generated = fuzz.generate(DESCENTS_SEED, index, features, directory)
+            assert not check(generated.program, ("jax",), generated.namespace, generated.reference), index
+    return summarized
+
+
+def test_descents_give_programs_whose_recursion_is_one_vm_descend_on_jax(directory):
     """`+descents` (off by default) makes a lone recursive function call itself first, with
     `d - 1` and its other parameters unchanged: `summarize-descents` turns that into one
     `vm.descend`, and the batched programs still equal plain Python."""
     pytest.importorskip("jax")
-    from abir.passes import summarize_descents
-
     assert "descents" not in DEFAULT_FEATURES
-    summarized = []
-    original = summarize_descents.summarize
-    monkeypatch.setattr(summarize_descents, "summarize", lambda block: summarized.append(original(block)) or summarized[-1])
-    features = parse_features("+descents")
-    for index in range(8):
-        generated = fuzz.generate(30, index, features, directory)
-        assert not check(generated.program, ("jax",), generated.namespace, generated.reference)
+    summarized = check_descent_programs(DESCENTS_QUICK, directory)
     assert sum(op is not None for op in summarized) >= 2
+
+
+@pytest.mark.full
+def test_other_descent_programs_equal_plain_python_on_jax(directory):
+    pytest.importorskip("jax")
+    check_descent_programs(DESCENTS_REST, directory)
 
 
 def test_finds_and_shrinks_an_injected_miscompilation(monkeypatch, directory):

@@ -88,13 +88,15 @@ def batch_means_standard_error(values, batch):
     return means.std(ddof=1) / np.sqrt(means.size)
 
 
-def test_moments_of_a_gaussian_after_adaptation():
+@pytest.mark.parametrize("num_draws", [100, pytest.param(400, marks=pytest.mark.full)])
+def test_moments_of_a_gaussian_after_adaptation(num_draws):
     """4 chains from far away adapt (step size and a mass matrix matching the scales 0.5, 1, 3)
-    and then draw the right mean and variance: each within 5 batch-means standard errors (about
-    16 batches per chain; a 5-sigma miss of any of the 6 checks has probability below 1e-5)."""
+    and then draw the right mean and variance: each within 5 batch-means standard errors (4 or
+    16 batches per chain; a 5-sigma miss of any of the 6 checks has probability below 1e-5).
+    `make test` draws 100 per chain, `make test-full` 400 (a test of more power)."""
     vg = gaussian_value_and_grad(SCALES)
     q0 = np.full((4, 3), 4.0)
-    result = abir.samplers.nuts(None, q0, value_and_grad=vg, num_warmup=200, num_draws=400, seed=2,
+    result = abir.samplers.nuts(None, q0, value_and_grad=vg, num_warmup=200, num_draws=num_draws, seed=2,
                                 chunk_size=200)  # fmt: skip
     draws = result.draws
     assert not result.stats.divergent.any()
