@@ -47,7 +47,9 @@ class Target:
     `truth_mean` / `truth_std` [dim] describe; `gym_logdensity(q)` is inference-gym's
     `unnormalized_log_prob` at one position (NumPy), plus the log Jacobian of `reported`, so it
     differs from `logdensity` by a constant; `tf_logdensity` (or None) is the same density as
-    `logdensity` in TensorFlow on a batch of positions [chains, dim] -> [chains] (TFP's NUTS)."""
+    `logdensity` in TensorFlow on a batch of positions [chains, dim] -> [chains] (TFP's NUTS);
+    `quick` is (warm-up, kept draws) per chain of `bench/samplers.py --quick` (150 warm-up: the
+    shortest with Stan's three buffers)."""
 
     name: str
     dim: int
@@ -57,6 +59,7 @@ class Target:
     gym_logdensity: Callable
     reported: Callable = unchanged
     tf_logdensity: Callable | None = None
+    quick: tuple[int, int] = (150, 100)
 
 
 def gym_targets():

@@ -49,7 +49,7 @@ from sampler_diagnostics import bulk_ess, rank_rhat  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIGURE = ROOT / "docs" / "samplers_bench.png"
-QUICK = {"chains": [64], "warmup": 150, "draws": 100}  # 150: the shortest Stan warm-up schedule
+QUICK_CHAINS = [64]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,17 +92,24 @@ def why_not_run(target: sampler_targets.Target, system: str) -> str | None:
     return None
 
 
+def run_sizes(target: sampler_targets.Target, args: argparse.Namespace) -> tuple[int, int]:
+    """(warm-up, kept draws) per chain: the target's `quick` sizes with --quick, else the
+    command line's."""
+    return target.quick if args.quick else (args.warmup, args.draws)
+
+
 def measure(target: sampler_targets.Target, system: str, chains: int, args: argparse.Namespace) -> Row:
     """First call (compiling) and second call (timed) of `system` on `target`; diagnostics of the
     second call's draws."""
+    warmup, draws = run_sizes(target, args)
     sample = sampler_systems.SYSTEMS[system]
     logdensity = getattr(target, sampler_systems.DENSITY_OF.get(system, "logdensity"))
     positions = sampler_targets.initial_positions(target.dim, chains, args.seed)
     start = time.perf_counter()
-    sample(logdensity, positions, args.warmup, args.draws, args.seed)
+    sample(logdensity, positions, warmup, draws, args.seed)
     first_call = time.perf_counter() - start
     start = time.perf_counter()
-    result = sample(logdensity, positions, args.warmup, args.draws, args.seed + 1)
+    result = sample(logdensity, positions, warmup, draws, args.seed + 1)
     seconds = time.perf_counter() - start
     min_ess = float(np.min(bulk_ess(result.draws)))
     return Row(
@@ -196,14 +203,21 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=1000, help="warm-up iterations per chain")
     parser.add_argument("--draws", type=int, default=1000, help="kept draws per chain")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="64 chains, 150 warm-up and 100 kept draws")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="64 chains, each target's short warm-up and kept draws (Target.quick); no figure",
+    )  # fmt: skip
     parser.add_argument(
         "--figure", nargs="?", const=str(FIGURE), metavar="PATH.png",
         help=f"draw ESS/s per target and system into PATH.png (default {FIGURE.relative_to(ROOT)})",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.quick and args.figure:
+        parser.error(
+            "--figure draws a full run (the published figure); a --quick run's sizes differ by target"
+        )
     if args.quick:
-        args.chains, args.warmup, args.draws = QUICK["chains"], QUICK["warmup"], QUICK["draws"]
+        args.chains = QUICK_CHAINS
     return args
 
 
@@ -212,10 +226,12 @@ def main() -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    print(f"# {cpu_model()}; {versions()}; {args.warmup} warm-up + {args.draws} kept draws per chain")
+    print(f"# {cpu_model()}; {versions()}")
     rows: list[Row] = []
     for name in args.targets:
         target = sampler_targets.BUILDERS[name]()
+        warmup, draws = run_sizes(target, args)
+        print(f"# {name}: {warmup} warm-up + {draws} kept draws per chain")
         for chains in args.chains:
             reasons = {system: why_not_run(target, system) for system in args.systems}
             group = [
