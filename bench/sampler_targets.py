@@ -49,7 +49,7 @@ class Target:
     differs from `logdensity` by a constant; `tf_logdensity` (or None) is the same density as
     `logdensity` in TensorFlow on a batch of positions [chains, dim] -> [chains] (TFP's NUTS);
     `quick` is (warm-up, kept draws) per chain of `bench/samplers.py --quick` (150 warm-up: the
-    shortest with Stan's three buffers)."""
+    shortest with Stan's three buffers; `HEAVY_QUICK` for the targets whose runs take longest)."""
 
     name: str
     dim: int
@@ -81,6 +81,13 @@ def flat_truth(target, keys: list[str] | None = None) -> tuple[np.ndarray, np.nd
     )
 
 
+HEAVY_QUICK = (60, 40)
+"""`Target.quick` of the Gaussian (trees of up to 1,023 leapfrogs of a 100 x 100 product) and the
+IRT model (40,000 logits per gradient): 250 transitions took them minutes of CPU per system, so
+that `--quick` could not stay within 10 minutes; 60 warm-up iterations still adapt the mass
+matrix once (Stan's 15% / 75% / 10% split)."""
+
+
 def ill_conditioned_gaussian() -> Target:
     import jax.numpy as jnp
 
@@ -98,7 +105,7 @@ def ill_conditioned_gaussian() -> Target:
         return -0.5 * tf.reduce_sum(q * tf.linalg.matmul(q, np.asarray(precision)), axis=-1)
 
     return Target("ill_conditioned_gaussian", 100, logdensity, mean, std, gym.unnormalized_log_prob,
-                  tf_logdensity=tf_logdensity)  # fmt: skip
+                  tf_logdensity=tf_logdensity, quick=HEAVY_QUICK)  # fmt: skip
 
 
 TREATMENT_EFFECTS = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
@@ -249,8 +256,9 @@ def item_response_theory() -> Target:
 
     dim = 1 + int(num_students) + int(num_questions)
     return Target(
-        "item_response_theory", dim, logdensity, mean, std, gym_logdensity, tf_logdensity=tf_logdensity
-    )
+        "item_response_theory", dim, logdensity, mean, std, gym_logdensity, tf_logdensity=tf_logdensity,
+        quick=HEAVY_QUICK,
+    )  # fmt: skip
 
 
 def neals_funnel() -> Target:
