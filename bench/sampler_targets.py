@@ -81,10 +81,10 @@ def flat_truth(target, keys: list[str] | None = None) -> tuple[np.ndarray, np.nd
     )
 
 
-HEAVY_QUICK = (60, 40)
+HEAVY_QUICK = (40, 30)
 """`Target.quick` of the Gaussian (trees of up to 1,023 leapfrogs of a 100 x 100 product) and the
 IRT model (40,000 logits per gradient): 250 transitions took them minutes of CPU per system, so
-that `--quick` could not stay within 10 minutes; 60 warm-up iterations still adapt the mass
+that `--quick` could not stay within 10 minutes; 40 warm-up iterations still adapt the mass
 matrix once (Stan's 15% / 75% / 10% split)."""
 
 
