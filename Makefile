@@ -86,7 +86,7 @@ $(BENCH_SITE)/.installed-samplers: $(BENCH_SITE)/.installed $(BENCH_SITE)/.insta
 		multipledispatch==1.0.0
 	touch $@
 
-# e.g. make bench-samplers SAMPLERS_ARGS="--quick --figure docs/samplers_bench.png"
+# e.g. make bench-samplers SAMPLERS_ARGS="--quick"; the figure from a full run: SAMPLERS_ARGS="--figure"
 bench-samplers: $(BENCH_SITE)/.installed-samplers
 	PYTHONPATH=$(BENCH_SITE) $(BIN)/python bench/samplers.py $(SAMPLERS_ARGS)
 

@@ -2,7 +2,8 @@
 diagonal mass matrix, target acceptance 0.8, at most 10 doublings) on a JAX log density of one
 position, from the same initial positions, with the same numbers of warm-up and kept draws.
 
-Each `*_sample(logdensity, positions [chains, dim], num_warmup, num_draws, seed)` returns a
+Each `*_sample(logdensity, positions [chains, dim], num_warmup, num_draws, seed)` (TFP's: the
+TensorFlow density of a batch of positions, `DENSITY_OF`) returns a
 `Sampled` of NumPy arrays: the kept `draws` [chains, draws, dim] and, per kept draw, `leapfrogs`
 (gradient evaluations) and `divergent` [chains, draws]. Calls with the same log density, shapes
 and numbers reuse the system's compiled program (abir's lru cache, BlackJAX's `jax.jit` kept in
@@ -117,8 +118,58 @@ def numpyro_sample(
     return Sampled(draws, np.asarray(extra["num_steps"]), np.asarray(extra["diverging"]))
 
 
+_TFP_PROGRAMS: dict = {}
+TFP_ADAPTATION_FRACTION = 0.8
+"""TFP's step-size adaptation runs over this fraction of the warm-up (TFP's documented advice)."""
+
+
+def tfp_program(tf_logdensity: Callable, num_warmup: int, num_draws: int) -> Callable:
+    """`tf.function(jit_compile=True)` of TFP's `sample_chain`: `NoUTurnSampler` inside
+    `DualAveragingStepSizeAdaptation` (a step size per chain, adapted over the first
+    `TFP_ADAPTATION_FRACTION` of the warm-up), all chains one batch of states."""
+    import tensorflow as tf
+    import tensorflow_probability as tfp
+
+    @tf.function(jit_compile=True, autograph=False)  # TFP builds its own loops
+    def run(positions, step_size, seed):
+        nuts = tfp.mcmc.NoUTurnSampler(tf_logdensity, step_size=step_size, max_tree_depth=MAX_TREE_DEPTH)
+        kernel = tfp.mcmc.DualAveragingStepSizeAdaptation(
+            nuts,
+            num_adaptation_steps=int(TFP_ADAPTATION_FRACTION * num_warmup),
+            target_accept_prob=TARGET_ACCEPT,
+        )
+        return tfp.mcmc.sample_chain(
+            num_draws, current_state=positions, kernel=kernel, num_burnin_steps=num_warmup, seed=seed,
+            trace_fn=lambda _, results: (results.inner_results.leapfrogs_taken, results.inner_results.has_divergence),
+        )  # fmt: skip
+
+    return run
+
+
+def tfp_sample(
+    tf_logdensity: Callable, positions: np.ndarray, num_warmup: int, num_draws: int, seed: int
+) -> Sampled:
+    """TFP's NUTS with dual-averaging step-size adaptation (TFP's NUTS adapts no mass matrix:
+    the metric stays the identity) on the TensorFlow log density of a batch of positions."""
+    import tensorflow as tf
+
+    key = (tf_logdensity, num_warmup, num_draws)
+    if key not in _TFP_PROGRAMS:
+        _TFP_PROGRAMS[key] = tfp_program(tf_logdensity, num_warmup, num_draws)
+    step_size = tf.fill([positions.shape[0], 1], tf.constant(0.1, tf.float64))
+    draws, (leapfrogs, divergent) = _TFP_PROGRAMS[key](
+        tf.constant(positions), step_size, tf.constant([seed, 0], tf.int32)
+    )
+    return Sampled(
+        np.swapaxes(np.asarray(draws), 0, 1), np.asarray(leapfrogs).T, np.asarray(divergent).T.astype(bool)
+    )
+
+
 SYSTEMS: dict[str, Callable[..., Sampled]] = {
     "abir": abir_sample,
     "blackjax": blackjax_sample,
     "numpyro": numpyro_sample,
+    "tfp": tfp_sample,
 }
+DENSITY_OF = {"tfp": "tf_logdensity"}
+"""The `Target` field each system samples (others: `logdensity`, the JAX density of one position)."""

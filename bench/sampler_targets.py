@@ -46,7 +46,10 @@ class Target:
     constant); `reported(draws)` maps draws [..., dim] to the parameters the ground truth
     `truth_mean` / `truth_std` [dim] describe; `gym_logdensity(q)` is inference-gym's
     `unnormalized_log_prob` at one position (NumPy), plus the log Jacobian of `reported`, so it
-    differs from `logdensity` by a constant."""
+    differs from `logdensity` by a constant; `tf_logdensity` (or None) is the same density as
+    `logdensity` in TensorFlow on a batch of positions [chains, dim] -> [chains] (TFP's NUTS);
+    `quick` is (warm-up, kept draws) per chain of `bench/samplers.py --quick` (150 warm-up: the
+    shortest with Stan's three buffers; `HEAVY_QUICK` for the targets whose runs take longest)."""
 
     name: str
     dim: int
@@ -55,6 +58,8 @@ class Target:
     truth_std: np.ndarray
     gym_logdensity: Callable
     reported: Callable = unchanged
+    tf_logdensity: Callable | None = None
+    quick: tuple[int, int] = (150, 100)
 
 
 def gym_targets():
@@ -76,6 +81,13 @@ def flat_truth(target, keys: list[str] | None = None) -> tuple[np.ndarray, np.nd
     )
 
 
+HEAVY_QUICK = (40, 30)
+"""`Target.quick` of the Gaussian (trees of up to 1,023 leapfrogs of a 100 x 100 product) and the
+IRT model (40,000 logits per gradient): 250 transitions took them minutes of CPU per system, so
+that `--quick` could not stay within 10 minutes; 40 warm-up iterations still adapt the mass
+matrix once (Stan's 15% / 75% / 10% split)."""
+
+
 def ill_conditioned_gaussian() -> Target:
     import jax.numpy as jnp
 
@@ -87,7 +99,13 @@ def ill_conditioned_gaussian() -> Target:
     def logdensity(q):
         return -0.5 * q @ (precision @ q)
 
-    return Target("ill_conditioned_gaussian", 100, logdensity, mean, std, gym.unnormalized_log_prob)
+    def tf_logdensity(q):
+        import tensorflow as tf
+
+        return -0.5 * tf.reduce_sum(q * tf.linalg.matmul(q, np.asarray(precision)), axis=-1)
+
+    return Target("ill_conditioned_gaussian", 100, logdensity, mean, std, gym.unnormalized_log_prob,
+                  tf_logdensity=tf_logdensity, quick=HEAVY_QUICK)  # fmt: skip
 
 
 TREATMENT_EFFECTS = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
@@ -114,12 +132,23 @@ def eight_schools() -> Target:
         prior = -0.5 * (avg / 10.0) ** 2 - 0.5 * (log_sd - 5.0) ** 2 - 0.5 * jnp.sum(standardized**2)
         return prior - 0.5 * jnp.sum(((effects - TREATMENT_EFFECTS) / TREATMENT_STDDEVS) ** 2)
 
+    def tf_logdensity(q):
+        import tensorflow as tf
+
+        avg, log_sd, standardized = q[:, :1], q[:, 1:2], q[:, 2:]
+        effects = avg + tf.exp(log_sd) * standardized
+        prior = (-0.5 * (avg[:, 0] / 10.0) ** 2 - 0.5 * (log_sd[:, 0] - 5.0) ** 2
+                 - 0.5 * tf.reduce_sum(standardized**2, axis=-1))  # fmt: skip
+        return prior - 0.5 * tf.reduce_sum(((effects - TREATMENT_EFFECTS) / TREATMENT_STDDEVS) ** 2, axis=-1)
+
     def gym_logdensity(q):
         centred = eight_schools_centred(q)
         value = {"avg_effect": centred[0], "log_stddev": centred[1], "school_effects": centred[2:]}
         return gym.unnormalized_log_prob(value) + 8 * q[1]  # + log |d centred / d non-centred|
 
-    return Target("eight_schools", 10, logdensity, mean, std, gym_logdensity, eight_schools_centred)
+    return Target(
+        "eight_schools", 10, logdensity, mean, std, gym_logdensity, eight_schools_centred, tf_logdensity
+    )
 
 
 def logistic_data() -> tuple[np.ndarray, np.ndarray]:
@@ -149,6 +178,23 @@ def logistic_logdensity() -> Callable:
     return logdensity
 
 
+def logistic_tf_logdensity() -> Callable:
+    """The logistic regression's log density in TensorFlow on positions [chains, 26]."""
+    import tensorflow as tf
+
+    features, labels = logistic_data()
+    design_t = np.concatenate([features, np.ones((features.shape[0], 1))], axis=1).T
+    signs = 2.0 * labels - 1.0
+
+    def tf_logdensity(q):
+        logits = tf.linalg.matmul(q, design_t)  # [chains, 1000]
+        return -0.5 * tf.reduce_sum(q * q, axis=-1) + tf.reduce_sum(
+            tf.math.log_sigmoid(signs * logits), axis=-1
+        )
+
+    return tf_logdensity
+
+
 def logistic_regression() -> Target:
     features, labels = logistic_data()
     gym = gym_targets().LogisticRegression(features.astype(np.float32), labels)
@@ -159,7 +205,8 @@ def logistic_regression() -> Target:
         )
     reference = json.loads(REFERENCE_PATH.read_text())
     mean, std = np.array(reference["mean"]), np.array(reference["std"])
-    return Target("logistic_regression", 26, logistic_logdensity(), mean, std, gym.unnormalized_log_prob)
+    return Target("logistic_regression", 26, logistic_logdensity(), mean, std, gym.unnormalized_log_prob,
+                  tf_logdensity=logistic_tf_logdensity())  # fmt: skip
 
 
 def item_response_theory() -> Target:
@@ -187,6 +234,18 @@ def item_response_theory() -> Target:
         prior = -0.5 * (mean_ability - 0.75) ** 2 - 0.5 * jnp.sum(ability**2) - 0.5 * jnp.sum(difficulty**2)
         return prior + likelihood
 
+    dense_signs = np.asarray(signs)
+
+    def tf_logdensity(q):
+        import tensorflow as tf
+
+        mean_ability, ability, difficulty = q[:, 0], q[:, 1 : 1 + num_students], q[:, 1 + num_students :]
+        logits = mean_ability[:, None, None] + ability[:, :, None] - difficulty[:, None, :]
+        likelihood = -tf.reduce_sum(tf.math.softplus(-dense_signs * logits), axis=[1, 2])
+        prior = (-0.5 * (mean_ability - 0.75) ** 2 - 0.5 * tf.reduce_sum(ability**2, axis=-1)
+                 - 0.5 * tf.reduce_sum(difficulty**2, axis=-1))  # fmt: skip
+        return prior + likelihood
+
     def gym_logdensity(q):
         value = {
             "mean_student_ability": q[0],
@@ -196,7 +255,10 @@ def item_response_theory() -> Target:
         return gym.unnormalized_log_prob(value)
 
     dim = 1 + int(num_students) + int(num_questions)
-    return Target("item_response_theory", dim, logdensity, mean, std, gym_logdensity)
+    return Target(
+        "item_response_theory", dim, logdensity, mean, std, gym_logdensity, tf_logdensity=tf_logdensity,
+        quick=HEAVY_QUICK,
+    )  # fmt: skip
 
 
 def neals_funnel() -> Target:
@@ -211,7 +273,18 @@ def neals_funnel() -> Target:
             -0.5 * (scale_log / 3.0) ** 2 - 0.5 * jnp.sum(rest**2) * jnp.exp(-scale_log) - 0.5 * 9 * scale_log
         )
 
-    return Target("neals_funnel", 10, logdensity, mean, std, gym.unnormalized_log_prob)
+    def tf_logdensity(q):
+        import tensorflow as tf
+
+        scale_log, rest = q[:, 0], q[:, 1:]
+        return (
+            -0.5 * (scale_log / 3.0) ** 2 - 0.5 * tf.reduce_sum(rest**2, axis=-1) * tf.exp(-scale_log)
+            - 0.5 * 9 * scale_log
+        )  # fmt: skip
+
+    return Target(
+        "neals_funnel", 10, logdensity, mean, std, gym.unnormalized_log_prob, tf_logdensity=tf_logdensity
+    )
 
 
 BUILDERS: dict[str, Callable[[], Target]] = {

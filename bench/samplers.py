@@ -11,7 +11,9 @@ synthetic item-response-theory model and Neal's funnel, each with a log density 
 Systems (bench/sampler_systems.py): abir JAX (`abir.samplers.nuts`), BlackJAX (`window_adaptation`
 + `nuts` under `jit(vmap)`) and NumPyro (`chain_method="vectorized"`), all NUTS with Stan-style
 warm-up, target acceptance 0.8, at most 10 doublings, float64, the same initial positions and
-the same numbers of warm-up and kept draws. TFP's NUTS is not among them.
+the same numbers of warm-up and kept draws; and TFP's NUTS on TF + XLA (`tfp`: dual-averaging
+step size only, TFP's NUTS adapts no mass matrix), on each target's TensorFlow density. A system
+that cannot run a target gets a line saying why instead of a row.
 
 Per target, chains and system the table shows:
 * `ESS/s`: the minimum over parameters of the bulk ESS (bench/sampler_diagnostics.py) divided by
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import pathlib
 import platform
 import sys
@@ -46,7 +49,7 @@ from sampler_diagnostics import bulk_ess, rank_rhat  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIGURE = ROOT / "docs" / "samplers_bench.png"
-QUICK = {"chains": [64], "warmup": 150, "draws": 100}  # 150: the shortest Stan warm-up schedule
+QUICK_CHAINS = [64]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,16 +80,36 @@ def mean_error(target: sampler_targets.Target, draws: np.ndarray) -> float:
     return float(np.max(np.abs(means - target.truth_mean) / target.truth_std))
 
 
+def why_not_run(target: sampler_targets.Target, system: str) -> str | None:
+    """Why `system` cannot sample `target` here (its density is not written for it, its package
+    is not importable), or None."""
+    field = sampler_systems.DENSITY_OF.get(system, "logdensity")
+    if getattr(target, field) is None:
+        return f"{target.name} has no {field}"
+    package = {"tfp": "tensorflow_probability"}.get(system, system)
+    if system != "abir" and importlib.util.find_spec(package) is None:
+        return f"{package} is not importable (make bench-samplers installs it)"
+    return None
+
+
+def run_sizes(target: sampler_targets.Target, args: argparse.Namespace) -> tuple[int, int]:
+    """(warm-up, kept draws) per chain: the target's `quick` sizes with --quick, else the
+    command line's."""
+    return target.quick if args.quick else (args.warmup, args.draws)
+
+
 def measure(target: sampler_targets.Target, system: str, chains: int, args: argparse.Namespace) -> Row:
     """First call (compiling) and second call (timed) of `system` on `target`; diagnostics of the
     second call's draws."""
+    warmup, draws = run_sizes(target, args)
     sample = sampler_systems.SYSTEMS[system]
+    logdensity = getattr(target, sampler_systems.DENSITY_OF.get(system, "logdensity"))
     positions = sampler_targets.initial_positions(target.dim, chains, args.seed)
     start = time.perf_counter()
-    sample(target.logdensity, positions, args.warmup, args.draws, args.seed)
+    sample(logdensity, positions, warmup, draws, args.seed)
     first_call = time.perf_counter() - start
     start = time.perf_counter()
-    result = sample(target.logdensity, positions, args.warmup, args.draws, args.seed + 1)
+    result = sample(logdensity, positions, warmup, draws, args.seed + 1)
     seconds = time.perf_counter() - start
     min_ess = float(np.min(bulk_ess(result.draws)))
     return Row(
@@ -128,7 +151,13 @@ def versions() -> str:
     import jax
     import numpyro
 
-    return f"JAX {jax.__version__}, BlackJAX {blackjax.__version__}, NumPyro {numpyro.__version__}"
+    line = f"JAX {jax.__version__}, BlackJAX {blackjax.__version__}, NumPyro {numpyro.__version__}"
+    if importlib.util.find_spec("tensorflow_probability") is not None:
+        import tensorflow as tf
+        import tensorflow_probability as tfp
+
+        line += f", TensorFlow {tf.__version__}, TFP {tfp.__version__}"
+    return line
 
 
 def plot(rows: list[Row], path: str, settings: str) -> None:
@@ -174,14 +203,21 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=1000, help="warm-up iterations per chain")
     parser.add_argument("--draws", type=int, default=1000, help="kept draws per chain")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="64 chains, 150 warm-up and 100 kept draws")
+    parser.add_argument(
+        "--quick", action="store_true",
+        help="64 chains, each target's short warm-up and kept draws (Target.quick); no figure",
+    )  # fmt: skip
     parser.add_argument(
         "--figure", nargs="?", const=str(FIGURE), metavar="PATH.png",
         help=f"draw ESS/s per target and system into PATH.png (default {FIGURE.relative_to(ROOT)})",
     )  # fmt: skip
     args = parser.parse_args()
+    if args.quick and args.figure:
+        parser.error(
+            "--figure draws a full run (the published figure); a --quick run's sizes differ by target"
+        )
     if args.quick:
-        args.chains, args.warmup, args.draws = QUICK["chains"], QUICK["warmup"], QUICK["draws"]
+        args.chains = QUICK_CHAINS
     return args
 
 
@@ -190,16 +226,24 @@ def main() -> None:
     import jax
 
     jax.config.update("jax_enable_x64", True)
-    print(f"# {cpu_model()}; {versions()}; {args.warmup} warm-up + {args.draws} kept draws per chain")
+    print(f"# {cpu_model()}; {versions()}")
     rows: list[Row] = []
     for name in args.targets:
         target = sampler_targets.BUILDERS[name]()
+        warmup, draws = run_sizes(target, args)
+        print(f"# {name}: {warmup} warm-up + {draws} kept draws per chain")
         for chains in args.chains:
-            group = [measure(target, system, chains, args) for system in args.systems]
+            reasons = {system: why_not_run(target, system) for system in args.systems}
+            group = [
+                measure(target, system, chains, args) for system in args.systems if reasons[system] is None
+            ]
             blackjax = next((row for row in group if row.system == "blackjax"), None)
             print(HEADER)
             for row in group:
                 print(table_line(row, blackjax))
+            for system, reason in reasons.items():
+                if reason is not None:
+                    print(f"{target.name:<25} {chains:>6} {system:<9} cannot run: {reason}")
             for row in group:
                 print(row.machine_line())
             sys.stdout.flush()

@@ -121,7 +121,29 @@ def test_jax_log_density_is_inference_gyms(name):
 
 
 @needs_bench_site
-@pytest.mark.parametrize("system", ["abir", "blackjax", "numpyro"])
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow_probability") is None, reason="TFP is not importable"
+)
+@pytest.mark.parametrize("name", TARGETS)
+def test_tensorflow_log_density_is_the_jax_one(name):
+    """TFP's row samples the same posterior: the TensorFlow density of a batch of positions
+    equals the JAX density of each position."""
+    import jax
+    import tensorflow as tf
+
+    target = build_target(name)
+    points = np.random.default_rng(10).uniform(-1.5, 1.5, size=(4, target.dim))
+    ours = np.array([float(jax.jit(target.logdensity)(q)) for q in points])
+    np.testing.assert_allclose(np.asarray(target.tf_logdensity(tf.constant(points))), ours, rtol=1e-10)
+
+
+SYSTEMS = ["abir", "blackjax", "numpyro"]
+if importlib.util.find_spec("tensorflow_probability") is not None:
+    SYSTEMS.append("tfp")
+
+
+@needs_bench_site
+@pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("name", SAMPLED_TARGETS)
 def test_posterior_means_match_the_ground_truth(name, system):
     """Every parameter's posterior mean lies within 5 Monte Carlo standard errors (ground-truth
@@ -132,7 +154,8 @@ def test_posterior_means_match_the_ground_truth(name, system):
 
     target = build_target(name)
     positions = sampler_targets.initial_positions(target.dim, 8, seed=8)
-    sampled = sampler_systems.SYSTEMS[system](target.logdensity, positions, 200, 200, 9)
+    logdensity = getattr(target, sampler_systems.DENSITY_OF.get(system, "logdensity"))
+    sampled = sampler_systems.SYSTEMS[system](logdensity, positions, 200, 200, 9)
     assert sampled.draws.shape == (8, 200, target.dim)
     reported = target.reported(sampled.draws)
     standard_error = target.truth_std / np.sqrt(diagnostics.bulk_ess(reported))
