@@ -19,13 +19,13 @@ import abir  # noqa: E402
 
 @pytest.mark.parametrize("backend", ["jax", "numpy", "tf-xla"])
 def test_bench_lanes_runs_and_checks_every_way(backend: str, capsys: pytest.CaptureFixture[str]) -> None:
-    code = bench_lanes.main(["--size", "40", "--lanes", "8,16", "--backends", backend, "--repeats", "1"])
+    code = bench_lanes.main(["--size", "40", "--lanes", "8", "--backends", backend, "--repeats", "1"])
     table = capsys.readouterr().out
     assert code == 0, table
     assert "FAILED" not in table
     for workload in bench_lanes.WORKLOADS:
         rows = [line for line in table.splitlines() if line.startswith(f"| {workload} | {backend} |")]
-        assert len(rows) == 5, table  # fixed, one batch, lanes at L=8; fixed, lanes at L=16
+        assert len(rows) == 3, table  # fixed batches, one batch, lanes
 
 
 @pytest.mark.parametrize("name", sorted(bench_lanes.WORKLOADS))
