@@ -385,8 +385,7 @@ class TracedLoop(abc.ABC):
         (docs/performance.md#the-machines-fixed-costs); so do the blocks of a loop of several
         blocks (`loop_ranges`, `repeat_range`), without the sweep's other blocks' conditionals."""
         counters = state.pop(STATS_KEY, {})
-        splits = [self.traced_split(kernel) if splittable([kernel]) else None for kernel in self.kernels]
-        steps = [self.sweep_step(kernel, split, state) for kernel, split in zip(self.kernels, splits, strict=True)]
+        steps = self.block_steps(state)
         tail = tail_start_of(self.kernels)
         with_lanes = any(refills_lanes(kernel) for kernel in self.kernels)
         lanes_waiting = max(1, int(LANE_WAIT_SHARE * int(state["pc"].shape[0])))
@@ -481,8 +480,7 @@ class TracedLoop(abc.ABC):
         block that jumps to itself runs once per sweep like the others, and no counters are
         kept. Its number of sweeps may differ from `sweep_loop`'s, its results do not; reverse
         mode differentiates it (`abir.backends.jax.reverse`)."""
-        splits = [self.traced_split(kernel) if splittable([kernel]) else None for kernel in self.kernels]
-        steps = [self.sweep_step(kernel, split, template) for kernel, split in zip(self.kernels, splits, strict=True)]
+        steps = self.block_steps(template)
         tail = tail_start_of(self.kernels)
 
         def sweep(state: State) -> State:
@@ -497,6 +495,11 @@ class TracedLoop(abc.ABC):
             return state
 
         return sweep
+
+    def block_steps(self, template: State) -> list[Step]:
+        """Each block's `sweep_step` for a state shaped as `template`."""
+        splits = [self.traced_split(kernel) if splittable([kernel]) else None for kernel in self.kernels]
+        return [self.sweep_step(kernel, split, template) for kernel, split in zip(self.kernels, splits, strict=True)]
 
     def sweep_step(self, kernel: Any, split: Callable[..., Any] | None, template: State) -> Step:
         """`step(state, here, anyone_here=False)`: `kernel` run when a member stands at its

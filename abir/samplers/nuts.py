@@ -70,8 +70,8 @@ def require_gradient(logdensity: Callable, value_and_grad: Callable | None, back
 
 @functools.lru_cache(maxsize=8)
 def batched_program(gradient_source: Callable, uses_autodiff: bool, settings: per_chain.Settings):
-    """The batched `run_chunk`, kept for later calls with the same log density (or
-    value_and_grad) and settings, so they reuse its compiled program."""
+    """(initial_state, run_chunk) batched in one Context, kept for later calls with the same log
+    density (or value_and_grad) and settings, so they reuse its compiled programs."""
     vg = jax_value_and_grad(gradient_source) if uses_autodiff else gradient_source
     return per_chain.batch(per_chain.make_program(vg, settings), vg)
 
@@ -126,15 +126,11 @@ def nuts(
     require_gradient(logdensity, value_and_grad, resolved)
     uses_autodiff = value_and_grad is None
     gradient_source = logdensity if uses_autodiff else value_and_grad
-    run_chunk = batched_program(gradient_source, uses_autodiff, settings)
+    initial_state, run_chunk = batched_program(gradient_source, uses_autodiff, settings)
     keys = chain_keys(seed, positions.shape[0])
     options = {"backend": resolved, "max_stack_depth": per_chain.stack_depth(settings), "dry_run": dry_run}
-    state = per_chain.unstarted_state(positions, step_size)
-    bar = (
-        progress_bar("abir.samplers.nuts(progress=True)", num_warmup + num_draws, "transition")
-        if progress
-        else None
-    )
+    state = initial_state(positions, np.float64(step_size), keys, **options)
+    bar = progress_bar("abir.samplers.nuts(progress=True)", num_warmup + num_draws, "transition") if progress else None
     kept_draws, kept_stats = [], []
     total = num_warmup + num_draws
     for first, count in [*chunks(0, num_warmup, chunk_size), *chunks(num_warmup, total, chunk_size)]:

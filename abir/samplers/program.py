@@ -274,12 +274,7 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
     def run_chunk(state, key, first, count):
         """Iterations first .. first + count - 1 (warm-up ones adapt, later ones may be kept);
         returns (State, draws [chunk_rows, dim], Info of [chunk_rows] arrays). Row r holds the
-        r-th kept draw of the chunk; `first - num_warmup` is a multiple of `thin` when sampling.
-        The first chunk (`first == 0`) starts with `initial_state` from `state.q` and
-        `state.step_size` (the rest of `state` only gives the types): the whole run is this one
-        function, compiled once."""
-        if first == 0:
-            state = initial_state(state.q, state.step_size, key)
+        r-th kept draw of the chunk; `first - num_warmup` is a multiple of `thin` when sampling."""
         draws = np.zeros((s.chunk_rows, s.dim))
         depths = np.zeros(s.chunk_rows, dtype=np.int64)
         leapfrog_counts = np.zeros(s.chunk_rows, dtype=np.int64)
@@ -321,24 +316,12 @@ FUNCTIONS = (
 
 
 def batch(program: types.SimpleNamespace, value_and_grad, ctx: abir.Context | None = None):
-    """The batched `run_chunk`: the program's functions in one Context, with `value_and_grad`
-    declared a whole-batch primitive."""
+    """(batched initial_state, batched run_chunk): the program's functions in one Context, with
+    `value_and_grad` declared a whole-batch primitive."""
     ctx = ctx or abir.Context()
     ctx.primitive(value_and_grad)
     batched = {name: ctx.batch_uncurried(getattr(program, name)) for name in FUNCTIONS}
-    return batched["run_chunk"]
-
-
-def unstarted_state(positions: np.ndarray, step_size: float) -> State:
-    """The State `run_chunk` starts from at iteration 0, [chains, ...] NumPy arrays: the initial
-    positions and step size, everything else zeros of the types `initial_state` gives them."""
-    chains, dim = positions.shape
-    zeros = np.zeros(chains)
-    counts = np.zeros(chains, dtype=np.int64)
-    return State(
-        positions, zeros, np.zeros((chains, dim)), np.full(chains, float(step_size)), np.ones((chains, dim)),
-        counts, zeros, counts, zeros, zeros, counts, np.zeros((chains, dim)), np.zeros((chains, dim)),
-    )  # fmt: skip
+    return batched["initial_state"], batched["run_chunk"]
 
 
 def stack_depth(settings: Settings) -> int:

@@ -603,12 +603,7 @@ def _call_locations(ops: Sequence[Operation]) -> tuple[str, ...]:
 
 
 def _plan_block(
-    block: vm.BlockOp,
-    halt: int,
-    pointers: Mapping[str, str],
-    in_tail: bool = False,
-    loops_to_itself: bool = False,
-    successors: tuple[int, ...] = (),
+    block: vm.BlockOp, halt: int, pointers: Mapping[str, str], in_tail: bool = False, successors: tuple[int, ...] = ()
 ) -> BlockPlan:
     slots = _Slots()
     ops = list(block.body.block.ops)
@@ -629,7 +624,7 @@ def _plan_block(
         stack_writes=stack_writes,
         register_writes=_register_writes(ops, pointers),
         in_tail=in_tail,
-        loops_to_itself=loops_to_itself,
+        loops_to_itself=block.number in successors,
         writes_whole_stacks=isinstance(terminator, vm.DescendOp),
         successors=successors,
     )
@@ -1361,10 +1356,7 @@ def compile_machine(vm_module: ModuleOp, verify: bool = True) -> Machine:
     successors = _successors(blocks)
     halt, tail, pointers = len(blocks), tail_start(successors), stack_pointers(blocks)
     plans = [
-        _plan_block(
-            block, halt, pointers, block.number >= tail, block.number in successors[block.number],
-            tuple(sorted(successors[block.number])),
-        )  # fmt: skip
+        _plan_block(block, halt, pointers, block.number >= tail, tuple(sorted(successors[block.number])))
         for block in blocks
     ]
     return Machine(

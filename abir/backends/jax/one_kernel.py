@@ -75,7 +75,7 @@ class JitWithOptions:
             return self.jitted(*args)
 
 
-def _state_bytes(state: State) -> int:
+def state_bytes(state: State) -> int:
     """The bytes of a state's arrays."""
     return sum(leaf.size * np.dtype(leaf.dtype).itemsize for leaf in jax.tree_util.tree_leaves(state))
 
@@ -176,7 +176,7 @@ class OneKernelWherePossible:
         """Whether the loop on `state` is to be one kernel (see the class docstring)."""
         if not (self.forced or on_cpu(state)):
             return False
-        small = _state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES or state["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
+        small = state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES or state["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
         if not (self.forced or small):
             return False
         jaxpr = self.scatter_free_loop.trace(state, iterations).jaxpr

@@ -31,11 +31,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
 
 from abir.backends.base import Kernel, State
 from abir.backends.jax.loop import JaxLoop
+from abir.backends.jax.one_kernel import state_bytes
 
 TAPE_BYTES = 16 * 2**20
 """The memory each level of a run's tape may take (`tape_length`): the forward pass's
@@ -64,8 +64,7 @@ def machine_loop(
 def tape_length(state: State) -> int:
     """The number of states C a level of a run's tape holds: as many as `TAPE_BYTES` hold,
     even, at least 2 and at most `MAX_CHECKPOINTS`."""
-    size = sum(int(np.prod(value.shape)) * np.dtype(value.dtype).itemsize for value in state.values())
-    fitting = TAPE_BYTES // max(size, 1)
+    fitting = TAPE_BYTES // max(state_bytes(state), 1)
     return max(2, min(MAX_CHECKPOINTS, fitting)) // 2 * 2
 
 
