@@ -30,6 +30,7 @@ from abir.backends.base import Backend, BackendProtocol
 from abir.backends.numpy_backend import NumpyBackend
 from abir.errors import AbirError
 from abir.frontend.program import FrontendProgram
+from abir.lane_devices import lane_devices, run_lanes_on_devices
 from abir.lru import LRUCache
 from abir.opaque import HelperStructureLearned, calling_with_batch, failure_mark, helper_error
 from abir.passes.pipeline import lower_to_vm, type_and_optimize
@@ -693,23 +694,34 @@ def run_with_lanes(
     `max_steps`), the error raised carries what finished: `results` (the call's results, with
     zeros for the members in `unfinished`), `finished` and `unfinished` (member indices)."""
     backend = options.backend
-    if any(backend.is_traced(leaf) for leaf in leaves) or backend.batch_sharding(leaves) is not None:
+    if any(backend.is_traced(leaf) for leaf in leaves):
         raise ValueError(
-            f"{name}(..., lanes=...) runs on one device outside traced functions: its arguments are traced "
-            "(jax.jit, jax.vmap, tf.function) or sharded over devices; call it on concrete arrays, or drop lanes="
+            f"{name}(..., lanes=...) runs outside traced functions: its arguments are traced "
+            "(jax.jit, jax.vmap, tf.function); call it on concrete arrays, or drop lanes="
         )
-    lanes = batch_size if options.lanes is None else min(int(options.lanes), batch_size)
+    sharded = backend.batch_sharding(leaves) is not None
+    placement = lane_devices(f"{name}()", backend, leaves) if sharded else None
+    members = batch_size if placement is None else max(len(placement.members), 1)
+    lanes = members if options.lanes is None else min(int(options.lanes), members)
     bar = progress_bar(f"{name}(..., progress=True)", batch_size, "member") if options.progress else None
+    on_progress = None if bar is None else lambda done: bar.update(done - bar.n)
+    cache_key = ("abir.run", program.machine, lanes, int(options.max_stack_depth))
     try:
-        outcome = program.machine.run_lanes(
-            leaves,
-            backend,
-            lanes,
-            max_stack_depth=int(options.max_stack_depth),
-            cache_key=("abir.run", program.machine, lanes, int(options.max_stack_depth)),
-            max_steps=options.max_steps,
-            on_progress=None if bar is None else lambda done: bar.update(done - bar.n),
-        )
+        if placement is not None:  # each device of the sharding runs its own lanes
+            outcome = run_lanes_on_devices(
+                program.machine, placement, backend, lanes, int(options.max_stack_depth), cache_key,
+                options.max_steps, on_progress,
+            )  # fmt: skip
+        else:
+            outcome = program.machine.run_lanes(
+                leaves,
+                backend,
+                lanes,
+                max_stack_depth=int(options.max_stack_depth),
+                cache_key=cache_key,
+                max_steps=options.max_steps,
+                on_progress=on_progress,
+            )
     finally:
         if bar is not None:
             bar.close()

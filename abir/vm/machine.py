@@ -1005,7 +1005,7 @@ class Machine:
         state = self.initial_lane_state(backend, first, layout, lanes, max_stack_depth, max_steps, upcoming is not None)
         kernels = [*self.kernels(backend, counting), state_ops.LaneRefill(layout, backend)]
         shapes = tuple(tuple(int(d) for d in a.shape) for a in first.arrays)
-        key = None if cache_key is None else ("abir.lanes", cache_key, layout.ring_rows, shapes)
+        key = None if cache_key is None else ("abir.lanes", cache_key, layout.ring_rows, shapes, counting)
         chunk = FIRST_LANE_CHUNK if backend.launch_seconds is not None else MAX_LANE_CHUNK
         end = first.count
         while True:
