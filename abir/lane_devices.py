@@ -28,6 +28,10 @@ if TYPE_CHECKING:
 
 MAX_CHUNK_LANES = 16
 """A chunk of members taken from the queue holds at most this many per lane (`chunk_rows`)."""
+LEAST_CHUNK_LANES = 1
+"""and at least this many per lane (but for the last)."""
+CHUNKS_PER_DEVICE = 8
+"""A chunk holds about this share of a device's members while many remain (`chunk_rows`)."""
 PROGRESS_SECONDS = 0.1
 """How often the calling thread, waiting for the devices, reports progress (and can be
 interrupted)."""
@@ -74,7 +78,7 @@ def chunk_rows(members: int, lanes: int, devices: int) -> int:
     """The rows of the chunks a run of `members` on `devices` devices of `lanes` lanes each takes:
     about an eighth of a device's share, at least one member per lane and at most
     `MAX_CHUNK_LANES` per lane."""
-    return max(lanes, min(members // (8 * devices), MAX_CHUNK_LANES * lanes))
+    return max(LEAST_CHUNK_LANES * lanes, min(members // (CHUNKS_PER_DEVICE * devices), MAX_CHUNK_LANES * lanes))
 
 
 @dataclass
@@ -127,7 +131,7 @@ def run_lanes_on_devices(
     local = len(placement.members)
     devices = len(placement.devices)
     rows = chunk_rows(local, int(lanes), devices) if chunk is None else int(chunk)
-    queue = MemberQueue(local, rows, int(lanes), devices)
+    queue = MemberQueue(local, rows, LEAST_CHUNK_LANES * int(lanes), devices)
     gathered = _Gathered(machine, local, counting, len(placement.devices))
     stop = threading.Event()
     threads = [
@@ -202,8 +206,8 @@ def _device_lanes(
     device = placement.devices[device_index]
     try:
         with backend.scope(placement.leaves), placement.on_device(device):
-            positions: list[int] = []  # the device's own member numbers -> positions in `placement.members`
-            windows = _windows(machine, placement, backend, queue, stop, positions)
+            taken = TakenChunks()
+            windows = _windows(machine, placement, backend, queue, stop, taken)
             first = next(windows, None)
             if first is None:
                 return
@@ -211,8 +215,7 @@ def _device_lanes(
                 itertools.chain([first], windows), backend, lanes, max_stack_depth, cache_key, max_steps
             )
             for finished in flushes:
-                taken = np.asarray(positions)[finished.members]
-                gathered.put(device_index, FinishedMembers(taken, finished.values))
+                gathered.put(device_index, FinishedMembers(taken.positions(finished.members), finished.values))
                 if stop.is_set():
                     return
     except BaseException as error:  # kept for the calling thread, which raises it
@@ -227,22 +230,40 @@ def _windows(
     backend: Backend,
     queue: MemberQueue,
     stop: threading.Event,
-    positions: list[int],
+    taken: TakenChunks,
 ) -> Iterator[LaneWindow]:
     """The chunks a device takes from `queue` as windows of the lanes loop, each padded to the
-    queue's chunk of rows (one compiled loop for all), every position it takes appended to
-    `positions` in the order the loop numbers its members."""
+    queue's chunk of rows (one compiled loop for all), each kept in `taken`."""
     batched = [_is_batched(leaf, len(placement.members)) for leaf in placement.leaves]
     while not stop.is_set():
-        taken = queue.take()
-        if taken is None:
+        chunk = queue.take()
+        if chunk is None:
             return
-        start, count = taken
-        positions.extend(range(start, start + count))
+        start, count = chunk
+        taken.add(start, count)
         rows = np.minimum(np.arange(start, start + queue.rows), start + count - 1)
         leaves = [leaf[rows] if cut else leaf for leaf, cut in zip(placement.leaves, batched, strict=True)]
         arrays = machine.pending_inputs(leaves, backend)
         yield LaneWindow(arrays, count, tuple(int(a.shape[0]) == 1 for a in arrays))
+
+
+class TakenChunks:
+    """The chunks one device took, in order: its lanes loop numbers their members on from 0,
+    and `positions` maps those numbers back to positions in the queue."""
+
+    def __init__(self) -> None:
+        self.numbers: list[int] = []  # the loop's number of each chunk's first member
+        self.starts: list[int] = []  # the queue's position of each chunk's first member
+        self.count = 0
+
+    def add(self, start: int, count: int) -> None:
+        self.numbers.append(self.count)
+        self.starts.append(start)
+        self.count += count
+
+    def positions(self, numbers: np.ndarray) -> np.ndarray:
+        chunk = np.searchsorted(np.asarray(self.numbers), numbers, side="right") - 1
+        return np.asarray(self.starts)[chunk] + (numbers - np.asarray(self.numbers)[chunk])
 
 
 def _is_batched(leaf: Any, members: int) -> bool:

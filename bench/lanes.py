@@ -2,6 +2,7 @@
 
     make bench-lanes LANES_ARGS="--quick"
     .venv/bin/python bench/lanes.py --lanes 64,1024,4096 --backends jax,numpy,tf-xla
+    .venv/bin/python bench/lanes.py --devices 2 --workloads collatz --lanes 1024 --backends jax --clock wall
 
 Three workloads whose members cost very different amounts: Collatz over 1..N, a heavy-tailed
 rejection sampler (each member flips coins until tails, then draws 2**depth uniforms: depth
@@ -17,6 +18,14 @@ best of `--repeats` calls after a first, compiling one; members/s is N over it, 
 program's blocks that ran a member (`RunStats.lane_use`, the refill block left out), counted by
 a separate run with `collect_stats=True` on backends that collect them (else "-"). Progress
 goes to stderr; stdout ends with one Markdown table.
+
+`--devices D` (D > 1) adds on JAX a fourth way: `lanes=L` on the inputs sharded over D host
+devices (`--xla_force_host_platform_device_count=D`; the bench runs itself again in a fresh
+process when JAX has fewer devices), each device running its own L lanes from one queue of
+members; its last column is its members/s over `lanes=L` on one device. CPU time (the default
+clock) adds up the devices' threads, so it shows what the devices cost, not how soon they
+finish: for that, `--clock wall` on a machine with a free core per device. Its lane use is not
+counted ("-": the devices' runs share the backend whose statistics the count reads).
 """
 
 from __future__ import annotations
@@ -24,7 +33,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import os
 import platform
+import subprocess
 import sys
 import time
 import traceback
@@ -118,15 +129,36 @@ def python_run(workload: Workload, inputs: tuple[np.ndarray, ...]) -> tuple[np.n
     return tuple(np.stack([np.asarray(r[k]) for r in rows]) for k in range(len(rows[0])))
 
 
-def run_way(batched: Any, way: str, inputs: tuple[np.ndarray, ...], lanes: int, backend: Any) -> tuple[np.ndarray, ...]:
-    """The results of all members run `way`: fixed batches of `lanes`, one batch, or `lanes=`."""
+DEVICES_WAY = "lanes, devices"
+"""The way that runs `lanes=L` on the inputs sharded over `--devices` devices."""
+
+
+def run_way(
+    batched: Any, way: str, inputs: tuple[np.ndarray, ...], lanes: int, backend: Any, devices: int = 1
+) -> tuple[np.ndarray, ...]:
+    """The results of all members run `way`: fixed batches of `lanes`, one batch, `lanes=`, or
+    `lanes=` on the inputs sharded over `devices` devices."""
     if way == "one batch":
         return as_tuple(batched(*inputs, backend=backend))
     if way == "lanes":
         return as_tuple(batched(*inputs, backend=backend, lanes=lanes))
+    if way == DEVICES_WAY:
+        return as_tuple(batched(*sharded(inputs, devices), backend=backend, lanes=lanes))
     count = len(inputs[0])
     parts = [as_tuple(batched(*(x[i : i + lanes] for x in inputs), backend=backend)) for i in range(0, count, lanes)]
     return tuple(np.concatenate([part[k] for part in parts]) for k in range(len(parts[0])))
+
+
+def sharded(inputs: tuple[np.ndarray, ...], devices: int) -> list[Any]:
+    """`inputs` with a row per member put on `devices` devices split along the batch axis (the
+    others, shared by every member, as they are)."""
+    import jax
+
+    mesh = jax.make_mesh((devices,), ("batch",))
+    split = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("batch"))
+    count = len(inputs[0])
+    with jax.enable_x64(True):
+        return [jax.device_put(x, split) if x.shape[:1] == (count,) and count % devices == 0 else x for x in inputs]
 
 
 class StatsCollector:
@@ -187,46 +219,83 @@ class Row:
     members: int
     use: float | None
     error: str | None = None
+    devices: int = 1
 
 
-def measure(workload: Workload, size: int, backend_name: str, lanes_list: Sequence[int], repeats: int, clock: Callable[[], float]) -> list[Row]:
+def measure(
+    workload: Workload,
+    size: int,
+    backend_name: str,
+    lanes_list: Sequence[int],
+    repeats: int,
+    clock: Callable[[], float],
+    devices: int = 1,
+) -> list[Row]:
     inputs = workload.make_inputs(size)
     want = python_run(workload, inputs)
     rows = []
     for lanes in lanes_list:
         ways = ("fixed", "one batch", "lanes") if lanes == lanes_list[0] else ("fixed", "lanes")
+        if devices > 1 and backend_name == "jax":
+            ways += (DEVICES_WAY,)
         for way in ways:
             print(f"  {workload.name} {backend_name} L={lanes} {way}", file=sys.stderr, flush=True)
             backend = make_backend(backend_name)
             batched = abir.Context().batch_uncurried(workload.function)
+            run = functools.partial(run_way, batched, way, inputs, lanes, backend, devices)
+            on = devices if way == DEVICES_WAY else 1
             try:
-                got = run_way(batched, way, inputs, lanes, backend)
+                got = run()
                 suite_programs.assert_equal(got, want, f"{workload.name} {way} L={lanes} on {backend_name}")
-                seconds = timed(functools.partial(run_way, batched, way, inputs, lanes, backend), repeats, clock)
-                use = lane_use(workload, backend_name, way, inputs, lanes)
+                seconds = timed(run, repeats, clock)
+                use = None if way == DEVICES_WAY else lane_use(workload, backend_name, way, inputs, lanes)
             except Exception as error:  # kept in the table, the other rows still run
                 traceback.print_exc()
-                rows.append(Row(workload.name, backend_name, lanes, way, None, size, None, f"{type(error).__name__}"))
+                rows.append(Row(workload.name, backend_name, lanes, way, None, size, None, f"{type(error).__name__}", on))
                 continue
-            rows.append(Row(workload.name, backend_name, lanes, way, seconds, size, use))
+            rows.append(Row(workload.name, backend_name, lanes, way, seconds, size, use, None, on))
     return rows
 
 
 def table(rows: Sequence[Row]) -> str:
     """One Markdown table: members/s and lane use per way, and lanes= over fixed batches."""
     fixed = {(r.workload, r.backend, r.lanes): r.seconds for r in rows if r.way == "fixed"}
+    one_device = {(r.workload, r.backend, r.lanes): r.seconds for r in rows if r.way == "lanes"}
+    with_devices = any(r.way == DEVICES_WAY for r in rows)
     lines = [
-        "| workload | backend | L | way | members/s | lane use | lanes= vs fixed |",
-        "|---|---|---:|---|---:|---:|---:|",
+        "| workload | backend | L | way | members/s | lane use | lanes= vs fixed |" + (" vs 1 device |" if with_devices else ""),
+        "|---|---|---:|---|---:|---:|---:|" + ("---:|" if with_devices else ""),
     ]
     for r in rows:
         rate = "FAILED" if r.seconds is None else f"{r.members / r.seconds:,.0f}"
         use = "-" if r.use is None else f"{r.use:.0%}"
         base = fixed.get((r.workload, r.backend, r.lanes))
-        ratio = f"{base / r.seconds:.2f}x" if r.way == "lanes" and r.seconds and base else ""
-        label = "one batch of all" if r.way == "one batch" else r.way
-        lines.append(f"| {r.workload} | {r.backend} | {r.lanes if r.way != 'one batch' else r.members} | {label} | {rate} | {use} | {ratio} |")
+        ratio = f"{base / r.seconds:.2f}x" if r.way in ("lanes", DEVICES_WAY) and r.seconds and base else ""
+        label = {"one batch": "one batch of all", DEVICES_WAY: f"lanes, {r.devices} devices"}.get(r.way, r.way)
+        line = f"| {r.workload} | {r.backend} | {r.lanes if r.way != 'one batch' else r.members} | {label} | {rate} | {use} | {ratio} |"
+        if with_devices:
+            single = one_device.get((r.workload, r.backend, r.lanes))
+            line += f" {single / r.seconds:.2f}x |" if r.way == DEVICES_WAY and r.seconds and single else " |"
+        lines.append(line)
     return "\n".join(lines)
+
+
+def enough_devices(devices: int) -> bool:
+    """Whether JAX has at least `devices` devices (else the bench runs again in a fresh process
+    that asks XLA for that many host devices)."""
+    if devices <= 1:
+        return True
+    import jax
+
+    return len(jax.devices()) >= devices
+
+
+def run_with_devices(argv: Sequence[str], devices: int) -> int:
+    """This bench run again with `argv` in a fresh process whose XLA makes `devices` host devices
+    (XLA reads the flag once, when JAX starts); its exit code."""
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}".strip()
+    env = {**os.environ, "XLA_FLAGS": flags}
+    return subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv], env=env).returncode
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -238,7 +307,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu")
     parser.add_argument("--quick", action="store_true", help="small sizes, L = 64,256, one repeat")
+    parser.add_argument("--devices", type=int, default=1, help="also run lanes= over this many host devices (JAX)")
     args = parser.parse_args(argv)
+    if not enough_devices(args.devices):
+        return run_with_devices(sys.argv[1:] if argv is None else list(argv), args.devices)
     lanes_list = [64, 256] if args.quick and args.lanes == parser.get_default("lanes") else [int(x) for x in args.lanes.split(",")]
     repeats = 1 if args.quick else args.repeats
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
@@ -247,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         workload = WORKLOADS[name]
         size = args.size or (QUICK_SIZES if args.quick else SIZES)[name]
         for backend_name in args.backends.split(","):
-            rows.extend(measure(workload, size, backend_name, lanes_list, repeats, clock))
+            rows.extend(measure(workload, size, backend_name, lanes_list, repeats, clock, args.devices))
     print(f"\n{args.clock} time, best of {repeats}; {platform.processor() or platform.machine()}; abir lanes bench\n")
     print(table(rows))
     return 1 if any(r.seconds is None for r in rows) else 0

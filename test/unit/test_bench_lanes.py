@@ -45,3 +45,16 @@ def test_heavy_tail_depths_are_geometric() -> None:
     assert 0.4 < np.mean(depths == 0) < 0.6
     assert 0.15 < np.mean(depths == 1) < 0.35
     assert depths.max() >= 5
+
+
+def test_bench_lanes_on_two_devices_runs_itself_with_them(capfd: pytest.CaptureFixture[str]) -> None:
+    """`--devices 2` in a process whose JAX has one device: the bench runs again in a fresh
+    process with two host devices, and its table gains the row of lanes= on both."""
+    pytest.importorskip("jax")
+    argv = ["--size", "40", "--lanes", "8", "--backends", "jax", "--workloads", "collatz", "--repeats", "1", "--devices", "2"]
+    code = bench_lanes.main(argv)
+    table = capfd.readouterr().out
+    assert code == 0, table
+    assert "FAILED" not in table
+    rows = [line for line in table.splitlines() if line.startswith("| collatz | jax | 8 | lanes, 2 devices |")]
+    assert len(rows) == 1 and rows[0].endswith("x |"), table
