@@ -30,7 +30,7 @@ from abir.backends.base import Backend, BackendProtocol
 from abir.backends.numpy_backend import NumpyBackend
 from abir.errors import AbirError
 from abir.frontend.program import FrontendProgram
-from abir.lane_devices import lane_devices, run_lanes_on_devices
+from abir.lane_devices import lane_devices, run_lanes_on_devices, stream_devices, stream_lanes_on_devices
 from abir.lru import LRUCache
 from abir.opaque import HelperStructureLearned, calling_with_batch, failure_mark, helper_error
 from abir.passes.pipeline import lower_to_vm, type_and_optimize
@@ -526,7 +526,11 @@ class Compiler:
         chunk once every member of the last has started (`Machine.lane_flushes`), so memory
         holds the lanes, two chunks and the results not consumed yet. Results are NumPy values.
         Members that fail (stack overflow, `max_steps`) raise once every other has finished,
-        the error naming them by index."""
+        the error naming them by index. `kwargs` may name `devices` (JAX devices of this
+        process): each runs its own `lanes` lanes, all reading the one stream
+        (`abir.lane_devices.stream_lanes_on_devices`)."""
+        devices = kwargs.get("devices")
+        kwargs = {key: value for key, value in kwargs.items() if key != "devices"}
         options = parse_call_options(name, {**kwargs, "lanes": lanes})
         if options.dry_run:
             raise ValueError(f"{name}.imap() runs the batched program; for plain Python, call {name} per member")
@@ -543,23 +547,33 @@ class Compiler:
             program = self.compiled(name, treedefs, signature_of(leaves), backend, None, options.block_code_cache)
         machine = program.machine
 
-        def windows() -> Iterator[LaneWindow]:
+        def checked_blocks() -> Iterator[tuple[list[Any], int]]:
             for block_leaves, block_treedefs, block_count in itertools.chain([first], blocks):
                 if block_treedefs != treedefs:
                     raise TypeError(
                         f"the members of {name}.imap() must all have the arguments' structure of the first: "
                         f"{list(block_treedefs)} is not {list(treedefs)}"
                     )
+                yield block_leaves, block_count
+
+        def windows() -> Iterator[LaneWindow]:
+            for block_leaves, block_count in checked_blocks():
                 arrays = machine.pending_inputs(block_leaves, backend)
                 yield LaneWindow(arrays, block_count, (False,) * len(arrays))
 
         failed: dict[int, dict[str, int]] = {}
         flag_keys = lane_flag_keys(options.max_steps is not None)
+        cache_key = ("abir.run", machine, int(lanes), int(options.max_stack_depth))
         with backend.scope(leaves):
-            flushes = machine.lane_flushes(
-                windows(), backend, int(lanes), int(options.max_stack_depth),
-                ("abir.run", machine, int(lanes), int(options.max_stack_depth)), options.max_steps,
-            )  # fmt: skip
+            if devices is not None:  # each device runs its own lanes
+                flushes = stream_lanes_on_devices(
+                    machine, stream_devices(f"{name}.imap()", backend, devices), backend, checked_blocks(), int(lanes),
+                    int(options.max_stack_depth), cache_key, options.max_steps,
+                )  # fmt: skip
+            else:
+                flushes = machine.lane_flushes(
+                    windows(), backend, int(lanes), int(options.max_stack_depth), cache_key, options.max_steps
+                )
             outputs = [register_key(name) for name in machine.outputs]
             for finished in flushes:
                 for j, member in enumerate(finished.members.tolist()):
@@ -570,12 +584,7 @@ class Compiler:
                     leaves_out = [finished.values[key][j] for key in outputs]
                     yield member, optree.tree_unflatten(program.frontend.output_treedef, leaves_out)
         if failed:
-            size = max(failed) + 1
-            arrays = {key: np.full(size, flag_normal_value(key), np.int32) for key in flag_keys}
-            for member, flags in failed.items():
-                for key, value in flags.items():
-                    arrays[key][member] = value
-            error = machine.lane_member_errors(backend, arrays, int(options.max_stack_depth), options.max_steps)
+            error = failed_members_error(machine, backend, failed, flag_keys, options)
             if error is not None:
                 raise error
 
@@ -585,6 +594,18 @@ class Compiler:
         program = self.for_call(name, args, None)
         outputs = [np.zeros((0, *t.shape), t.dtype) for t in result_types(program)]
         return optree.tree_unflatten(program.frontend.output_treedef, outputs)
+
+
+def failed_members_error(
+    machine: Machine, backend: Backend, failed: Mapping[int, Mapping[str, int]], flag_keys: Sequence[str], options: CallOptions
+) -> Exception | None:
+    """The error of a stream's members that failed (`failed`: member index -> its error flags)."""
+    size = max(failed) + 1
+    arrays = {key: np.full(size, flag_normal_value(key), np.int32) for key in flag_keys}
+    for member, flags in failed.items():
+        for key, value in flags.items():
+            arrays[key][member] = value
+    return machine.lane_member_errors(backend, arrays, int(options.max_stack_depth), options.max_steps)
 
 
 _NAMED_BACKENDS: dict[BackendSpec, Backend] = {}

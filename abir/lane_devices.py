@@ -1,21 +1,25 @@
-"""A run with lanes on several devices: each device runs its own lanes, all drawing from one queue.
+"""Runs with lanes on several devices: each device runs its own lanes, all drawing from one queue.
 
-`run_lanes_on_devices` starts one host thread per device of a `LaneDevices` (from
-`abir.backends.jax.devices`). Each thread runs the machine's lanes loop (`Machine.lane_flushes`)
-on its device and takes its members from one `MemberQueue` a chunk at a time, the next chunk
-once every member of its last has started; so a device whose members finish early takes more
-of them, and no device waits for another's slow members. The devices never communicate: each
-loop is a program of one device, and the threads meet only at the queue and the host's results.
-The results are gathered on the host in input order and put back with the argument's sharding.
+One host thread per device (`DeviceLanes`) runs the machine's lanes loop
+(`Machine.lane_flushes`) on its device and takes its members from one source a chunk at a
+time, the next chunk once every member of its last has started; so a device whose members
+finish early takes more of them, and no device waits for another's slow members. The devices
+never communicate: each loop is a program of one device, and the threads meet only at the
+source and the host's results. Two sources: the rows of a call's arguments (`ArrayChunks`, for
+`run_lanes_on_devices`: a call with `lanes=` on a batch sharded over devices, the results
+gathered on the host in input order and put back with the argument's sharding) and the blocks
+of a stream (`StreamChunks`, for `stream_lanes_on_devices`: `f.imap(..., devices=...)`, the
+results yielded as they finish). The devices come from `abir.backends.jax.devices`.
 """
 
 from __future__ import annotations
 
 import itertools
+import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -24,7 +28,7 @@ from abir.vm.machine import FinishedMembers, LaneOutcome, LaneResults, LaneWindo
 from abir.vm.state_ops import flag_normal_value, register_key
 
 if TYPE_CHECKING:
-    from abir.backends.jax.devices import LaneDevices
+    from abir.backends.jax.devices import Devices, LaneDevices
 
 MAX_CHUNK_LANES = 16
 """A chunk of members taken from the queue holds at most this many per lane (`chunk_rows`)."""
@@ -43,6 +47,19 @@ def lane_devices(caller: str, backend: Backend, leaves: Sequence[Any]) -> LaneDe
     from abir.backends.jax.devices import lane_devices as jax_lane_devices
 
     return jax_lane_devices(caller, leaves)
+
+
+def stream_devices(caller: str, backend: Backend, devices: Any) -> Devices:
+    """The devices a stream (`f.imap(..., devices=...)`) runs on, checked
+    (`abir.backends.jax.devices.named_devices`); JAX's only."""
+    if getattr(backend, "name", None) != "jax":
+        raise ValueError(
+            f"devices= of {caller} names JAX devices, which only the JAX backend runs on; pass backend='jax' "
+            "(or abir.JaxBackend()), or drop devices="
+        )
+    from abir.backends.jax.devices import named_devices
+
+    return named_devices(caller, devices)
 
 
 class MemberQueue:
@@ -76,9 +93,148 @@ class MemberQueue:
 
 def chunk_rows(members: int, lanes: int, devices: int) -> int:
     """The rows of the chunks a run of `members` on `devices` devices of `lanes` lanes each takes:
-    about an eighth of a device's share, at least one member per lane and at most
-    `MAX_CHUNK_LANES` per lane."""
+    about `1 / CHUNKS_PER_DEVICE` of a device's share, from `LEAST_CHUNK_LANES` to
+    `MAX_CHUNK_LANES` members per lane."""
     return max(LEAST_CHUNK_LANES * lanes, min(members // (CHUNKS_PER_DEVICE * devices), MAX_CHUNK_LANES * lanes))
+
+
+class Chunk(NamedTuple):
+    """Members `start` to `start + count` of a run: per input, their arguments as host rows
+    (padded to the source's rows with copies of the last member), or one row all share."""
+
+    start: int
+    count: int
+    leaves: list[Any]
+
+
+class ChunkSource(Protocol):
+    """Where the devices of a run take their members from (safe to call from several threads)."""
+
+    def take(self) -> Chunk | None:
+        """The next chunk of members, numbered on from the last; None when there are no more."""
+        ...
+
+
+class ArrayChunks:
+    """The members of a call's arguments (`leaves`, host rows of `members` members, or shared)
+    in the chunks of a `MemberQueue`."""
+
+    def __init__(self, leaves: Sequence[Any], members: int, lanes: int, devices: int, rows: int | None = None):
+        rows = chunk_rows(members, lanes, devices) if rows is None else rows
+        self.queue = MemberQueue(members, rows, LEAST_CHUNK_LANES * lanes, devices)
+        self.leaves = list(leaves)
+        self.batched = [_is_batched(leaf, members) for leaf in leaves]
+
+    def take(self) -> Chunk | None:
+        taken = self.queue.take()
+        if taken is None:
+            return None
+        start, count = taken
+        rows = np.minimum(np.arange(start, start + self.queue.rows), start + count - 1)
+        return Chunk(start, count, [leaf[rows] if cut else leaf for leaf, cut in zip(self.leaves, self.batched, strict=True)])
+
+
+class StreamChunks:
+    """The members of a stream, read a block at a time from `blocks` (each the host rows of a
+    block, padded to the same rows, and its count of members), by one device at a time."""
+
+    def __init__(self, blocks: Iterator[tuple[list[Any], int]]):
+        self.blocks = blocks
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def take(self) -> Chunk | None:
+        with self._lock:
+            block = next(self.blocks, None)
+            if block is None:
+                return None
+            leaves, count = block
+            start = self._next
+            self._next += count
+            return Chunk(start, count, leaves)
+
+
+Deliver = Callable[[int, FinishedMembers], None]
+"""Takes the members a device (by its index) finished, numbered as their source numbers them."""
+
+
+@dataclass
+class DeviceLanes:
+    """A run of `machine` with `lanes` lanes on each of `devices`, all taking their members from
+    `source` (see the module docstring). `start` starts a thread per device; `stop` asks them to
+    stop after their current launch; `errors` keeps what a thread raised (it stops the others)."""
+
+    machine: Machine
+    backend: Backend
+    devices: Devices
+    source: ChunkSource
+    lanes: int
+    max_stack_depth: int
+    cache_key: Any
+    max_steps: int | None
+    stop: threading.Event = field(default_factory=threading.Event)
+    errors: list[BaseException] = field(default_factory=list)
+
+    def start(self, deliver: Deliver) -> list[threading.Thread]:
+        threads = [
+            threading.Thread(target=self._run, args=(index, deliver), name=f"abir-lanes-{device}", daemon=True)
+            for index, device in enumerate(self.devices.devices)
+        ]
+        for thread in threads:
+            thread.start()
+        return threads
+
+    def _run(self, index: int, deliver: Deliver) -> None:
+        """One device's thread: its lanes loop over the chunks it takes, its finished members
+        delivered by their number in the source, until the source is empty or `stop` is set."""
+        try:
+            with self.backend.scope(), self.devices.on_device(self.devices.devices[index]):
+                taken = TakenChunks()
+                windows = self._windows(taken)
+                first = next(windows, None)
+                if first is None:
+                    return
+                flushes = self.machine.lane_flushes(
+                    itertools.chain([first], windows), self.backend, self.lanes, self.max_stack_depth, self.cache_key,
+                    self.max_steps,
+                )  # fmt: skip
+                for finished in flushes:
+                    deliver(index, FinishedMembers(taken.numbers_in_source(finished.members), finished.values))
+                    if self.stop.is_set():
+                        return
+        except BaseException as error:  # kept for the calling thread, which raises it
+            self.errors.append(error)
+            self.stop.set()
+
+    def _windows(self, taken: TakenChunks) -> Iterator[LaneWindow]:
+        """The chunks this device takes, as windows of its lanes loop, each kept in `taken`."""
+        while not self.stop.is_set():
+            chunk = self.source.take()
+            if chunk is None:
+                return
+            taken.add(chunk.start, chunk.count)
+            arrays = self.machine.pending_inputs(chunk.leaves, self.backend)
+            yield LaneWindow(arrays, chunk.count, tuple(int(a.shape[0]) == 1 for a in arrays))
+
+
+class TakenChunks:
+    """The chunks one device took, in order: its lanes loop numbers their members on from 0,
+    and `numbers_in_source` maps those numbers back to the source's."""
+
+    def __init__(self) -> None:
+        self.numbers: list[int] = []  # the loop's number of each chunk's first member
+        self.starts: list[int] = []  # the source's number of each chunk's first member
+        self.count = 0
+
+    def add(self, start: int, count: int) -> None:
+        self.numbers.append(self.count)
+        self.starts.append(start)
+        self.count += count
+
+    def numbers_in_source(self, numbers: np.ndarray) -> np.ndarray:
+        firsts = np.asarray(self.numbers)
+        chunk = np.searchsorted(firsts, numbers, side="right") - 1
+        return np.asarray(self.starts)[chunk] + (numbers - firsts[chunk])
 
 
 @dataclass
@@ -97,7 +253,6 @@ class _Gathered:
     def __init__(self, machine: Machine, members: int, counting: bool, devices: int):
         self.results = LaneResults(machine, members, counting)
         self.per_device = [0] * devices
-        self.errors: list[BaseException] = []
         self.lock = threading.Lock()
 
     def put(self, device: int, finished: FinishedMembers) -> None:
@@ -122,30 +277,22 @@ def run_lanes_on_devices(
     chunk: int | None = None,
 ) -> DeviceLaneOutcome:
     """Run this process's members of `placement` through `lanes` lanes on each of its devices,
-    taking members from one `MemberQueue` in chunks of at most `chunk` (default: `chunk_rows`). A KeyboardInterrupt
-    stops every device after its current launch and is returned as the outcome's error, with
-    what finished; members' errors (stack overflow, `max_steps`) name them by their index in
-    the whole batch. An error of a device's run (not of its members) is raised once every
-    device has stopped."""
+    taking members from one `MemberQueue` in chunks of at most `chunk` (default: `chunk_rows`).
+    A KeyboardInterrupt stops every device after its current launch and is returned as the
+    outcome's error, with what finished; members' errors (stack overflow, `max_steps`) name
+    them by their index in the whole batch. An error of a device's run (not of its members)
+    is raised once every device has stopped. The backend's and machine's `last_stats` are None
+    after it (each device's thread wrote its own launches' there)."""
     counting = max_steps is not None
     local = len(placement.members)
     devices = len(placement.devices)
-    rows = chunk_rows(local, int(lanes), devices) if chunk is None else int(chunk)
-    queue = MemberQueue(local, rows, LEAST_CHUNK_LANES * int(lanes), devices)
-    gathered = _Gathered(machine, local, counting, len(placement.devices))
-    stop = threading.Event()
-    threads = [
-        threading.Thread(
-            target=_device_lanes,
-            args=(machine, placement, backend, index, queue, gathered, stop, lanes, max_stack_depth, cache_key, max_steps),
-            name=f"abir-lanes-{device}",
-            daemon=True,
-        )
-        for index, device in enumerate(placement.devices)
-    ]
-    interrupt = _wait_for(threads, stop, gathered, on_progress)
-    if gathered.errors:
-        raise gathered.errors[0]
+    source = ArrayChunks(placement.leaves, local, int(lanes), devices, chunk)
+    run = DeviceLanes(machine, backend, placement, source, lanes, max_stack_depth, cache_key, max_steps)
+    gathered = _Gathered(machine, local, counting, devices)
+    interrupt = _wait_for(run, run.start(gathered.put), gathered, on_progress)
+    backend.last_stats = machine.last_stats = None
+    if run.errors:
+        raise run.errors[0]
     results = gathered.results
     outputs = placement.place([results.values[register_key(name)] for name in machine.outputs])
     finished = np.zeros(placement.batch, bool)
@@ -161,15 +308,13 @@ def run_lanes_on_devices(
 
 
 def _wait_for(
+    run: DeviceLanes,
     threads: Sequence[threading.Thread],
-    stop: threading.Event,
     gathered: _Gathered,
     on_progress: Callable[[int], None] | None,
 ) -> KeyboardInterrupt | None:
-    """Start `threads` and wait for them, reporting progress; on a KeyboardInterrupt tell them to
-    `stop`, wait for them, and return it."""
-    for thread in threads:
-        thread.start()
+    """Wait for `threads`, reporting progress; on a KeyboardInterrupt stop the run, wait for
+    them, and return it."""
     interrupt = None
     try:
         for thread in threads:
@@ -181,89 +326,45 @@ def _wait_for(
             on_progress(gathered.finished_count())
     except KeyboardInterrupt as stopped:
         interrupt = stopped
-        stop.set()
+        run.stop.set()
         for thread in threads:
             thread.join()
     return interrupt
 
 
-def _device_lanes(
+def stream_lanes_on_devices(
     machine: Machine,
-    placement: LaneDevices,
+    devices: Devices,
     backend: Backend,
-    device_index: int,
-    queue: MemberQueue,
-    gathered: _Gathered,
-    stop: threading.Event,
+    blocks: Iterator[tuple[list[Any], int]],
     lanes: int,
     max_stack_depth: int,
     cache_key: Any,
-    max_steps: int | None,
-) -> None:
-    """One device's thread: its lanes loop over the chunks it takes from `queue`, its finished
-    members put in `gathered` (by position among this process's members), until the queue is
-    empty or `stop` is set. An exception is kept in `gathered.errors` and stops the others."""
-    device = placement.devices[device_index]
+    max_steps: int | None = None,
+) -> Iterator[FinishedMembers]:
+    """The members of `blocks` (a stream read a block at a time, `StreamChunks`) as each
+    chunk of a device's run finishes them, numbered in stream order, run through `lanes` lanes
+    on each of `devices`. Closing the iterator stops the devices after their current launch;
+    an error of a device's run (or of reading the stream) is raised once every device has
+    stopped."""
+    run = DeviceLanes(machine, backend, devices, StreamChunks(blocks), lanes, max_stack_depth, cache_key, max_steps)
+    finished: queue.SimpleQueue[FinishedMembers] = queue.SimpleQueue()
+    threads = run.start(lambda device, members: finished.put(members))
     try:
-        with backend.scope(placement.leaves), placement.on_device(device):
-            taken = TakenChunks()
-            windows = _windows(machine, placement, backend, queue, stop, taken)
-            first = next(windows, None)
-            if first is None:
-                return
-            flushes = machine.lane_flushes(
-                itertools.chain([first], windows), backend, lanes, max_stack_depth, cache_key, max_steps
-            )
-            for finished in flushes:
-                gathered.put(device_index, FinishedMembers(taken.positions(finished.members), finished.values))
-                if stop.is_set():
-                    return
-    except BaseException as error:  # kept for the calling thread, which raises it
-        with gathered.lock:
-            gathered.errors.append(error)
-        stop.set()
-
-
-def _windows(
-    machine: Machine,
-    placement: LaneDevices,
-    backend: Backend,
-    queue: MemberQueue,
-    stop: threading.Event,
-    taken: TakenChunks,
-) -> Iterator[LaneWindow]:
-    """The chunks a device takes from `queue` as windows of the lanes loop, each padded to the
-    queue's chunk of rows (one compiled loop for all), each kept in `taken`."""
-    batched = [_is_batched(leaf, len(placement.members)) for leaf in placement.leaves]
-    while not stop.is_set():
-        chunk = queue.take()
-        if chunk is None:
-            return
-        start, count = chunk
-        taken.add(start, count)
-        rows = np.minimum(np.arange(start, start + queue.rows), start + count - 1)
-        leaves = [leaf[rows] if cut else leaf for leaf, cut in zip(placement.leaves, batched, strict=True)]
-        arrays = machine.pending_inputs(leaves, backend)
-        yield LaneWindow(arrays, count, tuple(int(a.shape[0]) == 1 for a in arrays))
-
-
-class TakenChunks:
-    """The chunks one device took, in order: its lanes loop numbers their members on from 0,
-    and `positions` maps those numbers back to positions in the queue."""
-
-    def __init__(self) -> None:
-        self.numbers: list[int] = []  # the loop's number of each chunk's first member
-        self.starts: list[int] = []  # the queue's position of each chunk's first member
-        self.count = 0
-
-    def add(self, start: int, count: int) -> None:
-        self.numbers.append(self.count)
-        self.starts.append(start)
-        self.count += count
-
-    def positions(self, numbers: np.ndarray) -> np.ndarray:
-        chunk = np.searchsorted(np.asarray(self.numbers), numbers, side="right") - 1
-        return np.asarray(self.starts)[chunk] + (numbers - np.asarray(self.numbers)[chunk])
+        while any(thread.is_alive() for thread in threads):
+            try:
+                yield finished.get(timeout=PROGRESS_SECONDS)
+            except queue.Empty:
+                continue
+        while not finished.empty():  # what the threads put before they ended
+            yield finished.get()
+    finally:
+        run.stop.set()
+        for thread in threads:
+            thread.join()
+        backend.last_stats = machine.last_stats = None
+    if run.errors:
+        raise run.errors[0]
 
 
 def _is_batched(leaf: Any, members: int) -> bool:

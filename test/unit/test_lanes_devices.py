@@ -12,6 +12,7 @@ synchronizes the devices; an interruption and members' errors keep what finished
 
 from __future__ import annotations
 
+import itertools
 import os
 import pathlib
 import socket
@@ -21,6 +22,7 @@ import sys
 import numpy as np
 import pytest
 
+import abir
 from abir.lane_devices import MemberQueue, chunk_rows
 
 pytest.importorskip("jax")
@@ -145,6 +147,12 @@ assert isinstance(outcome.error, KeyboardInterrupt) and 0 < outcome.finished.sum
 done = np.flatnonzero(outcome.finished)
 np.testing.assert_array_equal(np.asarray(outcome.outputs[0])[done], collatz(big[done], dry_run=True))
 
+# a stream on both devices: every member once, with its plain Python result
+stream = ((np.int64(k),) for k in range(1, 2001))
+seen = dict(collatz.imap(stream, lanes=8, chunk_size=16, devices=jax.devices(), backend=backend))
+assert sorted(seen) == list(range(2000))
+np.testing.assert_array_equal([seen[i] for i in range(2000)], collatz(np.arange(1, 2001), dry_run=True))
+
 # every program compiled for the runs: a loop, and no collective
 dumped = [path.read_text() for path in pathlib.Path(sys.argv[1]).glob("*after_optimizations.txt")]
 assert any(" while(" in text for text in dumped), len(dumped)
@@ -255,5 +263,49 @@ def test_lanes_on_a_mesh_of_mixed_platforms_is_a_clear_error(monkeypatch: pytest
         device_set = {Device("cpu"), Device("gpu")}
 
     monkeypatch.setattr(devices, "batch_sharding", lambda leaves: Mixed())
-    with pytest.raises(ValueError, match=r"f\(\) with lanes= .* mixes platforms \(cpu, gpu\); shard the batch"):
+    with pytest.raises(ValueError, match=r"f\(\) with lanes= .* mixes platforms \(cpu, gpu\); run lanes on devices of one platform"):
         devices.lane_devices("f()", [np.zeros(4)])
+
+
+ctx = abir.Context()
+
+
+@ctx.batch()
+def halving_steps(n):
+    steps = 0
+    while n > 1:
+        n = n // 2
+        steps = steps + 1
+    return steps
+
+
+def test_a_stream_on_the_devices_of_this_process_equals_plain_python() -> None:
+    jax = pytest.importorskip("jax")
+    stream = ((np.int64(k),) for k in range(1, 300))
+    seen = dict(halving_steps.imap(stream, lanes=4, chunk_size=8, devices=jax.local_devices(), backend="jax"))
+    assert sorted(seen) == list(range(299))
+    np.testing.assert_array_equal([seen[i] for i in range(299)], halving_steps(np.arange(1, 300), dry_run=True))
+
+
+def test_a_stream_on_devices_stops_when_its_consumer_does() -> None:
+    jax = pytest.importorskip("jax")
+    endless = ((np.int64(k),) for k in itertools.count(1))
+    results = halving_steps.imap(endless, lanes=4, chunk_size=8, devices=jax.local_devices(), backend="jax")
+    first = list(itertools.islice(results, 10))
+    results.close()  # the devices' threads stop; nothing keeps reading the endless stream
+    assert len(first) == 10
+
+
+@pytest.mark.parametrize(
+    ("devices", "backend", "error", "message"),
+    [
+        ([], "jax", TypeError, r"devices= of halving_steps.imap\(\) must be a non-empty list of JAX devices"),
+        (["cpu"], "jax", TypeError, r"must be a non-empty list of JAX devices, each running its own lanes, got \['cpu'\]"),
+        (None, "numpy", ValueError, r"devices= of halving_steps.imap\(\) names JAX devices, which only the JAX backend"),
+    ],
+)
+def test_bad_devices_of_a_stream_are_clear_errors(devices: object, backend: str, error: type, message: str) -> None:
+    jax = pytest.importorskip("jax")
+    named = jax.local_devices() if devices is None else devices
+    with pytest.raises(error, match=message):
+        list(halving_steps.imap([(np.int64(3),)], lanes=2, devices=named, backend=backend))

@@ -1,4 +1,4 @@
-"""Lanes on several devices: what a call with `lanes=` on a batch sharded over devices runs on.
+"""Lanes on several devices: the devices a call with `lanes=` or a stream (`f.imap`) runs on.
 
 `lane_devices` reads the sharding of the call's first argument split along its batch axis
 (`abir.backends.jax.sharding.batch_sharding`): the devices of this process in its mesh each run
@@ -6,7 +6,8 @@ their own lanes (`abir.lane_devices`), drawing from one queue of the members thi
 (the rows of the shards addressable here, brought to the host). With several processes
 (`jax.distributed.initialize`) each process runs the members of its own shards: the split is the
 sharding's, so no process reads another's rows. `LaneDevices.place` puts the results back with
-the argument's sharding, each device holding the results of its own rows.
+the argument's sharding, each device holding the results of its own rows. A stream names its
+devices itself (`named_devices`).
 """
 
 from __future__ import annotations
@@ -23,22 +24,28 @@ from abir.backends.jax.sharding import batch_sharding
 
 
 @dataclass(frozen=True)
-class LaneDevices:
-    """The devices of this process that run lanes (in mesh order), the members this process
-    runs (`members`: their indices in the whole batch, ascending), the call's leaves with every
-    batched one cut to those members' rows on the host (`leaves`, rows in `members` order;
-    shared leaves as given), the whole batch's size and the sharding of the results."""
+class Devices:
+    """Devices of this process that each run their own lanes (`abir.lane_devices`)."""
 
     devices: tuple[Any, ...]
-    members: np.ndarray
-    leaves: list[Any]
-    batch: int
-    sharding: jax.sharding.NamedSharding
 
     def on_device(self, device: Any) -> contextlib.AbstractContextManager[Any]:
         """Within: arrays the backend makes, and the loops it runs, are on `device` (a thread's
         setting: each thread running lanes enters its own)."""
         return jax.default_device(device)
+
+
+@dataclass(frozen=True)
+class LaneDevices(Devices):
+    """The devices of this process that run lanes (in mesh order), the members this process
+    runs (`members`: their indices in the whole batch, ascending), the call's leaves with every
+    batched one cut to those members' rows on the host (`leaves`, rows in `members` order;
+    shared leaves as given), the whole batch's size and the sharding of the results."""
+
+    members: np.ndarray
+    leaves: list[Any]
+    batch: int
+    sharding: jax.sharding.NamedSharding
 
     def place(self, outputs: Sequence[np.ndarray]) -> list[jax.Array]:
         """Results of this process's members (rows in `members` order) as arrays of the whole
@@ -56,12 +63,7 @@ def lane_devices(caller: str, leaves: Sequence[Any]) -> LaneDevices:
     sharded over devices along its batch axis (`batch_sharding`). Errors name `caller`."""
     sharding = batch_sharding(leaves)
     assert sharding is not None
-    platforms = sorted({device.platform for device in sharding.device_set})
-    if len(platforms) > 1:
-        raise ValueError(
-            f"{caller} with lanes= runs lanes on every device of its argument's mesh, which mixes platforms "
-            f"({', '.join(platforms)}); shard the batch over devices of one platform (e.g. jax.devices('cpu'))"
-        )
+    _check_one_platform(f"{caller} with lanes= runs lanes on every device of its argument's mesh, which", sharding.device_set)
     here = jax.process_index()
     devices = tuple(device for device in sharding.mesh.devices.flat if device.process_index == here)
     batch = max(int(leaf.shape[0]) for leaf in leaves if getattr(leaf, "shape", ()))
@@ -69,6 +71,37 @@ def lane_devices(caller: str, leaves: Sequence[Any]) -> LaneDevices:
     cut = [_member_rows(caller, position, leaf, batch, members) for position, leaf in enumerate(leaves)]
     results = jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec(sharding.spec[0]))
     return LaneDevices(devices, members, cut, batch, results)
+
+
+def named_devices(caller: str, devices: Any) -> Devices:
+    """The devices a stream (`f.imap(..., devices=...)`) runs lanes on: a non-empty sequence of
+    JAX devices of one platform, all of this process. Errors name `caller`."""
+    if isinstance(devices, jax.Device):
+        devices = [devices]
+    if not isinstance(devices, Sequence) or not devices or not all(isinstance(d, jax.Device) for d in devices):
+        raise TypeError(
+            f"devices= of {caller} must be a non-empty list of JAX devices, each running its own lanes, got "
+            f"{devices!r}; e.g. devices=jax.local_devices()"
+        )
+    _check_one_platform(f"devices= of {caller}", devices)
+    here = jax.process_index()
+    elsewhere = [device for device in devices if device.process_index != here]
+    if elsewhere:
+        raise ValueError(
+            f"devices= of {caller} names {elsewhere[0]}, a device of process {elsewhere[0].process_index}, not of this "
+            f"one ({here}); a process runs lanes on its own devices: devices=jax.local_devices()"
+        )
+    return Devices(tuple(dict.fromkeys(devices)))
+
+
+def _check_one_platform(what: str, devices: Any) -> None:
+    """A `ValueError` when `devices` mix platforms (`what` says whose devices they are)."""
+    platforms = sorted({device.platform for device in devices})
+    if len(platforms) > 1:
+        raise ValueError(
+            f"{what} mixes platforms ({', '.join(platforms)}); run lanes on devices of one platform "
+            "(e.g. jax.devices('cpu'))"
+        )
 
 
 def _held_members(sharding: jax.sharding.NamedSharding, batch: int) -> np.ndarray:
