@@ -63,6 +63,14 @@ def first_square_above(n, target):
     return n, False
 
 
+@ctx.batch()
+def tries_until_below(key, p):
+    counter = 0
+    while abir.random.uniform(key, counter) >= p:
+        counter = counter + 1
+    return counter
+
+
 def assert_same(got, want, ordinary):
     """`got` (a call with lanes) equals `want` (per-member Python), leaf by leaf, with the dtypes
     of `ordinary` (an ordinary call)."""
@@ -108,6 +116,13 @@ want = first_square_above(ns, targets, dry_run=True)
 assert_same(first_square_above(put(ns), targets, lanes=4, backend=backend), want, first_square_above(ns, targets, backend=backend))
 assert_same(first_square_above(put(ns), 30, lanes=4, backend=backend), first_square_above(ns, 30, dry_run=True),
             first_square_above(ns, 30, backend=backend))
+
+# random keys (an event axis, not split) and a float shared by every member
+keys = abir.random.key(np.arange(50))
+with jax.enable_x64(True):
+    split_keys = jax.device_put(keys, NamedSharding(mesh, P("batch", None)))
+assert_same(tries_until_below(split_keys, 0.2, lanes=4, backend=backend), tries_until_below(keys, 0.2, dry_run=True),
+            tries_until_below(keys[:2], 0.2, backend=backend))
 
 # both devices run members, drawn from one queue
 machine = compile_machine(ctx.lowered_for_args("collatz", [n], backend))

@@ -67,9 +67,9 @@ def lane_devices(caller: str, leaves: Sequence[Any]) -> LaneDevices:
     here = jax.process_index()
     devices = tuple(device for device in sharding.mesh.devices.flat if device.process_index == here)
     batch = max(int(leaf.shape[0]) for leaf in leaves if getattr(leaf, "shape", ()))
-    members = _held_members(sharding, batch)
-    cut = [_member_rows(caller, position, leaf, batch, members) for position, leaf in enumerate(leaves)]
     results = jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec(sharding.spec[0]))
+    members = _held_members(results, batch)
+    cut = [_member_rows(caller, position, leaf, batch, members) for position, leaf in enumerate(leaves)]
     return LaneDevices(devices, members, cut, batch, results)
 
 
@@ -105,7 +105,8 @@ def _check_one_platform(what: str, devices: Any) -> None:
 
 
 def _held_members(sharding: jax.sharding.NamedSharding, batch: int) -> np.ndarray:
-    """The indices of the members whose rows are on this process's devices under `sharding`."""
+    """The indices of the members whose rows are on this process's devices under `sharding` (of
+    the batch axis alone)."""
     held = np.zeros(batch, bool)
     for index in sharding.addressable_devices_indices_map((batch,)).values():
         held[index[0]] = True
