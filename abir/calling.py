@@ -710,8 +710,9 @@ def runs_with_lanes(options: CallOptions, batch_size: int) -> bool:
 def run_with_lanes(
     name: str, program: CompiledProgram, leaves: Sequence[Any], batch_size: int, options: CallOptions
 ) -> Any:
-    """The results of a call run through `options.lanes` lanes (`Machine.run_lanes`), in input
-    order. When the run stops early (KeyboardInterrupt) or some members fail (stack overflow,
+    """The results of a call run through `options.lanes` lanes (`Machine.run_lanes`; on a batch
+    sharded over devices, as many on each device: `abir.lane_devices.run_lanes_on_devices`), in
+    input order. When the run stops early (KeyboardInterrupt) or some members fail (stack overflow,
     `max_steps`), the error raised carries what finished: `results` (the call's results, with
     zeros for the members in `unfinished`), `finished` and `unfinished` (member indices)."""
     backend = options.backend
@@ -721,7 +722,7 @@ def run_with_lanes(
             "(jax.jit, jax.vmap, tf.function); call it on concrete arrays, or drop lanes="
         )
     sharded = backend.batch_sharding(leaves) is not None
-    placement = lane_devices(f"{name}()", backend, leaves) if sharded else None
+    placement = lane_devices(f"{name}()", leaves) if sharded else None
     members = batch_size if placement is None else max(len(placement.members), 1)
     lanes = members if options.lanes is None else min(int(options.lanes), members)
     bar = progress_bar(f"{name}(..., progress=True)", batch_size, "member") if options.progress else None

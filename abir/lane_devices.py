@@ -41,7 +41,7 @@ PROGRESS_SECONDS = 0.1
 interrupted)."""
 
 
-def lane_devices(caller: str, backend: Backend, leaves: Sequence[Any]) -> LaneDevices:
+def lane_devices(caller: str, leaves: Sequence[Any]) -> LaneDevices:
     """The devices a call with lanes on `leaves` runs on: those of the argument's sharding
     (`abir.backends.jax.devices.lane_devices`; only JAX arrays are sharded over devices)."""
     from abir.backends.jax.devices import lane_devices as jax_lane_devices
