@@ -14,6 +14,7 @@ results yielded as they finish). The devices come from `abir.backends.jax.device
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import queue
 import threading
@@ -176,8 +177,13 @@ class DeviceLanes:
     errors: list[BaseException] = field(default_factory=list)
 
     def start(self, deliver: Deliver) -> list[threading.Thread]:
+        """A thread per device, each in a copy of the caller's context (the call's batch, which
+        errors about helpers name, and the trace mode are context variables)."""
         threads = [
-            threading.Thread(target=self._run, args=(index, deliver), name=f"abir-lanes-{device}", daemon=True)
+            threading.Thread(
+                target=contextvars.copy_context().run, args=(self._run, index, deliver), name=f"abir-lanes-{device}",
+                daemon=True,
+            )  # fmt: skip
             for index, device in enumerate(self.devices.devices)
         ]
         for thread in threads:
