@@ -33,9 +33,9 @@ if TYPE_CHECKING:
 
 MAX_CHUNK_LANES = 16
 """A chunk of members taken from the queue holds at most this many per lane (`chunk_rows`)."""
-LEAST_CHUNK_LANES = 1
+LEAST_CHUNK_LANES = 2
 """and at least this many per lane (but for the last)."""
-CHUNKS_PER_DEVICE = 8
+CHUNKS_PER_DEVICE = 4
 """A chunk holds about this share of a device's members while many remain (`chunk_rows`)."""
 PROGRESS_SECONDS = 0.1
 """How often the calling thread, waiting for the devices, reports progress (and can be
@@ -122,7 +122,8 @@ class ArrayChunks:
 
     def __init__(self, leaves: Sequence[Any], members: int, lanes: int, devices: int, rows: int | None = None):
         rows = chunk_rows(members, lanes, devices) if rows is None else rows
-        self.queue = MemberQueue(members, rows, LEAST_CHUNK_LANES * lanes, devices)
+        least = min(LEAST_CHUNK_LANES * lanes, -(-members // devices))  # few members: one chunk per device
+        self.queue = MemberQueue(members, rows, least, devices)
         self.leaves = list(leaves)
         self.batched = [_is_batched(leaf, members) for leaf in leaves]
 

@@ -24,8 +24,8 @@ devices (`--xla_force_host_platform_device_count=D`; the bench runs itself again
 process when JAX has fewer devices), each device running its own L lanes from one queue of
 members; its last column is its members/s over `lanes=L` on one device. CPU time (the default
 clock) adds up the devices' threads, so it shows what the devices cost, not how soon they
-finish: for that, `--clock wall` on a machine with a free core per device. Its lane use is not
-counted ("-": the devices' runs share the backend whose statistics the count reads).
+finish: for that, `--clock wall` on a machine with a free core per device. Its lane use counts
+the lanes of every device.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -162,17 +163,21 @@ def sharded(inputs: tuple[np.ndarray, ...], devices: int) -> list[Any]:
 
 
 class StatsCollector:
-    """Sums the `RunStats` of every run of the wrapped backend (`Backend.last_stats` after each)."""
+    """Sums the `RunStats` of every run of the wrapped backend (`Backend.last_stats` after each).
+    A lock holds each run with its read of `last_stats`: the threads of several devices' runs
+    take turns (so only the counts of such a run are meaningful, not its time)."""
 
     def __init__(self, backend: Any):
         self.backend = backend
         self.used = 0
         self.slots = 0
         run = backend.run
+        lock = threading.Lock()
 
         def counted(kernels: Sequence[Any], *args: Any, **kwargs: Any) -> Any:
-            state = run(kernels, *args, **kwargs)
-            stats = backend.last_stats
+            with lock:
+                state = run(kernels, *args, **kwargs)
+                stats = backend.last_stats
             if stats is not None:
                 program_blocks = len(kernels) - int(bool(getattr(kernels[-1], "refills_lanes", False)))
                 self.used += sum(stats.block_members[:program_blocks])
@@ -186,7 +191,9 @@ class StatsCollector:
         return self.used / self.slots if self.slots else None
 
 
-def lane_use(workload: Workload, backend_name: str, way: str, inputs: tuple[np.ndarray, ...], lanes: int) -> float | None:
+def lane_use(
+    workload: Workload, backend_name: str, way: str, inputs: tuple[np.ndarray, ...], lanes: int, devices: int = 1
+) -> float | None:
     """The lane use of the program's blocks in one run `way` (None if the backend collects none)."""
     try:
         backend = make_backend(backend_name, collect_stats=True)
@@ -194,7 +201,7 @@ def lane_use(workload: Workload, backend_name: str, way: str, inputs: tuple[np.n
         return None
     collector = StatsCollector(backend)
     batched = abir.Context().batch_uncurried(workload.function)
-    run_way(batched, way, inputs, lanes, backend)
+    run_way(batched, way, inputs, lanes, backend, devices)
     return collector.lane_use
 
 
@@ -248,7 +255,7 @@ def measure(
                 got = run()
                 suite_programs.assert_equal(got, want, f"{workload.name} {way} L={lanes} on {backend_name}")
                 seconds = timed(run, repeats, clock)
-                use = None if way == DEVICES_WAY else lane_use(workload, backend_name, way, inputs, lanes)
+                use = lane_use(workload, backend_name, way, inputs, lanes, devices)
             except Exception as error:  # kept in the table, the other rows still run
                 traceback.print_exc()
                 rows.append(Row(workload.name, backend_name, lanes, way, None, size, None, f"{type(error).__name__}", on))

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 import abir
-from abir.lane_devices import MemberQueue, chunk_rows
+from abir.lane_devices import ArrayChunks, MemberQueue, chunk_rows
 
 pytest.importorskip("jax")
 
@@ -261,10 +261,19 @@ def test_the_queue_hands_out_every_member_once_in_order_the_last_chunks_small() 
     assert queue.take() is None
 
 
-def test_chunks_hold_a_member_per_lane_at_least_and_sixteen_at_most() -> None:
-    assert chunk_rows(members=100, lanes=64, devices=2) == 64
-    assert chunk_rows(members=65_536, lanes=1024, devices=2) == 4096
+def test_chunks_hold_two_members_per_lane_at_least_and_sixteen_at_most() -> None:
+    assert chunk_rows(members=100, lanes=64, devices=2) == 128
+    assert chunk_rows(members=65_536, lanes=1024, devices=2) == 8192
     assert chunk_rows(members=10**8, lanes=1024, devices=2) == 16 * 1024
+
+
+def test_few_members_are_split_evenly_over_the_devices() -> None:
+    source = ArrayChunks([np.arange(100), 7], members=100, lanes=64, devices=2)
+    first, second = source.take(), source.take()
+    assert source.take() is None
+    assert (first.start, first.count, second.start, second.count) == (0, 50, 50, 50)
+    np.testing.assert_array_equal(second.leaves[0], np.minimum(np.arange(50, 178), 99))  # padded with the last
+    assert first.leaves[1] == 7
 
 
 def test_lanes_on_a_mesh_of_mixed_platforms_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
