@@ -124,14 +124,18 @@ with jax.enable_x64(True):
 assert_same(tries_until_below(split_keys, 0.2, lanes=4, backend=backend), tries_until_below(keys, 0.2, dry_run=True),
             tries_until_below(keys[:2], 0.2, backend=backend))
 
+# with a progress bar (updated by the calling thread)
+assert_same(collatz(put(n), lanes=8, backend=backend, progress=True), collatz(n, dry_run=True), collatz(n[:4], backend=backend))
+
 # both devices run members, drawn from one queue
+many = np.arange(1, 2001, dtype=np.int64)
 machine = compile_machine(ctx.lowered_for_args("collatz", [n], backend))
-placement = lane_devices("collatz()", [put(n)])
+placement = lane_devices("collatz()", [put(many)])
 with backend.scope():
     outcome = run_lanes_on_devices(machine, placement, backend, 8, 15, ("test", 8), chunk=16)
 assert outcome.error is None and outcome.finished.all()
-assert sum(outcome.members_per_device) == len(n) and min(outcome.members_per_device) > 0, outcome.members_per_device
-np.testing.assert_array_equal(np.asarray(outcome.outputs[0]), collatz(n, dry_run=True))
+assert sum(outcome.members_per_device) == len(many) and min(outcome.members_per_device) > 0, outcome.members_per_device
+np.testing.assert_array_equal(np.asarray(outcome.outputs[0]), collatz(many, dry_run=True))
 
 # members that reach max_steps stop alone, named by their index in the whole batch
 try:
