@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 MAX_CHUNK_LANES = 16
 """A chunk of members taken from the queue holds at most this many per lane (`chunk_rows`)."""
 LEAST_CHUNK_LANES = 2
-"""and at least this many per lane (but for the last)."""
+"""A chunk holds at least this many members per lane, but for the last, and for a call of few
+members (then one chunk per device: `ArrayChunks`)."""
 CHUNKS_PER_DEVICE = 4
 """A chunk holds about this share of a device's members while many remain (`chunk_rows`)."""
 PROGRESS_SECONDS = 0.1
