@@ -58,8 +58,13 @@ def test_logreg_gradient_matches_finite_differences() -> None:
         np.testing.assert_allclose((up - down) / (2 * step), grad[:, k], rtol=1e-5)
 
 
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize(
+    "backend", ["numpy", pytest.param("jax", marks=pytest.mark.full), pytest.param("tf", marks=pytest.mark.full)]
+)
 def test_logreg_nuts_equals_per_chain_python(backend: str) -> None:
+    """JAX and TF under `full` (each one long compilation): `make test` checks
+    `abir.samplers.nuts` against per-chain Python on every backend, with JAX's autodiff on JAX,
+    in test_samplers.py."""
     q0 = suite_programs.logreg_initial_positions(3)
     reference = "jax" if backend == "jax" else "numpy"  # the same gradient source as the batched run
     want = suite_programs.logreg_nuts(reference, q0, steps=3, step_size=0.1, max_depth=5, dry_run=True)
