@@ -26,6 +26,11 @@ BACKENDS = {
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 @pytest.mark.parametrize("name", sorted(suite_programs.SUITE))
+@pytest.mark.make_test_keeps(
+    {"backend": "numpy"},
+    {"backend": "jax"},
+    *({"name": name} for name in ("ackermann", "edit-distance", "fib-lt", "gamma-mt", "ode-rk23")),
+)
 def test_suite_program_equals_per_member_python(name: str, backend: str) -> None:
     program = suite_programs.SUITE[name]
     inputs = program.make_inputs(4, True)

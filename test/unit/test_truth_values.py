@@ -158,6 +158,9 @@ def test_members_with_one_element_are_truthy_as_in_numpy(batched, backend, progr
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.__name__)
+@pytest.mark.make_test_keeps(
+    {"backend": "numpy"}, {"backend": "jax"}, *({"program": p} for p in (if_positive, while_nonzero, and_call))
+)
 def test_per_member_scalars_are_unchanged(batched, backend, program):
     assert_like_python(batched, program, arguments(program, SCALARS), backend)
 
