@@ -53,22 +53,41 @@ def kept_by_make_test(params: Mapping[str, Any], combinations: tuple[Mapping[str
                for combination in combinations)
 
 
+def parameters_of(item: pytest.Item) -> dict[str, Any]:
+    callspec = getattr(item, "callspec", None)
+    return callspec.params if callspec is not None else {}
+
+
+def check_combinations(test: str, combinations: tuple[Mapping[str, Any], ...], items: list[pytest.Item]) -> None:
+    """Each combination names parameters of the test and, where more than one of its
+    parametrizations is collected, matches one of them: a misspelt value would silently move every
+    parametrization to `full`."""
+    for combination in combinations:
+        for item in items:
+            unknown = set(combination) - set(parameters_of(item))
+            if unknown:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: make_test_keeps names {sorted(unknown)}, which is not a parameter of the "
+                    f"test (its parameters: {sorted(parameters_of(item))}); name one of those"
+                )
+        if len(items) > 1 and not any(kept_by_make_test(parameters_of(item), (combination,)) for item in items):
+            raise pytest.UsageError(
+                f"{test}: make_test_keeps({combination!r}) matches none of its parametrizations; give a value "
+                "the test is parametrized with (the object itself for a parameter that is not a number or string)"
+            )
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Marks `full` the parametrizations a `make_test_keeps` marker leaves out, before `-m`
     deselects by marker."""
+    by_test: dict[str, list[pytest.Item]] = {}
     for item in items:
-        marker = item.get_closest_marker("make_test_keeps")
-        if marker is None:
-            continue
-        callspec = getattr(item, "callspec", None)
-        params = callspec.params if callspec is not None else {}
-        for combination in marker.args:
-            unknown = set(combination) - set(params)
-            if unknown:
-                raise pytest.UsageError(
-                    f"{item.nodeid}: make_test_keeps names {sorted(unknown)}, which is not a parameter of "
-                    f"the test (its parameters: {sorted(params)}); name one of those"
-                )
-        if not kept_by_make_test(params, marker.args):
-            item.add_marker(pytest.mark.full)
+        if item.get_closest_marker("make_test_keeps") is not None:
+            by_test.setdefault(item.nodeid.partition("[")[0], []).append(item)
+    for test, test_items in by_test.items():
+        combinations = test_items[0].get_closest_marker("make_test_keeps").args
+        check_combinations(test, combinations, test_items)
+        for item in test_items:
+            if not kept_by_make_test(parameters_of(item), combinations):
+                item.add_marker(pytest.mark.full)
