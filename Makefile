@@ -16,9 +16,10 @@ install: $(BIN)/abir-opt
 demo: install
 	$(BIN)/python examples/demo.py
 
-# `make test` runs every check except the `full` pytest marker (statistical and long randomized
-# sweeps); `make test-full` runs those, e.g. make test-full FULL_ENV=ABIR_FULL=1 for the fuzzer's
-# 200 programs on every backend instead of its NumPy-only sample.
+# `make test` runs every check except the `full` pytest marker; `make test-full` (which CI's .ci/run
+# runs after it) runs those: statistical and long randomized sweeps and the rest of cross-products
+# of cases and backends (the rule: test/unit/conftest.py), e.g. make test-full FULL_ENV=ABIR_FULL=1
+# for the fuzzer's 200 programs on every backend instead of its NumPy-only sample.
 test: install lint lit pytest
 
 FULL_ENV ?=

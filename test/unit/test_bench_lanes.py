@@ -17,7 +17,10 @@ import lanes as bench_lanes  # noqa: E402
 import abir  # noqa: E402
 
 
-@pytest.mark.parametrize("backend", ["jax", "numpy", "tf-xla"])
+# the bench script on NumPy; on JAX and TF, whose lanes test_lanes.py checks, under `full` only
+@pytest.mark.parametrize(
+    "backend", [pytest.param("jax", marks=pytest.mark.full), "numpy", pytest.param("tf-xla", marks=pytest.mark.full)]
+)
 def test_bench_lanes_runs_and_checks_every_way(backend: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = bench_lanes.main(["--size", "40", "--lanes", "8", "--backends", backend, "--repeats", "1"])
     table = capsys.readouterr().out

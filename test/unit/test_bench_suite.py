@@ -26,6 +26,11 @@ BACKENDS = {
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 @pytest.mark.parametrize("name", sorted(suite_programs.SUITE))
+@pytest.mark.make_test_keeps(
+    {"backend": "numpy"},
+    {"backend": "jax"},
+    *({"name": name} for name in ("ackermann", "edit-distance", "fib-lt", "gamma-mt", "ode-rk23")),
+)
 def test_suite_program_equals_per_member_python(name: str, backend: str) -> None:
     program = suite_programs.SUITE[name]
     inputs = program.make_inputs(4, True)
@@ -58,8 +63,13 @@ def test_logreg_gradient_matches_finite_differences() -> None:
         np.testing.assert_allclose((up - down) / (2 * step), grad[:, k], rtol=1e-5)
 
 
-@pytest.mark.parametrize("backend", sorted(BACKENDS))
+@pytest.mark.parametrize(
+    "backend", ["numpy", pytest.param("jax", marks=pytest.mark.full), pytest.param("tf", marks=pytest.mark.full)]
+)
 def test_logreg_nuts_equals_per_chain_python(backend: str) -> None:
+    """JAX and TF under `full` (each one long compilation): `make test` checks
+    `abir.samplers.nuts` against per-chain Python on every backend, with JAX's autodiff on JAX,
+    in test_samplers.py."""
     q0 = suite_programs.logreg_initial_positions(3)
     reference = "jax" if backend == "jax" else "numpy"  # the same gradient source as the batched run
     want = suite_programs.logreg_nuts(reference, q0, steps=3, step_size=0.1, max_depth=5, dry_run=True)

@@ -663,6 +663,7 @@ STRUCTURE_HELPERS = (halves, as_list, as_point, nested)
 
 @pytest.mark.parametrize("as_primitives", [False, True], ids=["per-member", "primitives"])
 @pytest.mark.parametrize(("program", "others"), STRUCTURED, ids=[p.__name__ for p, _ in STRUCTURED])
+@pytest.mark.make_test_keeps({"backend": "numpy"}, {"backend": "jax"}, {"as_primitives": True})
 def test_helper_structures_stay_structured_through_calls_and_results(backend, program, others, as_primitives):
     primitives = STRUCTURE_HELPERS if as_primitives else ()
     result = assert_matches_python(program, (np.array([-7, 0, 3, 8, 13]),), backend, *others, primitives=primitives)

@@ -69,6 +69,7 @@ ONE_KERNEL = pytest.mark.parametrize("one_kernel", [False, None], ids=["kernels"
 
 @ONE_KERNEL
 @pytest.mark.parametrize("name", sorted(cases()))
+@pytest.mark.make_test_keeps({"one_kernel": None}, {"name": "noisy_walk"})
 def test_every_block_compacted_equals_python(name: str, one_kernel: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compaction, "COMPACT_MIN_ROW_WORK", 0)
     compacted = []
@@ -104,6 +105,7 @@ def test_default_threshold_compacts_only_the_heavy_block(one_kernel: bool | None
 
 
 @ONE_KERNEL
+@pytest.mark.make_test_keeps({"one_kernel": None})
 def test_nuts_equals_per_chain_with_compacted_momentum_draws(one_kernel: bool | None) -> None:
     path = pathlib.Path(__file__).resolve().parents[2] / "examples" / "nuts.py"
     spec = importlib.util.spec_from_file_location("abir_example_nuts_compaction", path)

@@ -384,6 +384,11 @@ CASES = [
 
 
 @pytest.mark.parametrize(("program", "args"), CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.make_test_keeps(
+    {"backend_name": "numpy"},
+    {"backend_name": "jax"},
+    *({"program": program} for program in (fib, collatz, for_break_continue, pair_countdown, vector_state)),
+)
 def test_against_plain_python(ctx, backend, program, args):
     assert_matches_python(ctx, program, args, backend, max_stack_depth=40)
 

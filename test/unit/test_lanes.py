@@ -111,6 +111,12 @@ PROGRAMS = {
 
 @pytest.mark.parametrize("program", list(PROGRAMS))
 @pytest.mark.parametrize("lanes", [1, 3, 8])
+@pytest.mark.make_test_keeps(
+    {"backend_name": "numpy"},
+    {"backend_name": "jax", "lanes": 3},
+    {"lanes": 3, "program": "per-member trip counts"},
+    {"lanes": 3, "program": "recursion"},
+)
 def test_lanes_equal_plain_python_member_by_member(backend_name: str, program: str, lanes: int) -> None:
     function, make_args = PROGRAMS[program]
     args = make_args()

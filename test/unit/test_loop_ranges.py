@@ -120,6 +120,7 @@ def backend(request):
 
 
 @pytest.mark.parametrize("function", [rk23_steps, pair_sums, loop_of_calls])
+@pytest.mark.make_test_keeps({"backend": "numpy"}, {"backend": "jax"}, {"function": pair_sums})
 def test_loops_equal_python_per_member(function, backend):
     _, batched = machine_of(function, *((depth,) if function is loop_of_calls else ()))
     want = [function(n) for n in INPUTS]

@@ -417,7 +417,10 @@ def test_call_on_numpy_equals_the_call_per_member(call):
 
 @pytest.mark.parametrize("backend", ["jax", "tf"])
 @pytest.mark.parametrize("start", range(0, len(CALLS), GROUP))
+@pytest.mark.make_test_keeps({"backend": "jax"})
 def test_calls_on_compiled_backends_equal_the_calls_per_member(backend, start):
+    """On TF under `full` only: `make test` runs every call on TF under XLA (the next test) and
+    the calls XLA cannot compile in TF's plain `tf.function` (the one after)."""
     group = CALLS[start : start + GROUP]
     fn = _define(f"calls_{start}", "(" + ", ".join(group) + ",)")
     got = _batched(fn, backend)
@@ -433,6 +436,15 @@ def test_calls_under_xla_equal_the_calls_per_member(start):
     got = _run_under_xla(fn)
     members = _per_member(fn)
     for k, call in enumerate(group):
+        _assert_same(call, got[k], [m[k] for m in members])
+
+
+def test_calls_outside_xla_on_tf_equal_the_calls_per_member():
+    """The calls XLA cannot compile, on the default TF backend: its plain `tf.function`."""
+    fn = _define("calls_outside_xla", "(" + ", ".join(NOT_XLA_COMPILABLE) + ",)")
+    got = _batched(fn, "tf")
+    members = _per_member(fn)
+    for k, call in enumerate(NOT_XLA_COMPILABLE):
         _assert_same(call, got[k], [m[k] for m in members])
 
 

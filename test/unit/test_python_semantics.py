@@ -246,11 +246,13 @@ def assert_matches_python(batched, program, args, backend, **options):
 
 
 @pytest.mark.parametrize("program", [fib_ternary, fib_joined_if, steps_or])
+@pytest.mark.make_test_keeps({"backend": "numpy"}, {"backend": "jax"}, {"program": steps_or})
 def test_recursive_arm_joins_the_base_case(batched, backend, program):
     assert_matches_python(batched, program, [np.array([0, 1, 5, 9, 3])], backend, max_stack_depth=20)
 
 
 @pytest.mark.parametrize("program", [guarded_ternary, guarded_and, guarded_or])
+@pytest.mark.make_test_keeps({"backend": "numpy"}, {"backend": "jax"}, {"program": guarded_ternary})
 def test_only_the_operand_python_evaluates_runs(batched, backend, program):
     # runaway(-4) never returns: the members with n < 0 must not call it
     assert_matches_python(batched, program, [np.array([3, -4, 0, 5, -1])], backend)

@@ -145,7 +145,8 @@ def _assert_draws_equal(got, want, name):
         np.testing.assert_array_equal(got, want, err_msg=name)
 
 
-@pytest.mark.parametrize("library", ["numpy", "jax", "tf-eager", "tf", "tf-xla"])
+# tf.function without XLA runs the kernels TF's eager mode runs: under `full` only
+@pytest.mark.parametrize("library", ["numpy", "jax", "tf-eager", pytest.param("tf", marks=pytest.mark.full), "tf-xla"])
 @pytest.mark.parametrize("name", list(CALLS))
 def test_same_draws_on_every_library(name, library):
     fn, args = CALLS[name]
@@ -237,7 +238,11 @@ def _assert_member_equal(got, want, what):
         np.testing.assert_array_equal(got, want, err_msg=what)
 
 
-@pytest.mark.parametrize("backend", list(BACKENDS.values()), ids=list(BACKENDS))
+# TF compiles these programs with XLA by default, as tf-xla requires: "tf" under `full` only
+@pytest.mark.parametrize(
+    "backend",
+    [pytest.param(backend, id=name, marks=[pytest.mark.full] if name == "tf" else []) for name, backend in BACKENDS.items()],
+)
 @pytest.mark.parametrize("case", list(BATCHED_CASES))
 def test_batched_equals_per_member(case, backend):
     program, args = BATCHED_CASES[case]

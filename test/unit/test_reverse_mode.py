@@ -146,7 +146,7 @@ def test_value_and_grad_equals_jax_grad_per_member(name):
     np.testing.assert_allclose(np.array([float(g) for g in dshared]), want_dshared, rtol=RTOL)
 
 
-@pytest.mark.parametrize("name", ["damped", "tree_sum"])
+@pytest.mark.parametrize("name", ["damped", pytest.param("tree_sum", marks=pytest.mark.full)])
 def test_grad_under_jit_vjp_and_jacrev(name):
     _, shared = CASES[name]
     _, want_dx, want_dshared = per_member_gradients(name)

@@ -46,6 +46,11 @@ FIB_ARGS = np.array([1, 2, 3, 5, 8, 11, 14, 15], dtype=np.int64)
 """Members at the base case and members recursing up to 14 frames deep."""
 
 
+KEPT_BACKENDS = ({"backend_name": "numpy"}, {"backend_name": "jax"})
+"""The backends `make test` runs at every capacity; TF (whose vm program is JAX's) at one or two,
+every capacity under `make test-full`."""
+
+
 def make_backend(name: str) -> abir.Backend:
     return spec_named(name).new_backend()
 
@@ -61,12 +66,14 @@ def python_per_member(function: Any, *args: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("capacity", CAPACITIES)
+@pytest.mark.make_test_keeps(*KEPT_BACKENDS, {"capacity": 16})
 def test_fib_equals_python_per_member_at_each_capacity(batched, backend_name: str, capacity: int) -> None:
     got = batched["fib"](FIB_ARGS, backend=make_backend(backend_name), max_stack_depth=capacity)
     np.testing.assert_array_equal(np.asarray(got), python_per_member(fib, FIB_ARGS))
 
 
 @pytest.mark.parametrize("capacity", [20, 64, 200])
+@pytest.mark.make_test_keeps(*KEPT_BACKENDS, {"capacity": 20})
 def test_a_descent_with_a_counter_equals_python_per_member(batched, backend_name: str, capacity: int) -> None:
     """A descent pushing its counter (row j gets `n - j`) and an invariant argument."""
     n = np.array([0, 1, 4, 9, 17], dtype=np.int64)
@@ -76,6 +83,7 @@ def test_a_descent_with_a_counter_equals_python_per_member(batched, backend_name
 
 
 @pytest.mark.parametrize("capacity", [6, 12, 13])
+@pytest.mark.make_test_keeps(*KEPT_BACKENDS, {"capacity": 12}, {"capacity": 13})
 def test_overflow_names_exactly_the_members_too_deep(batched, backend_name: str, capacity: int) -> None:
     """At 13 the deepest member (n = 15) just fits; at 12 it alone overflows."""
     too_deep = [i for i, n in enumerate(FIB_ARGS) if saved_frames_of_fib(int(n)) > capacity]

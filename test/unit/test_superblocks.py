@@ -91,6 +91,9 @@ CASES = {
 
 @pytest.mark.parametrize("backend_name", list(_superblock_backends()))
 @pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.make_test_keeps(
+    *({"backend_name": name} for name in _superblock_backends() if name != "tf"), {"name": "fib"}, {"name": "shared_exit"}
+)
 def test_batched_equals_python(name: str, backend_name: str) -> None:
     fn, args = CASES[name]
     got = fn(*args, backend=_superblock_backends()[backend_name], max_stack_depth=20)
