@@ -6,8 +6,9 @@ by member (float64, rtol 1e-9), and each value against the plain per-member Pyth
 (`dry_run=True`): through loops with per-member trip counts, branches, early returns, recursion
 and mutual recursion, with respect to per-member arguments and to arguments shared by all
 members (model parameters), under `jax.jit`, `jax.vmap` and forward-over-reverse. A run longer
-than its tape (checkpoints thinned, sweeps recomputed) gives the same derivatives. What does not
-differentiate raises a clear error.
+than its undo log (replayed from its start), and one differentiated by whole-state checkpoints
+(thinned, sweeps recomputed), give the same derivatives. What does not differentiate raises a
+clear error.
 """
 
 from __future__ import annotations

@@ -300,7 +300,7 @@ class UndoLoggingLoop(JaxLoop):
         self.slots = log_slots(kernels)
 
     def sweep_step(self, kernel: Any, split: Any, template: State) -> Any:
-        block = self.kernels.index(kernel)
+        block = next(i for i, other in enumerate(self.kernels) if other is kernel)
         logged = LoggedKernel(kernel, split, [slot for slot in self.slots if slot.block == block])
         return super().sweep_step(logged, logged.split, template)
 
