@@ -2,6 +2,7 @@
 
     python -m abir.testing.fuzz --count 1000 --seed 0 --backends numpy,jax,tf
     python -m abir.testing.fuzz --count 200 --lanes 2     # members through 2 lanes (`lanes=2`)
+    python -m abir.testing.fuzz --grad --count 100        # reverse mode on float programs (JAX)
 
 Program `i` of seed `s` is drawn from `random.Random(f"{s}:{i}:{attempt}")` (the first attempt
 whose plain Python run stays within the bounds, see `abir.testing.differential`), so a
@@ -12,7 +13,8 @@ existed. Each failure is shrunk on its cheapest failing backend (`abir.testing.s
 printed as a standalone script: the minimal program, how to batch and call it, the plain Python
 result and each backend's. abir refusing to compile a program with library calls is tolerated
 and counted by call (`--strict-refusals` makes it a failure). The exit status is 1 when a
-program failed.
+program failed. `--grad` checks reverse-mode derivatives instead, on float programs of a generator
+of their own (`abir.testing.gradients`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ from abir.testing.generate import (
     parse_features,
     tensor_types,
 )
+from abir.testing.gradients import run_gradient_campaign
 from abir.testing.shrink import shrink
 
 MAX_ATTEMPTS = 50
@@ -340,6 +343,9 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="call every batched function with lanes=N (members through N lanes; the programs have "
                              "a few members, so 1 or 2 makes lanes refill)")
     parser.add_argument("--show", action="store_true", help="print the programs' source instead of checking them")
+    parser.add_argument("--grad", action="store_true",
+                        help="check reverse-mode derivatives (jax.vjp on the JAX backend) of float programs against "
+                             "jax.vjp of the per-member function instead (abir.testing.gradients)")
     return parser.parse_args(argv)
 
 
@@ -362,6 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(e, file=sys.stderr)
         return 2
+    if args.grad:
+        return gradient_campaign(args)
     if args.show:
         with tempfile.TemporaryDirectory(prefix="abir_fuzz_") as directory:
             for index in range(args.start, args.start + args.count):
@@ -379,6 +387,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                           library_share=args.library_share, tolerate_refusals=not args.strict_refusals)  # fmt: skip
     print(result.summary())
     return 1 if result.reports else 0
+
+
+def gradient_campaign(args: argparse.Namespace) -> int:
+    """The `--grad` campaign; 1 when a program failed."""
+    print(f"# abir fuzz --grad: {args.count} float programs from seed {args.seed}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="abir_fuzz_") as directory:
+        failing = run_gradient_campaign(args.count, args.seed, args.start, directory,
+                                        out=lambda text: print(text, flush=True))  # fmt: skip
+    return 1 if failing else 0
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from abir import errors
-from abir.testing import differential, fuzz
+from abir.testing import differential, fuzz, gradients
 from abir.testing.differential import REFUSED, check, counts_as_failure, load, run_reference, time_limit
 from abir.testing.generate import (
     BOOL,
@@ -330,3 +330,58 @@ def test_the_time_limit_counts_cpu_time_not_waiting():
         while time.process_time() - began < 5.0:
             pass
     assert time.process_time() - began < 1.0
+
+
+# ----- reverse mode on float programs (abir.testing.gradients) -----------------------------------
+
+GRADIENT_SAMPLE = range(6)
+"""Float programs of seed 0 whose batched vjp is checked: the first two in every run, the others
+under `make test-full` (each compiles a reverse-mode machine)."""
+
+
+@pytest.mark.parametrize("index", [i if i < 2 else pytest.param(i, marks=pytest.mark.full) for i in GRADIENT_SAMPLE])
+def test_gradient_sample_equals_jax_vjp_per_member(index, directory):
+    pytest.importorskip("jax")
+    program = gradients.generate(SEED, index)
+    failures = gradients.check_program(program, directory, f"grad_sample_{index}")
+    assert not failures, "\n".join(f.describe() for f in failures) + "\n" + gradients.repro(program)
+
+
+def test_gradient_programs_are_deterministic_and_cover_branches_loops_and_recursion():
+    programs = [gradients.generate(2, index) for index in range(40)]
+    assert gradients.generate(2, 7).source == programs[7].source
+    np.testing.assert_array_equal(gradients.generate(2, 7).x, programs[7].x)
+    modules = [ast.parse(program.source) for program in programs]
+    kinds = {type(node).__name__ for module in modules for node in ast.walk(module)}
+    assert {"If", "While", "For", "Return", "Compare", "BoolOp", "AugAssign"} <= kinds
+    recursive = [program.source for program in programs if "def r(" in program.source]
+    assert len(recursive) >= 10
+    assert all("r(min(" in source for source in recursive)  # the entry calls the recursion
+    assert any("r(d - 2" in source for source in recursive)  # trees, not only chains
+    assert all(set(program.n) <= set(range(gradients.MAX_N + 1)) for program in programs)
+    assert any("np.maximum" in program.source or "np.abs" in program.source for program in programs)
+
+
+def test_gradient_check_finds_a_wrong_derivative(monkeypatch, directory):
+    """A reference whose d/dy is off by a factor of 2 is reported; the right one is not."""
+    pytest.importorskip("jax")
+    program = gradients.GradientProgram(
+        "hand-written", "import numpy as np\n\n\ndef f(x, y, n, w):\n    for _ in range(n):\n        x = np.sin(x * y) + w\n    return x\n",
+        np.linspace(-1, 1, gradients.BATCH), np.linspace(0.5, 1.5, gradients.BATCH), np.arange(gradients.BATCH) % 4, 0.3,
+    )  # fmt: skip
+    assert gradients.check_program(program, directory, "grad_right") == []
+    right = gradients.per_member_vjp
+
+    def wrong(program, cotangent):
+        values, dx, dy, dw = right(program, cotangent)
+        return values, dx, 2 * dy, dw
+
+    monkeypatch.setattr(gradients, "per_member_vjp", wrong)
+    failures = gradients.check_program(program, directory, "grad_wrong")
+    assert [failure.what for failure in failures] == ["d/dy"]
+
+
+def test_gradient_command_line(capsys):
+    pytest.importorskip("jax")
+    assert fuzz.main(["--grad", "--count", "1", "--seed", "0", "--start", "1"]) == 0
+    assert "1/1 gradient programs, 0 failing" in capsys.readouterr().out

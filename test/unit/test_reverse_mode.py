@@ -6,8 +6,9 @@ by member (float64, rtol 1e-9), and each value against the plain per-member Pyth
 (`dry_run=True`): through loops with per-member trip counts, branches, early returns, recursion
 and mutual recursion, with respect to per-member arguments and to arguments shared by all
 members (model parameters), under `jax.jit`, `jax.vmap` and forward-over-reverse. A run longer
-than its tape (checkpoints thinned, sweeps recomputed) gives the same derivatives. What does not
-differentiate raises a clear error.
+than its undo log (replayed from its start), and one differentiated by whole-state checkpoints
+(thinned, sweeps recomputed), give the same derivatives. What does not differentiate raises a
+clear error.
 """
 
 from __future__ import annotations
@@ -213,18 +214,50 @@ def test_integer_results_carry_no_gradient():
     np.testing.assert_allclose(np.asarray(dx), 0.5**want_steps, rtol=RTOL)
 
 
-@pytest.mark.parametrize("checkpoints", [2, 4])
-def test_a_run_longer_than_its_tape_thins_checkpoints_and_recomputes(monkeypatch, checkpoints):
-    """Two or four checkpoints for runs of at least 10 sweeps: the stride doubles, the backward
-    pass recomputes segments (with two, every other state of a segment: substride 2 or more)."""
-    monkeypatch.setattr(reverse, "MAX_CHECKPOINTS", checkpoints)
+def damped_gradients_agree(n):
+    """d/dx and d/dw of `damped` batched (a context of its own: a new trace) equal jax.grad per member."""
     context = abir.Context()
     long_damped = context.batch_uncurried(damped)
-    n = np.array([9, 2, 6, 0, 8, 5])
     dx, dw = jax.grad(lambda x, w: long_damped(x, w, n, backend=abir.JaxBackend()).sum(), argnums=(0, 1))(jnp.asarray(X), W)
     want = [jax.grad(lambda x, w, k=int(k): damped(x, w, k), argnums=(0, 1))(jnp.float64(x), W) for x, k in zip(X, n, strict=True)]
     np.testing.assert_allclose(np.asarray(dx), [float(g[0]) for g in want], rtol=RTOL)
     np.testing.assert_allclose(float(dw), sum(float(g[1]) for g in want), rtol=RTOL)
+
+
+@pytest.mark.parametrize("entries", [2, 3])
+def test_a_run_longer_than_its_undo_log_replays_from_the_start(monkeypatch, entries):
+    """An undo log of two or three sweeps for runs of at least 10: the backward pass undoes the
+    sweeps the log holds, replays the run from its start to refill the log, and so on."""
+    monkeypatch.setattr(reverse, "MAX_UNDO_ENTRIES", entries)
+    damped_gradients_agree(np.array([9, 2, 6, 0, 8, 5]))
+
+
+def test_a_recursive_run_longer_than_its_undo_log_restores_its_stacks(monkeypatch):
+    """Tree recursion with an undo log of three sweeps: the stacks' overwritten rows are restored
+    sweep by sweep, across replays."""
+    monkeypatch.setattr(reverse, "MAX_UNDO_ENTRIES", 3)
+    context = abir.Context()
+    recursive = context.batch_uncurried(tree_sum)
+    _, want_dx, want_dw = per_member_gradients("tree_sum")
+    dx, dw = jax.grad(lambda x, w: recursive(x, w, N, backend=abir.JaxBackend()).sum(), argnums=(0, 1))(jnp.asarray(X), W)
+    np.testing.assert_allclose(np.asarray(dx), want_dx, rtol=RTOL)
+    np.testing.assert_allclose(float(dw), want_dw[0], rtol=RTOL)
+
+
+def test_undo_log_length_follows_the_entrys_size():
+    assert reverse.undo_length(1) == reverse.MAX_UNDO_ENTRIES
+    assert reverse.undo_length(reverse.UNDO_TAPE_BYTES // 10) == 10
+    assert reverse.undo_length(reverse.UNDO_TAPE_BYTES * 4) == 2  # the least a log holds
+
+
+@pytest.mark.parametrize("checkpoints", [2, 4])
+def test_a_run_longer_than_its_tape_thins_checkpoints_and_recomputes(monkeypatch, checkpoints):
+    """Without an undo log (as for blocks writing whole spans of stack rows): two or four
+    checkpoints for runs of at least 10 sweeps: the stride doubles, the backward pass recomputes
+    segments (with two, every other state of a segment: substride 2 or more)."""
+    monkeypatch.setattr(reverse, "undo_loggable", lambda kernels: False)
+    monkeypatch.setattr(reverse, "MAX_CHECKPOINTS", checkpoints)
+    damped_gradients_agree(np.array([9, 2, 6, 0, 8, 5]))
 
 
 def test_tape_length_follows_the_states_size():
