@@ -130,15 +130,6 @@ def adam_update(optimizer: Any, params: Any, state: Any, grads: Any) -> tuple[An
     return optax.apply_updates(params, updates), state
 
 
-def abir_step(optimizer: Any) -> Step:
-    @jax.jit
-    def step(params: Any, state: Any, trees: Any) -> Any:
-        loss, grads = jax.value_and_grad(ex.mean_loss)(params, trees)
-        return *adam_update(optimizer, params, state, grads), loss
-
-    return lambda params, state, batch: step(params, state, batch)
-
-
 def per_tree_step(optimizer: Any) -> Step:
     @jax.jit
     def accumulate(total: Any, params: Any, kind: Any, left: Any, right: Any, value: Any, target: Any) -> Any:
@@ -179,7 +170,7 @@ def system_batch(system: str, trees: Any) -> Any:
     return ex.Trees(*(jnp.asarray(field) for field in trees))
 
 
-STEPS = {"abir": abir_step, "per-tree": per_tree_step, "padded": padded_step}
+STEPS = {"abir": ex.training_step, "per-tree": per_tree_step, "padded": padded_step}
 
 
 # Agreement of the three systems.

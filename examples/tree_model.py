@@ -216,6 +216,22 @@ def batches(rng: np.random.Generator, trees: Trees, size: int) -> Iterator[Trees
             yield Trees(*(np.asarray(field)[order[start : start + size]] for field in trees))
 
 
+def training_step(optimizer):
+    """The jitted training step `(params, optimizer state, trees) -> (params, optimizer state,
+    mean loss)`: `jax.value_and_grad` of the batch's mean loss through abir, then `optimizer`'s
+    update."""
+    import jax
+    import optax
+
+    @jax.jit
+    def step(params, state, trees):
+        loss, grads = jax.value_and_grad(mean_loss)(params, trees)
+        updates, state = optimizer.update(grads, state, params)
+        return optax.apply_updates(params, updates), state, loss
+
+    return step
+
+
 def train(steps: int, batch: int, dataset: int, seed: int, learning_rate: float, report_every: int) -> list[float]:
     """Adam on the mean squared error over `dataset` random trees, `batch` trees a step;
     returns the training loss of every step."""
@@ -228,20 +244,14 @@ def train(steps: int, batch: int, dataset: int, seed: int, learning_rate: float,
     params = Params(*(jax.numpy.asarray(p) for p in initial_params(rng)))
     optimizer = optax.adam(learning_rate)
     state = optimizer.init(params)
-
-    @jax.jit
-    def step(params, state, trees):
-        loss, grads = jax.value_and_grad(mean_loss)(params, trees)
-        updates, state = optimizer.update(grads, state, params)
-        return optax.apply_updates(params, updates), state, loss
-
+    step = training_step(optimizer)
     losses = []
     for index, trees_now in zip(range(steps), batches(rng, trees, batch), strict=False):
         params, state, loss = step(params, state, trees_now)
         losses.append(float(loss))
         if index % report_every == 0 or index == steps - 1:
             recent = np.mean(losses[-report_every:])
-            print(f"step {index:4d}  loss {losses[-1]:.4f}  mean of last {min(report_every, len(losses))}: {recent:.4f}")
+            print(f"step {index:4d}  loss {losses[-1]:.4f}  mean of the last {min(report_every, len(losses))} steps {recent:.4f}")
     return losses
 
 
