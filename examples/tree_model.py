@@ -74,8 +74,12 @@ CONTEXT.batch_uncurried(node_state)
 
 def batched_losses(params: Params, trees: Trees):
     """Each tree's loss (a JAX array, one per tree) from the per-tree `tree_loss` batched by
-    abir on the JAX backend; differentiable with respect to `params` by `jax.grad`."""
-    shared = Params(*(np.asarray(p)[None] if isinstance(p, np.ndarray) else p[None] for p in params))
+    abir on the JAX backend; differentiable with respect to `params` by `jax.grad`. Trees given
+    as NumPy arrays are checked (`check_trees`); traced ones (under `jax.jit`) cannot be, so
+    check a data set before training on it, as `train` does."""
+    if all(isinstance(field, np.ndarray) for field in trees):
+        check_trees(trees)
+    shared = Params(*(p[None] if hasattr(p, "shape") else np.asarray(p)[None] for p in params))  # one row: every tree's
     return BATCHED_LOSS(*trees, shared, backend=abir.JaxBackend(), max_stack_depth=MAX_DEPTH + 2)
 
 

@@ -98,11 +98,13 @@ def broken(trees, field: str, tree: int, node: int, value) -> ex.Trees:
     return ex.Trees(**arrays)
 
 
-def test_malformed_trees_are_refused_with_the_tree_and_node(trees):
+def test_malformed_trees_are_refused_with_the_tree_and_node(trees, params):
     ex.check_trees(trees)
     inner = int(np.argmax(trees.kind[2] != ex.LEAF))
     with pytest.raises(ValueError, match=rf"tree 2, node {inner}: kind 7 is none of LEAF"):
         ex.check_trees(broken(trees, "kind", 2, inner, 7))
+    with pytest.raises(ValueError, match=rf"tree 2, node {inner}: kind 7"):
+        ex.batched_losses(params, broken(trees, "kind", 2, inner, 7))
     with pytest.raises(ValueError, match=rf"tree 2, node {inner}: left child {inner} must lie after the node"):
         ex.check_trees(broken(trees, "left", 2, inner, inner))
     with pytest.raises(ValueError, match=r"trees.value has shape \(6, 10\)"):
