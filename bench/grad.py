@@ -150,23 +150,27 @@ def per_tree_step(optimizer: Any) -> Step:
     return step
 
 
-def padded_step(optimizer: Any) -> Step:
-    def mean_loss(params: Any, kind: Any, value: Any, target: Any) -> Any:
-        return jax.vmap(heap_loss, in_axes=(None, 0, 0, 0))(params, kind, value, target).mean()
+def padded_mean_loss(params: Any, kind: Any, value: Any, target: Any) -> Any:
+    return jax.vmap(heap_loss, in_axes=(None, 0, 0, 0))(params, kind, value, target).mean()
 
+
+def padded_step(optimizer: Any) -> Step:
     @jax.jit
     def step(params: Any, state: Any, heaps: Any) -> Any:
-        loss, grads = jax.value_and_grad(mean_loss)(params, *heaps)
+        loss, grads = jax.value_and_grad(padded_mean_loss)(params, *heaps)
         return *adam_update(optimizer, params, state, grads), loss
 
     return step
 
 
 def system_batch(system: str, trees: Any) -> Any:
-    """The batch as `system`'s step takes it (the padded layout is built outside the timing,
-    as a data pipeline would)."""
+    """The batch as `system`'s step takes it, built outside the timing as a data pipeline
+    would: the padded layout; NumPy rows for the per-tree loop (indexing a device array would
+    cost a dispatch per field and tree); device arrays for abir."""
     if system == "padded":
         return (*heap_layout(trees), trees.target)
+    if system == "per-tree":
+        return ex.Trees(*(np.asarray(field) for field in trees))
     return ex.Trees(*(jnp.asarray(field) for field in trees))
 
 
@@ -187,8 +191,7 @@ def loss_and_gradient(system: str, params: Any, trees: Any) -> tuple[float, Any]
             strict=True,
         )
         return sum(losses) / len(losses), jax.tree.map(lambda *g: sum(g) / len(g), *grads)
-    kind, value, target = system_batch(system, trees)
-    return jax.value_and_grad(lambda p: jax.vmap(heap_loss, in_axes=(None, 0, 0, 0))(p, kind, value, target).mean())(params)
+    return jax.value_and_grad(padded_mean_loss)(params, *system_batch(system, trees))
 
 
 def check_agreement(trees: Any, seed: int) -> list[str]:
