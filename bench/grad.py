@@ -186,10 +186,8 @@ def loss_and_gradient(system: str, params: Any, trees: Any) -> tuple[float, Any]
         return jax.value_and_grad(ex.mean_loss)(params, system_batch(system, trees))
     if system == "per-tree":
         trees = system_batch(system, trees)
-        losses, grads = zip(
-            *(jax.value_and_grad(slot_loss)(params, *(field[tree] for field in trees)) for tree in range(len(trees.kind))),
-            strict=True,
-        )
+        per_tree = jax.jit(jax.value_and_grad(slot_loss))
+        losses, grads = zip(*(per_tree(params, *(field[tree] for field in trees)) for tree in range(len(trees.kind))), strict=True)
         return sum(losses) / len(losses), jax.tree.map(lambda *g: sum(g) / len(g), *grads)
     return jax.value_and_grad(padded_mean_loss)(params, *system_batch(system, trees))
 
