@@ -3,7 +3,7 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: install demo test test-full lit pytest lint fuzz bench bench-nuts bench-suite bench-samplers bench-lanes clean
+.PHONY: install demo test test-full lit pytest lint fuzz bench bench-nuts bench-suite bench-samplers bench-lanes bench-grad clean
 
 $(BIN)/abir-opt: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,11 @@ bench-suite: $(BENCH_SITE)/.installed $(BENCH_SITE)/.installed-nuts
 LANES_ARGS ?=
 bench-lanes: $(BIN)/abir-opt
 	$(BIN)/python bench/lanes.py $(LANES_ARGS)
+
+# e.g. make bench-grad GRAD_ARGS="--sizes 64 --repeats 3" (optax comes with the venv)
+GRAD_ARGS ?=
+bench-grad: $(BIN)/abir-opt
+	$(BIN)/python bench/grad.py $(GRAD_ARGS)
 
 # inference-gym (the samplers bench's targets: data and ground truth from its NumPy substrate, which
 # needs the TFP of .installed) and NumPyro (a system it compares with), again --no-deps with the
