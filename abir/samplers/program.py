@@ -173,7 +173,9 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
         ok = True
         divergent = False
         n = 0
-        while True:  # 2**depth >= 1 leapfrogs: tested at the end, so no path skips the loop
+        # tested at the end (2**depth >= 1): a test at the top would be a path past the loop, and
+        # the doubling code around it a loop the sweep repeats on its own, one more sweep each
+        while True:
             before = end.p
             end = leapfrog(end, step, inverse_mass)
             leaf_weight = energy0 - (kinetic(end.p, inverse_mass) - end.logp)
