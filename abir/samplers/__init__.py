@@ -15,9 +15,9 @@ result.step_size          # [chains], adapted per chain
 result.inverse_mass       # [chains, dim], the adapted diagonal inverse mass matrix
 ```
 
-The sampler is ordinary abir code: a function for ONE chain with real control flow (the
-recursive tree doubling of NUTS, the warm-up), batched over the chains by abir's compiler, so
-every chain builds trajectories of its own length and adapts its own step size and mass matrix
+The sampler is ordinary abir code: a function for ONE chain with real control flow (the tree
+doubling of NUTS, one leapfrog per loop iteration, and the warm-up), batched over the chains
+by abir's compiler, so every chain builds trajectories of its own length and adapts its own step size and mass matrix
 without waiting for the others (`abir/samplers/program.py`). It is Stan's sampler: multinomial
 NUTS with the generalized U-turn criterion (and the checks across the halves of every merge),
 divergences (an energy error above 1000) counted and ending the trajectory, at most

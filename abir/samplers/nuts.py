@@ -115,6 +115,8 @@ def nuts(
             f"initial_positions must have shape [chains, dim], got {positions.shape}; "
             "for one chain pass positions[None]"
         )
+    if max_tree_depth < 1:
+        raise ValueError(f"max_tree_depth must be at least 1 (one leapfrog), got {max_tree_depth}")
     if thin < 1 or chunk_size < 1:
         raise ValueError(f"thin and chunk_size must be at least 1, got thin={thin}, chunk_size={chunk_size}")
     resolved = resolve_backend(backend)

@@ -9,9 +9,15 @@ The transition is Stan's multinomial NUTS (Betancourt 2017, appendix A): traject
 a random direction, uniform progressive sampling inside a subtree and biased progressive sampling
 when a subtree joins the trajectory, the generalized U-turn criterion with the extra checks
 across the two halves of every merge, and divergences (energy error above `MAX_ENERGY_ERROR`)
-ending the trajectory. The warm-up is Stan's windowed adaptation: Stan's initial step-size
-search (`initial_step_size`) at the start and after each window, dual averaging of the step
-size, and a diagonal inverse mass matrix estimated with Welford's algorithm in the slow windows
+ending the trajectory. Each doubling's subtree is built iteratively, one leapfrog per loop
+iteration (`build_subtree`), as NumPyro's `iterative_build_tree` does: the U-turn checks of its
+own subtrees run at the leaves where they end, from momentum checkpoints indexed by the bits
+of the leaf's number (`subtrees_ending_at`, `turned_inside`), and its sample is drawn leaf by
+leaf; the subtrees, checks and draws' distribution are those of Stan's recursive tree.
+
+The warm-up is Stan's windowed adaptation: Stan's initial step-size search
+(`initial_step_size`) at the start and after each window, dual averaging of the step size, and
+a diagonal inverse mass matrix estimated with Welford's algorithm in the slow windows
 (`WarmupSchedule`), regularized towards 1e-3 as Stan does.
 """
 
@@ -99,6 +105,9 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
     (q -> (log density, gradient); batched, it is declared a primitive of the Context)."""
     s = settings
     in_slow, window_ends = warmup_schedule(s.num_warmup)
+    bits = np.arange(s.max_tree_depth + 1)
+    rows = max(s.max_tree_depth, 2)  # checkpoints: a subtree of 2**(D - 1) leaves uses D - 1 of them
+    levels = np.arange(rows)
 
     def kinetic(p, inverse_mass):
         return 0.5 * np.sum(inverse_mass * p * p)
@@ -107,6 +116,11 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
         """The generalized criterion: both ends' velocities still point along the summed momenta."""
         return (np.sum(inverse_mass * p_minus * rho) > 0.0) & (np.sum(inverse_mass * p_plus * rho) > 0.0)
 
+    def no_u_turn_rows(p_minus, p_plus, rho, inverse_mass):
+        """`no_u_turn` of each row of [rows, dim] momenta (p_plus may be one [dim] momentum)."""
+        minus = np.sum(inverse_mass * p_minus * rho, axis=1)
+        return (minus > 0.0) & (np.sum(inverse_mass * p_plus * rho, axis=1) > 0.0)
+
     def leapfrog(start, step, inverse_mass):
         p = start.p + (0.5 * step) * start.grad
         q = start.q + step * (inverse_mass * p)
@@ -114,37 +128,85 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
         p = p + (0.5 * step) * grad
         return Point(q, p, logp, grad)
 
-    def build_tree(start, step, depth, energy0, inverse_mass, key, counter):
-        """A subtree of 2**depth leapfrogs of signed size `step` from `start`; (Tree, counter)."""
-        if depth == 0:
-            end = leapfrog(start, step, inverse_mass)
-            log_weight = energy0 - (kinetic(end.p, inverse_mass) - end.logp)
-            if np.isnan(log_weight):
-                log_weight = -np.inf
-            divergent = -log_weight > MAX_ENERGY_ERROR
-            accept = np.minimum(1.0, np.exp(log_weight))
-            return Tree(end.p, end, end, log_weight, end.p, accept, 1, not divergent, divergent), counter
-        inner, counter = build_tree(start, step, depth - 1, energy0, inverse_mass, key, counter)
-        if not inner.ok:
-            return inner, counter
-        outer, counter = build_tree(inner.end, step, depth - 1, energy0, inverse_mass, key, counter)
-        leapfrogs = inner.leapfrogs + outer.leapfrogs
-        sum_accept = inner.sum_accept + outer.sum_accept
-        if not outer.ok:
-            return Tree(inner.p_first, outer.end, inner.sample, inner.log_weight, inner.rho, sum_accept,
-                        leapfrogs, False, outer.divergent), counter  # fmt: skip
-        log_weight = np.logaddexp(inner.log_weight, outer.log_weight)
-        sample = inner.sample
-        if np.log(abir.random.uniform(key, counter)) < outer.log_weight - log_weight:
-            sample = outer.sample
-        rho = inner.rho + outer.rho
-        ok = (
-            no_u_turn(inner.p_first, outer.end.p, rho, inverse_mass)
-            & no_u_turn(inner.p_first, outer.p_first, inner.rho + outer.p_first, inverse_mass)
-            & no_u_turn(inner.end.p, outer.end.p, outer.rho + inner.end.p, inverse_mass)
+    def popcount(n):
+        """The number of set bits of n (0 <= n < 2**max_tree_depth)."""
+        return np.sum((n >> bits) & 1)
+
+    def subtrees_ending_at(n):
+        """(first, last): the checkpoints of the subtrees of two or more leaves that end at leaf
+        n of the subtree being built (none when n is even: first > last). Checkpoint
+        popcount(m >> 1) holds leaf m, for m even, the first leaf of the subtrees starting there;
+        those ending at n of sizes 2, 4, ..., 2**t (t the trailing ones of n) started at
+        checkpoints last, last - 1, ..., last - t + 1."""
+        last = popcount(n >> 1)
+        return last - (popcount(n ^ (n + 1)) - 1) + 1, last
+
+    def turned_inside(n, p, rho, checkpoints, inverse_mass):
+        """Whether a subtree ending at leaf n with momentum p turns back: the criterion on its
+        ends and summed momenta, and for subtrees of four leaves or more Stan's checks across
+        its halves (the right half of the subtree at checkpoint i starts at checkpoint i + 1).
+        `rho` sums the momenta of the leaves 0..n; `checkpoints` are (momentum of leaf m, rho at
+        leaf m, momentum of leaf m - 1) for the leaves m they hold."""
+        ck_p, ck_rho, ck_before = checkpoints
+        first, last = subtrees_ending_at(n)
+        ending = (levels >= first) & (levels <= last)
+        rho_sub = rho - ck_rho + ck_p  # each checkpoint's subtree: its leaves up to n
+        turned = ~no_u_turn_rows(ck_p, p, rho_sub, inverse_mass)
+        rho_left = (ck_rho[1:] - ck_p[1:]) - (ck_rho[:-1] - ck_p[:-1])
+        across = ~no_u_turn_rows(ck_p[:-1], ck_p[1:], rho_left + ck_p[1:], inverse_mass) | ~no_u_turn_rows(
+            ck_before[1:], p, rho_sub[1:] + ck_before[1:], inverse_mass
         )
-        return Tree(inner.p_first, outer.end, sample, log_weight, rho, sum_accept, leapfrogs, ok,
-                    False), counter + 1  # fmt: skip
+        return np.any(ending & turned) | np.any(ending[:-1] & (levels[:-1] < last) & across)
+
+    def build_subtree(start, step, depth, energy0, inverse_mass, key, counter):
+        """A subtree of 2**depth leapfrogs of signed size `step` from `start`, one leapfrog per
+        iteration, ending early at a divergence or at a U-turn of any of its subtrees (checked
+        at the leaves where they end, from momentum checkpoints); its sample drawn leaf by leaf
+        in proportion to exp(-H) (uniform progressive sampling). Returns (Tree, counter)."""
+        checkpoints = (np.zeros((rows, s.dim)), np.zeros((rows, s.dim)), np.zeros((rows, s.dim)))
+        end = start
+        sample = start
+        p_first = start.p
+        log_weight = -np.inf
+        rho = 0.0 * start.p
+        sum_accept = 0.0
+        ok = True
+        divergent = False
+        n = 0
+        # tested at the end (2**depth >= 1): a test at the top would be a path past the loop, and
+        # the doubling code around it a loop the sweep repeats on its own, one more sweep each
+        while True:
+            before = end.p
+            end = leapfrog(end, step, inverse_mass)
+            leaf_weight = energy0 - (kinetic(end.p, inverse_mass) - end.logp)
+            leaf_weight = np.where(np.isnan(leaf_weight), -np.inf, leaf_weight)
+            divergent = -leaf_weight > MAX_ENERGY_ERROR
+            sum_accept += np.minimum(1.0, np.exp(leaf_weight))
+            log_weight_with = np.logaddexp(log_weight, leaf_weight)
+            take = np.log(abir.random.uniform(key, counter)) < leaf_weight - log_weight_with
+            counter = counter + 1
+            sample = end if take else sample
+            log_weight = log_weight_with
+            rho = rho + end.p
+            p_first = end.p if n == 0 else p_first
+            checkpoints = recorded(checkpoints, n, end.p, rho, before)
+            n += 1
+            # `or` skips the checks after a divergence and keeps the loop several blocks: one
+            # sweep per leapfrog for every chain (a loop fused into one block would repeat until
+            # every chain had left it)
+            if divergent or turned_inside(n - 1, end.p, rho, checkpoints, inverse_mass):
+                ok = False
+                break
+            if n == (1 << depth):
+                break
+        return Tree(p_first, end, sample, log_weight, rho, sum_accept, n, ok, divergent), counter
+
+    def recorded(checkpoints, n, p, rho, before):
+        """The checkpoints with leaf n's (p, rho, the previous leaf's momentum) at checkpoint
+        popcount(n >> 1) when n is even, else unchanged."""
+        here = ((levels == popcount(n >> 1)) & (n % 2 == 0))[:, None]
+        ck_p, ck_rho, ck_before = checkpoints
+        return np.where(here, p, ck_p), np.where(here, rho, ck_rho), np.where(here, before, ck_before)
 
     def transition(q, logp, grad, step_size, inverse_mass, key, counter):
         """One NUTS transition from q; returns (new Point, Info, counter)."""
@@ -160,7 +222,7 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
         leapfrogs = 0
         depth = 0
         divergent = False
-        while depth < s.max_tree_depth:
+        while True:  # max_tree_depth >= 1: at least one doubling, tested at the end
             forward = abir.random.uniform(key, counter) < 0.5
             counter = counter + 1
             step = step_size
@@ -170,7 +232,7 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
                 step = -step_size
                 start = left
                 far = right.p
-            tree, counter = build_tree(start, step, depth, energy0, inverse_mass, key, counter)
+            tree, counter = build_subtree(start, step, depth, energy0, inverse_mass, key, counter)
             leapfrogs += tree.leapfrogs
             sum_accept += tree.sum_accept
             if not tree.ok:
@@ -191,7 +253,7 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
                 & no_u_turn(start.p, tree.end.p, tree.rho + start.p, inverse_mass)
             )
             rho = rho + tree.rho
-            if turned:
+            if turned or depth == s.max_tree_depth:
                 break
         energy = kinetic(sample.p, inverse_mass) - sample.logp
         info = Info(depth, leapfrogs, divergent, sum_accept / leapfrogs, energy)
@@ -302,16 +364,18 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
         return state, draws, Info(depths, leapfrog_counts, divergences, accepts, energies)
 
     return types.SimpleNamespace(
-        kinetic=kinetic, no_u_turn=no_u_turn, leapfrog=leapfrog, build_tree=build_tree,
-        transition=transition, log_accept_one_step=log_accept_one_step,
+        kinetic=kinetic, no_u_turn=no_u_turn, no_u_turn_rows=no_u_turn_rows, leapfrog=leapfrog, popcount=popcount,
+        subtrees_ending_at=subtrees_ending_at, turned_inside=turned_inside, recorded=recorded,
+        build_subtree=build_subtree, transition=transition, log_accept_one_step=log_accept_one_step,
         initial_step_size=initial_step_size, adapt=adapt, initial_state=initial_state, run_chunk=run_chunk,
         settings=settings,
     )  # fmt: skip
 
 
 FUNCTIONS = (
-    "kinetic", "no_u_turn", "leapfrog", "build_tree", "transition", "log_accept_one_step", "initial_step_size",
-    "adapt", "initial_state", "run_chunk",
+    "kinetic", "no_u_turn", "no_u_turn_rows", "leapfrog", "popcount", "subtrees_ending_at", "turned_inside", "recorded",
+    "build_subtree", "transition", "log_accept_one_step", "initial_step_size", "adapt", "initial_state",
+    "run_chunk",
 )  # fmt: skip
 
 
@@ -325,5 +389,5 @@ def batch(program: types.SimpleNamespace, value_and_grad, ctx: abir.Context | No
 
 
 def stack_depth(settings: Settings) -> int:
-    """A `max_stack_depth` enough for build_tree's recursion below its callers."""
-    return settings.max_tree_depth + 8
+    """A `max_stack_depth` enough for the calls below `run_chunk` (none recurses)."""
+    return 8
