@@ -19,10 +19,15 @@ work: the machine pays a fixed overhead per step (tens of microseconds), far mor
 elementwise prims, so trading a step (a then/else arm plus the join) for up to `MAX_ARM_OPS`
 speculated prims per arm is a clear win.
 
+A `cf.cond_br` whose arms are both such blocks ending in `functional.return` (`if c: return x`
+then `return y`) becomes the arms' code, the returned values selected with `where`, and one
+`functional.return` (`ConvertReturningArms`): a chain of `if ...: return` cases, such as an
+expression evaluator's one case per operator, becomes one block.
+
 The pass also merges a block into its only predecessor when that predecessor ends in `cf.br` to
 it (block arguments replaced by the passed values), so converted diamonds become one block and
-nested `if`s convert from the inside out. Both are xDSL rewrite patterns (`MergeBranchChain` on
-`cf.br`, `ConvertDiamond` on `cf.cond_br`) that a `PatternRewriteWalker` applies to a fixed
+nested `if`s convert from the inside out. All are xDSL rewrite patterns (`MergeBranchChain` on
+`cf.br`, `ConvertDiamond` and `ConvertReturningArms` on `cf.cond_br`) that a `PatternRewriteWalker` applies to a fixed
 point; run `simplify-functional` afterwards to CSE the constants the arms brought along.
 
 Before:                                          After:
@@ -43,7 +48,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import cf
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -77,9 +82,10 @@ def function_region(block: Block) -> Region | None:
     return region if region is not None and isinstance(region.parent_op(), functional.FuncOp) else None
 
 
-def arm_ok(arm: Block, head: Block) -> bool:
-    """A block that can be speculated into `head`: only reached from it, pure, small, `cf.br`."""
-    if arm is head or predecessors(arm) != [head] or not isinstance(arm.last_op, cf.BranchOp):
+def arm_ok(arm: Block, head: Block, ends: type[cf.BranchOp] | type[functional.ReturnOp] = cf.BranchOp) -> bool:
+    """A block that can be speculated into `head`: only reached from it, pure, small, ending in
+    `ends` (a `cf.br`, or a return for `ConvertReturningArms`)."""
+    if arm is head or predecessors(arm) != [head] or not isinstance(arm.last_op, ends):
         return False
     body = list(arm.ops)[:-1]
     if not all(is_speculatable(op) for op in body):
@@ -90,12 +96,12 @@ def arm_ok(arm: Block, head: Block) -> bool:
 def inline_arm(
     arm: Block, args: Sequence[SSAValue], before: cf.ConditionalBranchOp, rewriter: PatternRewriter
 ) -> list[SSAValue]:
-    """Move `arm`'s ops (its `cf.br` left out) before `before` and erase it; the values it
-    passed to its successor."""
+    """Move `arm`'s ops (its `cf.br` or return left out) before `before` and erase it; the
+    values it passed to its successor or returned."""
     for block_arg, value in zip(arm.args, args, strict=True):
         rewriter.replace_all_uses_with(block_arg, value)
     term = arm.last_op
-    assert isinstance(term, cf.BranchOp)
+    assert isinstance(term, cf.BranchOp | functional.ReturnOp)
     passed = list(term.arguments)
     rewriter.erase_op(term)
     rewriter.inline_block(arm, InsertPoint.before(before))
@@ -135,17 +141,47 @@ class ConvertDiamond(RewritePattern):
         then_b, else_b = op.then_block, op.else_block
         then_vals = inline_arm(then_b, list(op.then_arguments), op, rewriter) if then_arm else list(op.then_arguments)
         else_vals = inline_arm(else_b, list(op.else_arguments), op, rewriter) if else_arm else list(op.else_arguments)
-        selected: list[SSAValue] = []
-        for a, b, join_arg in zip(then_vals, else_vals, join.args, strict=True):
-            if a is b:
-                selected.append(a)
-                continue
-            where = functional.PrimOp("where", [op.cond, a, b], [join_arg.type])
-            rewriter.insert_op(where, InsertPoint.before(op))
-            selected.append(where.res[0])
-        jump = cf.BranchOp(join, *selected)
+        jump = cf.BranchOp(join, *selected_values(op.cond, then_vals, else_vals, op, rewriter))
         jump.attributes.update(op.attributes)  # `abir.loc`
         rewriter.replace_op(op, jump)
+
+
+def selected_values(
+    cond: SSAValue, then_vals: Sequence[SSAValue], else_vals: Sequence[SSAValue], before: Operation, rewriter: PatternRewriter
+) -> list[SSAValue]:
+    """Per pair of values, `then` where `cond` holds else `else` (`where`, inserted before
+    `before`; the value itself when both are the same)."""
+    selected: list[SSAValue] = []
+    for a, b in zip(then_vals, else_vals, strict=True):
+        if a is b:
+            selected.append(a)
+            continue
+        where = functional.PrimOp("where", [cond, a, b], [a.type])
+        rewriter.insert_op(where, InsertPoint.before(before))
+        selected.append(where.res[0])
+    return selected
+
+
+class ConvertReturningArms(RewritePattern):
+    """A `cf.cond_br` whose two arms are small pure blocks that each return (`if c: return x`
+    then `return y`) becomes both arms' code, `where` selects of the returned values and one
+    return. On a machine that runs members block by block, each arm would be a block of its
+    own, one more block run per call for the members taking it."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: cf.ConditionalBranchOp, rewriter: PatternRewriter) -> None:
+        head = op.parent_block()
+        assert head is not None
+        then_b, else_b = op.then_block, op.else_block
+        if function_region(head) is None or then_b is else_b:
+            return
+        if not (arm_ok(then_b, head, functional.ReturnOp) and arm_ok(else_b, head, functional.ReturnOp)):
+            return
+        then_vals = inline_arm(then_b, list(op.then_arguments), op, rewriter)
+        else_vals = inline_arm(else_b, list(op.else_arguments), op, rewriter)
+        done = functional.ReturnOp(*selected_values(op.cond, then_vals, else_vals, op, rewriter))
+        done.attributes.update(op.attributes)  # `abir.loc`
+        rewriter.replace_op(op, done)
 
 
 class MergeBranchChain(RewritePattern):
@@ -166,7 +202,9 @@ class MergeBranchChain(RewritePattern):
 
 def if_convert(module: ModuleOp) -> None:
     """If-convert (and merge straight-line chains in) every function of `module`, in place."""
-    patterns = GreedyRewritePatternApplier([MergeBranchChain(), ConvertDiamond()], dce_enabled=False)
+    patterns = GreedyRewritePatternApplier(
+        [MergeBranchChain(), ConvertDiamond(), ConvertReturningArms()], dce_enabled=False
+    )
     PatternRewriteWalker(patterns, apply_recursively=True).rewrite_module(module)
 
 

@@ -106,3 +106,73 @@ builtin.module {
 // CHECK-NEXT:     functional.return %out : i64
 // CHECK-NEXT:   }
 // CHECK-NEXT: }
+
+// -----
+// Arms that both return (an evaluator's `if op == ADD: return a + b` cases): both are speculated and one return gives the selected value, the inner pair first.
+builtin.module {
+  functional.func @combine(%op: i64, %a: i64, %b: i64) -> i64 {
+    %c1 = functional.constant 1 : i64
+    %add = functional.prim "equal"(%op, %c1) : (i64, i64) -> i1
+    cf.cond_br %add, ^bb1, ^bb2
+  ^bb1:
+    %s = functional.prim "add"(%a, %b) : (i64, i64) -> i64
+    functional.return %s : i64
+  ^bb2:
+    %c2 = functional.constant 2 : i64
+    %mul = functional.prim "equal"(%op, %c2) : (i64, i64) -> i1
+    cf.cond_br %mul, ^bb3, ^bb4
+  ^bb3:
+    %p = functional.prim "multiply"(%a, %b) : (i64, i64) -> i64
+    functional.return %p : i64
+  ^bb4:
+    %d = functional.prim "subtract"(%a, %b) : (i64, i64) -> i64
+    functional.return %d : i64
+  }
+}
+
+// CHECK:      builtin.module {
+// CHECK-LABEL: functional.func @combine(%op: i64, %a: i64, %b: i64) -> i64 {
+// CHECK-NEXT:     %c1 = functional.constant 1 : i64
+// CHECK-NEXT:     %add = functional.prim "equal"(%op, %c1) : (i64, i64) -> i1
+// CHECK-NEXT:     %s = functional.prim "add"(%a, %b) : (i64, i64) -> i64
+// CHECK-NEXT:     %c2 = functional.constant 2 : i64
+// CHECK-NEXT:     %mul = functional.prim "equal"(%op, %c2) : (i64, i64) -> i1
+// CHECK-NEXT:     %p = functional.prim "multiply"(%a, %b) : (i64, i64) -> i64
+// CHECK-NEXT:     %d = functional.prim "subtract"(%a, %b) : (i64, i64) -> i64
+// CHECK-NEXT:     %0 = functional.prim "where"(%mul, %p, %d) : (i1, i64, i64) -> i64
+// CHECK-NEXT:     %1 = functional.prim "where"(%add, %s, %0) : (i1, i64, i64) -> i64
+// CHECK-NEXT:     functional.return %1 : i64
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
+
+// -----
+// A returning arm beside an arm with a call (a recursive case) stays a branch.
+builtin.module {
+  functional.func @down(%n: i64) -> i64 {
+    %c0 = functional.constant 0 : i64
+    %done = functional.prim "equal"(%n, %c0) : (i64, i64) -> i1
+    cf.cond_br %done, ^bb1, ^bb2
+  ^bb1:
+    functional.return %n : i64
+  ^bb2:
+    %c1 = functional.constant 1 : i64
+    %m = functional.prim "subtract"(%n, %c1) : (i64, i64) -> i64
+    %r = functional.call @down(%m) : (i64) -> i64
+    functional.return %r : i64
+  }
+}
+
+// CHECK:      builtin.module {
+// CHECK-LABEL: functional.func @down(%n: i64) -> i64 {
+// CHECK-NEXT:     %c0 = functional.constant 0 : i64
+// CHECK-NEXT:     %done = functional.prim "equal"(%n, %c0) : (i64, i64) -> i1
+// CHECK-NEXT:     cf.cond_br %done, ^bb1, ^bb2
+// CHECK-NEXT:   ^bb1:
+// CHECK-NEXT:     functional.return %n : i64
+// CHECK-NEXT:   ^bb2:
+// CHECK-NEXT:     %c1 = functional.constant 1 : i64
+// CHECK-NEXT:     %m = functional.prim "subtract"(%n, %c1) : (i64, i64) -> i64
+// CHECK-NEXT:     %r = functional.call @down(%m) : (i64) -> i64
+// CHECK-NEXT:     functional.return %r : i64
+// CHECK-NEXT:   }
+// CHECK-NEXT: }
