@@ -22,6 +22,7 @@ import grad as bench_grad  # noqa: E402
 ex = bench_grad.ex
 
 
+@pytest.mark.full  # make test: the run below checks the three trainings agree step for step
 def test_three_systems_give_equal_losses_and_gradients():
     trees = ex.random_trees(np.random.default_rng(5), 4, depths=(1, 6))
     assert bench_grad.check_agreement(trees, seed=6) == []
