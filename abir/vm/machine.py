@@ -1311,19 +1311,39 @@ class SteadyRun:
         self.max_stack_depth = max_stack_depth
         self.cache_key = cache_key
         self.error_flags = {state_ops.OVERFLOW: 0, state_ops.UNDERFLOW: 0}
+        self.inputs = tuple(state_ops.register_key(name) for name in machine.inputs)
         self.outputs = tuple(state_ops.register_key(name) for name in machine.outputs)
+        self.zeros: State | None = None
+        """The initial state but the inputs, kept where `Machine._reused_zero_state` would
+        reuse it."""
+        shapes = machine.state_shapes(batch, max_stack_depth)
+        size = sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes.values())
+        self.keeps_zeros = backend.immutable_arrays and size <= REUSED_ZERO_STATE_BYTES
+        self.launcher: Callable[[State], State] | None = None
+
+    def initial_state(self, leaves: Sequence[Any]) -> State:
+        """`Machine.initial_state` for `leaves`."""
+        if self.zeros is None:
+            state = self.machine.initial_state(self.backend, leaves, self.batch, self.max_stack_depth)
+            if self.keeps_zeros:
+                self.zeros = {key: value for key, value in state.items() if key not in self.inputs}
+            return state
+        state = dict(self.zeros)
+        state.update(zip(self.inputs, leaves, strict=True))
+        return state
 
     def __call__(self, leaves: Sequence[Any]) -> list[Any]:
         machine, backend = self.machine, self.backend
-        state = machine.initial_state(backend, leaves, self.batch, self.max_stack_depth)
-        kernels = machine.kernels(backend)
-        launcher = machine._launcher(backend, kernels, state, self.cache_key, self.error_flags)
-        if launcher is not None:
-            state = launcher(state)
+        state = self.initial_state(leaves)
+        if self.launcher is None:
+            self.launcher = machine._launcher(backend, machine.kernels(backend), state, self.cache_key, self.error_flags)
+        if self.launcher is not None:
+            state = self.launcher(state)
         else:
             state = backend.run(
-                kernels, state, machine.num_blocks, self.cache_key, machine.run_cache, machine.stack_keys, self.error_flags
-            )
+                machine.kernels(backend), state, machine.num_blocks, self.cache_key, machine.run_cache,
+                machine.stack_keys, self.error_flags,
+            )  # fmt: skip
         machine.last_stats = backend.last_stats
         status = state.pop(STATUS_KEY, None)
         if status is None or status & FLAGGED:

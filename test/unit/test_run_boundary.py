@@ -11,6 +11,7 @@ from conftest import backend_params
 
 import abir
 from abir.backend_registry import spec_named
+from abir.backends.jax import backend as jax_backend
 from abir.backends.jax import one_kernel
 from abir.errors import StackOverflowError, StepLimitError
 from abir.vm import compile_machine, state_ops
@@ -112,3 +113,23 @@ def test_errors_of_a_run_whose_state_is_made_in_its_program_stay_located():
         batched(np.array([1, 20]), backend=backend, max_stack_depth=8)
     with pytest.raises(StepLimitError, match=r"depth.*test_run_boundary\.py:\d+"):
         batched(np.array([1, 20]), backend=backend, max_stack_depth=40, max_steps=5)
+
+
+def test_a_jax_run_without_a_stack_returns_no_stack_pointer_or_flag(monkeypatch):
+    launched = []
+    call = jax_backend.StandaloneRun.__call__
+
+    def recording(self, state):
+        out = call(self, state)
+        launched.append(sorted(out))
+        return out
+
+    monkeypatch.setattr(jax_backend.StandaloneRun, "__call__", recording)
+    batched = abir.Context().batch()(count_down)
+    n = np.array([0, 3, 9])
+    backend = abir.JaxBackend()
+    for _ in range(2):  # the first call and a steady one
+        np.testing.assert_array_equal(np.asarray(batched(n, backend=backend)), per_member(count_down, n))
+    assert len(launched) == 2
+    for keys in launched:
+        assert not [key for key in keys if state_ops.is_stack_key(key) or key.startswith("sp:") or key == state_ops.PC_SP]

@@ -13,7 +13,10 @@ program, the blocks run, the members active in each and each member's own block 
 A standalone run (called outside any JAX trace) happens under `jax.enable_x64(True)`, so int64
 and float64 behave as in NumPy; the setting is scoped to abir's own run (`JaxBackend.scope`),
 never changed for the rest of the process. Its loop is compiled as one XLA kernel where
-possible (`abir.backends.jax.one_kernel`). Called on tracers, a run is staged into the caller's
+possible (`abir.backends.jax.one_kernel`), and makes the run's initial state but the inputs
+(program counters, flags, registers, stacks: `abir.backends.jax.loop.Fill`) itself, so only
+the inputs go from the host to the device; a machine's later runs of the same shapes reuse the
+choices of its first (`JaxBackend.launcher`). Called on tracers, a run is staged into the caller's
 computation (`abir.backends.jax.staging`); on arguments sharded along the batch axis, it runs
 one machine per shard (`abir.backends.jax.sharding`). How the backend stages its work while a
 loop is traced comes from the trace's mode (`abir.backends.jax.mode`), never from attributes
@@ -34,10 +37,8 @@ from jax import lax
 
 from abir import prims
 from abir.backends.base import (
-    FIRST_LAUNCH_ITERATIONS,
     LAUNCH_SECONDS,
     MAX_LAUNCH_ITERATIONS,
-    RUNNING,
     STATUS_KEY,
     Backend,
     Kernel,
@@ -75,48 +76,45 @@ def _safe_int_division(name: str, x: Any, y: Any) -> Any:
     return jnp.where(zero, jnp.zeros_like(result), result)
 
 
-class FirstLaunch:
-    """A run of its own (`JaxBackend.launcher`) from initial states whose arrays are `arrays`
-    (keys) and the rest `fills`: one call of the compiled `loop`, which makes the fills and
-    runs its first launch (`Backend.run_in_launches`), then the host reads its status; a run
-    not finished by then goes on in `resume` (`JaxBackend.run`, from that state)."""
+class Launch:
+    """One launch (`Backend.run_in_launches`) of a run of its own: the state's arrays go to its
+    compiled `loop` (the state's `Fill`s are made there), the entries it changed come back, and
+    the host reads its `STATUS_KEY`. The loop `OneKernelWherePossible` chose for the arrays'
+    keys and shapes is called directly once chosen."""
 
-    def __init__(
-        self,
-        backend: JaxBackend,
-        loop: Callable[[State, Any], State],
-        fills: Mapping[str, Fill],
-        arrays: Sequence[str],
-        resume: Callable[[State], State],
-    ):
-        self.backend = backend
+    def __init__(self, loop: Callable[[State, Any], State]):
         self.loop = loop
-        self.fills = dict(fills)
-        self.arrays = tuple(arrays)
-        self.resume = resume
-        self.chosen: dict[tuple[tuple[int, ...], ...], Callable[[State, Any], State]] = {}
-        """Per shapes of the arrays (their dtypes are the program's), the compiled loop."""
-        self.iterations = iterations_on_device(
-            MAX_LAUNCH_ITERATIONS if backend.launch_seconds is None else FIRST_LAUNCH_ITERATIONS
-        )
+        self.chosen: dict[Any, Callable[[State, Any], State]] = {}
+
+    def __call__(self, state: State, iterations: int) -> State:
+        arrays = {key: value for key, value in state.items() if not isinstance(value, Fill) and key != STATUS_KEY}
+        # (the run's counters, a dict, take their shapes from the batch)
+        signature = (tuple(arrays), tuple(getattr(value, "shape", None) for value in arrays.values()))
+        loop = self.chosen.get(signature)
+        out = dict((loop or self.loop)(arrays, iterations_on_device(iterations)))
+        if loop is None and isinstance(self.loop, OneKernelWherePossible):
+            self.chosen[signature] = self.loop.chosen_for(arrays)
+        out.pop(ANCHORS_KEY, None)
+        state = {**state, **out}
+        state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))  # read once, by the host
+        return state
+
+
+class StandaloneRun:
+    """`JaxBackend.run` (a run of its own) for initial states like the one it was made for
+    (`JaxBackend.launcher`), its choices made once: `launch`, whose compiled loop makes the
+    state's `Fill`s, run in launches. A state with traced values goes to `run` itself."""
+
+    def __init__(self, backend: JaxBackend, launch: Launch, halt_index: int, run: Callable[[State], State]):
+        self.backend = backend
+        self.launch = launch
+        self.halt_index = halt_index
+        self.run = run
 
     def __call__(self, state: State) -> State:
-        arrays = {key: state[key] for key in self.arrays}
-        if not all(isinstance(value, jax.Array | np.ndarray) for value in arrays.values()):
-            return self.resume(state)
-        # the loop chosen for these shapes (`OneKernelWherePossible`), called directly
-        shapes = tuple(value.shape for value in arrays.values())
-        loop = self.chosen.get(shapes)
-        out = dict((loop or self.loop)(arrays, self.iterations))
-        if loop is None and isinstance(self.loop, OneKernelWherePossible):
-            self.chosen[shapes] = self.loop.chosen_for(arrays)
-        out.pop(ANCHORS_KEY, None)
-        status = int(np.asarray(out[STATUS_KEY]))
-        state = {**self.fills, **arrays, **out}
-        if status & RUNNING:
-            del state[STATUS_KEY]
-            return self.resume(state)
-        state[STATUS_KEY] = status
+        if any(isinstance(value, jax.core.Tracer) for value in state.values()):
+            return self.run(state)
+        state = self.backend.run_in_launches(self.launch, state, self.halt_index)
         self.backend.last_stats = None
         return state
 
@@ -391,23 +389,11 @@ class JaxBackend(Backend):
 
             config = (self.execution, self.collect_stats, self.one_kernel, staged, differentiated, (), ())
             run = self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_staged, config)
-        else:
-            run = self.standalone_loop(kernels, fills, halt_index, cache_key, code_cache, stack_keys, flags)
-        if staged:  # into the caller's computation: one launch, no host round trip
+            # into the caller's computation: one launch, no host round trip
             state = dict(run(state, np.int32(MAX_LAUNCH_ITERATIONS)))
-        else:
-
-            def launch(state: State, iterations: int) -> State:
-                state = dict(state)
-                state.pop(STATUS_KEY, None)  # made by the last launch, not a loop input
-                out = dict(run(state, iterations_on_device(iterations)))
-                out.pop(ANCHORS_KEY, None)
-                state = {**state, **out}
-                state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))  # read once, by the host
-                return state
-
-            # the fills no launch changed stay fills (made on the host if read there)
-            state = {**fills, **self.run_in_launches(launch, state, halt_index)}
+        else:  # the fills no launch changed stay fills (made on the host if read there)
+            launch = Launch(self.standalone_loop(kernels, fills, halt_index, cache_key, code_cache, stack_keys, flags))
+            state = dict(self.run_in_launches(launch, {**fills, **state}, halt_index))
         counters = state.pop(STATS_KEY, None)
         if shard is not None:  # counted on the shard's device, returned by its shard_map body
             shard.counters, counters = counters, None
@@ -463,14 +449,13 @@ class JaxBackend(Backend):
         error_flags: Mapping[str, int] | None = None,
     ) -> Callable[[State], State] | None:
         """`run` for initial states like `state` (the same keys, array shapes and dtypes, and
-        fills), its choices made once (`FirstLaunch`); None where `run` chooses per call (a
+        fills), its choices made once (`StandaloneRun`); None where `run` chooses per call (a
         staged or differentiated run, or one that collects statistics)."""
         if self.collect_stats or trace_mode().reverse or any(self.is_traced(value) for value in state.values()):
             return None
-        fills = fills_of(state)
-        loop = self.standalone_loop(kernels, fills, halt_index, cache_key, code_cache, stack_keys, dict(error_flags or {}))
-        arrays = tuple(key for key in state if key not in fills)
-        return FirstLaunch(self, loop, fills, arrays, functools.partial(
+        flags = dict(error_flags or {})
+        loop = self.standalone_loop(kernels, fills_of(state), halt_index, cache_key, code_cache, stack_keys, flags)
+        return StandaloneRun(self, Launch(loop), halt_index, functools.partial(
             self.run, kernels, halt_index=halt_index, cache_key=cache_key, code_cache=code_cache, stack_keys=stack_keys,
             error_flags=error_flags,
         ))  # fmt: skip

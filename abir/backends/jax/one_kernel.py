@@ -166,8 +166,6 @@ class OneKernelWherePossible:
     def _tagged(self, state: State, iterations: Any) -> State:
         from jax.experimental.xla_metadata import set_xla_metadata
 
-        # the fills made before the kernel, which takes them as its arguments
-        state = {**{key: fill.made() for key, fill in self.fills.items() if key not in state}, **state}
         # attached to the call op producing the results: not inlined, emitted as one kernel
         return set_xla_metadata(  # type: ignore[no-any-return]
             self.scatter_free_loop(state, iterations), xla_cpu_small_call="true", inlineable="false"
