@@ -93,6 +93,9 @@ class SteadyCall:
     program: CompiledProgram
     program_key: Any
     batch_size: int
+    run: Callable[[Sequence[Any]], list[Any]] | None = None
+    """The machine's run for such arguments without the checks they passed (`Machine.steady_run`),
+    where it has one."""
 
 
 _PARSED_OPTIONS = LRUCache(PARSED_OPTIONS)
@@ -485,7 +488,7 @@ class Compiler:
                 outputs = run_program(program, leaves, batch_size, options)
         if steady_key is not None and runs_plain(options, leaves, batch_size):
             key = self.program_key(name, treedefs, signature, options.backend, weak)
-            self.steady[steady_key] = SteadyCall(options, program, key, batch_size)
+            self.steady[steady_key] = SteadyCall(options, program, key, batch_size, steady_run(program, leaves, options))
         return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
     def steady_key(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
@@ -514,7 +517,10 @@ class Compiler:
         options, program, batch_size = steady.options, steady.program, steady.batch_size
         rows = machine_rows(batch_size, options)
         with options.backend.scope(args), calling_with_batch(batch_size, rows), explained_helper_errors():
-            outputs = run_machine(program, args, options, batch_size)
+            if steady.run is not None:
+                outputs = steady.run(args)
+            else:
+                outputs = run_machine(program, args, options, batch_size)
         return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
     def imap(
@@ -654,6 +660,20 @@ def run_program(program: CompiledProgram, leaves: Sequence[Any], batch_size: int
             lambda shard: run_machine(program, shard, options), leaves, program.machine.run_cache, key
         )
     return run_machine(program, leaves, options, batch_size)
+
+
+def steady_run(
+    program: CompiledProgram, leaves: Sequence[Any], options: CallOptions
+) -> Callable[[Sequence[Any]], list[Any]] | None:
+    """`run_machine` for later leaves like `leaves` (those of a plain run just made), without the
+    checks they passed (`Machine.steady_run`); None for a run with `max_steps` or `pad_batch`,
+    which `run_machine` makes."""
+    if options.max_steps is not None or options.pad_batch:
+        return None
+    machine = program.machine
+    batch = int(leaves[0].shape[0]) if leaves else 0
+    key = ("abir.run", machine, batch, int(options.max_stack_depth))
+    return machine.steady_run(options.backend, leaves, int(options.max_stack_depth), key)
 
 
 def run_machine(

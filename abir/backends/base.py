@@ -830,6 +830,21 @@ class Backend(BackendProtocol):
             own = self.__dict__["_instance_run_cache"] = LRUCache(RUN_CACHE_SIZE)
         return own
 
+    def launcher(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+        stack_keys: Collection[str] = (),
+        error_flags: Mapping[str, int] | None = None,
+    ) -> Callable[[State], State] | None:
+        """`run` with these arguments as a function of the initial state, for initial states
+        like `state` (the same keys, shapes and dtypes), its per-run choices made once; None
+        (the default) where the backend has none (`Machine.run` then calls `run`)."""
+        return None
+
     def compiled_run(
         self,
         cache: Any,

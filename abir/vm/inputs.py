@@ -81,7 +81,7 @@ def prepare_inputs(
     for name, want, value in zip(names, types, args, strict=True):
         want_dtype = np.dtype(want.dtype)
         # the common call: nothing to check or cast (a traced value takes the caller's dtypes)
-        if _is_exact(value, want_dtype, want.shape) and not backend.is_traced(value):
+        if is_exact_input(value, want_dtype, want.shape) and not backend.is_traced(value):
             shapes.append(value.shape)
             arrays.append(value)
             continue
@@ -98,7 +98,7 @@ def prepare_inputs(
     return batch, leaves
 
 
-def _is_exact(value: Any, dtype: np.dtype, event_shape: Sequence[int]) -> bool:
+def is_exact_input(value: Any, dtype: np.dtype, event_shape: Sequence[int]) -> bool:
     """A NumPy or JAX array of exactly `dtype` with a batch dimension before `event_shape`."""
     shape = getattr(value, "shape", None)
     return (

@@ -49,7 +49,7 @@ from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
 from abir.lru import LRUCache
 from abir.types import TensorType, tensor_type_of
 from abir.vm import state_ops
-from abir.vm.inputs import batch_size_of, prepare_inputs
+from abir.vm.inputs import batch_size_of, is_exact_input, prepare_inputs
 from abir.vm.state_ops import Frame
 from abir.vm.values import call_opaque_prim, constant_array, rank_padding, result_dtype
 
@@ -602,11 +602,48 @@ def _call_locations(ops: Sequence[Operation]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(loc.data for loc in locations if isinstance(loc, StringAttr)))
 
 
+def static_returns(blocks: Sequence[vm.BlockOp]) -> dict[str, int] | None:
+    """The return block of every function, when each function is entered by one `vm.call` and
+    nothing else pushes a return block (no `vm.descend`): a member returning from a function
+    then always goes back to that call's return block, and the program needs no
+    program-counter stack. None when some function has several return sites (recursion, or a
+    function called from two places), whose returns read the stack."""
+    sites = vm.return_sites(blocks, _function_of)
+    if any(len(places) != 1 for places in sites.values()):
+        return None
+    if any(isinstance(op, vm.DescendOp) for block in blocks for op in block.body.block.ops):
+        return None
+    returns = {function: back for function, [(_, back)] in sites.items() if isinstance(function, str)}
+    for block in blocks:
+        if isinstance(block.body.block.last_op, vm.ReturnOp) and _function_of(block) not in returns:
+            return None
+    return returns
+
+
+def _without_call_stack(ops: Sequence[Operation], function: str | None, returns: Mapping[str, int]) -> list[Operation]:
+    """A block's ops with its call or return turned into a jump (`static_returns`): the call
+    to its callee's first block, the return to its function's one return block."""
+    if isinstance(ops[-1], vm.CallOp):
+        return [*ops[:-1], vm.JumpOp(ops[-1].target.value.data)]
+    if isinstance(ops[-1], vm.ReturnOp) and function is not None:
+        return [*ops[:-1], vm.JumpOp(returns[function])]
+    return list(ops)
+
+
 def _plan_block(
-    block: vm.BlockOp, halt: int, pointers: Mapping[str, str], in_tail: bool = False, successors: tuple[int, ...] = ()
+    block: vm.BlockOp,
+    halt: int,
+    pointers: Mapping[str, str],
+    in_tail: bool = False,
+    successors: tuple[int, ...] = (),
+    returns: Mapping[str, int] | None = None,
 ) -> BlockPlan:
+    """The plan of one block; with `returns` (`static_returns`), its call or return is a jump."""
     slots = _Slots()
     ops = list(block.body.block.ops)
+    callee = ops[-1].target.value.data if isinstance(ops[-1], vm.CallOp) else None
+    if returns is not None:
+        ops = _without_call_stack(ops, _function_of(block), returns)
     keeping, stack_writes = _pending_requests(ops)
     instructions = tuple(_plan_op(op, slots, halt, pointers, i in keeping) for i, op in enumerate(ops))
     terminator = ops[-1]
@@ -619,8 +656,7 @@ def _plan_block(
         instructions=instructions,
         code=KernelCode.generate(block.number, instructions, uses_stacks),
         uses_stacks=uses_stacks,
-        callee=terminator.target.value.data if isinstance(terminator, vm.CallOp)
-        else block.number if isinstance(terminator, vm.DescendOp) else None,
+        callee=block.number if isinstance(terminator, vm.DescendOp) else callee,
         stack_writes=stack_writes,
         register_writes=_register_writes(ops, pointers),
         in_tail=in_tail,
@@ -776,13 +812,17 @@ class Machine:
             name: state_ops.pointer_key(name) for name, var in variables.items() if var.is_stack
         }
         """The stack pointer key of each stack variable (`stack_pointers`)."""
-        self.has_calls = any(plan.callee is not None for plan in plans)
+        self.has_calls = any(
+            isinstance(instruction, Call | Return | Descend) for plan in plans for instruction in plan.instructions
+        )
+        """Whether the program keeps return blocks on its program-counter stack (`static_returns`)."""
         self.last_stats: RunStats | None = None
         self.run_cache = LRUCache(RUN_CACHE_SIZE)
         """The compiled runs of this program (`Backend.run_cache`), freed with it."""
         self._kernels: MutableMapping[tuple[int, bool], tuple[Backend, list[Kernel]]] = LRUCache(KERNEL_SETS)
         self._counting_plans: tuple[BlockPlan, ...] | None = None
         self._zero_states: MutableMapping[Any, State] = LRUCache(ZERO_STATES)
+        self._launchers: MutableMapping[Any, tuple[Backend, Callable[[State], State] | None]] = LRUCache(KERNEL_SETS)
 
     @property
     def num_blocks(self) -> int:
@@ -889,6 +929,21 @@ class Machine:
         with backend.scope(args):
             return self._run(args, backend, max_stack_depth, cache_key, max_steps, padded_batch)
 
+    def steady_run(
+        self, backend: Backend, leaves: Sequence[Any], max_stack_depth: int, cache_key: Any
+    ) -> SteadyRun | None:
+        """`run` (without `max_steps` or padding) for input leaves of the types, shapes and
+        dtypes of `leaves`, the leaves of a run just made: those pass every check of
+        `prepare_inputs` unchanged, so it is skipped (`SteadyRun`). None when such leaves are
+        not run as they are (one is cast, broadcast, or traced)."""
+        types = [self.variables[name].type for name in self.inputs]
+        if len(leaves) != len(types) or staged_leaves(backend, leaves):
+            return None
+        exact = (is_exact_input(leaf, np.dtype(want.dtype), want.shape) for leaf, want in zip(leaves, types, strict=True))
+        if not all(exact) or len({int(leaf.shape[0]) for leaf in leaves}) != 1:
+            return None
+        return SteadyRun(self, backend, int(leaves[0].shape[0]), max_stack_depth, cache_key)
+
     def _run(
         self,
         args: Sequence[Any],
@@ -913,15 +968,12 @@ class Machine:
         error_flags = {state_ops.OVERFLOW: 0, state_ops.UNDERFLOW: 0}
         if counting:
             error_flags[state_ops.STOPPED_AT] = -1
-        state = backend.run(
-            self.kernels(backend, counting),
-            state,
-            self.num_blocks,
-            cache_key,
-            self.run_cache,
-            self.stack_keys,
-            error_flags=error_flags,
-        )
+        kernels = self.kernels(backend, counting)
+        launcher = None if staged_leaves(backend, leaves) else self._launcher(backend, kernels, state, cache_key, error_flags)
+        if launcher is not None:
+            state = launcher(state)
+        else:
+            state = backend.run(kernels, state, self.num_blocks, cache_key, self.run_cache, self.stack_keys, error_flags)
         self.last_stats = backend.last_stats
         status = state.pop(STATUS_KEY, None)
         if backend.is_traced(state[state_ops.PC]):
@@ -939,7 +991,23 @@ class Machine:
             if counting:
                 self._raise_step_limit(backend, state, max_steps)
         outputs = [state[state_ops.register_key(name)] for name in self.outputs]
+        # a register no block writes may come back as the backend left it (a JAX `Fill`)
+        outputs = [output if backend.is_native(output) else backend.asarray(output) for output in outputs]
         return outputs if rows == batch else [output[:batch] for output in outputs]
+
+    def _launcher(
+        self, backend: Backend, kernels: list[Kernel], state: State, cache_key: Any, error_flags: Mapping[str, int]
+    ) -> Callable[[State], State] | None:
+        """The backend's `Backend.launcher` for runs under `cache_key` (made on the first, then
+        reused), or None (no `cache_key`, or the backend has none)."""
+        if cache_key is None or not isinstance(backend, Backend):
+            return None
+        key = (id(backend), cache_key)
+        entry = self._launchers.get(key)
+        if entry is None or entry[0] is not backend:
+            made = backend.launcher(kernels, state, self.num_blocks, cache_key, self.run_cache, self.stack_keys, error_flags)
+            entry = self._launchers[key] = (backend, made)
+        return entry[1]
 
     # ----- lanes: more members than rows --------------------------------------------------------
     def run_lanes(
@@ -1231,6 +1299,59 @@ class Machine:
         )
 
 
+class SteadyRun:
+    """`Machine.run` on input leaves known to be of the input types, `batch` members each (see
+    `Machine.steady_run`): the initial state, the backend's run (its `Backend.launcher` where it
+    has one) and the error checks, nothing else."""
+
+    def __init__(self, machine: Machine, backend: Backend, batch: int, max_stack_depth: int, cache_key: Any):
+        self.machine = machine
+        self.backend = backend
+        self.batch = batch
+        self.max_stack_depth = max_stack_depth
+        self.cache_key = cache_key
+        self.error_flags = {state_ops.OVERFLOW: 0, state_ops.UNDERFLOW: 0}
+        self.inputs = tuple(state_ops.register_key(name) for name in machine.inputs)
+        self.outputs = tuple(state_ops.register_key(name) for name in machine.outputs)
+        self.zeros: State | None = None
+        """The initial state but the inputs, kept where `Machine._reused_zero_state` would
+        reuse it."""
+        shapes = machine.state_shapes(batch, max_stack_depth)
+        size = sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes.values())
+        self.keeps_zeros = backend.immutable_arrays and size <= REUSED_ZERO_STATE_BYTES
+        self.launcher: Callable[[State], State] | None = None
+
+    def initial_state(self, leaves: Sequence[Any]) -> State:
+        """`Machine.initial_state` for `leaves`."""
+        if self.zeros is None:
+            state = self.machine.initial_state(self.backend, leaves, self.batch, self.max_stack_depth)
+            if self.keeps_zeros:
+                self.zeros = {key: value for key, value in state.items() if key not in self.inputs}
+            return state
+        state = dict(self.zeros)
+        state.update(zip(self.inputs, leaves, strict=True))
+        return state
+
+    def __call__(self, leaves: Sequence[Any]) -> list[Any]:
+        machine, backend = self.machine, self.backend
+        state = self.initial_state(leaves)
+        if self.launcher is None:
+            self.launcher = machine._launcher(backend, machine.kernels(backend), state, self.cache_key, self.error_flags)
+        if self.launcher is not None:
+            state = self.launcher(state)
+        else:
+            state = backend.run(
+                machine.kernels(backend), state, machine.num_blocks, self.cache_key, machine.run_cache,
+                machine.stack_keys, self.error_flags,
+            )  # fmt: skip
+        machine.last_stats = backend.last_stats
+        status = state.pop(STATUS_KEY, None)
+        if status is None or status & FLAGGED:
+            machine._raise_errors(backend, state, self.max_stack_depth)
+        outputs = [state[key] for key in self.outputs]
+        return [output if backend.is_native(output) else backend.asarray(output) for output in outputs]
+
+
 @dataclass
 class LaneOutcome:
     """What a run with lanes (`Machine.run_lanes`) leaves: `outputs` (per output, `[N, ...]`
@@ -1330,6 +1451,11 @@ class MemberNames:
         return f"batch member{'s' if len(members) > 1 else ''} {', '.join(names)}{more}"
 
 
+def staged_leaves(backend: Backend, leaves: Sequence[Any]) -> bool:
+    """Whether some of a run's input leaves belong to a computation being traced."""
+    return any(backend.is_traced(leaf) for leaf in leaves)
+
+
 def check_max_steps(max_steps: Any) -> None:
     """`max_steps` is None or a positive int that fits an int32 counter."""
     if max_steps is None:
@@ -1355,8 +1481,9 @@ def compile_machine(vm_module: ModuleOp, verify: bool = True) -> Machine:
     blocks = list(program.blocks)
     successors = _successors(blocks)
     halt, tail, pointers = len(blocks), tail_start(successors), stack_pointers(blocks)
+    returns = static_returns(blocks)
     plans = [
-        _plan_block(block, halt, pointers, block.number >= tail, tuple(sorted(successors[block.number])))
+        _plan_block(block, halt, pointers, block.number >= tail, tuple(sorted(successors[block.number])), returns)
         for block in blocks
     ]
     return Machine(

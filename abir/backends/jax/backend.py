@@ -13,7 +13,10 @@ program, the blocks run, the members active in each and each member's own block 
 A standalone run (called outside any JAX trace) happens under `jax.enable_x64(True)`, so int64
 and float64 behave as in NumPy; the setting is scoped to abir's own run (`JaxBackend.scope`),
 never changed for the rest of the process. Its loop is compiled as one XLA kernel where
-possible (`abir.backends.jax.one_kernel`). Called on tracers, a run is staged into the caller's
+possible (`abir.backends.jax.one_kernel`), and makes the run's initial state but the inputs
+(program counters, flags, registers, stacks: `abir.backends.jax.loop.Fill`) itself, so only
+the inputs go from the host to the device; a machine's later runs of the same shapes reuse the
+choices of its first (`JaxBackend.launcher`). Called on tracers, a run is staged into the caller's
 computation (`abir.backends.jax.staging`); on arguments sharded along the batch axis, it runs
 one machine per shard (`abir.backends.jax.sharding`). How the backend stages its work while a
 loop is traced comes from the trace's mode (`abir.backends.jax.mode`), never from attributes
@@ -23,6 +26,7 @@ set on the backend.
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any
 
@@ -45,7 +49,7 @@ from abir.backends.base import (
     map_tensor_types,
 )
 from abir.backends.jax import reverse, sharding, staging, writes
-from abir.backends.jax.loop import iterations_on_device, machine_loop, with_status
+from abir.backends.jax.loop import Fill, fills_of, iterations_on_device, machine_loop, with_fills, with_status
 from abir.backends.jax.mode import trace_mode
 from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, OneKernelWherePossible
 from abir.backends.traced import STATS_KEY, read_only_keys, run_stats, zero_counters
@@ -70,6 +74,49 @@ def _safe_int_division(name: str, x: Any, y: Any) -> Any:
     zero = y == 0
     result = getattr(jnp, name)(x, jnp.where(zero, jnp.ones_like(y), y))
     return jnp.where(zero, jnp.zeros_like(result), result)
+
+
+class Launch:
+    """One launch (`Backend.run_in_launches`) of a run of its own: the state's arrays go to its
+    compiled `loop` (the state's `Fill`s are made there), the entries it changed come back, and
+    the host reads its `STATUS_KEY`. The loop `OneKernelWherePossible` chose for the arrays'
+    keys and shapes is called directly once chosen."""
+
+    def __init__(self, loop: Callable[[State, Any], State]):
+        self.loop = loop
+        self.chosen: dict[Any, Callable[[State, Any], State]] = {}
+
+    def __call__(self, state: State, iterations: int) -> State:
+        arrays = {key: value for key, value in state.items() if not isinstance(value, Fill) and key != STATUS_KEY}
+        # (the run's counters, a dict, take their shapes from the batch)
+        signature = (tuple(arrays), tuple(getattr(value, "shape", None) for value in arrays.values()))
+        loop = self.chosen.get(signature)
+        out = dict((loop or self.loop)(arrays, iterations_on_device(iterations)))
+        if loop is None and isinstance(self.loop, OneKernelWherePossible):
+            self.chosen[signature] = self.loop.chosen_for(arrays)
+        out.pop(ANCHORS_KEY, None)
+        state = {**state, **out}
+        state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))  # read once, by the host
+        return state
+
+
+class StandaloneRun:
+    """`JaxBackend.run` (a run of its own) for initial states like the one it was made for
+    (`JaxBackend.launcher`), its choices made once: `launch`, whose compiled loop makes the
+    state's `Fill`s, run in launches. A state with traced values goes to `run` itself."""
+
+    def __init__(self, backend: JaxBackend, launch: Launch, halt_index: int, run: Callable[[State], State]):
+        self.backend = backend
+        self.launch = launch
+        self.halt_index = halt_index
+        self.run = run
+
+    def __call__(self, state: State) -> State:
+        if any(isinstance(value, jax.core.Tracer) for value in state.values()):
+            return self.run(state)
+        state = self.backend.run_in_launches(self.launch, state, self.halt_index)
+        self.backend.last_stats = None
+        return state
 
 
 class JaxBackend(Backend):
@@ -205,12 +252,11 @@ class JaxBackend(Backend):
         return array
 
     def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]], staged: bool = False) -> State:
-        """Broadcasts of the caller's computation when `staged`; else made on the host and moved
-        in one transfer (a jitted maker would cost a compilation of its own, where the machine
-        makes the zeros once per batch size and depth: `Machine._reused_zero_state`)."""
+        """Broadcasts of the caller's computation when `staged`; else `Fill`s, which a run makes
+        inside its compiled program (no zeros made on the host or sent to the device)."""
         if staged:
             return {key: jnp.zeros(tuple(shape), np.dtype(dtype)) for key, (shape, dtype) in shapes.items()}
-        return jax.device_put({key: np.zeros(tuple(shape), np.dtype(dtype)) for key, (shape, dtype) in shapes.items()})
+        return {key: Fill(tuple(shape), np.dtype(dtype)) for key, (shape, dtype) in shapes.items()}
 
     # ----- primitives ---------------------------------------------------------------------
     def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:
@@ -316,67 +362,103 @@ class JaxBackend(Backend):
         # the program counters are concrete when only the inputs are traced (e.g. by reverse
         # mode, or the unmapped primal part of jax.jacfwd's vmapped jvp)
         staged = differentiated or any(self.is_traced(value) for value in state.values())
+        # a run of its own makes the state's fills in its program (`with_fills`); a staged one
+        # makes them in the caller's trace
+        fills = {} if staged else fills_of(state)
         # NumPy inputs of a run of its own go to the device with the call (`run_input`); in the
         # caller's trace they become arrays of the caller's dtypes
         kept = jax.Array if staged else (jax.Array, np.ndarray)
-        state = {key: value if isinstance(value, kept) else jnp.asarray(value) for key, value in state.items()}
+        state = {
+            key: value if isinstance(value, kept) else value.made() if isinstance(value, Fill) else jnp.asarray(value)
+            for key, value in state.items()
+            if key not in fills
+        }
         shard = trace_mode().shard if staged else None
         if self.collect_stats and (not staged or shard is not None):
-            state[STATS_KEY] = zero_counters(jnp.zeros, len(kernels), state["pc"].shape[0])
+            batch = (fills.get("pc") or state["pc"]).shape[0]
+            state[STATS_KEY] = zero_counters(jnp.zeros, len(kernels), batch)
         flags = {} if staged else dict(error_flags or {})
 
-        def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
-            if differentiated:  # a loop reverse mode goes through; the most sweeps is a Python int
-                return jax.jit(reverse.machine_loop(self, ks, halt, stack_keys), static_argnums=1)
-            if staged:  # inlined into the caller's computation, compiled with the caller's options
+        if staged:
+
+            def compile_staged(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
+                if differentiated:  # a loop reverse mode goes through; the most sweeps is a Python int
+                    return jax.jit(reverse.machine_loop(self, ks, halt, stack_keys), static_argnums=1)
+                # inlined into the caller's computation, compiled with the caller's options
                 return jax.jit(machine_loop(self, ks, halt, stack_keys))
 
+            config = (self.execution, self.collect_stats, self.one_kernel, staged, differentiated, (), ())
+            run = self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_staged, config)
+            # into the caller's computation: one launch, no host round trip
+            state = dict(run(state, np.int32(MAX_LAUNCH_ITERATIONS)))
+        else:  # the fills no launch changed stay fills (made on the host if read there)
+            launch = Launch(self.standalone_loop(kernels, fills, halt_index, cache_key, code_cache, stack_keys, flags))
+            state = dict(self.run_in_launches(launch, {**fills, **state}, halt_index))
+        counters = state.pop(STATS_KEY, None)
+        if shard is not None:  # counted on the shard's device, returned by its shard_map body
+            shard.counters, counters = counters, None
+        self.last_stats = None if counters is None else run_stats(counters)
+        return state
+
+    def standalone_loop(
+        self,
+        kernels: Sequence[Kernel],
+        fills: Mapping[str, Fill],
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None,
+        stack_keys: Collection[str],
+        flags: Mapping[str, int],
+    ) -> Callable[[State, Any], State]:
+        """The compiled loop of a run of its own, `(state, iterations) -> changed state`: the
+        state's `fills` made in it, its `STATUS_KEY` computed from `flags`, and (sweeping) only
+        the entries some block may change returned, with `ANCHORS_KEY`."""
+
+        def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
             def loop(scatter_free: bool) -> Callable[[State, Any], State]:
-                run = with_status(machine_loop(self, ks, halt, stack_keys, scatter_free), halt, flags)
+                machine = with_fills(machine_loop(self, ks, halt, stack_keys, scatter_free), fills)
+                run = with_status(machine, halt, flags)
                 if self.execution != "sweep":  # a switch carries every register through its loop
                     return run
 
                 def changing(state: State, iterations: Any) -> State:  # `launch` keeps the rest
-                    fixed = sorted(read_only_keys(ks, state, stack_keys))
+                    fixed = sorted(read_only_keys(ks, {**fills, **state}, stack_keys))
                     out = {key: value for key, value in run(state, iterations).items() if key not in fixed}
-                    # one element of each stays an output: XLA's one-kernel emitter aborts on an
-                    # input the optimized loop no longer reads (one only passed through)
-                    out[ANCHORS_KEY] = [state[key].reshape(-1)[:1] for key in fixed]
+                    # one element of each input stays an output: XLA's one-kernel emitter aborts
+                    # on an input the optimized loop no longer reads (one only passed through)
+                    out[ANCHORS_KEY] = [state[key].reshape(-1)[:1] for key in fixed if key in state]
                     return out
 
                 return changing
 
             if self.one_kernel is False:
                 return JitWithOptions(loop(False), LOOP_COMPILER_OPTIONS)
-            return OneKernelWherePossible(loop, forced=self.one_kernel is True)
+            return OneKernelWherePossible(loop, forced=self.one_kernel is True, fills=fills)
 
-        run = self.compiled_run(
-            self.run_cache(code_cache),
-            kernels,
-            halt_index,
-            cache_key,
-            compile_loop,
-            (self.execution, self.collect_stats, self.one_kernel, staged, differentiated, tuple(flags.items())),
-        )
-        if staged:  # into the caller's computation: one launch, no host round trip
-            state = dict(run(state, np.int32(MAX_LAUNCH_ITERATIONS)))
-        else:
+        config = (self.execution, self.collect_stats, self.one_kernel, False, False, tuple(flags.items()), tuple(fills.items()))
+        return self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_loop, config)
 
-            def launch(state: State, iterations: int) -> State:
-                state = dict(state)
-                state.pop(STATUS_KEY, None)  # made by the last launch, not a loop input
-                out = dict(run(state, iterations_on_device(iterations)))
-                out.pop(ANCHORS_KEY, None)
-                state = {**state, **out}
-                state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))  # read once, by the host
-                return state
-
-            state = dict(self.run_in_launches(launch, state, halt_index))
-        counters = state.pop(STATS_KEY, None)
-        if shard is not None:  # counted on the shard's device, returned by its shard_map body
-            shard.counters, counters = counters, None
-        self.last_stats = None if counters is None else run_stats(counters)
-        return state
+    def launcher(
+        self,
+        kernels: Sequence[Kernel],
+        state: State,
+        halt_index: int,
+        cache_key: Any,
+        code_cache: MutableMapping[Any, Any] | None = None,
+        stack_keys: Collection[str] = (),
+        error_flags: Mapping[str, int] | None = None,
+    ) -> Callable[[State], State] | None:
+        """`run` for initial states like `state` (the same keys, array shapes and dtypes, and
+        fills), its choices made once (`StandaloneRun`); None where `run` chooses per call (a
+        staged or differentiated run, or one that collects statistics)."""
+        if self.collect_stats or trace_mode().reverse or any(self.is_traced(value) for value in state.values()):
+            return None
+        flags = dict(error_flags or {})
+        loop = self.standalone_loop(kernels, fills_of(state), halt_index, cache_key, code_cache, stack_keys, flags)
+        return StandaloneRun(self, Launch(loop), halt_index, functools.partial(
+            self.run, kernels, halt_index=halt_index, cache_key=cache_key, code_cache=code_cache, stack_keys=stack_keys,
+            error_flags=error_flags,
+        ))  # fmt: skip
 
     # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
     def any(self, t: Any, name: str | None = None) -> Any:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -28,6 +29,41 @@ from abir.backends.jax.mode import traced_as
 from abir.backends.jax.reductions import batch_any, batch_min, batch_sum
 from abir.backends.jax.writes import scatter_columns, write_column_by_column
 from abir.backends.traced import BlockRun, TracedLoop
+
+
+@dataclass(frozen=True)
+class Fill:
+    """A state array every element of which is `value`, not made yet: a standalone run makes it
+    inside its compiled program (`with_fills`), so nothing of it crosses from the host; read on
+    the host (`np.asarray`), it is made there."""
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    value: Any = 0
+
+    def made(self) -> Any:
+        """The array, traced in the program being compiled (or made eagerly outside one)."""
+        return jnp.full(self.shape, self.value, self.dtype)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        return np.full(self.shape, self.value, self.dtype if dtype is None else dtype)
+
+
+def fills_of(state: State) -> dict[str, Fill]:
+    """The entries of `state` not made yet."""
+    return {key: value for key, value in state.items() if isinstance(value, Fill)}
+
+
+def with_fills(loop: Callable[[State, Any], State], fills: Mapping[str, Fill]) -> Callable[[State, Any], State]:
+    """`loop` on a state whose entries missing from it are `fills`, made in the program."""
+    if not fills:
+        return loop
+
+    def loop_with_fills(state: State, iterations: Any) -> State:
+        made = {key: fill.made() for key, fill in fills.items() if key not in state}
+        return loop({**made, **state}, iterations)
+
+    return loop_with_fills
 
 
 def machine_loop(

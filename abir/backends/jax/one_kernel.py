@@ -10,6 +10,7 @@ that makes most of a sweep's cost at small batch sizes, and compiles each of the
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -77,7 +78,7 @@ class JitWithOptions:
 
 def state_bytes(state: State) -> int:
     """The bytes of a state's arrays."""
-    return sum(leaf.size * np.dtype(leaf.dtype).itemsize for leaf in jax.tree_util.tree_leaves(state))
+    return sum(math.prod(leaf.shape) * np.dtype(leaf.dtype).itemsize for leaf in jax.tree_util.tree_leaves(state))
 
 
 def state_signature(state: State) -> tuple[Any, ...]:
@@ -142,9 +143,14 @@ class OneKernelWherePossible:
     which raises any error of the program itself. Decided once per state signature, before
     anything is compiled."""
 
-    def __init__(self, loop: Callable[[bool], Callable[[State, Any], State]], forced: bool = False):
+    def __init__(
+        self, loop: Callable[[bool], Callable[[State, Any], State]], forced: bool = False, fills: State | None = None
+    ):
         self.loop = loop
         self.forced = forced
+        self.fills = dict(fills or {})
+        """The state entries the loop makes itself (`abir.backends.jax.loop.with_fills`), which
+        count in its state's size."""
         self.scatter_free_loop = jax.jit(loop(True))
         self.fused = JitWithOptions(self._tagged, ONE_KERNEL_COMPILER_OPTIONS)
         self._plain: Callable[[State, Any], State] | None = None
@@ -172,11 +178,17 @@ class OneKernelWherePossible:
             return self._first_call(signature, state, iterations)
         return run(state, iterations)
 
+    def chosen_for(self, state: State) -> Callable[[State, Any], State]:
+        """The compiled loop calls on states of `state`'s signature run, once one has run (else
+        this object, which chooses it)."""
+        return self.chosen.get(state_signature(state), self)
+
     def wanted(self, state: State, iterations: Any) -> bool:
         """Whether the loop on `state` is to be one kernel (see the class docstring)."""
         if not (self.forced or on_cpu(state)):
             return False
-        small = state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES or state["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
+        whole = {**self.fills, **state}
+        small = state_bytes(whole) <= ONE_KERNEL_MAX_STATE_BYTES or whole["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
         if not (self.forced or small):
             return False
         jaxpr = self.scatter_free_loop.trace(state, iterations).jaxpr

@@ -1,0 +1,135 @@
+"""What a run carries across its boundary: a program whose functions each return to one place
+keeps no program-counter stack (`abir.vm.machine.static_returns`), and a standalone JAX run
+takes only its inputs from the host, making the rest of its initial state in its compiled
+program (`abir.backends.jax.loop.Fill`). Results and errors stay those of per-member Python."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import backend_params
+
+import abir
+from abir.backend_registry import spec_named
+from abir.backends.jax import backend as jax_backend
+from abir.backends.jax import one_kernel
+from abir.errors import StackOverflowError, StepLimitError
+from abir.vm import compile_machine, state_ops
+
+
+def count_down(n):
+    steps = 0
+    while n > 0:
+        n = n - 1
+        steps = steps + 1
+    return steps
+
+
+def scaled(x):
+    total = 0.0
+    while x > 1.0:
+        x = x / 2.0
+        total = total + x
+    return total
+
+
+def calls_once(x):
+    return scaled(x) + 1.0
+
+
+def depth(n):
+    if n == 0:
+        return 0
+    return depth(n - 1) + 1
+
+
+def machine_of(function, *args):
+    context = abir.Context()
+    context.batch()(function)
+    return compile_machine(context.lowered_for_args(function.__name__, args))
+
+
+def per_member(function, *args):
+    return np.array([function(*(a[b] for a in args)) for b in range(len(args[0]))])
+
+
+def test_a_program_without_recursion_has_no_program_counter_stack():
+    machine = machine_of(count_down, np.arange(4))
+    shapes = machine.state_shapes(4, 10)
+    assert not machine.has_calls
+    assert state_ops.PC_STACK not in shapes and state_ops.PC_SP not in shapes
+
+
+def test_a_recursive_program_keeps_its_program_counter_stack():
+    machine = machine_of(depth, np.arange(4))
+    assert machine.has_calls
+    assert state_ops.PC_STACK in machine.state_shapes(4, 10)
+
+
+@pytest.mark.parametrize("backend_name", backend_params())
+def test_a_function_called_once_returns_where_its_call_does(backend_name):
+    context = abir.Context()
+    context.batch()(scaled)
+    batched = context.batch()(calls_once)
+    x = np.array([0.5, 3.0, 17.0, 1000.0])
+    got = batched(x, backend=spec_named(backend_name).new_backend())
+    np.testing.assert_allclose(np.asarray(got), per_member(calls_once, x))
+
+
+@pytest.mark.parametrize("backend_name", backend_params())
+def test_a_program_without_a_stack_still_names_where_max_steps_stopped_it(backend_name):
+    batched = abir.Context().batch()(count_down)
+    with pytest.raises(StepLimitError, match=r"count_down.*test_run_boundary\.py:\d+"):
+        batched(np.array([1, 2, 50]), backend=spec_named(backend_name).new_backend(), max_steps=10)
+
+
+def inputs_of_launches(monkeypatch):
+    """The state keys each launch of a one-kernel-where-possible loop is called with."""
+    seen = []
+    call = one_kernel.OneKernelWherePossible.__call__
+
+    def recording(self, state, iterations):
+        seen.append(sorted(state))
+        return call(self, state, iterations)
+
+    monkeypatch.setattr(one_kernel.OneKernelWherePossible, "__call__", recording)
+    return seen
+
+
+def test_a_standalone_jax_run_takes_only_its_inputs_from_the_host(monkeypatch):
+    seen = inputs_of_launches(monkeypatch)
+    batched = abir.Context().batch()(depth)
+    n = np.array([0, 3, 7, 12])
+    got = batched(n, backend=abir.JaxBackend(), max_stack_depth=200)
+    np.testing.assert_array_equal(np.asarray(got), per_member(depth, n))
+    assert seen[0] == [state_ops.register_key("depth.n")]
+
+
+def test_errors_of_a_run_whose_state_is_made_in_its_program_stay_located():
+    batched = abir.Context().batch()(depth)
+    backend = abir.JaxBackend()
+    batched(np.array([1, 2]), backend=backend, max_stack_depth=8)
+    with pytest.raises(StackOverflowError, match=r"'depth' at .*test_run_boundary\.py:\d+.*member"):
+        batched(np.array([1, 20]), backend=backend, max_stack_depth=8)
+    with pytest.raises(StepLimitError, match=r"depth.*test_run_boundary\.py:\d+"):
+        batched(np.array([1, 20]), backend=backend, max_stack_depth=40, max_steps=5)
+
+
+def test_a_jax_run_without_a_stack_returns_no_stack_pointer_or_flag(monkeypatch):
+    launched = []
+    call = jax_backend.StandaloneRun.__call__
+
+    def recording(self, state):
+        out = call(self, state)
+        launched.append(sorted(out))
+        return out
+
+    monkeypatch.setattr(jax_backend.StandaloneRun, "__call__", recording)
+    batched = abir.Context().batch()(count_down)
+    n = np.array([0, 3, 9])
+    backend = abir.JaxBackend()
+    for _ in range(2):  # the first call and a steady one
+        np.testing.assert_array_equal(np.asarray(batched(n, backend=backend)), per_member(count_down, n))
+    assert len(launched) == 2
+    for keys in launched:
+        assert not [key for key in keys if state_ops.is_stack_key(key) or key.startswith("sp:") or key == state_ops.PC_SP]
