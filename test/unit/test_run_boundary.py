@@ -1,16 +1,18 @@
 """What a run carries across its boundary: a program whose functions each return to one place
 keeps no program-counter stack (`abir.vm.machine.static_returns`), and a standalone JAX run
-takes only its inputs from the host, making the rest of its initial state in its compiled
-program (`abir.backends.jax.loop.Fill`). Results and errors stay those of per-member Python."""
+takes only its inputs from the host, the rest of its initial state made on the device
+(`abir.backends.jax.loop.Fill`). Results and errors stay those of per-member Python."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 from conftest import backend_params
 
 import abir
 from abir.backend_registry import spec_named
+from abir.backends import base
 from abir.backends.jax import backend as jax_backend
 from abir.backends.jax import one_kernel
 from abir.errors import StackOverflowError, StepLimitError
@@ -84,25 +86,38 @@ def test_a_program_without_a_stack_still_names_where_max_steps_stopped_it(backen
 
 
 def inputs_of_launches(monkeypatch):
-    """The state keys each launch of a one-kernel-where-possible loop is called with."""
+    """(key, type, shape) of the state each launch of a one-kernel-where-possible loop is called
+    with."""
     seen = []
-    call = one_kernel.OneKernelWherePossible.__call__
+    call, chosen_for = one_kernel.OneKernelWherePossible.__call__, one_kernel.OneKernelWherePossible.chosen_for
 
-    def recording(self, state, iterations):
-        seen.append(sorted(state))
-        return call(self, state, iterations)
+    def recorded(run):
+        def recording(state, iterations):
+            seen.append([(key, type(value), np.shape(value)) for key, value in sorted(state.items())])
+            return run(state, iterations)
 
-    monkeypatch.setattr(one_kernel.OneKernelWherePossible, "__call__", recording)
+        return recording
+
+    monkeypatch.setattr(one_kernel.OneKernelWherePossible, "__call__", lambda self, *a: recorded(call.__get__(self))(*a))
+    # a launch calls the loop chosen at the first one directly
+    monkeypatch.setattr(one_kernel.OneKernelWherePossible, "chosen_for", lambda self, state: recorded(chosen_for(self, state)))
     return seen
 
 
-def test_a_standalone_jax_run_takes_only_its_inputs_from_the_host(monkeypatch):
+def test_every_launch_of_a_jax_run_gives_its_loop_one_signature_made_on_the_device(monkeypatch):
+    """A run longer than one launch continues on the same keys, types and shapes (its loop is
+    compiled once), and only its input arrives from the host: the rest of the initial state is
+    made on the device."""
     seen = inputs_of_launches(monkeypatch)
+    monkeypatch.setattr(base, "FIRST_LAUNCH_ITERATIONS", 2)
     batched = abir.Context().batch()(depth)
     n = np.array([0, 3, 7, 12])
-    got = batched(n, backend=abir.JaxBackend(), max_stack_depth=200)
+    got = batched(n, backend=abir.JaxBackend(launch_seconds=1e-6), max_stack_depth=200)
     np.testing.assert_array_equal(np.asarray(got), per_member(depth, n))
-    assert seen[0] == [state_ops.register_key("depth.n")]
+    shapes = [[(key, shape) for key, _, shape in launch] for launch in seen]  # jit's signature
+    assert len(seen) > 1 and all(launch == shapes[0] for launch in shapes)
+    host = [key for key, kind, _ in seen[0] if not issubclass(kind, jax.Array)]
+    assert host == [state_ops.register_key("depth.n")]
 
 
 def test_errors_of_a_run_whose_state_is_made_in_its_program_stay_located():

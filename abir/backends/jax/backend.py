@@ -13,10 +13,10 @@ program, the blocks run, the members active in each and each member's own block 
 A standalone run (called outside any JAX trace) happens under `jax.enable_x64(True)`, so int64
 and float64 behave as in NumPy; the setting is scoped to abir's own run (`JaxBackend.scope`),
 never changed for the rest of the process. Its loop is compiled as one XLA kernel where
-possible (`abir.backends.jax.one_kernel`), and makes the run's initial state but the inputs
-(program counters, flags, registers, stacks: `abir.backends.jax.loop.Fill`) itself, so only
-the inputs go from the host to the device; a machine's later runs of the same shapes reuse the
-choices of its first (`JaxBackend.launcher`). Called on tracers, a run is staged into the caller's
+possible (`abir.backends.jax.one_kernel`); the run's initial state but the inputs (program
+counters, flags, registers, stacks: `abir.backends.jax.loop.Fill`) is made on the device, once
+per launcher, so only the inputs go from the host to the device; a machine's later runs of the
+same shapes reuse the choices of its first (`JaxBackend.launcher`). Called on tracers, a run is staged into the caller's
 computation (`abir.backends.jax.staging`); on arguments sharded along the batch axis, it runs
 one machine per shard (`abir.backends.jax.sharding`). How the backend stages its work while a
 loop is traced comes from the trace's mode (`abir.backends.jax.mode`), never from attributes
@@ -49,7 +49,7 @@ from abir.backends.base import (
     map_tensor_types,
 )
 from abir.backends.jax import reverse, sharding, staging, writes
-from abir.backends.jax.loop import Fill, fills_of, iterations_on_device, machine_loop, with_fills, with_status
+from abir.backends.jax.loop import Fill, fills_of, iterations_on_device, machine_loop, with_status
 from abir.backends.jax.mode import trace_mode
 from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, OneKernelWherePossible
 from abir.backends.traced import STATS_KEY, read_only_keys, run_stats, zero_counters
@@ -78,16 +78,30 @@ def _safe_int_division(name: str, x: Any, y: Any) -> Any:
 
 class Launch:
     """One launch (`Backend.run_in_launches`) of a run of its own: the state's arrays go to its
-    compiled `loop` (the state's `Fill`s are made there), the entries it changed come back, and
-    the host reads its `STATUS_KEY`. The loop `OneKernelWherePossible` chose for the arrays'
-    keys and shapes is called directly once chosen."""
+    compiled `loop`, the entries it changed come back, and the host reads its `STATUS_KEY`. The
+    loop `OneKernelWherePossible` chose for the arrays' keys and shapes is called directly once
+    chosen.
+
+    The state's `Fill`s go in as arrays made once on the device and kept: a run longer than
+    one launch continues with the state the last launch left, so every launch gives the loop
+    the same keys and shapes and the loop is compiled once, not again for the continuation."""
 
     def __init__(self, loop: Callable[[State, Any], State]):
         self.loop = loop
         self.chosen: dict[Any, Callable[[State, Any], State]] = {}
+        self.made: dict[Fill, Any] = {}
+
+    def array(self, value: Any) -> Any:
+        """`value`, or the array a `Fill` stands for (immutable, so shared by every launch)."""
+        if not isinstance(value, Fill):
+            return value
+        made = self.made.get(value)
+        if made is None:
+            made = self.made[value] = value.made()
+        return made
 
     def __call__(self, state: State, iterations: int) -> State:
-        arrays = {key: value for key, value in state.items() if not isinstance(value, Fill) and key != STATUS_KEY}
+        arrays = {key: self.array(value) for key, value in state.items() if key != STATUS_KEY}
         # (the run's counters, a dict, take their shapes from the batch)
         signature = (tuple(arrays), tuple(getattr(value, "shape", None) for value in arrays.values()))
         loop = self.chosen.get(signature)
@@ -362,7 +376,7 @@ class JaxBackend(Backend):
         # the program counters are concrete when only the inputs are traced (e.g. by reverse
         # mode, or the unmapped primal part of jax.jacfwd's vmapped jvp)
         staged = differentiated or any(self.is_traced(value) for value in state.values())
-        # a run of its own makes the state's fills in its program (`with_fills`); a staged one
+        # a run of its own makes the state's fills once on the device (`Launch`); a staged one
         # makes them in the caller's trace
         fills = {} if staged else fills_of(state)
         # NumPy inputs of a run of its own go to the device with the call (`run_input`); in the
@@ -392,7 +406,7 @@ class JaxBackend(Backend):
             # into the caller's computation: one launch, no host round trip
             state = dict(run(state, np.int32(MAX_LAUNCH_ITERATIONS)))
         else:  # the fills no launch changed stay fills (made on the host if read there)
-            launch = Launch(self.standalone_loop(kernels, fills, halt_index, cache_key, code_cache, stack_keys, flags))
+            launch = Launch(self.standalone_loop(kernels, halt_index, cache_key, code_cache, stack_keys, flags))
             state = dict(self.run_in_launches(launch, {**fills, **state}, halt_index))
         counters = state.pop(STATS_KEY, None)
         if shard is not None:  # counted on the shard's device, returned by its shard_map body
@@ -403,26 +417,24 @@ class JaxBackend(Backend):
     def standalone_loop(
         self,
         kernels: Sequence[Kernel],
-        fills: Mapping[str, Fill],
         halt_index: int,
         cache_key: Any,
         code_cache: MutableMapping[Any, Any] | None,
         stack_keys: Collection[str],
         flags: Mapping[str, int],
     ) -> Callable[[State, Any], State]:
-        """The compiled loop of a run of its own, `(state, iterations) -> changed state`: the
-        state's `fills` made in it, its `STATUS_KEY` computed from `flags`, and (sweeping) only
-        the entries some block may change returned, with `ANCHORS_KEY`."""
+        """The compiled loop of a run of its own, `(state, iterations) -> changed state`: its
+        `STATUS_KEY` computed from `flags`, and (sweeping) only the entries some block may change
+        returned, with `ANCHORS_KEY`."""
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
             def loop(scatter_free: bool) -> Callable[[State, Any], State]:
-                machine = with_fills(machine_loop(self, ks, halt, stack_keys, scatter_free), fills)
-                run = with_status(machine, halt, flags)
+                run = with_status(machine_loop(self, ks, halt, stack_keys, scatter_free), halt, flags)
                 if self.execution != "sweep":  # a switch carries every register through its loop
                     return run
 
                 def changing(state: State, iterations: Any) -> State:  # `launch` keeps the rest
-                    fixed = sorted(read_only_keys(ks, {**fills, **state}, stack_keys))
+                    fixed = sorted(read_only_keys(ks, state, stack_keys))
                     out = {key: value for key, value in run(state, iterations).items() if key not in fixed}
                     # one element of each input stays an output: XLA's one-kernel emitter aborts
                     # on an input the optimized loop no longer reads (one only passed through)
@@ -433,9 +445,9 @@ class JaxBackend(Backend):
 
             if self.one_kernel is False:
                 return JitWithOptions(loop(False), LOOP_COMPILER_OPTIONS)
-            return OneKernelWherePossible(loop, forced=self.one_kernel is True, fills=fills)
+            return OneKernelWherePossible(loop, forced=self.one_kernel is True)
 
-        config = (self.execution, self.collect_stats, self.one_kernel, False, False, tuple(flags.items()), tuple(fills.items()))
+        config = (self.execution, self.collect_stats, self.one_kernel, False, False, tuple(flags.items()))
         return self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_loop, config)
 
     def launcher(
@@ -454,7 +466,7 @@ class JaxBackend(Backend):
         if self.collect_stats or trace_mode().reverse or any(self.is_traced(value) for value in state.values()):
             return None
         flags = dict(error_flags or {})
-        loop = self.standalone_loop(kernels, fills_of(state), halt_index, cache_key, code_cache, stack_keys, flags)
+        loop = self.standalone_loop(kernels, halt_index, cache_key, code_cache, stack_keys, flags)
         return StandaloneRun(self, Launch(loop), halt_index, functools.partial(
             self.run, kernels, halt_index=halt_index, cache_key=cache_key, code_cache=code_cache, stack_keys=stack_keys,
             error_flags=error_flags,

@@ -33,9 +33,9 @@ from abir.backends.traced import BlockRun, TracedLoop
 
 @dataclass(frozen=True)
 class Fill:
-    """A state array every element of which is `value`, not made yet: a standalone run makes it
-    inside its compiled program (`with_fills`), so nothing of it crosses from the host; read on
-    the host (`np.asarray`), it is made there."""
+    """A state array every element of which is `value`, not made yet: a run of its own makes it
+    once on the device (`abir.backends.jax.backend.Launch`), so nothing of it crosses from the
+    host; read on the host (`np.asarray`), it is made there."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
@@ -52,18 +52,6 @@ class Fill:
 def fills_of(state: State) -> dict[str, Fill]:
     """The entries of `state` not made yet."""
     return {key: value for key, value in state.items() if isinstance(value, Fill)}
-
-
-def with_fills(loop: Callable[[State, Any], State], fills: Mapping[str, Fill]) -> Callable[[State, Any], State]:
-    """`loop` on a state whose entries missing from it are `fills`, made in the program."""
-    if not fills:
-        return loop
-
-    def loop_with_fills(state: State, iterations: Any) -> State:
-        made = {key: fill.made() for key, fill in fills.items() if key not in state}
-        return loop({**made, **state}, iterations)
-
-    return loop_with_fills
 
 
 def machine_loop(

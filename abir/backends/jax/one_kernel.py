@@ -144,13 +144,10 @@ class OneKernelWherePossible:
     anything is compiled."""
 
     def __init__(
-        self, loop: Callable[[bool], Callable[[State, Any], State]], forced: bool = False, fills: State | None = None
+        self, loop: Callable[[bool], Callable[[State, Any], State]], forced: bool = False
     ):
         self.loop = loop
         self.forced = forced
-        self.fills = dict(fills or {})
-        """The state entries the loop makes itself (`abir.backends.jax.loop.with_fills`), which
-        count in its state's size."""
         self.scatter_free_loop = jax.jit(loop(True))
         self.fused = JitWithOptions(self._tagged, ONE_KERNEL_COMPILER_OPTIONS)
         self._plain: Callable[[State, Any], State] | None = None
@@ -187,8 +184,7 @@ class OneKernelWherePossible:
         """Whether the loop on `state` is to be one kernel (see the class docstring)."""
         if not (self.forced or on_cpu(state)):
             return False
-        whole = {**self.fills, **state}
-        small = state_bytes(whole) <= ONE_KERNEL_MAX_STATE_BYTES or whole["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
+        small = state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES or state["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
         if not (self.forced or small):
             return False
         jaxpr = self.scatter_free_loop.trace(state, iterations).jaxpr
