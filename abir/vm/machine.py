@@ -607,9 +607,12 @@ def static_returns(blocks: Sequence[vm.BlockOp]) -> dict[str, int] | None:
     nothing else pushes a return block (no `vm.descend`): a member returning from a function
     then always goes back to that call's return block, and the program needs no
     program-counter stack. None when some function has several return sites (recursion, or a
-    function called from two places), whose returns read the stack."""
+    function called from two places, or the entry function called again: members start in it
+    without a call), whose returns read the stack."""
     sites = vm.return_sites(blocks, _function_of)
     if any(len(places) != 1 for places in sites.values()):
+        return None
+    if blocks and _function_of(blocks[0]) in sites:
         return None
     if any(isinstance(op, vm.DescendOp) for block in blocks for op in block.body.block.ops):
         return None
