@@ -4,7 +4,7 @@ drawing from one queue (`abir.lane_devices`), and across processes started with
 
 JAX sees several CPU devices only when XLA_FLAGS asks for them before it starts, so the checks
 on devices run in fresh Python processes (`TWO_DEVICES`; `DISTRIBUTED`, two of them talking over
-loopback): results equal the plain per-member Python run with an ordinary call's dtypes and
+loopback) on test_lanes.py's programs: results equal the plain per-member Python run with an ordinary call's dtypes and
 structure and the argument's sharding; both devices run members; every program XLA compiled
 for the run (dumped with `--xla_dump_to`) holds a loop and no collective, so nothing
 synchronizes the devices; an interruption and members' errors keep what finished.
@@ -30,45 +30,7 @@ pytest.importorskip("jax")
 PROGRAMS = r'''
 import numpy as np
 import abir
-
-ctx = abir.Context()
-
-
-@ctx.batch()
-def collatz(n):
-    steps = 0
-    while n != 1:
-        if n % 2 == 0:
-            n = n // 2
-        else:
-            n = 3 * n + 1
-        steps = steps + 1
-    return steps
-
-
-@ctx.batch()
-def fib(n):
-    if n > 1:
-        return fib(n - 1) + fib(n - 2)
-    return 1
-
-
-@ctx.batch()
-def first_square_above(n, target):
-    i = 0
-    while i < n:
-        if i * i >= target:
-            return i, True
-        i = i + 1
-    return n, False
-
-
-@ctx.batch()
-def tries_until_below(key, p):
-    counter = 0
-    while abir.random.uniform(key, counter) >= p:
-        counter = counter + 1
-    return counter
+from test_lanes import collatz, ctx, fib, first_square_above, tries_until_below  # on PYTHONPATH
 
 
 def assert_same(got, want, ordinary):
