@@ -973,10 +973,7 @@ class Machine:
             error_flags[state_ops.STOPPED_AT] = -1
         kernels = self.kernels(backend, counting)
         launcher = None if staged_leaves(backend, leaves) else self._launcher(backend, kernels, state, cache_key, error_flags)
-        if launcher is not None:
-            state = launcher(state)
-        else:
-            state = backend.run(kernels, state, self.num_blocks, cache_key, self.run_cache, self.stack_keys, error_flags)
+        state = self._launched(backend, kernels, state, cache_key, error_flags, launcher)
         self.last_stats = backend.last_stats
         status = state.pop(STATUS_KEY, None)
         if backend.is_traced(state[state_ops.PC]):
@@ -993,10 +990,29 @@ class Machine:
             self._raise_errors(backend, state, max_stack_depth)
             if counting:
                 self._raise_step_limit(backend, state, max_steps)
-        outputs = [state[state_ops.register_key(name)] for name in self.outputs]
-        # a register no block writes may come back as the backend left it (a JAX `Fill`)
-        outputs = [output if backend.is_native(output) else backend.asarray(output) for output in outputs]
+        outputs = self._outputs(backend, state)
         return outputs if rows == batch else [output[:batch] for output in outputs]
+
+    def _launched(
+        self,
+        backend: Backend,
+        kernels: list[Kernel],
+        state: State,
+        cache_key: Any,
+        error_flags: Mapping[str, int],
+        launcher: Callable[[State], State] | None,
+    ) -> State:
+        """The state a run from `state` leaves: through `launcher` (`_launcher`) where there is
+        one, else the backend's `run`."""
+        if launcher is not None:
+            return launcher(state)
+        return backend.run(kernels, state, self.num_blocks, cache_key, self.run_cache, self.stack_keys, error_flags)
+
+    def _outputs(self, backend: Backend, state: State) -> list[Any]:
+        """The output registers of a finished run's `state`, as the backend's arrays (a register
+        no block writes may come back as the backend left it: a JAX `Fill`)."""
+        outputs = [state[state_ops.register_key(name)] for name in self.outputs]
+        return [output if backend.is_native(output) else backend.asarray(output) for output in outputs]
 
     def _launcher(
         self, backend: Backend, kernels: list[Kernel], state: State, cache_key: Any, error_flags: Mapping[str, int]
@@ -1315,7 +1331,6 @@ class SteadyRun:
         self.cache_key = cache_key
         self.error_flags = {state_ops.OVERFLOW: 0, state_ops.UNDERFLOW: 0}
         self.inputs = tuple(state_ops.register_key(name) for name in machine.inputs)
-        self.outputs = tuple(state_ops.register_key(name) for name in machine.outputs)
         self.zeros: State | None = None
         """The initial state but the inputs, kept where `Machine._reused_zero_state` would
         reuse it."""
@@ -1338,21 +1353,15 @@ class SteadyRun:
     def __call__(self, leaves: Sequence[Any]) -> list[Any]:
         machine, backend = self.machine, self.backend
         state = self.initial_state(leaves)
+        kernels = machine.kernels(backend)
         if self.launcher is None:
-            self.launcher = machine._launcher(backend, machine.kernels(backend), state, self.cache_key, self.error_flags)
-        if self.launcher is not None:
-            state = self.launcher(state)
-        else:
-            state = backend.run(
-                machine.kernels(backend), state, machine.num_blocks, self.cache_key, machine.run_cache,
-                machine.stack_keys, self.error_flags,
-            )  # fmt: skip
+            self.launcher = machine._launcher(backend, kernels, state, self.cache_key, self.error_flags)
+        state = machine._launched(backend, kernels, state, self.cache_key, self.error_flags, self.launcher)
         machine.last_stats = backend.last_stats
         status = state.pop(STATUS_KEY, None)
         if status is None or status & FLAGGED:
             machine._raise_errors(backend, state, self.max_stack_depth)
-        outputs = [state[key] for key in self.outputs]
-        return [output if backend.is_native(output) else backend.asarray(output) for output in outputs]
+        return machine._outputs(backend, state)
 
 
 @dataclass
