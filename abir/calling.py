@@ -36,7 +36,15 @@ from abir.opaque import HelperStructureLearned, calling_with_batch, failure_mark
 from abir.passes.pipeline import lower_to_vm, type_and_optimize
 from abir.types import TensorType, ir_type
 from abir.vm.inputs import batch_size_of, prepare_inputs
-from abir.vm.machine import LaneWindow, Machine, check_max_steps, compile_machine, lane_flag_keys
+from abir.vm.lanes import (
+    LaneWindow,
+    lane_flag_keys,
+    lane_flushes,
+    lane_member_errors,
+    pending_inputs,
+    run_lanes,
+)
+from abir.vm.machine import Machine, check_max_steps, compile_machine
 from abir.vm.stackless import execute_stackless
 from abir.vm.state_ops import flag_normal_value, register_key
 
@@ -529,7 +537,7 @@ class Compiler:
         """`(index, result)` of every member of `members` (each the tuple of one member's
         arguments, as `itertools.starmap` takes them), in the order they finish, run through
         `lanes` lanes; the members are read `chunk_size` at a time (default 4 * lanes), the next
-        chunk once every member of the last has started (`Machine.lane_flushes`), so memory
+        chunk once every member of the last has started (`abir.vm.lanes.lane_flushes`), so memory
         holds the lanes, two chunks and the results not consumed yet. Results are NumPy values.
         Members that fail (stack overflow, `max_steps`) raise once every other has finished,
         the error naming them by index. `kwargs` may name `devices` (JAX devices of this
@@ -564,7 +572,7 @@ class Compiler:
 
         def windows() -> Iterator[LaneWindow]:
             for block_leaves, block_count in checked_blocks():
-                arrays = machine.pending_inputs(block_leaves, backend)
+                arrays = pending_inputs(machine, block_leaves, backend)
                 yield LaneWindow(arrays, block_count, (False,) * len(arrays))
 
         failed: dict[int, dict[str, int]] = {}
@@ -577,8 +585,8 @@ class Compiler:
                     int(options.max_stack_depth), cache_key, options.max_steps,
                 )  # fmt: skip
             else:
-                flushes = machine.lane_flushes(
-                    windows(), backend, int(lanes), int(options.max_stack_depth), cache_key, options.max_steps
+                flushes = lane_flushes(
+                    machine, windows(), backend, int(lanes), int(options.max_stack_depth), cache_key, options.max_steps
                 )
             outputs = [register_key(name) for name in machine.outputs]
             for finished in flushes:
@@ -611,7 +619,7 @@ def failed_members_error(
     for member, flags in failed.items():
         for key, value in flags.items():
             arrays[key][member] = value
-    return machine.lane_member_errors(backend, arrays, int(options.max_stack_depth), options.max_steps)
+    return lane_member_errors(machine, backend, arrays, int(options.max_stack_depth), options.max_steps)
 
 
 _NAMED_BACKENDS: dict[BackendSpec, Backend] = {}
@@ -730,7 +738,7 @@ def runs_with_lanes(options: CallOptions, batch_size: int) -> bool:
 def run_with_lanes(
     name: str, program: CompiledProgram, leaves: Sequence[Any], batch_size: int, options: CallOptions
 ) -> Any:
-    """The results of a call run through `options.lanes` lanes (`Machine.run_lanes`; on a batch
+    """The results of a call run through `options.lanes` lanes (`abir.vm.lanes.run_lanes`; on a batch
     sharded over devices, as many on each device: `abir.lane_devices.run_lanes_on_devices`), in
     input order. When the run stops early (KeyboardInterrupt) or some members fail (stack overflow,
     `max_steps`), the error raised carries what finished: `results` (the call's results, with
@@ -755,8 +763,8 @@ def run_with_lanes(
                 options.max_steps, on_progress,
             )  # fmt: skip
         else:
-            outcome = program.machine.run_lanes(
-                leaves,
+            outcome = run_lanes(
+                program.machine, leaves,
                 backend,
                 lanes,
                 max_stack_depth=int(options.max_stack_depth),

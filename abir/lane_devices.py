@@ -1,7 +1,7 @@
 """Runs with lanes on several devices: each device runs its own lanes, all drawing from one queue.
 
 One host thread per device (`DeviceLanes`) runs the machine's lanes loop
-(`Machine.lane_flushes`) on its device and takes its members from one source a chunk at a
+(`abir.vm.lanes.lane_flushes`) on its device and takes its members from one source a chunk at a
 time, the next chunk once every member of its last has started; so a device whose members
 finish early takes more of them, and no device waits for another's slow members. The devices
 never communicate: each loop is a program of one device, and the threads meet only at the
@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 
 from abir.backends.base import Backend
-from abir.vm.machine import FinishedMembers, LaneOutcome, LaneResults, LaneWindow, Machine
+from abir.vm.lanes import (
+    FinishedMembers,
+    LaneOutcome,
+    LaneResults,
+    LaneWindow,
+    lane_flushes,
+    lane_member_errors,
+    pending_inputs,
+)
+from abir.vm.machine import Machine
 from abir.vm.state_ops import flag_normal_value, register_key
 
 if TYPE_CHECKING:
@@ -202,8 +211,8 @@ class DeviceLanes:
                 first = next(windows, None)
                 if first is None:
                     return
-                flushes = self.machine.lane_flushes(
-                    itertools.chain([first], windows), self.backend, self.lanes, self.max_stack_depth, self.cache_key,
+                flushes = lane_flushes(
+                    self.machine, itertools.chain([first], windows), self.backend, self.lanes, self.max_stack_depth, self.cache_key,
                     self.max_steps,
                 )  # fmt: skip
                 for finished in flushes:
@@ -221,7 +230,7 @@ class DeviceLanes:
             if chunk is None:
                 return
             taken.add(chunk.start, chunk.count)
-            arrays = self.machine.pending_inputs(chunk.leaves, self.backend)
+            arrays = pending_inputs(self.machine, chunk.leaves, self.backend)
             yield LaneWindow(arrays, chunk.count, tuple(int(a.shape[0]) == 1 for a in arrays))
 
 
@@ -311,7 +320,7 @@ def run_lanes_on_devices(
         flags[key][placement.members] = results.values[key]
     error: BaseException | None = interrupt
     if error is None:
-        error = machine.lane_member_errors(backend, flags, max_stack_depth, max_steps)
+        error = lane_member_errors(machine, backend, flags, max_stack_depth, max_steps)
     return DeviceLaneOutcome(outputs, finished, flags, error, list(gathered.per_device))
 
 

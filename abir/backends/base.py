@@ -24,7 +24,7 @@ broadcast through `where`). Inactive members' rows hold junk: prims run on every
 does, to keep a push O(B) instead of O(D*B)); the machine never uses a stack array again after
 passing it there.
 
-The machine's kernels (`abir.vm.machine.BlockKernel`) also offer a split form,
+The machine's kernels (`abir.vm.kernels.BlockKernel`) also offer a split form,
 `kernel.split(regs, stacks) -> (regs, writes)`: `regs` is the state without its stacks, the
 stacks are only read, and the stack pushes come back as write requests `(rows, value)` that the
 backend applies after the kernel with `stack_scatter` (`apply_writes`; see `abir.vm.state_ops`).
@@ -91,7 +91,7 @@ def splittable(kernels: Sequence[Any]) -> bool:
 def tail_start_of(kernels: Sequence[Any]) -> int:
     """The first block of the program's tail: the last blocks, from which members only move on
     to later blocks until they halt (kernels say so by `kernel.plan.in_tail`; see
-    `abir.vm.machine.BlockPlan`). A sweeping execution holds members there until every live
+    `abir.vm.kernels.BlockPlan`). A sweeping execution holds members there until every live
     member is in the tail. The number of kernels when they do not say (no tail)."""
     start = len(kernels)
     while start > 0 and getattr(getattr(kernels[start - 1], "plan", None), "in_tail", False):
@@ -125,7 +125,7 @@ order (`sweep`), or the one block the scheduler picks (`switch`)."""
 
 def loops_to_itself(kernel: Any) -> bool:
     """Whether the kernel's block may jump to itself (`kernel.plan.loops_to_itself`; see
-    `abir.vm.machine.BlockPlan`). A sweeping execution repeats such a block until no member
+    `abir.vm.kernels.BlockPlan`). A sweeping execution repeats such a block until no member
     stands there, instead of sweeping every block once per iteration of the loop."""
     return bool(getattr(getattr(kernel, "plan", None), "loops_to_itself", False))
 

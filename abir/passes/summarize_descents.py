@@ -18,7 +18,7 @@ A block is summarized when, besides its terminator `vm.call <itself>, return R`:
   constant;
 * it reads no variable but the counter, and pushes each variable at most once: the counter or
   a variable it does not write (the same value at every level). Each pushed variable gets a
-  stack pointer of its own (`abir.vm.machine.stack_pointers`), also where a `vm.push` pushed
+  stack pointer of its own (`abir.vm.kernels.stack_pointers`), also where a `vm.push` pushed
   several together;
 * it uses only integer constants and those prims;
 * the counter and the pushed variables are per-member scalars.

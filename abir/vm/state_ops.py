@@ -31,7 +31,7 @@ only these updates are masked. A push onto a full stack, or a pop/peek/return fr
 writes nothing out of range: it marks the member, and `finish` records `1 + block` in its
 `overflow` or `underflow` flag and stops it (pc := halt) so the run can finish.
 
-A run with lanes (`Machine.run_lanes`: more members than rows) adds the keys of `LaneLayout`
+A run with lanes (`abir.vm.lanes.run_lanes`: more members than rows) adds the keys of `LaneLayout`
 (prefix `lanes:`): the arguments of every member, a ring of finished results per lane, output
 and error flag, and which member each row (lane) runs. Its members halt at the refill block
 (`LaneRefill`, index `LaneLayout.block`, one past the program's blocks), which puts each
@@ -456,7 +456,7 @@ class LaneLayout:
 
 
 class LaneRefill:
-    """The refill block of a run with lanes, as a split kernel (`abir.vm.machine.BlockKernel`'s
+    """The refill block of a run with lanes, as a split kernel (`abir.vm.kernels.BlockKernel`'s
     form, no stack writes): lanes whose member halted (pc = `layout.block`) put its results in
     their rings and take the next unstarted member, in member order, at the entry (pc 0) with
     fresh registers and empty stacks; lanes with nothing left halt for good.
@@ -468,7 +468,7 @@ class LaneRefill:
     Every run of the block uses one unit of `LANE_BUDGET`; at zero, when a lane's ring is full,
     or when every pending member has started and more will come (`LANE_MORE`), the run pauses:
     every pc is saved in `LANE_SAVED_PC` and set to the final halt, so that the backend's loop
-    returns and the caller can empty the rings and resume (`Machine.run_lanes`).
+    returns and the caller can empty the rings and resume (`abir.vm.lanes.run_lanes`).
     `refills_lanes` tells a sweeping loop to run it at the end of every sweep. It writes
     nothing with a scatter of its own, only stack writes, which a JAX loop compiled as one
     kernel can make."""

@@ -1,6 +1,6 @@
 """The machine's generated block kernels and the NumPy fast paths under them.
 
-A kernel is one straight-line Python function per block (`abir.vm.machine.KernelCode`); it
+A kernel is one straight-line Python function per block (`abir.vm.kernels.KernelCode`); it
 must make exactly the backend calls the vm ops stand for, in op order, so that JAX and TF trace
 the same computations NumPy runs. The NumPy backend's shortcuts (flat-index stack reads and
 scatters, the direct products of `array_ops`, the `min_share` block choice) must give the same

@@ -12,7 +12,7 @@ import optree
 import pytest
 
 import abir
-import abir.vm.machine
+import abir.vm.lanes
 from abir.backend_registry import spec_named
 from abir.errors import StackOverflowError, StepLimitError
 from abir.testing.fuzz import main as fuzz_main
@@ -137,10 +137,10 @@ def test_a_full_ring_pauses_the_run_to_empty_it(backend_name: str, monkeypatch: 
     """Three lanes run long members while the fourth finishes most others, one refill each:
     the rings' 16 rows (one per refill) fill, which pauses the run to empty them (one chunk
     otherwise)."""
-    monkeypatch.setattr(abir.vm.machine, "MAX_RING_ROWS", 16)
+    monkeypatch.setattr(abir.vm.lanes, "MAX_RING_ROWS", 16)
     emptied = []
-    take = abir.vm.machine.Machine._take_finished
-    monkeypatch.setattr(abir.vm.machine.Machine, "_take_finished", lambda *args: emptied.append(1) or take(*args))
+    take = abir.vm.lanes._take_finished
+    monkeypatch.setattr(abir.vm.lanes, "_take_finished", lambda *args: emptied.append(1) or take(*args))
     backend = spec_named(backend_name).new_backend()
     backend.launch_seconds = None
     xs = np.array([27, 97, 871] + [2, 3, 4, 5] * 20, dtype=np.int64)

@@ -1,5 +1,5 @@
 """What a run carries across its boundary: a program whose functions each return to one place
-keeps no program-counter stack (`abir.vm.machine.static_returns`), and a standalone JAX run
+keeps no program-counter stack (`abir.vm.kernels.static_returns`), and a standalone JAX run
 takes only its inputs from the host, the rest of its initial state made on the device
 (`abir.backends.jax.loop.Fill`). Results and errors stay those of per-member Python."""
 

@@ -1,0 +1,745 @@
+"""Block plans and kernels: each `vm.block` of a program as a plan and one generated function.
+
+`plan_blocks` reads a `vm.program`'s blocks once and turns each into a `BlockPlan`: a list of
+small instructions over precomputed data (state keys, SSA slot numbers, constants, prim names),
+and from those the source of one straight-line Python function per block (`KernelCode`). A
+kernel (`BlockKernel`), built once per backend by binding that function to the backend's
+methods, is then a plain function `state -> state` calling only backend methods, so it can run
+eagerly (NumPy) or be traced (JAX, TF):
+
+    mask = (pc == block)                     # members standing at this block
+    values = [...]                           # the block's SSA values, full batch (junk rows)
+    state  = masked writes / pushes / pops, then the pc update
+"""
+
+
+from __future__ import annotations
+
+import linecache
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any
+
+import numpy as np
+from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Operation, SSAValue
+
+from abir import array_prims
+from abir.backends.base import (
+    Backend,
+    State,
+    Writes,
+    apply_writes,
+)
+from abir.dialects import vm
+from abir.dialects.functional import decode_params
+from abir.vm import state_ops
+from abir.vm.state_ops import Frame
+from abir.vm.values import call_opaque_prim, constant_array, rank_padding, result_dtype
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """The precomputed body of one block: its instructions, their generated code, and what the
+    backends and a user error message need."""
+
+    index: int
+    function: str | None
+    instructions: tuple[Instruction, ...]
+    code: KernelCode
+    uses_stacks: bool
+    callee: int | None
+    stack_writes: tuple[tuple[str, int], ...] = ()
+    """(stack key, number of write requests the block leaves for the backend), for each stack
+    the block pushes onto (a pop of a value pushed in the same block cancels its request)."""
+    register_writes: tuple[str, ...] = (state_ops.PC,)
+    """The per-member state keys (registers, stack pointers, pc, error flags) the block's
+    kernel may change; every other key comes back from `BlockKernel.split` untouched (the
+    same object), so traced backends pass only these through their conditional."""
+    location: str | None = None
+    """`file:line` of the Python code the block runs (its `abir.loc`; the call's line for a block
+    that ends in a call), for error messages."""
+    call_locations: tuple[str, ...] = ()
+    """`file:line` of the calls the block's pushes serve (their `abir.call_loc`, in order, each
+    once): where a member whose push overflows is (a block that absorbed a callee's entry may
+    push for two calls)."""
+    in_tail: bool = False
+    """Whether the block is in the program's tail: the blocks from `Machine.tail_start` on, from
+    which members only move to later blocks until they halt. A member there has nothing left
+    that others could share, so a sweeping execution may hold it until every live member is in
+    the tail, and run each tail block once for all of them (a loop's members leaving one by one
+    would otherwise run the exit path once per iteration)."""
+    loops_to_itself: bool = False
+    """Whether the block may jump to itself (a loop whose body is one block): a sweeping
+    execution repeats it while members stand there."""
+    writes_whole_stacks: bool = False
+    """Whether its kernel writes many rows per member at once (`vm.descend`; `Backend.stack_scatter`
+    with a `Span` for rows)."""
+    successors: tuple[int, ...] = ()
+    """The blocks a member here may go to next, in order (the halt index is not a block): a
+    sweeping execution finds the loops of several blocks from them
+    (`abir.backends.traced.loop_ranges`)."""
+
+
+# ----- instructions ---------------------------------------------------------------------------
+#
+# Planning turns each vm op into an instruction: a small record of precomputed data (state
+# keys, SSA slot numbers, constants, prim names). A kernel is one straight-line Python function
+# per block, generated from its instructions (`_KernelSource`): each instruction renders the
+# Python statements that call the backend methods for its op, SSA value i is the local `v<i>`,
+# and the objects the statements refer to (constants, dtypes, keys) are bound by name. The
+# source is compiled once per plan; each backend gets the function with its methods bound.
+
+
+class _KernelSource:
+    """The body lines of one block's kernel and the objects they refer to by name."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.namespace: dict[str, Any] = {}
+        self.constants = 0
+        self.functions = 0
+
+    def constant(self, value: np.ndarray) -> str:
+        """A name the kernel's code reads the constant array `value` by (`c0`, `c1`, ...)."""
+        name = f"c{self.constants}"
+        self.constants += 1
+        self.namespace[name] = value
+        return name
+
+    def dtype(self, dtype: np.dtype) -> str:
+        """The name of `dtype` (`dt_float64`)."""
+        name = f"dt_{dtype.name}"
+        self.namespace[name] = dtype
+        return name
+
+    def function(self, fn: Callable[..., Any]) -> str:
+        """A name the kernel's code calls `fn` by (`f0`, `f1`, ...)."""
+        name = f"f{self.functions}"
+        self.functions += 1
+        self.namespace[name] = fn
+        return name
+
+    def block(self, index: int) -> str:
+        """The name of block index `index` as an int32 scalar (`pc_3`)."""
+        name = f"pc_{index}"
+        self.namespace[name] = np.int32(index)
+        return name
+
+    def emit(self, *lines: str) -> None:
+        self.lines.extend(lines)
+
+
+def _value(slot: int) -> str:
+    return f"v{slot}"
+
+
+def _values(slots: Sequence[int]) -> str:
+    return ", ".join(_value(slot) for slot in slots)
+
+
+def _masked_write(key: str, value: str, mask: str = "mask") -> str:
+    """`state_ops.write` of `key` (a register key, or the pc)."""
+    return f"regs[{key!r}] = where({mask}, {value}, regs[{key!r}])"
+
+
+@dataclass(frozen=True)
+class Read:
+    """`vm.read`: the register's current value."""
+
+    slot: int
+    key: str
+
+    def render(self, source: _KernelSource) -> None:
+        source.emit(f"{_value(self.slot)} = regs[{self.key!r}]")
+
+
+@dataclass(frozen=True, eq=False)
+class Constant:
+    """`vm.constant`: a backend array of `value` (batch dimension 1)."""
+
+    slot: int
+    value: np.ndarray
+
+    def render(self, source: _KernelSource) -> None:
+        value, dtype = source.constant(self.value), source.dtype(self.value.dtype)
+        source.emit(f"{_value(self.slot)} = asarray({value}, {dtype})")
+
+
+@dataclass(frozen=True)
+class Builtin:
+    """A builtin `vm.prim`; operands of lower event rank get `padding` axes after the batch."""
+
+    slot: int
+    name: str
+    args: tuple[int, ...]
+    padding: tuple[int, ...]
+    dtype: np.dtype
+
+    def render(self, source: _KernelSource) -> None:
+        operands = ", ".join(
+            _value(a) if not pad else f"expand({_value(a)}, {pad})"
+            for a, pad in zip(self.args, self.padding, strict=True)
+        )
+        dtype = source.dtype(self.dtype)
+        source.emit(f"{_value(self.slot)} = prim({self.name!r}, [{operands}], {dtype})")
+
+
+@dataclass(frozen=True, eq=False)
+class ArrayPrim:
+    """A builtin array `vm.prim` (`abir.array_prims`): its implementation, built from the name
+    and parameters when the kernel is planned, called on the whole-batch operands."""
+
+    slot: int
+    name: str
+    params: dict[str, Any]
+    args: tuple[int, ...]
+
+    def render(self, source: _KernelSource) -> None:
+        fn = source.function(array_prims.implementation(self.name, self.params))
+        source.emit(f"{_value(self.slot)} = opaque({fn}, [{_values(self.args)}])")
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """An opaque `vm.prim`: the callable registered as `symbol` (looked up at every call)."""
+
+    slots: tuple[int, ...]
+    symbol: str
+    args: tuple[int, ...]
+
+    def render(self, source: _KernelSource) -> None:
+        call = f"call_opaque_prim(opaque, {self.symbol!r}, [{_values(self.args)}], {len(self.slots)})"
+        source.emit(f"{_values(self.slots)}, = {call}")
+
+
+@dataclass(frozen=True)
+class Write:
+    """`vm.write`: a masked write of a register."""
+
+    key: str
+    slot: int
+
+    def render(self, source: _KernelSource) -> None:
+        source.emit(_masked_write(self.key, _value(self.slot)))
+
+
+PointerGroups = tuple[tuple[str, tuple[str, ...]], ...]
+"""(stack pointer key, the variables of a push/pop/peek that share it), per pointer."""
+
+
+@dataclass(frozen=True)
+class Push:
+    """`vm.push`: per stack pointer, one `state_ops.stack_push` of the variables' registers."""
+
+    groups: PointerGroups
+
+    def render(self, source: _KernelSource) -> None:
+        for pointer, names in self.groups:
+            saves = ", ".join(
+                f"({state_ops.stack_key(name)!r}, regs[{state_ops.register_key(name)!r}])" for name in names
+            )
+            source.emit(f"stack_push(backend, frame, {pointer!r}, [{saves}], mask)")
+
+
+@dataclass(frozen=True)
+class Restore:
+    """`vm.pop` (`drop`) or `vm.peek`: per stack pointer, the saved tops become current. `keep`:
+    a pop of values pushed before a side exit of the same block (`state_ops.stack_top`)."""
+
+    groups: PointerGroups
+    drop: bool
+    keep: bool = False
+
+    def render(self, source: _KernelSource) -> None:
+        for pointer, names in self.groups:
+            stacks = ", ".join(repr(state_ops.stack_key(name)) for name in names)
+            keep = ", keep=True" if self.keep else ""
+            source.emit(f"tops, valid = stack_top(backend, frame, {pointer!r}, [{stacks}], mask, {self.drop}{keep})")
+            source.emit(*(_masked_write(state_ops.register_key(name), f"tops[{i}]", "valid") for i, name in enumerate(names)))
+
+
+@dataclass(frozen=True)
+class Jump:
+    """`vm.jump` (and `vm.halt`: a jump to the halt index)."""
+
+    target: int
+
+    def render(self, source: _KernelSource) -> None:
+        source.emit(_masked_write(state_ops.PC, source.block(self.target)))
+
+
+@dataclass(frozen=True)
+class Branch:
+    """`vm.branch`: pc := then or else target, per member."""
+
+    cond: int
+    then_target: int
+    else_target: int
+
+    def render(self, source: _KernelSource) -> None:
+        then_, else_ = source.block(self.then_target), source.block(self.else_target)
+        choice = f"prim('where', [{_value(self.cond)}, {then_}, {else_}], int32)"
+        source.emit(_masked_write(state_ops.PC, choice))
+
+
+@dataclass(frozen=True)
+class ExitIf:
+    """`vm.exit_if`: members for which the condition holds leave for `target` (pc := target)
+    and drop out of the mask, so the rest of the block runs for the others only."""
+
+    cond: int
+    target: int
+
+    def render(self, source: _KernelSource) -> None:
+        leaving = f"prim('logical_and', [mask, {_value(self.cond)}], bool_)"
+        source.emit(
+            _masked_write(state_ops.PC, source.block(self.target), leaving),
+            f"mask = prim('logical_and', [mask, prim('logical_not', [{_value(self.cond)}], bool_)], bool_)",
+        )
+
+
+@dataclass(frozen=True)
+class Call:
+    """`vm.call`: save the return block on the pc stack, then pc := target (`state_ops.call`)."""
+
+    target: int
+    return_target: int
+
+    def render(self, source: _KernelSource) -> None:
+        back = source.block(self.return_target)
+        source.emit(
+            f"stack_push(backend, frame, {state_ops.PC_SP!r}, [({state_ops.PC_STACK!r}, {back})], mask)",
+            _masked_write(state_ops.PC, source.block(self.target)),
+        )
+
+
+@dataclass(frozen=True)
+class Return:
+    """`vm.return`: pc := the saved return block, which is dropped (`state_ops.return_`)."""
+
+    def render(self, source: _KernelSource) -> None:
+        source.emit(
+            f"tops, valid = stack_top(backend, frame, {state_ops.PC_SP!r}, [{state_ops.PC_STACK!r}], mask, True)",
+            _masked_write(state_ops.PC, "tops[0]", "valid"),
+        )
+
+
+@dataclass(frozen=True)
+class Descend:
+    """`vm.descend`: a self-calling block's iterations at once (`state_ops.descend`)."""
+
+    descent: state_ops.Descent
+
+    def render(self, source: _KernelSource) -> None:
+        source.namespace["descent"] = self.descent
+        source.emit("descend(backend, frame, descent, mask)")
+
+
+Instruction = (
+    Read | Constant | Builtin | ArrayPrim | Opaque | Write | Push | Restore | Jump | Branch | ExitIf | Call | Descend | Return
+)
+
+
+# ----- planning --------------------------------------------------------------------------
+
+
+class _Slots:
+    """Numbers the SSA values of one block."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[SSAValue, int] = {}
+
+    def define(self, value: SSAValue) -> int:
+        self.numbers[value] = len(self.numbers)
+        return self.numbers[value]
+
+    def use(self, value: SSAValue) -> int:
+        return self.numbers[value]
+
+
+def _var_names(op: vm.PushOp | vm.PopOp | vm.PeekOp) -> tuple[str, ...]:
+    return tuple(ref.string_value() for ref in op.vars.data)
+
+
+def stack_pointers(blocks: Sequence[vm.BlockOp]) -> dict[str, str]:
+    """The stack pointer key of every stack variable. Variables that are pushed, popped and
+    peeked by exactly the same ops always hold the same number of saved values, so they share
+    one pointer (named after the first of them): a push or pop of such a group moves one pointer
+    and computes one row index (NUTS's `build_tree`: 9 stack variables, 3 pointers)."""
+    ops_of: dict[str, list[tuple[int, int, int]]] = {}
+    for block in blocks:
+        for position, op in enumerate(block.body.block.ops):
+            if isinstance(op, vm.PushOp | vm.PopOp | vm.PeekOp):
+                for name in _var_names(op):
+                    ops_of.setdefault(name, []).append((block.number, position, 0))
+            elif isinstance(op, vm.DescendOp):  # each of its pushes moves its own pointer
+                for i, ref in enumerate(op.pushes.data):
+                    ops_of.setdefault(ref.string_value(), []).append((block.number, position, i))
+    owner: dict[tuple[tuple[int, int, int], ...], str] = {}
+    return {
+        name: state_ops.pointer_key(owner.setdefault(tuple(ops), name)) for name, ops in sorted(ops_of.items())
+    }
+
+
+def _pointer_groups(names: Sequence[str], pointers: Mapping[str, str]) -> PointerGroups:
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(pointers[name], []).append(name)
+    return tuple((pointer, tuple(group)) for pointer, group in groups.items())
+
+
+def _plan_op(  # noqa: C901
+    op: Operation, slots: _Slots, halt: int, pointers: Mapping[str, str], keeping: bool = False
+) -> Instruction:
+    """The instruction that executes one vm op (`keeping`: a pop that keeps the request of the
+    push it takes back, see `_pending_requests`)."""
+    match op:
+        case vm.ReadOp():
+            return Read(slots.define(op.res), state_ops.register_key(op.var.string_value()))
+        case vm.ConstantOp():
+            return Constant(slots.define(op.res), constant_array(op.value))
+        case vm.PrimOp() if op.fn is not None and array_prims.is_array_prim(op.fn.data):
+            args = tuple(slots.use(a) for a in op.arguments)
+            return ArrayPrim(slots.define(op.res[0]), op.fn.data, decode_params(op.params), args)
+        case vm.PrimOp() if op.fn is not None:
+            args = tuple(slots.use(a) for a in op.arguments)
+            padding = rank_padding(op.arguments.types, op.res.types)
+            return Builtin(slots.define(op.res[0]), op.fn.data, args, padding, result_dtype(op.res[0].type))
+        case vm.PrimOp():
+            args = tuple(slots.use(a) for a in op.arguments)
+            return Opaque(tuple(slots.define(r) for r in op.res), op.prim_name, args)
+        case vm.WriteOp():
+            return Write(state_ops.register_key(op.var.string_value()), slots.use(op.value))
+        case vm.PushOp():
+            return Push(_pointer_groups(_var_names(op), pointers))
+        case vm.PopOp() | vm.PeekOp():
+            return Restore(_pointer_groups(_var_names(op), pointers), drop=isinstance(op, vm.PopOp), keep=keeping)
+        case vm.JumpOp():
+            return Jump(op.target.value.data)
+        case vm.BranchOp():
+            return Branch(slots.use(op.cond), op.then_target.value.data, op.else_target.value.data)
+        case vm.ExitIfOp():
+            return ExitIf(slots.use(op.cond), op.target.value.data)
+        case vm.CallOp():
+            return Call(op.target.value.data, op.return_target.value.data)
+        case vm.DescendOp():
+            return Descend(_descent(op, pointers))
+        case vm.ReturnOp():
+            return Return()
+        case vm.HaltOp():
+            return Jump(halt)
+    raise NotImplementedError(f"the machine cannot execute {op.name}")
+
+
+def _descent(op: vm.DescendOp, pointers: Mapping[str, str]) -> state_ops.Descent:
+    return state_ops.Descent(
+        counter=op.counter.string_value(),
+        step=op.step.value.data,
+        predicate=op.predicate.data,
+        offset=op.offset.value.data,
+        bound=op.bound.value.data,
+        update_first=bool(op.update_before_exit.value.data),
+        pushes=tuple((name, pointers[name], updated, early) for name, updated, early in op.push_list()),
+        exit_target=op.exit_target.value.data,
+        return_target=op.return_target.value.data,
+    )
+
+
+STACK_OPS = (vm.PushOp, vm.PopOp, vm.PeekOp, vm.CallOp, vm.DescendOp, vm.ReturnOp)
+
+
+def _pending_requests(ops: Sequence[Operation]) -> tuple[set[int], tuple[tuple[str, int], ...]]:
+    """What `state_ops` does with a block's pushes, replayed on its ops: (the positions of the
+    pops that keep the request of the push they take back, the write requests the kernel leaves
+    per stack). A pop takes back the last push of the same block still pending, if any, and
+    cancels its request, unless a side exit (`vm.exit_if`) lies in between: the members that
+    left by it keep their push, so the request stays (for them only)."""
+    pending: dict[str, list[bool]] = {}  # per stack: its pending pushes, crossed by an exit?
+    requests: dict[str, int] = {}
+    keeping = set()
+
+    def push(key: str) -> None:
+        pending.setdefault(key, []).append(False)
+        requests[key] = requests.get(key, 0) + 1
+
+    def take_back(position: int, key: str) -> None:
+        pushes = pending.get(key)
+        if not pushes:
+            return  # the pop reads the stack itself
+        if pushes.pop():
+            keeping.add(position)
+        else:
+            requests[key] -= 1
+
+    for position, op in enumerate(ops):
+        match op:
+            case vm.ExitIfOp():
+                pending = {key: [True] * len(pushes) for key, pushes in pending.items()}
+            case vm.PushOp():
+                for name in _var_names(op):
+                    push(state_ops.stack_key(name))
+            case vm.CallOp():
+                push(state_ops.PC_STACK)
+            case vm.DescendOp():  # one write of each whole stack
+                for key in (*(state_ops.stack_key(ref.string_value()) for ref in op.pushes.data), state_ops.PC_STACK):
+                    requests[key] = requests.get(key, 0) + 1
+            case vm.PopOp():
+                for name in _var_names(op):
+                    take_back(position, state_ops.stack_key(name))
+            case vm.ReturnOp():
+                take_back(position, state_ops.PC_STACK)
+    return keeping, tuple((key, count) for key, count in requests.items() if count)
+
+
+def _register_writes(ops: Sequence[Operation], pointers: Mapping[str, str]) -> tuple[str, ...]:
+    """The per-member state keys a block's kernel may change (a superset is harmless: the
+    kernel returns the unchanged value for a key it did not touch)."""
+    keys = {state_ops.PC: None}  # every block ends in a jump, branch, call, return or halt
+    for op in ops:
+        if isinstance(op, vm.WriteOp):
+            keys[state_ops.register_key(op.var.string_value())] = None
+        elif isinstance(op, vm.PushOp):
+            keys.update(dict.fromkeys(pointers[name] for name in _var_names(op)))
+            keys[state_ops.OVERFLOW] = None
+        elif isinstance(op, vm.PopOp | vm.PeekOp):
+            for name in _var_names(op):
+                keys[state_ops.register_key(name)] = None
+                if isinstance(op, vm.PopOp):
+                    keys[pointers[name]] = None
+            keys[state_ops.UNDERFLOW] = None
+        elif isinstance(op, vm.CallOp):
+            keys[state_ops.PC_SP] = keys[state_ops.OVERFLOW] = None
+        elif isinstance(op, vm.DescendOp):
+            keys[state_ops.register_key(op.counter.string_value())] = None
+            keys.update(dict.fromkeys(pointers[ref.string_value()] for ref in op.pushes.data))
+            keys[state_ops.PC_SP] = keys[state_ops.OVERFLOW] = None
+        elif isinstance(op, vm.ReturnOp):
+            keys[state_ops.PC_SP] = keys[state_ops.UNDERFLOW] = None
+    return tuple(keys)
+
+
+def _successors(blocks: Sequence[vm.BlockOp]) -> list[set[int]]:
+    """Each block's possible next blocks: side exits, jump and branch targets, a call's callee,
+    a descent's exit, and for a return the return block of every call (or descent) of its
+    function (the halt index is not a block)."""
+    sites = vm.return_sites(blocks, _function_of)
+    successors = []
+    for block in blocks:
+        exits = set(vm.block_successors(block, (vm.TargetRole.NEXT, vm.TargetRole.CALLEE)))
+        if isinstance(block.body.block.last_op, vm.ReturnOp):
+            exits |= {back for _, back in sites.get(_function_of(block), [])}
+        successors.append(exits)
+    return successors
+
+
+def tail_start(successors: Sequence[set[int]]) -> int:
+    """The smallest index t such that every block from t on only moves members to later blocks
+    (or halts): the program's tail (`BlockPlan.in_tail`); `successors` as `_successors` gives."""
+    start = len(successors)
+    while start > 0 and all(s > start - 1 for s in successors[start - 1]):
+        start -= 1
+    return start
+
+
+def _function_of(block: vm.BlockOp) -> str | None:
+    function = block.attributes.get("function")
+    return function.data if isinstance(function, StringAttr) else None
+
+
+def _location_of(block: vm.BlockOp) -> str | None:
+    location = block.attributes.get("abir.loc")
+    return location.data if isinstance(location, StringAttr) else None
+
+
+def _call_locations(ops: Sequence[Operation]) -> tuple[str, ...]:
+    locations = (op.attributes.get("abir.call_loc") for op in ops if isinstance(op, vm.PushOp | vm.CallOp | vm.DescendOp))
+    return tuple(dict.fromkeys(loc.data for loc in locations if isinstance(loc, StringAttr)))
+
+
+def static_returns(blocks: Sequence[vm.BlockOp]) -> dict[str, int] | None:
+    """The return block of every function, when each function is entered by one `vm.call` and
+    nothing else pushes a return block (no `vm.descend`): a member returning from a function
+    then always goes back to that call's return block, and the program needs no
+    program-counter stack. None when some function has several return sites (recursion, or a
+    function called from two places, or the entry function called again: members start in it
+    without a call), whose returns read the stack."""
+    sites = vm.return_sites(blocks, _function_of)
+    if any(len(places) != 1 for places in sites.values()):
+        return None
+    if blocks and _function_of(blocks[0]) in sites:
+        return None
+    if any(isinstance(op, vm.DescendOp) for block in blocks for op in block.body.block.ops):
+        return None
+    returns = {function: back for function, [(_, back)] in sites.items() if isinstance(function, str)}
+    for block in blocks:
+        if isinstance(block.body.block.last_op, vm.ReturnOp) and _function_of(block) not in returns:
+            return None
+    return returns
+
+
+def _without_call_stack(ops: Sequence[Operation], function: str | None, returns: Mapping[str, int]) -> list[Operation]:
+    """A block's ops with its call or return turned into a jump (`static_returns`): the call
+    to its callee's first block, the return to its function's one return block."""
+    if isinstance(ops[-1], vm.CallOp):
+        return [*ops[:-1], vm.JumpOp(ops[-1].target.value.data)]
+    if isinstance(ops[-1], vm.ReturnOp) and function is not None:
+        return [*ops[:-1], vm.JumpOp(returns[function])]
+    return list(ops)
+
+
+def _plan_block(
+    block: vm.BlockOp,
+    halt: int,
+    pointers: Mapping[str, str],
+    in_tail: bool = False,
+    successors: tuple[int, ...] = (),
+    returns: Mapping[str, int] | None = None,
+) -> BlockPlan:
+    """The plan of one block; with `returns` (`static_returns`), its call or return is a jump."""
+    slots = _Slots()
+    ops = list(block.body.block.ops)
+    callee = ops[-1].target.value.data if isinstance(ops[-1], vm.CallOp) else None
+    if returns is not None:
+        ops = _without_call_stack(ops, _function_of(block), returns)
+    keeping, stack_writes = _pending_requests(ops)
+    instructions = tuple(_plan_op(op, slots, halt, pointers, i in keeping) for i, op in enumerate(ops))
+    terminator = ops[-1]
+    uses_stacks = any(isinstance(op, STACK_OPS) for op in ops)
+    return BlockPlan(
+        index=block.number,
+        function=_function_of(block),
+        location=_location_of(block),
+        call_locations=_call_locations(ops),
+        instructions=instructions,
+        code=KernelCode.generate(block.number, instructions, uses_stacks),
+        uses_stacks=uses_stacks,
+        callee=block.number if isinstance(terminator, vm.DescendOp) else callee,
+        stack_writes=stack_writes,
+        register_writes=_register_writes(ops, pointers),
+        in_tail=in_tail,
+        loops_to_itself=block.number in successors,
+        writes_whole_stacks=isinstance(terminator, vm.DescendOp),
+        successors=successors,
+    )
+
+
+# ----- kernels ---------------------------------------------------------------------------------
+
+_KERNEL_NAMES: dict[str, Any] = {
+    "Frame": Frame,
+    "stack_push": state_ops.stack_push,
+    "stack_top": state_ops.stack_top,
+    "descend": state_ops.descend,
+    "finish": state_ops.finish,
+    "count_step": state_ops.count_step,
+    "call_opaque_prim": call_opaque_prim,
+    "bool_": np.bool_,
+    "int32": np.int32,
+}
+"""The names every kernel's code may use besides its own bindings and the backend's methods."""
+
+
+@dataclass(frozen=True, eq=False)
+class KernelCode:
+    """The generated Python function of one block, compiled once and bound per backend.
+
+    `source` defines `block_<index>(regs, stacks) -> (regs, writes)` (`BlockKernel`);
+    `namespace` holds the constants it refers to by name. The backend's methods are bound
+    once per kernel (`prim`, `where`, `asarray`, `expand`, `opaque`), and every vm op becomes
+    the same backend calls, in op order, whatever the backend (NumPy runs them, JAX and TF
+    trace them)."""
+
+    name: str
+    source: str
+    namespace: Mapping[str, Any]
+    code: CodeType
+
+    @classmethod
+    def generate(
+        cls, index: int, instructions: Sequence[Instruction], uses_stacks: bool, count_steps: bool = False
+    ) -> KernelCode:
+        """The kernel of a block; with `count_steps`, for a run with a step limit
+        (`state_ops.count_step` after the block's own updates)."""
+        source = _KernelSource()
+        block = source.block(index)
+        if uses_stacks:
+            source.emit("frame = Frame(regs, stacks)")
+        source.emit(f"mask = prim('equal', (regs[{state_ops.PC!r}], {block}), bool_)")
+        if count_steps:
+            source.emit("entered = mask")  # side exits narrow `mask`; every member entered counts
+        for instruction in instructions:
+            instruction.render(source)
+        if uses_stacks:
+            source.emit(f"finish(backend, frame, {index}, halt)")
+        if count_steps:
+            source.emit("count_step(backend, regs, entered, halt)")
+        source.emit("return regs, frame.writes" if uses_stacks else "return regs, {}")
+        name = f"block_{index}"
+        text = f"def {name}(regs, stacks):\n" + "".join(f"    {line}\n" for line in source.lines)
+        filename = f"<abir kernel {name} {id(source):x}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)  # tracebacks
+        return cls(name, text, source.namespace, compile(text, filename, "exec"))
+
+    def bind(self, backend: Backend, halt: int) -> Callable[[State, State], tuple[State, Writes]]:
+        """The kernel function calling `backend`'s methods; `halt` is the halt index."""
+        names = {
+            **_KERNEL_NAMES,
+            **self.namespace,
+            "backend": backend,
+            "halt": halt,
+            "prim": backend.builtin_prim,
+            "where": backend.where,
+            "asarray": backend.asarray,
+            "expand": backend.expand_event_dims,
+            "opaque": backend.call_opaque,
+        }
+        exec(self.code, names)  # noqa: S102 (our own generated source)
+        return names[self.name]  # type: ignore[no-any-return]
+
+
+class BlockKernel:
+    """The kernel of one planned block on one backend.
+
+    `split(regs, stacks) -> (regs, writes)` is the form backends run: `regs` holds the state's
+    per-member arrays (a fresh dict the kernel may fill), `stacks` the `[D, B, ...]` stacks,
+    read only; `writes` are the stack write requests to apply afterwards (`state_ops`).
+    `writes` (the attribute) gives their static count per stack key, `register_writes` the
+    per-member keys `split` may change (the others come back as the same objects). Calling the kernel on a
+    full state (`state -> state`, the plain `Kernel` protocol) applies the requests itself.
+    `split` is the block's generated function (`KernelCode`)."""
+
+    split: Callable[[State, State], tuple[State, Writes]]
+
+    def __init__(self, plan: BlockPlan, backend: Backend, halt: int):
+        self.plan = plan
+        self.backend = backend
+        self.halt = halt
+        self.writes = dict(plan.stack_writes)
+        self.register_writes = plan.register_writes
+        self.__name__ = f"block_{plan.index}"
+        self.split = plan.code.bind(backend, halt)
+
+    def __call__(self, state: State) -> State:
+        regs, stacks = state_ops.split_state(state)
+        regs, writes = self.split(regs, stacks)
+        return {**regs, **apply_writes(stacks, writes, self.backend.stack_scatter)}
+
+
+def make_kernel(plan: BlockPlan, backend: Backend, halt: int) -> BlockKernel:
+    """The kernel of one planned block on one backend."""
+    return BlockKernel(plan, backend, halt)
+
+
+def plan_blocks(blocks: Sequence[vm.BlockOp]) -> tuple[list[BlockPlan], dict[str, str]]:
+    """The plan of every block of a program, and the stack pointer key of each stack variable
+    (`stack_pointers`)."""
+    successors = _successors(blocks)
+    halt, tail, pointers = len(blocks), tail_start(successors), stack_pointers(blocks)
+    returns = static_returns(blocks)
+    plans = [
+        _plan_block(block, halt, pointers, block.number >= tail, tuple(sorted(successors[block.number])), returns)
+        for block in blocks
+    ]
+    return plans, pointers
