@@ -32,7 +32,7 @@ from abir.errors import AbirError
 from abir.frontend.program import FrontendProgram
 from abir.lane_devices import lane_devices, run_lanes_on_devices, stream_devices, stream_lanes_on_devices
 from abir.lru import LRUCache
-from abir.opaque import HelperStructureLearned, calling_with_batch, failure_mark, helper_error
+from abir.opaque import CallBatch, HelperStructureLearned, calling_with_batch, failure_mark, helper_error
 from abir.passes.pipeline import lower_to_vm, type_and_optimize
 from abir.types import TensorType, ir_type
 from abir.vm.inputs import batch_size_of, prepare_inputs
@@ -90,20 +90,48 @@ class CompiledProgram:
     machine: Machine
 
 
-@dataclass(frozen=True)
 class SteadyCall:
     """What a call found for its arguments once they passed every check, reused by later calls
     whose arguments have the same `steady_signature` (so the same checks would pass again): the
     options, the compiled program and the key it is cached under (it is used only while that
-    cache still holds it), and the batch size."""
+    cache still holds it), and the batch size. Called on such arguments, it runs the program
+    and returns the call's results, raising what the checked path raises."""
 
-    options: CallOptions
-    program: CompiledProgram
-    program_key: Any
-    batch_size: int
-    run: Callable[[Sequence[Any]], list[Any]] | None = None
-    """The machine's run for such arguments without the checks they passed (`Machine.steady_run`),
-    where it has one."""
+    __slots__ = ("options", "program", "program_key", "batch_size", "run", "batch", "output_treedef")
+
+    def __init__(
+        self,
+        options: CallOptions,
+        program: CompiledProgram,
+        program_key: Any,
+        batch_size: int,
+        run: Callable[[Sequence[Any]], list[Any]] | None = None,
+    ):
+        self.options = options
+        self.program = program
+        self.program_key = program_key
+        self.batch_size = batch_size
+        self.run = run
+        """The machine's run for such arguments without the checks they passed
+        (`Machine.steady_run`), where it has one; else `run_machine`."""
+        self.batch = CallBatch(batch_size, machine_rows(batch_size, options))
+        self.output_treedef = program.frontend.output_treedef
+
+    def __call__(self, args: Sequence[Any]) -> Any:
+        options = self.options
+        mark = failure_mark()
+        try:
+            with options.backend.scope(args), calling_with_batch(self.batch.size, self.batch.rows):
+                if self.run is not None:
+                    outputs = self.run(args)
+                else:
+                    outputs = run_machine(self.program, args, options, self.batch_size)
+        except Exception as err:
+            explained = helper_error(err, since=mark)
+            if explained is None:
+                raise
+            raise explained from err
+        return optree.tree_unflatten(self.output_treedef, list(outputs))
 
 
 _PARSED_OPTIONS = LRUCache(PARSED_OPTIONS)
@@ -479,10 +507,10 @@ class Compiler:
         """Run batched function `name` on `args` (the non-dry-run modes). A call whose arguments
         are arrays of the types, shapes and dtypes of an earlier plain run skips the checks and
         look-ups that run made (`SteadyCall`); every error the run itself finds is raised the same."""
+        steady = self.steady_call(name, args, kwargs)
+        if steady is not None:
+            return steady(args)
         steady_key = self.steady_key(name, args, kwargs)
-        steady = None if steady_key is None else self.steady.get(steady_key)
-        if steady is not None and self.still_steady(steady, args):
-            return self.run_steady(name, steady, args)
         options = parse_call_options(name, kwargs)
         leaves, treedefs = flatten_arguments(name, args)
         batch_size = leaf_batch_size(name, leaves, treedefs, args)
@@ -510,6 +538,23 @@ class Compiler:
             return None
         return (name, self.source.generation, keywords, signature)
 
+    def steady_call(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> SteadyCall | None:
+        """The `SteadyCall` of a call whose arguments and keywords are those of an earlier plain
+        run's (`steady_key`) while it still holds (`still_steady`), else None. Looked up by a key
+        made without checking the arguments: only checked keys are stored, and arguments that
+        are not one array each make another key, or none (`steady_signature`)."""
+        if not self.steady:
+            return None
+        try:
+            keywords = tuple((key, type(value), value) for key, value in kwargs.items())
+            signature = tuple((type(arg), tuple(arg.shape), arg.dtype) for arg in args)
+            steady = self.steady.get((name, self.source.generation, keywords, signature))
+        except (AttributeError, TypeError):  # an argument that is no array, a keyword value not hashable
+            return None
+        if steady is None or not self.still_steady(steady, args):
+            return None
+        return steady
+
     def still_steady(self, steady: SteadyCall, args: Sequence[Any]) -> bool:
         """Whether `steady` holds for arguments of its signature: its program is still the one
         compiled (not evicted or recompiled), and arrays of the backend are not sharded over
@@ -519,17 +564,6 @@ class Compiler:
         if all(isinstance(arg, np.ndarray) for arg in args):
             return True
         return steady.options.backend.batch_sharding(args) is None
-
-    def run_steady(self, name: str, steady: SteadyCall, args: Sequence[Any]) -> Any:
-        """The results of a call that runs as its `SteadyCall` says."""
-        options, program, batch_size = steady.options, steady.program, steady.batch_size
-        rows = machine_rows(batch_size, options)
-        with options.backend.scope(args), calling_with_batch(batch_size, rows), explained_helper_errors():
-            if steady.run is not None:
-                outputs = steady.run(args)
-            else:
-                outputs = run_machine(program, args, options, batch_size)
-        return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
     def imap(
         self, name: str, members: Iterable[Sequence[Any]], lanes: int, chunk_size: int | None, kwargs: Mapping[str, Any]

@@ -22,8 +22,7 @@ import re
 import sys
 import sysconfig
 import types
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,15 +128,21 @@ class CallBatch:
 _CALL_BATCH: ContextVar[CallBatch | None] = ContextVar("abir_call_batch", default=None)
 
 
-@contextmanager
-def calling_with_batch(size: int, rows: int | None = None) -> Iterator[None]:
+class calling_with_batch:  # noqa: N801 (used as a function: `with calling_with_batch(size):`)
     """Within: errors about helpers name `size`, the batch size the user's call passed (run on
-    `rows` rows, default `size`), where the arrays a helper got have another leading dimension."""
-    token = _CALL_BATCH.set(CallBatch(size, size if rows is None else rows))
-    try:
-        yield
-    finally:
-        _CALL_BATCH.reset(token)
+    `rows` rows, default `size`), where the arrays a helper got have another leading dimension.
+    (A class, not a generator: entered on every call, it costs a fraction of one.)"""
+
+    __slots__ = ("batch", "token")
+
+    def __init__(self, size: int, rows: int | None = None):
+        self.batch = CallBatch(size, size if rows is None else rows)
+
+    def __enter__(self) -> None:
+        self.token = _CALL_BATCH.set(self.batch)
+
+    def __exit__(self, *exception: Any) -> None:
+        _CALL_BATCH.reset(self.token)
 
 
 def call_batch() -> CallBatch | None:

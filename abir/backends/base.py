@@ -668,16 +668,29 @@ class Backend(BackendProtocol):
         allows. Between launches Python handles signals (a KeyboardInterrupt stops the run) and
         reads the members' program counters to see whether all halted. `launch_seconds=None`
         runs the whole loop in one launch."""
+        iterations = self.first_launch_iterations()
+        start = time.perf_counter()
+        state = launch(state, iterations)
+        return self.continue_launches(launch, state, halt_index, iterations, start)
+
+    def first_launch_iterations(self) -> int:
+        """The loop iterations of a run's first launch (`run_in_launches`)."""
+        return MAX_LAUNCH_ITERATIONS if self.launch_seconds is None else FIRST_LAUNCH_ITERATIONS
+
+    def continue_launches(
+        self, launch: Callable[[State, int], State], state: State, halt_index: int, iterations: int, start: float
+    ) -> State:
+        """`run_in_launches` from the `state` a launch of `iterations` iterations begun at `start`
+        (`time.perf_counter()`) left: further launches, each as long as the last one's pace
+        allows, until every member has halted (none without `launch_seconds`)."""
         if self.launch_seconds is None:
-            return launch(state, MAX_LAUNCH_ITERATIONS)
-        iterations = FIRST_LAUNCH_ITERATIONS
-        while True:
-            start = time.perf_counter()
-            state = launch(state, iterations)
-            if self._all_halted(state, halt_index):
-                return state
+            return state
+        while not self._all_halted(state, halt_index):
             pace = iterations / max(time.perf_counter() - start, 1e-4)
             iterations = int(min(max(pace * self.launch_seconds, 64), MAX_LAUNCH_ITERATIONS))
+            start = time.perf_counter()
+            state = launch(state, iterations)
+        return state
 
     def _all_halted(self, state: State, halt_index: int) -> bool:
         """Whether every member of a launch's `state` has halted, from its `STATUS_KEY` entry
@@ -843,6 +856,16 @@ class Backend(BackendProtocol):
         """`run` with these arguments as a function of the initial state, for initial states
         like `state` (the same keys, shapes and dtypes), its per-run choices made once; None
         (the default) where the backend has none (`Machine.run` then calls `run`)."""
+        return None
+
+    def steady_launcher(
+        self, launcher: Callable[[State], State], zeros: State, input_keys: Sequence[str]
+    ) -> Callable[[Sequence[Any]], State] | None:
+        """`launcher` (made by `launcher`) as a function of a run's input leaves alone, for initial
+        states that are `zeros` with the leaves under `input_keys` (leaves of the types, shapes
+        and dtypes of the run that made it, on concrete arrays): the state `launcher` would
+        return, its `STATUS_KEY` read. None (the default) where the backend has none (the
+        machine then builds each initial state and calls `launcher`)."""
         return None
 
     def compiled_run(

@@ -92,6 +92,7 @@ class Machine:
         self.variables = variables
         self.inputs = tuple(inputs)
         self.outputs = tuple(outputs)
+        self.output_keys = tuple(state_ops.register_key(name) for name in self.outputs)
         self.plans = tuple(plans)
         self.pointers = dict(pointers) if pointers is not None else {
             name: state_ops.pointer_key(name) for name, var in variables.items() if var.is_stack
@@ -293,7 +294,7 @@ class Machine:
     def _outputs(self, backend: Backend, state: State) -> list[Any]:
         """The output registers of a finished run's `state`, as the backend's arrays (a register
         no block writes may come back as the backend left it: a JAX `Fill`)."""
-        outputs = [state[state_ops.register_key(name)] for name in self.outputs]
+        outputs = [state[key] for key in self.output_keys]
         return [output if backend.is_native(output) else backend.asarray(output) for output in outputs]
 
     def _launcher(
@@ -314,7 +315,8 @@ class Machine:
 class SteadyRun:
     """`Machine.run` on input leaves known to be of the input types, `batch` members each (see
     `Machine.steady_run`): the initial state, the backend's run (its `Backend.launcher` where it
-    has one) and the error checks, nothing else."""
+    has one) and the error checks, nothing else. Where the backend runs its launcher from the
+    input leaves alone (`Backend.steady_launcher`), the machine builds no state at all."""
 
     def __init__(self, machine: Machine, backend: Backend, batch: int, max_stack_depth: int, cache_key: Any):
         self.machine = machine
@@ -331,6 +333,8 @@ class SteadyRun:
         size = sum(math.prod(shape) * dtype.itemsize for shape, dtype in shapes.values())
         self.keeps_zeros = backend.immutable_arrays and size <= REUSED_ZERO_STATE_BYTES
         self.launcher: Callable[[State], State] | None = None
+        self.launch: Callable[[Sequence[Any]], State] | None = None
+        """The backend's `steady_launcher`, once the first run found one."""
 
     def initial_state(self, leaves: Sequence[Any]) -> State:
         """`Machine.initial_state` for `leaves`."""
@@ -345,16 +349,27 @@ class SteadyRun:
 
     def __call__(self, leaves: Sequence[Any]) -> list[Any]:
         machine, backend = self.machine, self.backend
+        if self.launch is not None:
+            state = self.launch(leaves)
+        else:
+            state = self._launched(leaves)
+        machine.last_stats = backend.last_stats
+        if state.pop(STATUS_KEY, FLAGGED) & FLAGGED:
+            raise_member_errors(machine.plans, backend, state, self.max_stack_depth)
+        return machine._outputs(backend, state)
+
+    def _launched(self, leaves: Sequence[Any]) -> State:
+        """The final state of a run the machine starts itself (`Machine._launched`); the first
+        such run asks the backend for its `steady_launcher`, which runs the later ones."""
+        machine, backend = self.machine, self.backend
         state = self.initial_state(leaves)
         kernels = machine.kernels(backend)
         if self.launcher is None:
             self.launcher = machine._launcher(backend, kernels, state, self.cache_key, self.error_flags)
-        state = machine._launched(backend, kernels, state, self.cache_key, self.error_flags, self.launcher)
-        machine.last_stats = backend.last_stats
-        status = state.pop(STATUS_KEY, None)
-        if status is None or status & FLAGGED:
-            raise_member_errors(machine.plans, backend, state, self.max_stack_depth)
-        return machine._outputs(backend, state)
+            if self.launcher is not None:
+                zeros = {key: value for key, value in state.items() if key not in self.inputs}
+                self.launch = backend.steady_launcher(self.launcher, zeros, self.inputs)
+        return machine._launched(backend, kernels, state, self.cache_key, self.error_flags, self.launcher)
 
 
 def staged_leaves(backend: Backend, leaves: Sequence[Any]) -> bool:

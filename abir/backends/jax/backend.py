@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import time
 from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ from abir import prims
 from abir.backends.base import (
     LAUNCH_SECONDS,
     MAX_LAUNCH_ITERATIONS,
+    RUNNING,
     STATUS_KEY,
     Backend,
     Kernel,
@@ -76,6 +78,12 @@ def _safe_int_division(name: str, x: Any, y: Any) -> Any:
     return jnp.where(zero, jnp.zeros_like(result), result)
 
 
+def launch_signature(arrays: State) -> tuple[Any, ...]:
+    """The keys and shapes of a launch's state arrays, which `Launch` keeps its chosen loop by
+    (the run's counters, a dict, take their shapes from the batch)."""
+    return (tuple(arrays), tuple(getattr(value, "shape", None) for value in arrays.values()))
+
+
 class Launch:
     """One launch (`Backend.run_in_launches`) of a run of its own: the state's arrays go to its
     compiled `loop`, the entries it changed come back, and the host reads its `STATUS_KEY`. The
@@ -100,14 +108,19 @@ class Launch:
             made = self.made[value] = value.made()
         return made
 
+    def chosen_loop(self, arrays: State) -> Callable[[State, Any], State] | None:
+        """The compiled loop for states of `arrays`' keys and shapes, or None while
+        `OneKernelWherePossible` has not chosen it (it does at its first call)."""
+        if not isinstance(self.loop, OneKernelWherePossible):
+            return self.loop
+        return self.chosen.get(launch_signature(arrays))
+
     def __call__(self, state: State, iterations: int) -> State:
         arrays = {key: self.array(value) for key, value in state.items() if key != STATUS_KEY}
-        # (the run's counters, a dict, take their shapes from the batch)
-        signature = (tuple(arrays), tuple(getattr(value, "shape", None) for value in arrays.values()))
-        loop = self.chosen.get(signature)
+        loop = self.chosen_loop(arrays)
         out = dict((loop or self.loop)(arrays, iterations_on_device(iterations)))
-        if loop is None and isinstance(self.loop, OneKernelWherePossible):
-            self.chosen[signature] = self.loop.chosen_for(arrays)
+        if loop is None:
+            self.chosen[launch_signature(arrays)] = self.loop.chosen_for(arrays)
         out.pop(ANCHORS_KEY, None)
         state = {**state, **out}
         state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))  # read once, by the host
@@ -130,6 +143,40 @@ class StandaloneRun:
             return self.run(state)
         state = self.backend.run_in_launches(self.launch, state, self.halt_index)
         self.backend.last_stats = None
+        return state
+
+
+class SteadyLaunch:
+    """A `StandaloneRun` as a function of the run's input leaves (`JaxBackend.steady_launcher`):
+    the initial state is the `zeros` made once on the device with the leaves put in, its first
+    launch calls the compiled loop its `Launch` chose for that state's signature directly, and
+    the host reads one number, the status; a run not done after that launch continues in
+    launches (`Backend.continue_launches`). Returns the final state, as `StandaloneRun` does."""
+
+    def __init__(self, run: StandaloneRun, zeros: State, input_keys: Sequence[str]):
+        self.run = run
+        self.zeros = {key: run.launch.array(value) for key, value in zeros.items() if key != STATUS_KEY}
+        self.input_keys = tuple(input_keys)
+        self.iterations = run.backend.first_launch_iterations()
+        self.on_device = iterations_on_device(self.iterations)
+        self.loop: Callable[[State, Any], State] | None = None
+
+    def __call__(self, leaves: Sequence[Any]) -> State:
+        state = dict(self.zeros)
+        state.update(zip(self.input_keys, leaves, strict=True))
+        loop = self.loop
+        if loop is None:
+            loop = self.loop = self.run.launch.chosen_loop(state)
+            if loop is None:  # the launch chooses its loop at its first call
+                return self.run(state)
+        start = time.perf_counter()
+        state.update(loop(state, self.on_device))
+        state.pop(ANCHORS_KEY, None)
+        state[STATUS_KEY] = status = int(np.asarray(state[STATUS_KEY]))  # the one read by the host
+        run = self.run
+        if status & RUNNING:
+            state = run.backend.continue_launches(run.launch, state, run.halt_index, self.iterations, start)
+        run.backend.last_stats = None
         return state
 
 
@@ -471,6 +518,15 @@ class JaxBackend(Backend):
             self.run, kernels, halt_index=halt_index, cache_key=cache_key, code_cache=code_cache, stack_keys=stack_keys,
             error_flags=error_flags,
         ))  # fmt: skip
+
+    def steady_launcher(
+        self, launcher: Callable[[State], State], zeros: State, input_keys: Sequence[str]
+    ) -> Callable[[Sequence[Any]], State] | None:
+        """A `SteadyLaunch` of a `StandaloneRun` (a launcher made by `launcher`); None for any
+        other launcher."""
+        if not isinstance(launcher, StandaloneRun):
+            return None
+        return SteadyLaunch(launcher, zeros, input_keys)
 
     # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
     def any(self, t: Any, name: str | None = None) -> Any:
