@@ -151,3 +151,22 @@ def test_arguments_of_another_shape_or_kind_take_the_checked_path(monkeypatch):
         f(np.array([3, 1, 2]), backend="numpy")  # another batch size: checked again
     with pytest.raises(AssertionError, match="flattened its arguments again"):
         f([3, 1], backend="numpy")  # a list of numbers: read by np.asarray, checked again
+
+
+def test_a_steady_jax_call_runs_from_its_input_leaves_and_continues_in_launches(monkeypatch):
+    from abir.backends import base
+    from abir.backends.jax.backend import SteadyLaunch
+
+    monkeypatch.setattr(base, "FIRST_LAUNCH_ITERATIONS", 2)  # every run here takes more than one launch
+    backend = abir.JaxBackend(launch_seconds=1e-6)
+    f = abir.Context().batch_uncurried(depth)
+    launches = []
+    for x in (np.array([3, 0, 5]), np.array([7, 1, 2]), np.array([9, 4, 0])):
+        np.testing.assert_array_equal(f(x, backend=backend, max_stack_depth=12), per_member(depth, x))
+        steady = next(iter(f._context._compiler.steady.values()))
+        launches.append(steady.run.launch)
+    assert launches[0] is None  # made by the first steady call, which builds the machine's state
+    assert isinstance(launches[1], SteadyLaunch) and launches[2] is launches[1]
+    recursing_line = depth.__code__.co_firstlineno + 3
+    with pytest.raises(abir.StackOverflowError, match=rf"'depth' at .*test_steady_calls.py:{recursing_line} .*: batch member 1 recursed"):
+        f(np.array([1, 30, 2]), backend=backend, max_stack_depth=12)

@@ -58,8 +58,9 @@ from abir.backends.traced import STATS_KEY, read_only_keys, run_stats, zero_coun
 from abir.types import TensorType
 
 ANCHORS_KEY = "__anchors__"
-"""A standalone sweep's output holding one element of each read-only register, which the
-launch returns no copy of (`abir.backends.traced.read_only_keys`); dropped after the launch."""
+"""A standalone sweep's output holding one element of each read-only register (as float32, in
+one array), which the launch returns no copy of (`abir.backends.traced.read_only_keys`);
+dropped after the launch."""
 
 
 def dtype_of(value: Any) -> Any:
@@ -484,8 +485,11 @@ class JaxBackend(Backend):
                     fixed = sorted(read_only_keys(ks, state, stack_keys))
                     out = {key: value for key, value in run(state, iterations).items() if key not in fixed}
                     # one element of each input stays an output: XLA's one-kernel emitter aborts
-                    # on an input the optimized loop no longer reads (one only passed through)
-                    out[ANCHORS_KEY] = [state[key].reshape(-1)[:1] for key in fixed if key in state]
+                    # on an input the optimized loop no longer reads (one only passed through);
+                    # all in one array, as each output buffer costs the call a fixed time
+                    anchors = [jnp.real(state[key].reshape(-1)[:1]).astype(np.float32) for key in fixed if key in state]
+                    if anchors:
+                        out[ANCHORS_KEY] = jnp.concatenate(anchors)
                     return out
 
                 return changing
