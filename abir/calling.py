@@ -543,13 +543,13 @@ class Compiler:
         run's (`steady_key`) while it still holds (`still_steady`), else None. Looked up by a key
         made without checking the arguments: only checked keys are stored, and arguments that
         are not one array each make another key, or none (`steady_signature`)."""
-        if not self.steady:
+        if not self.steady or kwargs.get("backend") is None:  # no backend named: no key (`options_key`)
             return None
         try:
             keywords = tuple((key, type(value), value) for key, value in kwargs.items())
             signature = tuple((type(arg), tuple(arg.shape), arg.dtype) for arg in args)
             steady = self.steady.get((name, self.source.generation, keywords, signature))
-        except (AttributeError, TypeError):  # an argument that is no array, a keyword value not hashable
+        except (AttributeError, TypeError, ValueError):  # no array, an unknown shape, a value not hashable
             return None
         if steady is None or not self.still_steady(steady, args):
             return None
