@@ -121,9 +121,9 @@ def warm_jax() -> None:
 
 def child(program_name: str, size: int, system: str, passes: bool) -> dict[str, Any]:
     import jax
+    import suite_programs as sp
 
     import abir
-    import suite_programs as sp
 
     jax.config.update("jax_enable_x64", True)  # as bench/suite.py runs every system
     program = sp.SUITE[program_name]
