@@ -141,9 +141,11 @@ def child(program_name: str, size: int, system: str, passes: bool) -> dict[str, 
     import abir
 
     jax.config.update("jax_enable_x64", True)  # as bench/suite.py runs every system
+    warm_up(system)
+    if program_name in NUTS:
+        return nuts_child(program_name, size, system, passes)
     program = sp.SUITE[program_name]
     inputs = program.make_inputs(size, False)
-    warm_up(system)
     clock = StageClock()
     install(clock, passes)
     start = time.process_time()
@@ -155,6 +157,57 @@ def child(program_name: str, size: int, system: str, passes: bool) -> dict[str, 
         result = jax.block_until_ready(program.jax_vmap()(*inputs))
     total = time.process_time() - start
     sp.assert_equal(sp.as_tuple(result), sp.python_run(program, inputs), f"{program_name} {system}")
+    seconds = dict(clock.seconds)
+    seconds["other"] = total - sum(seconds.values())
+    counts = {**clock.counts, "trace": clock.events["trace_to_jaxpr"]}
+    return {"total": total, "seconds": seconds, "counts": counts, "compiled": clock.compiled}
+
+
+NUTS = ("nuts-d10", "nuts-logreg")
+"""NUTS of `bench/suite.py` (20 transitions): `examples/nuts.py` on the D=10 Gaussian, and
+`abir.samplers.nuts` on the logistic regression; the alternative is BlackJAX."""
+NUTS_STEPS = 20
+
+
+def nuts_child(name: str, size: int, system: str, passes: bool) -> dict[str, Any]:
+    """`child` for a NUTS program (results checked by `bench/suite.py`, not here)."""
+    import jax
+    import numpy as np
+    import suite
+    import suite_programs as sp
+
+    import abir
+
+    ex = suite.ex
+    if name == "nuts-d10":
+        dim, depth = suite.NUTS_TARGETS[name]
+        eps = suite.NUTS_STEP_SIZE[name]
+        precision, _ = ex.correlated_precision(dim)
+        q0, keys = ex.initial_positions(1, size, dim), ex.chain_keys(1, size)
+        sampler = ex.make_nuts(precision, depth)
+
+        def logdensity(q: Any) -> Any:
+            return -0.5 * q @ precision @ q
+
+        def first() -> Any:
+            if system != "abir":
+                return suite.blackjax_nuts(logdensity, q0, eps, depth, NUTS_STEPS)()
+            return ex.batch(sampler)(q0, eps, keys, np.int64(NUTS_STEPS), backend=abir.JaxBackend(),
+                                     max_stack_depth=ex.stack_depth(sampler))  # fmt: skip
+    else:
+        q0 = sp.logreg_initial_positions(size)
+
+        def first() -> Any:
+            if system != "abir":
+                return suite.blackjax_nuts(sp.logreg_logdensity_jax, q0, suite.LOGREG_STEP_SIZE, suite.LOGREG_DEPTH,
+                                           NUTS_STEPS)()  # fmt: skip
+            return sp.logreg_nuts(abir.JaxBackend(), q0, NUTS_STEPS, suite.LOGREG_STEP_SIZE, suite.LOGREG_DEPTH)
+
+    clock = StageClock()
+    install(clock, passes)
+    start = time.process_time()
+    jax.block_until_ready(first())
+    total = time.process_time() - start
     seconds = dict(clock.seconds)
     seconds["other"] = total - sum(seconds.values())
     counts = {**clock.counts, "trace": clock.events["trace_to_jaxpr"]}
@@ -180,7 +233,7 @@ def main() -> None:
     import suite_programs as sp
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--programs", default=",".join(sp.SUITE))
+    parser.add_argument("--programs", default=",".join(sp.SUITE), help=f"also {', '.join(NUTS)}")
     parser.add_argument("--sizes", default="64,1024")
     parser.add_argument("--processes", type=int, default=1)
     parser.add_argument("--passes", action="store_true", help="also time each xDSL pass and verification")
@@ -197,7 +250,7 @@ def main() -> None:
             abir_runs, alternative_runs = [], []
             for _ in range(args.processes):
                 abir_runs.append(measure(name, size, "abir", args.passes))
-                if sp.SUITE[name].jax_vmap is not None and not args.no_alternative:
+                if (name in NUTS or sp.SUITE[name].jax_vmap is not None) and not args.no_alternative:
                     alternative_runs.append(measure(name, size, "jax-vmap", False))
             abir = median_of(abir_runs)
             alternative = statistics.median(r["total"] for r in alternative_runs) if alternative_runs else None
@@ -205,7 +258,7 @@ def main() -> None:
             print(name, size, json.dumps(abir), alternative, file=sys.stderr, flush=True)
     extra = sorted({key for _, _, abir, _ in rows for key in abir["seconds"] if key not in STAGES})
     columns = [*STAGES, *extra]
-    print("| program | B | " + " | ".join(columns) + " | abir total | jit(vmap) total | traces | XLA compiles |")
+    print("| program | B | " + " | ".join(columns) + " | abir total | alternative total | traces | XLA compiles |")
     print("|---|---:|" + "---:|" * (len(columns) + 4))
     for name, size, abir, alternative in rows:
         cells = [f"{abir['seconds'].get(c, 0.0) * 1000:.0f}" for c in columns]
