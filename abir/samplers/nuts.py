@@ -35,13 +35,15 @@ class NutsResult:
 
 
 def jax_value_and_grad(logdensity: Callable) -> Callable:
-    """`value_and_grad` from JAX's autodiff: `jax.vmap(jax.value_and_grad(logdensity))` on whole
+    """`value_and_grad` from JAX's autodiff: `jax.jit(jax.vmap(jax.value_and_grad(logdensity)))` on whole
     batches [B, dim]; on one position (the per-chain Python run) the unbatched gradient, in float64
     as the batched run computes it."""
     import jax
 
     single = jax.value_and_grad(logdensity)
-    batched = jax.vmap(single)
+    # jitted: type inference calls it on NumPy arrays, where each operation of an unjitted
+    # function would compile a program of its own (docs/performance.md#first-calls)
+    batched = jax.jit(jax.vmap(single))
 
     def value_and_grad(q):
         if np.ndim(q) == 1:

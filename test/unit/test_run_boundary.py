@@ -1,7 +1,8 @@
 """What a run carries across its boundary: a program whose functions each return to one place
 keeps no program-counter stack (`abir.vm.kernels.static_returns`), and a standalone JAX run
-takes only its inputs from the host, the rest of its initial state made on the device
-(`abir.backends.jax.loop.Fill`). Results and errors stay those of per-member Python."""
+takes only its inputs from the host at each launch, the rest of its initial state put on the
+device once (`abir.backends.jax.loop.Fill`), with no XLA program compiled but its loop. Results
+and errors stay those of per-member Python."""
 
 from __future__ import annotations
 
@@ -118,6 +119,26 @@ def test_every_launch_of_a_jax_run_gives_its_loop_one_signature_made_on_the_devi
     assert len(seen) > 1 and all(launch == shapes[0] for launch in shapes)
     host = [key for key, kind, _ in seen[0] if not issubclass(kind, jax.Array)]
     assert host == [state_ops.register_key("depth.n")]
+
+
+def test_the_first_call_of_a_jax_run_compiles_its_loop_and_nothing_else():
+    """The state's fills go to the device without a compiled program of their own (an eager
+    `jnp.full` compiles one per shape and dtype)."""
+    compiled = []
+
+    def listener(event, duration, **_):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(duration)
+
+    batched = abir.Context().batch()(depth)
+    n = np.array([0, 3, 7, 12])
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        got = batched(n, backend=abir.JaxBackend(), max_stack_depth=20)
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    np.testing.assert_array_equal(np.asarray(got), per_member(depth, n))
+    assert len(compiled) == 1
 
 
 def test_errors_of_a_run_whose_state_is_made_in_its_program_stay_located():

@@ -91,7 +91,7 @@ class Launch:
     loop `OneKernelWherePossible` chose for the arrays' keys and shapes is called directly once
     chosen.
 
-    The state's `Fill`s go in as arrays made once on the device and kept: a run longer than
+    The state's `Fill`s go in as arrays put on the device once and kept: a run longer than
     one launch continues with the state the last launch left, so every launch gives the loop
     the same keys and shapes and the loop is compiled once, not again for the continuation."""
 
@@ -106,7 +106,7 @@ class Launch:
             return value
         made = self.made.get(value)
         if made is None:
-            made = self.made[value] = value.made()
+            made = self.made[value] = value.on_device()
         return made
 
     def chosen_loop(self, arrays: State) -> Callable[[State, Any], State] | None:
@@ -314,8 +314,8 @@ class JaxBackend(Backend):
         return array
 
     def zero_state(self, shapes: Mapping[str, tuple[tuple[int, ...], Any]], staged: bool = False) -> State:
-        """Broadcasts of the caller's computation when `staged`; else `Fill`s, which a run makes
-        inside its compiled program (no zeros made on the host or sent to the device)."""
+        """Broadcasts of the caller's computation when `staged`; else `Fill`s, made once per
+        launcher (`Launch`)."""
         if staged:
             return {key: jnp.zeros(tuple(shape), np.dtype(dtype)) for key, (shape, dtype) in shapes.items()}
         return {key: Fill(tuple(shape), np.dtype(dtype)) for key, (shape, dtype) in shapes.items()}

@@ -33,9 +33,9 @@ from abir.backends.traced import BlockRun, TracedLoop
 
 @dataclass(frozen=True)
 class Fill:
-    """A state array every element of which is `value`, not made yet: a run of its own makes it
-    once on the device (`abir.backends.jax.backend.Launch`), so nothing of it crosses from the
-    host; read on the host (`np.asarray`), it is made there."""
+    """A state array every element of which is `value`, not made yet: a run of its own puts it
+    on the device once (`on_device`, by `abir.backends.jax.backend.Launch`); a staged run makes
+    it in the caller's trace (`made`); read on the host (`np.asarray`), it is made there."""
 
     shape: tuple[int, ...]
     dtype: np.dtype
@@ -44,6 +44,12 @@ class Fill:
     def made(self) -> Any:
         """The array, traced in the program being compiled (or made eagerly outside one)."""
         return jnp.full(self.shape, self.value, self.dtype)
+
+    def on_device(self) -> Any:
+        """The array made on the host and sent to JAX's default device: an eager `jnp.full`
+        would compile a program of its own for each shape and dtype, a first call's cost far
+        above a copy of the bytes (docs/performance.md#first-calls)."""
+        return jax.device_put(np.asarray(self))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         return np.full(self.shape, self.value, self.dtype if dtype is None else dtype)
