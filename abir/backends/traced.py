@@ -376,15 +376,31 @@ class TracedLoop(abc.ABC):
 
     # ----- sweeps -------------------------------------------------------------------------------
     def sweep_loop(self, state: State, iterations: Any) -> State:
-        """The loop of sweeps: the carry is (state, counters, iterations used); the counters
-        are an empty dict without `collect_stats`. The tail condition is evaluated once per
+        """The loop of sweeps (`sweeps`) over the whole run, with its counters when the state
+        has them (`collect_stats`)."""
+        counters = state.pop(STATS_KEY, {})
+        state, counters, _, _ = self.sweeps(state, counters, iterations)
+        return {**state, STATS_KEY: counters} if counters else dict(state)
+
+    def sweeps(
+        self,
+        state: State,
+        counters: dict[str, Any],
+        iterations: Any,
+        until: Callable[[Any], Any] | None = None,
+        few_rows: int | None = None,
+    ) -> tuple[State, dict[str, Any], Any, Any]:
+        """Sweeps while a member is live, fewer than `iterations` loop iterations were used and
+        `until(pc)` does not hold: `(state, counters, iterations used, few)`, `few` the numbers
+        of sweeps that began with `few_active(pc, few_rows)` and of all sweeps (None without
+        `few_rows`). The
+        counters are an empty dict without `collect_stats`. The tail condition is evaluated once per
         sweep, at the tail's first block (tail blocks move members only forward, so it stays
         true through the tail); a block that jumps to itself repeats in a loop of its own (each
         repeat counts as a loop iteration, so a member that never leaves stops the launch), run
         without a conditional since the loop's condition found a member there
         (docs/performance.md#the-machines-fixed-costs); so do the blocks of a loop of several
         blocks (`loop_ranges`, `repeat_range`), without the sweep's other blocks' conditionals."""
-        counters = state.pop(STATS_KEY, {})
         steps = self.block_steps(state)
         tail = tail_start_of(self.kernels)
         with_lanes = any(refills_lanes(kernel) for kernel in self.kernels)
@@ -393,7 +409,8 @@ class TracedLoop(abc.ABC):
 
         def cond(carry: tuple[State, dict[str, Any], Any]) -> Any:
             state, _, used = carry
-            return (used < iterations) & (self.min(state["pc"]) < self.halt)
+            going = (used < iterations) & (self.min(state["pc"]) < self.halt)
+            return going if until is None else going & ~until(state["pc"])
 
         def run_block(
             block: int, carry: tuple[State, dict[str, Any], Any], anyone_here: bool = False, all_in_tail: Any = None
@@ -424,8 +441,24 @@ class TracedLoop(abc.ABC):
             state, counters, used = carry
             return state, self.end_sweep(counters) if counters else counters, used + 1
 
-        state, counters, _ = self.while_loop(cond, body, (state, counters, self.cast(0, np.int32)))
-        return {**state, STATS_KEY: counters} if counters else dict(state)
+        start = (state, counters, self.cast(0, np.int32))
+        if few_rows is None:
+            return (*self.while_loop(cond, body, start), None)  # type: ignore[no-any-return]
+
+        def counted(carry: tuple[tuple[State, dict[str, Any], Any], Any, Any]) -> tuple[tuple[State, dict[str, Any], Any], Any, Any]:
+            sweep, few, swept = carry
+            few = few + self.cast(self.few_active(sweep[0]["pc"], few_rows), np.int32)
+            return body(sweep), few, swept + 1
+
+        zero = self.cast(0, np.int32)
+        (state, counters, used), few, swept = self.while_loop(lambda carry: cond(carry[0]), counted, (start, zero, zero))
+        return state, counters, used, (few, swept)
+
+    def few_active(self, pc: Any, rows: int) -> Any:
+        """Whether one to `rows` members are active: before the program's tail, where the others
+        wait (`tail_start_of`) or have halted."""
+        active = self.sum(self.cast(pc < tail_start_of(self.kernels), np.int32))
+        return (active > 0) & (active <= rows)
 
     def repeat_block(
         self,

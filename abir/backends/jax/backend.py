@@ -428,8 +428,8 @@ class JaxBackend(Backend):
         returned, with `ANCHORS_KEY`."""
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
-            def loop(scatter_free: bool) -> Callable[[State, Any], State]:
-                run = with_status(machine_loop(self, ks, halt, stack_keys, scatter_free), halt, flags)
+            def loop(scatter_free: bool, rows: str | None = None) -> Callable[[State, Any], State]:
+                run = with_status(machine_loop(self, ks, halt, stack_keys, scatter_free, rows), halt, flags)
                 if self.execution != "sweep":  # a switch carries every register through its loop
                     return run
 

@@ -115,3 +115,53 @@ def compact_run(
         return full.at[members].set(value, mode="drop")
 
     return tuple(back(key) for key in written), writes
+
+
+LIVE_ROWS_FRACTION = 4
+"""A loop compacted on its live members (`on_live_rows`) moves them to B // LIVE_ROWS_FRACTION
+rows once at most that many are live."""
+FEW_LIVE_KEY = "__few_live__"
+"""The state entry a measuring loop returns (`JaxLoop` with `rows="measure"`): the numbers of
+its sweeps that began with at most B // `LIVE_ROWS_FRACTION` members live, and of all its
+sweeps (int32 [2])."""
+
+
+def live_rows(batch: int) -> int | None:
+    """The rows a loop over `batch` rows compacts its live members to, or None when the batch is
+    too small to gain (one row)."""
+    rows = batch // LIVE_ROWS_FRACTION
+    return rows if rows > 1 else None
+
+
+def on_live_rows(
+    state: State,
+    rows: int,
+    active_below: int,
+    halt: int,
+    stack_keys: Collection[str],
+    fixed: Collection[str],
+    run: Callable[[State], tuple[State, Any]],
+) -> tuple[State, Any]:
+    """`run` (a loop over a state of `rows` rows, returning it and what else it returns) on the
+    rows of the active members of `state` (program counters before `active_below`), its results
+    put back in their rows: the members' registers and stack columns are gathered into a state
+    of `rows` rows (the rows of no member are halted copies of the last row), and the entries
+    but the registers `fixed` (never written) gathered back by the batch rows' slots, without a
+    scatter (`compact_slots`). Members beyond the first `rows` active ones stay as they are."""
+    batch = int(state["pc"].shape[0])
+    members, slots = compact_slots(state["pc"] < active_below, rows)
+    source = jnp.minimum(members, batch - 1)
+    small = {key: value[:, source] if key in stack_keys else value[source] for key, value in state.items()}
+    small["pc"] = jnp.where(members < batch, small["pc"], halt)
+    out, extra = run(small)
+    taken = slots >= 0
+    at = jnp.maximum(slots, 0)
+    result = dict(state)
+    for key, value in out.items():
+        if key in fixed:
+            continue
+        if key in stack_keys:
+            result[key] = jnp.where(taken.reshape((1, -1) + (1,) * (value.ndim - 2)), value[:, at], state[key])
+        else:
+            result[key] = jnp.where(taken.reshape((-1,) + (1,) * (value.ndim - 1)), value[at], state[key])
+    return result, extra

@@ -22,13 +22,23 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from abir.backends.base import FLAGGED, RUNNING, STATUS_KEY, Kernel, Span, State, Writes, apply_writes
+from abir.backends.base import (
+    FLAGGED,
+    RUNNING,
+    STATUS_KEY,
+    Kernel,
+    Span,
+    State,
+    Writes,
+    apply_writes,
+    tail_start_of,
+)
 from abir.backends.jax import compaction
 from abir.backends.jax.compaction import compact_members, compact_run, compact_slots, full_batch_requests
 from abir.backends.jax.mode import traced_as
 from abir.backends.jax.reductions import batch_any, batch_min, batch_sum
 from abir.backends.jax.writes import scatter_columns, write_column_by_column
-from abir.backends.traced import BlockRun, TracedLoop
+from abir.backends.traced import STATS_KEY, BlockRun, TracedLoop, read_only_keys, refills_lanes
 
 
 @dataclass(frozen=True)
@@ -55,12 +65,17 @@ def fills_of(state: State) -> dict[str, Fill]:
 
 
 def machine_loop(
-    backend: Any, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str], scatter_free: bool = False
+    backend: Any,
+    kernels: tuple[Kernel, ...],
+    halt_index: int,
+    stack_keys: Collection[str],
+    scatter_free: bool = False,
+    rows: str | None = None,
 ) -> Callable[[State, Any], State]:
     """The machine loop over `kernels` as a traceable function of the state and the most loop
     iterations to run (`Backend.run_in_launches`), traced in the mode `scatter_free`
-    (`abir.backends.jax.one_kernel.OneKernelWherePossible`)."""
-    build = JaxLoop(backend, kernels, halt_index, stack_keys, scatter_free).function(backend.execution)
+    (`abir.backends.jax.one_kernel.OneKernelWherePossible`); `rows` as in `JaxLoop`."""
+    build = JaxLoop(backend, kernels, halt_index, stack_keys, scatter_free, rows).function(backend.execution)
 
     def traced(state: State, iterations: Any) -> State:
         with traced_as(scatter_free=scatter_free):  # read by what the kernels call (`stack_scatter`, `call_opaque`)
@@ -93,13 +108,70 @@ def iterations_on_device(iterations: int) -> jax.Array:
 
 class JaxLoop(TracedLoop):
     """The machine loop on JAX (see the module docstring); `scatter_free` when traced to be one
-    kernel."""
+    kernel. A sweeping loop's `rows`: None, the batch's rows throughout; `"measure"`, the same
+    loop also returning `FEW_LIVE_KEY` (how many sweeps could have run on fewer rows);
+    `"compact"`, a loop that moves the live members to `live_rows` rows once that many are
+    left (`on_live_rows`) and sweeps there. Both only for runs without counters or lanes."""
 
     def __init__(
-        self, backend: Any, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str], scatter_free: bool = False
+        self,
+        backend: Any,
+        kernels: Sequence[Kernel],
+        halt_index: int,
+        stack_keys: Collection[str],
+        scatter_free: bool = False,
+        rows: str | None = None,
     ):
         super().__init__(backend, kernels, halt_index, stack_keys)
         self.scatter_free = scatter_free
+        if rows not in (None, "measure", "compact"):
+            raise ValueError(f"rows must be None, 'measure' or 'compact', not {rows!r}")
+        self.rows = rows
+
+    def sweep_loop(self, state: State, iterations: Any) -> State:
+        small = compaction.live_rows(int(state["pc"].shape[0]))
+        if self.rows is None or small is None or STATS_KEY in state or any(map(refills_lanes, self.kernels)):
+            return super().sweep_loop(state, iterations)
+        if self.rows == "measure":
+            state, _, _, (few, swept) = self.sweeps(state, {}, iterations, few_rows=small)
+            return {**state, compaction.FEW_LIVE_KEY: jnp.stack([few, swept])}
+        return self.compacting_sweeps(state, iterations, small)
+
+    def compacting_sweeps(self, state: State, iterations: Any, small: int) -> State:
+        """Sweeps on the batch's rows until one to `small` members are active
+        (`TracedLoop.few_active`), then sweeps on those members' rows only (`on_live_rows`)
+        until none is, then on the batch's rows again (the tail, where the others wait)."""
+        fixed = read_only_keys(self.kernels, state, self.stack_keys)
+        tail = tail_start_of(self.kernels)
+        few = functools.partial(self.few_active, rows=small)
+        changing = [key for key in state if key not in fixed]
+
+        def on_rows(rows_state: State, left: Any) -> tuple[State, Any]:
+            done = self.sweeps(rows_state, {}, left, until=lambda pc: self.min(pc) >= tail)
+            return done[0], done[2]
+
+        def compacted(values: tuple[Any, ...], left: Any) -> tuple[tuple[Any, ...], Any]:
+            whole = {**state, **dict(zip(changing, values, strict=True))}
+            out, used = compaction.on_live_rows(whole, small, tail, self.halt, self.stack_keys, fixed, lambda s: on_rows(s, left))
+            return tuple(out[key] for key in changing), used
+
+        def not_compacted(values: tuple[Any, ...], left: Any) -> tuple[tuple[Any, ...], Any]:
+            return values, jnp.int32(0)
+
+        def body(carry: tuple[State, Any]) -> tuple[State, Any]:
+            current, used = carry
+            current, _, swept, _ = self.sweeps(current, {}, iterations - used, until=few)
+            used = used + swept
+            pc = current["pc"]
+            values, swept = self.cond(
+                few(pc) & (used < iterations), compacted, not_compacted, tuple(current[key] for key in changing), iterations - used
+            )
+            return {**current, **dict(zip(changing, values, strict=True))}, used + swept
+
+        def cond(carry: tuple[State, Any]) -> Any:
+            return (carry[1] < iterations) & (self.min(carry[0]["pc"]) < self.halt)
+
+        return dict(self.while_loop(cond, body, (state, jnp.int32(0)))[0])
 
     def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
         return lax.while_loop(cond, body, carry)
