@@ -454,11 +454,15 @@ class TracedLoop(abc.ABC):
         (state, counters, used), few, swept = self.while_loop(lambda carry: cond(carry[0]), counted, (start, zero, zero))
         return state, counters, used, (few, swept)
 
-    def few_active(self, pc: Any, rows: int) -> Any:
+    def few_active(self, pc: Any, rows: Any) -> Any:
         """Whether one to `rows` members are active: before the program's tail, where the others
         wait (`tail_start_of`) or have halted."""
-        active = self.sum(self.cast(pc < tail_start_of(self.kernels), np.int32))
+        active = self.active_count(pc)
         return (active > 0) & (active <= rows)
+
+    def active_count(self, pc: Any) -> Any:
+        """The number of members before the program's tail (`tail_start_of`)."""
+        return self.sum(self.cast(pc < tail_start_of(self.kernels), np.int32))
 
     def repeat_block(
         self,

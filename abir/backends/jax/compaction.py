@@ -11,11 +11,13 @@ reached by a few chains in most sweeps (docs/performance.md#jax-and-tf-backends,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from abir.backends.base import Kernel, State, Writes, separate_stacks, splittable
 from abir.backends.jax.cost import jaxpr_work
@@ -117,51 +119,53 @@ def compact_run(
     return tuple(back(key) for key in written), writes
 
 
+
 LIVE_ROWS_FRACTION = 4
-"""A loop compacted on its live members (`on_live_rows`) moves them to B // LIVE_ROWS_FRACTION
-rows once at most that many are live."""
-FEW_LIVE_KEY = "__few_live__"
-"""The state entry a measuring loop returns (`JaxLoop` with `rows="measure"`): the numbers of
-its sweeps that began with at most B // `LIVE_ROWS_FRACTION` members live, and of all its
-sweeps (int32 [2])."""
+"""A standalone run whose sweeps mostly begin with few members active moves them to
+B // LIVE_ROWS_FRACTION rows then (`abir.backends.jax.one_kernel.ActiveRows`)."""
+LIVE_ROWS_MIN = 16
+"""... and only when that is at least this many rows."""
+FEW_ACTIVE_KEY = "__few_active__"
+"""The state entry a loop with `JaxLoop.rows` returns: int32 [4], the number of its sweeps that
+began with one to `live_rows` members active, of all its sweeps, the loop iterations it used and
+the members active at its end."""
+
+
+@functools.lru_cache(maxsize=64)
+def limits_on_device(iterations: int, stop: int) -> jax.Array:
+    """A launch's (iteration limit, `stop`) for a loop with `abir.backends.jax.loop.JaxLoop.rows`, made once per value."""
+    return jax.device_put(np.array([iterations, stop], np.int32))
 
 
 def live_rows(batch: int) -> int | None:
-    """The rows a loop over `batch` rows compacts its live members to, or None when the batch is
-    too small to gain (one row)."""
+    """The rows a run over `batch` rows moves its active members to, or None when that would be
+    fewer than `LIVE_ROWS_MIN`."""
     rows = batch // LIVE_ROWS_FRACTION
-    return rows if rows > 1 else None
+    return rows if rows >= LIVE_ROWS_MIN else None
 
 
-def on_live_rows(
-    state: State,
-    rows: int,
-    active_below: int,
-    halt: int,
-    stack_keys: Collection[str],
-    fixed: Collection[str],
-    run: Callable[[State], tuple[State, Any]],
-) -> tuple[State, Any]:
-    """`run` (a loop over a state of `rows` rows, returning it and what else it returns) on the
-    rows of the active members of `state` (program counters before `active_below`), its results
-    put back in their rows: the members' registers and stack columns are gathered into a state
-    of `rows` rows (the rows of no member are halted copies of the last row), and the entries
-    but the registers `fixed` (never written) gathered back by the batch rows' slots, without a
-    scatter (`compact_slots`). Members beyond the first `rows` active ones stay as they are."""
+def gather_active(state: State, rows: int, tail: int, halt: int, stack_keys: Collection[str]) -> tuple[State, Any]:
+    """The state of the (first `rows`) active members of `state` (program counters before
+    `tail`) on `rows` rows, their registers and stack columns gathered (the rows of no member
+    are halted copies of the last row), and each batch row's slot there or -1
+    (`compact_slots`)."""
     batch = int(state["pc"].shape[0])
-    members, slots = compact_slots(state["pc"] < active_below, rows)
+    members, slots = compact_slots(state["pc"] < tail, rows)
     source = jnp.minimum(members, batch - 1)
     small = {key: value[:, source] if key in stack_keys else value[source] for key, value in state.items()}
     small["pc"] = jnp.where(members < batch, small["pc"], halt)
-    out, extra = run(small)
+    return small, slots
+
+
+def put_back(state: State, small: State, slots: Any, stack_keys: Collection[str]) -> State:
+    """The entries of `state` that `small` (a run on `gather_active`'s rows) has, with its values
+    in the rows whose `slots` name them, gathered back without a scatter."""
     taken = slots >= 0
     at = jnp.maximum(slots, 0)
-    result = dict(state)
-    for key, value in out.items():
-        if key in fixed:
-            continue
+    result = {}
+    for key, value in small.items():
         if key in stack_keys:
             result[key] = jnp.where(taken.reshape((1, -1) + (1,) * (value.ndim - 2)), value[:, at], state[key])
         else:
             result[key] = jnp.where(taken.reshape((-1,) + (1,) * (value.ndim - 1)), value[at], state[key])
-    return result, extra
+    return result

@@ -38,7 +38,7 @@ from abir.backends.jax.compaction import compact_members, compact_run, compact_s
 from abir.backends.jax.mode import traced_as
 from abir.backends.jax.reductions import batch_any, batch_min, batch_sum
 from abir.backends.jax.writes import scatter_columns, write_column_by_column
-from abir.backends.traced import STATS_KEY, BlockRun, TracedLoop, read_only_keys, refills_lanes
+from abir.backends.traced import STATS_KEY, BlockRun, TracedLoop, refills_lanes
 
 
 @dataclass(frozen=True)
@@ -108,10 +108,13 @@ def iterations_on_device(iterations: int) -> jax.Array:
 
 class JaxLoop(TracedLoop):
     """The machine loop on JAX (see the module docstring); `scatter_free` when traced to be one
-    kernel. A sweeping loop's `rows`: None, the batch's rows throughout; `"measure"`, the same
-    loop also returning `FEW_LIVE_KEY` (how many sweeps could have run on fewer rows);
-    `"compact"`, a loop that moves the live members to `live_rows` rows once that many are
-    left (`on_live_rows`) and sweeps there. Both only for runs without counters or lanes."""
+    kernel. `rows` (a standalone run's loop, `abir.backends.jax.one_kernel.ActiveRows`): None,
+    a loop of `(state, iterations)`; else a loop of `(state, limits)`, `limits` the int32 [2]
+    (most iterations, `stop`) (`limits_on_device`), whose sweeping loop also returns
+    `FEW_ACTIVE_KEY`: with `"measure"`, it stops once one to `stop` members are active
+    (`TracedLoop.few_active`; never when `stop` is 0); with `"active"` (a loop over the rows
+    of the active members, `compaction.gather_active`), once every live member is in the
+    program's tail."""
 
     def __init__(
         self,
@@ -124,54 +127,33 @@ class JaxLoop(TracedLoop):
     ):
         super().__init__(backend, kernels, halt_index, stack_keys)
         self.scatter_free = scatter_free
-        if rows not in (None, "measure", "compact"):
-            raise ValueError(f"rows must be None, 'measure' or 'compact', not {rows!r}")
+        if rows not in (None, "measure", "active"):
+            raise ValueError(f"rows must be None, 'measure' or 'active', not {rows!r}")
         self.rows = rows
+        self.stop: Any = 0
+
+    def function(self, execution: str) -> Callable[[State, Any], State]:
+        build = super().function(execution)
+        if self.rows is None:
+            return build
+
+        def loop(state: State, limits: Any) -> State:
+            self.stop = limits[1]  # read by `sweep_loop` while this traces
+            return build(state, limits[0])
+
+        return loop
 
     def sweep_loop(self, state: State, iterations: Any) -> State:
-        small = compaction.live_rows(int(state["pc"].shape[0]))
-        if self.rows is None or small is None or STATS_KEY in state or any(map(refills_lanes, self.kernels)):
+        if self.rows is None or STATS_KEY in state or any(map(refills_lanes, self.kernels)):
             return super().sweep_loop(state, iterations)
+        few_rows = compaction.live_rows(int(state["pc"].shape[0])) or 0
         if self.rows == "measure":
-            state, _, _, (few, swept) = self.sweeps(state, {}, iterations, few_rows=small)
-            return {**state, compaction.FEW_LIVE_KEY: jnp.stack([few, swept])}
-        return self.compacting_sweeps(state, iterations, small)
-
-    def compacting_sweeps(self, state: State, iterations: Any, small: int) -> State:
-        """Sweeps on the batch's rows until one to `small` members are active
-        (`TracedLoop.few_active`), then sweeps on those members' rows only (`on_live_rows`)
-        until none is, then on the batch's rows again (the tail, where the others wait)."""
-        fixed = read_only_keys(self.kernels, state, self.stack_keys)
-        tail = tail_start_of(self.kernels)
-        few = functools.partial(self.few_active, rows=small)
-        changing = [key for key in state if key not in fixed]
-
-        def on_rows(rows_state: State, left: Any) -> tuple[State, Any]:
-            done = self.sweeps(rows_state, {}, left, until=lambda pc: self.min(pc) >= tail)
-            return done[0], done[2]
-
-        def compacted(values: tuple[Any, ...], left: Any) -> tuple[tuple[Any, ...], Any]:
-            whole = {**state, **dict(zip(changing, values, strict=True))}
-            out, used = compaction.on_live_rows(whole, small, tail, self.halt, self.stack_keys, fixed, lambda s: on_rows(s, left))
-            return tuple(out[key] for key in changing), used
-
-        def not_compacted(values: tuple[Any, ...], left: Any) -> tuple[tuple[Any, ...], Any]:
-            return values, jnp.int32(0)
-
-        def body(carry: tuple[State, Any]) -> tuple[State, Any]:
-            current, used = carry
-            current, _, swept, _ = self.sweeps(current, {}, iterations - used, until=few)
-            used = used + swept
-            pc = current["pc"]
-            values, swept = self.cond(
-                few(pc) & (used < iterations), compacted, not_compacted, tuple(current[key] for key in changing), iterations - used
-            )
-            return {**current, **dict(zip(changing, values, strict=True))}, used + swept
-
-        def cond(carry: tuple[State, Any]) -> Any:
-            return (carry[1] < iterations) & (self.min(carry[0]["pc"]) < self.halt)
-
-        return dict(self.while_loop(cond, body, (state, jnp.int32(0)))[0])
+            until = functools.partial(self.few_active, rows=self.stop)
+        else:
+            tail = tail_start_of(self.kernels)
+            until = lambda pc: self.min(pc) >= tail  # noqa: E731
+        state, _, used, (few, swept) = self.sweeps(state, {}, iterations, until=until, few_rows=few_rows)
+        return {**state, compaction.FEW_ACTIVE_KEY: jnp.stack([few, swept, used, self.active_count(state["pc"])])}
 
     def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
         return lax.while_loop(cond, body, carry)

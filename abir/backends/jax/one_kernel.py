@@ -10,14 +10,18 @@ that makes most of a sweep's cost at small batch sizes, and compiles each of the
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import jax
 import numpy as np
 
-from abir.backends.base import State
+from abir.backends.base import RUNNING, STATUS_KEY, State
+from abir.backends.jax import compaction
+from abir.backends.jax.compaction import limits_on_device
 from abir.backends.jax.cost import Work, work_of
 
 ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
@@ -50,6 +54,10 @@ LOOP_COMPILER_OPTIONS = {"xla_cpu_prefer_vector_width": 512}
 """XLA options for a standalone run's loop: 512-bit vectors where the CPU has them (XLA prefers
 256 bits by default, which spares some Intel CPUs a lower clock under AVX-512; elsewhere LLVM
 keeps the widths the CPU has; docs/performance.md#jax-and-tf-backends, "Vector width")."""
+FEW_ACTIVE_SHARE = 1 / 2
+"""A loop whose first launch began at least this share of its sweeps with few members active
+(`abir.backends.jax.compaction.live_rows`) sweeps on those members' rows in later runs
+(`ActiveRows`)."""
 ONE_KERNEL_COMPILER_OPTIONS = {**LOOP_COMPILER_OPTIONS, "xla_cpu_experimental_ynn_fusion_type": ""}
 """Also without YNNPACK's fusions of dot products (custom fusions, which one kernel cannot call)."""
 
@@ -74,6 +82,16 @@ class JitWithOptions:
                 raise
             self.jitted = jax.jit(self.fn)
             return self.jitted(*args)
+
+    def compiled(self, *args: Any) -> Callable[..., Any]:
+        """The function compiled ahead of its first call, for arguments shaped as `args`."""
+        try:
+            return self.jitted.lower(*args).compile()  # type: ignore[no-any-return]
+        except Exception as error:
+            if "No such compile option" not in str(error):
+                raise
+            self.jitted = jax.jit(self.fn)
+            return self.jitted.lower(*args).compile()  # type: ignore[no-any-return]
 
 
 def state_bytes(state: State) -> int:
@@ -144,41 +162,49 @@ class OneKernelWherePossible:
     anything is compiled."""
 
     def __init__(
-        self, loop: Callable[[bool], Callable[[State, Any], State]], forced: bool = False
+        self,
+        loop: Callable[..., Callable[[State, Any], State]],
+        forced: bool = False,
+        stack_keys: Collection[str] = (),
+        halt: int = 0,
+        tail: int = 0,
     ):
         self.loop = loop
         self.forced = forced
-        self.scatter_free_loop = jax.jit(loop(True))
-        self.fused = JitWithOptions(self._tagged, ONE_KERNEL_COMPILER_OPTIONS)
+        self.scatter_free_loop = jax.jit(loop(True, rows="measure"))
+        self.stack_keys = frozenset(stack_keys)
+        self.halt = halt
+        self.tail = tail
+        self.fused = JitWithOptions(tagged(self.scatter_free_loop), ONE_KERNEL_COMPILER_OPTIONS)
         self._plain: Callable[[State, Any], State] | None = None
         self.chosen: dict[Any, Callable[[State, Any], State]] = {}
+        self.rows: dict[Any, ActiveRows] = {}
 
     @property
     def plain(self) -> Callable[[State, Any], State]:
         """The loop with scatters, as a sequence of kernels (traced when first needed)."""
         if self._plain is None:
-            self._plain = JitWithOptions(self.loop(False), LOOP_COMPILER_OPTIONS)
+            self._plain = JitWithOptions(self.loop(False, rows="measure"), LOOP_COMPILER_OPTIONS)
         return self._plain
 
-    def _tagged(self, state: State, iterations: Any) -> State:
-        from jax.experimental.xla_metadata import set_xla_metadata
+    def small_loop(self, fused: bool) -> JitWithOptions:
+        """The loop over the rows of the active members (`JaxLoop` with `rows="active"`),
+        compiled as `fused` says."""
+        if fused:
+            return JitWithOptions(tagged(jax.jit(self.loop(True, rows="active"))), ONE_KERNEL_COMPILER_OPTIONS)
+        return JitWithOptions(self.loop(False, rows="active"), LOOP_COMPILER_OPTIONS)
 
-        # attached to the call op producing the results: not inlined, emitted as one kernel
-        return set_xla_metadata(  # type: ignore[no-any-return]
-            self.scatter_free_loop(state, iterations), xla_cpu_small_call="true", inlineable="false"
-        )
+    def active_rows(self, measuring: Callable[[State, Any], State], fused: bool) -> ActiveRows:
+        return ActiveRows(measuring, functools.partial(self.small_loop, fused), self.stack_keys, self.halt, self.tail)
 
     def __call__(self, state: State, iterations: Any) -> State:
-        signature = state_signature(state)
-        run = self.chosen.get(signature)
-        if run is None:
-            return self._first_call(signature, state, iterations)
-        return run(state, iterations)
+        return self.chosen_for(state)(state, iterations)
 
     def chosen_for(self, state: State) -> Callable[[State, Any], State]:
         """The compiled loop calls on states of `state`'s signature run, once one has run (else
-        this object, which chooses it)."""
-        return self.chosen.get(state_signature(state), self)
+        this object's first call, which chooses it)."""
+        rows = self.rows.get(state_signature(state))
+        return self._first_call if rows is None else rows
 
     def wanted(self, state: State, iterations: Any) -> bool:
         """Whether the loop on `state` is to be one kernel (see the class docstring)."""
@@ -190,14 +216,135 @@ class OneKernelWherePossible:
         jaxpr = self.scatter_free_loop.trace(state, iterations).jaxpr
         return one_kernel_possible(jaxpr) and (self.forced or one_kernel_pays(work_of(jaxpr)))
 
-    def _first_call(self, signature: Any, state: State, iterations: Any) -> State:
-        if self.wanted(state, iterations):
+    def _first_call(self, state: State, iterations: Any) -> State:
+        signature = state_signature(state)
+        launch = int(iterations)
+        if self.wanted(state, limits_on_device(launch, 0)):
             try:
-                result = self.fused(state, iterations)
+                result = self.fused(state, limits_on_device(launch, 0))
             except Exception:  # XLA refuses the one kernel (or this jax cannot ask for it): kernels
                 pass
             else:
                 self.chosen[signature] = self.fused
-                return result
+                return self.rows.setdefault(signature, self.active_rows(self.fused, True)).measured(state, result)
         run = self.chosen[signature] = self.plain
-        return run(state, iterations)
+        return self.rows.setdefault(signature, self.active_rows(run, False))(state, iterations)
+
+
+def tagged(loop: Callable[[State, Any], State]) -> Callable[[State, Any], State]:
+    """`loop` (jitted) tagged to be emitted as one kernel (`OneKernelWherePossible`)."""
+
+    def one_kernel(state: State, iterations: Any) -> State:
+        from jax.experimental.xla_metadata import set_xla_metadata
+
+        # attached to the call op producing the results: not inlined, emitted as one kernel
+        return set_xla_metadata(  # type: ignore[no-any-return]
+            loop(state, iterations), xla_cpu_small_call="true", inlineable="false"
+        )
+
+    return one_kernel
+
+
+class ActiveRows:
+    """A state signature's compiled loop (a loop of `JaxLoop.rows="measure"`), and whether its
+    runs move their active members to fewer rows once few are active, chosen from its first run.
+
+    Every run starts on the batch's rows. The first run counts its sweeps that began with one
+    to `live_rows` members active (`compaction.FEW_ACTIVE_KEY`); when at least
+    `FEW_ACTIVE_SHARE` of them did, a loop over `live_rows` rows (`JaxLoop.rows="active"`) is
+    compiled in a thread of its own, which the next run waits for. From then on each launch
+    sweeps on the batch's rows until that few members are active, gathers them into the small
+    rows (`compaction.gather_active`), sweeps there until every live member is in the
+    program's tail, puts them back (`compaction.put_back`) and runs the tail on the batch's
+    rows. So the first call compiles and runs what it did without this choice; a compilation
+    that fails leaves the runs on the batch's rows."""
+
+    def __init__(
+        self,
+        measuring: Callable[[State, Any], State],
+        small_loop: Callable[[], JitWithOptions],
+        stack_keys: frozenset[str],
+        halt: int,
+        tail: int,
+    ):
+        self.measuring = measuring
+        self.small_loop = small_loop
+        self.stack_keys = stack_keys
+        self.halt = halt
+        self.tail = tail
+        self.counts = np.zeros(2, np.int64)  # the first run's sweeps with few members active, all its sweeps
+        self.decided = False
+        self.small: Callable[[State, Any], State] | None = None
+        self.compiling: threading.Thread | None = None
+        self.gather: Any = None
+        self.put_back: Any = None
+
+    def __call__(self, state: State, iterations: Any) -> State:
+        if self.compiling is not None:
+            self.compiling.join()
+            self.compiling = None
+        launch = int(iterations)
+        if self.small is None:
+            return self.measured(state, self.measuring(state, limits_on_device(launch, 0)))
+        return self.on_active_rows(state, launch)
+
+    def measured(self, state: State, out: State) -> State:
+        """`out` (a measuring loop's result on `state`) without its counts, which the first run's
+        choice reads."""
+        out = dict(out)
+        counts = out.pop(compaction.FEW_ACTIVE_KEY, None)
+        if self.decided or counts is None:
+            return out
+        self.counts += np.asarray(counts)[:2]
+        if int(np.asarray(out[STATUS_KEY])) & RUNNING:
+            return out  # the run goes on: its next launch is counted too
+        self.decided = True
+        few, sweeps = (int(n) for n in self.counts)
+        rows = compaction.live_rows(int(state["pc"].shape[0]))
+        if rows is not None and sweeps and few >= FEW_ACTIVE_SHARE * sweeps:
+            self.compile_in_background(state, rows)
+        return out
+
+    def compile_in_background(self, state: State, rows: int) -> None:
+        """Compiles the loop over `rows` rows for `state`'s shapes in a thread (joined by the
+        next run, and by the interpreter at exit)."""
+        specs = {
+            key: jax.ShapeDtypeStruct((value.shape[0], rows, *value.shape[2:]) if key in self.stack_keys else (rows, *value.shape[1:]), value.dtype)
+            for key, value in state.items()
+        }
+        limits = jax.ShapeDtypeStruct((2,), np.int32)
+        x64 = bool(jax.config.jax_enable_x64)  # a thread-local setting of the caller's run
+        self.gather = jax.jit(functools.partial(
+            compaction.gather_active, rows=rows, tail=self.tail, halt=self.halt, stack_keys=self.stack_keys
+        ))  # fmt: skip
+        self.put_back = jax.jit(functools.partial(compaction.put_back, stack_keys=self.stack_keys))
+
+        def compile_it() -> None:
+            try:
+                with jax.enable_x64(x64):
+                    self.small = self.small_loop().compiled(specs, limits)
+            except Exception:  # XLA refuses it: the runs stay on the batch's rows
+                self.small = None
+
+        self.compiling = threading.Thread(target=compile_it, name="abir-active-rows")
+        self.compiling.start()
+
+    def on_active_rows(self, state: State, launch: int) -> State:
+        """One launch of at most `launch` iterations that moves the active members to fewer rows
+        once that few are (see the class docstring)."""
+        assert self.small is not None
+        rows = compaction.live_rows(int(state["pc"].shape[0]))
+        # the host's inputs go to the device once, not with each of the launch's computations
+        state = {key: jax.device_put(value) if isinstance(value, np.ndarray) else value for key, value in state.items()}
+        out = dict(self.measuring(state, limits_on_device(launch, rows)))
+        _, _, used, active = (int(n) for n in np.asarray(out.pop(compaction.FEW_ACTIVE_KEY)))
+        if not 0 < active <= rows or used >= launch:  # halted, or the launch's iterations ran out
+            return out
+        whole = {key: out.get(key, value) for key, value in state.items()}
+        small, slots = self.gather(whole)
+        small_out = dict(self.small(small, limits_on_device(launch - used, 0)))
+        used += int(np.asarray(small_out.pop(compaction.FEW_ACTIVE_KEY))[2])
+        whole.update(self.put_back(whole, {key: value for key, value in small_out.items() if key in state}, slots))
+        out = dict(self.measuring(whole, limits_on_device(max(launch - used, 1), 0)))
+        out.pop(compaction.FEW_ACTIVE_KEY)
+        return {**whole, **out}
