@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -187,15 +188,24 @@ class OneKernelWherePossible:
             self._plain = JitWithOptions(self.loop(False, rows="measure"), LOOP_COMPILER_OPTIONS)
         return self._plain
 
-    def small_loop(self, fused: bool) -> JitWithOptions:
-        """The loop over the rows of the active members (`JaxLoop` with `rows="active"`),
-        compiled as `fused` says."""
-        if fused:
-            return JitWithOptions(tagged(jax.jit(self.loop(True, rows="active"))), ONE_KERNEL_COMPILER_OPTIONS)
-        return JitWithOptions(self.loop(False, rows="active"), LOOP_COMPILER_OPTIONS)
+    def small_loop(self, fused: bool, rows: int) -> JitWithOptions:
+        """`(state, limits) -> (entries changed, counts)`: the loop over `rows` rows
+        (`JaxLoop` with `rows="active"`, compiled as `fused` says) run on the active members of
+        `state`, gathered there and back (`compaction.gather_active`, `compaction.put_back`),
+        and its `compaction.FEW_ACTIVE_KEY` counts."""
+        loop = tagged(jax.jit(self.loop(True, rows="active"))) if fused else self.loop(False, rows="active")
+
+        def on_rows(state: State, limits: Any) -> tuple[State, Any]:
+            small, slots = compaction.gather_active(state, rows, self.tail, self.halt, self.stack_keys)
+            out = dict(loop(small, limits))
+            counts = out.pop(compaction.FEW_ACTIVE_KEY)
+            return compaction.put_back(state, {key: value for key, value in out.items() if key in state}, slots, self.stack_keys), counts
+
+        return JitWithOptions(on_rows, ONE_KERNEL_COMPILER_OPTIONS if fused else LOOP_COMPILER_OPTIONS)
 
     def active_rows(self, measuring: Callable[[State, Any], State], fused: bool) -> ActiveRows:
-        return ActiveRows(measuring, functools.partial(self.small_loop, fused), self.stack_keys, self.halt, self.tail)
+        """The `ActiveRows` of a signature whose loop is `measuring`, compiled as `fused` says."""
+        return ActiveRows(measuring, functools.partial(self.small_loop, fused))
 
     def __call__(self, state: State, iterations: Any) -> State:
         return self.chosen_for(state)(state, iterations)
@@ -247,104 +257,130 @@ def tagged(loop: Callable[[State, Any], State]) -> Callable[[State, Any], State]
 
 class ActiveRows:
     """A state signature's compiled loop (a loop of `JaxLoop.rows="measure"`), and whether its
-    runs move their active members to fewer rows once few are active, chosen from its first run.
+    runs move their active members to fewer rows once few are active: chosen by its runs.
 
-    Every run starts on the batch's rows. The first run counts its sweeps that began with one
-    to `live_rows` members active (`compaction.FEW_ACTIVE_KEY`); when at least
-    `FEW_ACTIVE_SHARE` of them did, a loop over `live_rows` rows (`JaxLoop.rows="active"`) is
-    compiled in a thread of its own, which the next run waits for. From then on each launch
-    sweeps on the batch's rows until that few members are active, gathers them into the small
-    rows (`compaction.gather_active`), sweeps there until every live member is in the
-    program's tail, puts them back (`compaction.put_back`) and runs the tail on the batch's
-    rows. So the first call compiles and runs what it did without this choice; a compilation
-    that fails leaves the runs on the batch's rows."""
+    A run on the batch's rows counts its sweeps that began with one to `live_rows` members
+    active (`compaction.FEW_ACTIVE_KEY`). When at least `FEW_ACTIVE_SHARE` of the first run's
+    sweeps did, a loop over `live_rows` rows (`JaxLoop.rows="active"`, `small_loop`) is
+    compiled in a thread of its own, which the next run waits for; that run goes on on the
+    batch's rows, the one after it on the small rows (`on_active_rows`: it sweeps on the
+    batch's rows until that few members are active, sweeps on their rows, gathered there and
+    back, until every live member is in the program's tail, and runs the tail on the batch's
+    rows), and the one of the two that took less time per sweep runs from then on. So the first
+    call compiles and runs what it did without this choice; a compilation that fails, or a
+    loop over fewer rows that does not pay, leaves the runs on the batch's rows."""
 
-    def __init__(
-        self,
-        measuring: Callable[[State, Any], State],
-        small_loop: Callable[[], JitWithOptions],
-        stack_keys: frozenset[str],
-        halt: int,
-        tail: int,
-    ):
+    def __init__(self, measuring: Callable[[State, Any], State], small_loop: Callable[[int], JitWithOptions]):
         self.measuring = measuring
         self.small_loop = small_loop
-        self.stack_keys = stack_keys
-        self.halt = halt
-        self.tail = tail
+        self.stage = "count"
+        """"count" (the first run), "trial-batch", "trial-rows" (the runs timed), then "batch"
+        or "rows" (the choice)."""
         self.counts = np.zeros(2, np.int64)  # the first run's sweeps with few members active, all its sweeps
-        self.decided = False
+        self.trials = {"batch": [0.0, 0], "rows": [0.0, 0]}  # seconds and sweeps of each timed run
         self.small: Callable[[State, Any], State] | None = None
         self.compiling: threading.Thread | None = None
-        self.gather: Any = None
-        self.put_back: Any = None
 
     def __call__(self, state: State, iterations: Any) -> State:
         if self.compiling is not None:
             self.compiling.join()
             self.compiling = None
+            self.stage = "batch" if self.small is None else "trial-batch"
         launch = int(iterations)
-        if self.small is None:
-            return self.measured(state, self.measuring(state, limits_on_device(launch, 0)))
-        return self.on_active_rows(state, launch)
+        start = time.perf_counter()
+        if self.stage in ("rows", "trial-rows"):
+            out, sweeps = self.on_active_rows(state, launch)
+            if self.stage == "trial-rows":
+                self.timed("rows", start, sweeps, out)
+            return out
+        out = dict(self.measuring(state, limits_on_device(launch, 0)))
+        counts = out.pop(compaction.FEW_ACTIVE_KEY, None)
+        if counts is None or self.stage == "batch":
+            return out
+        if self.stage == "count":
+            self.count(state, out, np.asarray(counts))
+        else:
+            self.timed("batch", start, int(np.asarray(counts)[1]), out)
+        return out
 
     def measured(self, state: State, out: State) -> State:
-        """`out` (a measuring loop's result on `state`) without its counts, which the first run's
-        choice reads."""
+        """`out`, the first launch's result on `state`, counted (see `count`), without its counts."""
         out = dict(out)
         counts = out.pop(compaction.FEW_ACTIVE_KEY, None)
-        if self.decided or counts is None:
-            return out
-        self.counts += np.asarray(counts)[:2]
-        if int(np.asarray(out[STATUS_KEY])) & RUNNING:
-            return out  # the run goes on: its next launch is counted too
-        self.decided = True
+        if counts is not None:
+            self.count(state, out, np.asarray(counts))
+        return out
+
+    def count(self, state: State, out: State, counts: np.ndarray) -> None:
+        """Adds a launch's `counts` to the first run's; at its end, compiles the loop over fewer
+        rows in the background when enough of its sweeps began with few members active."""
+        self.counts += counts[:2]
+        if running(out):
+            return
         few, sweeps = (int(n) for n in self.counts)
         rows = compaction.live_rows(int(state["pc"].shape[0]))
         if rows is not None and sweeps and few >= FEW_ACTIVE_SHARE * sweeps:
             self.compile_in_background(state, rows)
-        return out
+        else:
+            self.stage = "batch"
+
+    def timed(self, loop: str, start: float, sweeps: int, out: State) -> None:
+        """Adds a launch of `loop` ("batch" or "rows") begun at `start` to its trial run; after
+        the trial of "rows", chooses the loop that took less time per sweep."""
+        is_running = running(out)  # waits for the launch's end
+        trial = self.trials[loop]
+        trial[0] += time.perf_counter() - start
+        trial[1] += sweeps
+        if is_running:
+            return
+        if loop == "batch":
+            self.stage = "trial-rows"
+            return
+        (batch_seconds, batch_sweeps), (rows_seconds, rows_sweeps) = self.trials["batch"], self.trials["rows"]
+        faster = rows_seconds * max(batch_sweeps, 1) < batch_seconds * max(rows_sweeps, 1)
+        self.stage = "rows" if faster else "batch"
+        if not faster:
+            self.small = None
 
     def compile_in_background(self, state: State, rows: int) -> None:
-        """Compiles the loop over `rows` rows for `state`'s shapes in a thread (joined by the
-        next run, and by the interpreter at exit)."""
-        specs = {
-            key: jax.ShapeDtypeStruct((value.shape[0], rows, *value.shape[2:]) if key in self.stack_keys else (rows, *value.shape[1:]), value.dtype)
-            for key, value in state.items()
-        }
+        """Compiles the loop over `rows` rows (`small_loop`) for `state`'s shapes in a thread
+        (joined by the next run, and by the interpreter at exit)."""
+        specs = {key: jax.ShapeDtypeStruct(value.shape, value.dtype) for key, value in state.items()}
         limits = jax.ShapeDtypeStruct((2,), np.int32)
         x64 = bool(jax.config.jax_enable_x64)  # a thread-local setting of the caller's run
-        self.gather = jax.jit(functools.partial(
-            compaction.gather_active, rows=rows, tail=self.tail, halt=self.halt, stack_keys=self.stack_keys
-        ))  # fmt: skip
-        self.put_back = jax.jit(functools.partial(compaction.put_back, stack_keys=self.stack_keys))
 
         def compile_it() -> None:
             try:
                 with jax.enable_x64(x64):
-                    self.small = self.small_loop().compiled(specs, limits)
+                    self.small = self.small_loop(rows).compiled(specs, limits)
             except Exception:  # XLA refuses it: the runs stay on the batch's rows
                 self.small = None
 
         self.compiling = threading.Thread(target=compile_it, name="abir-active-rows")
         self.compiling.start()
 
-    def on_active_rows(self, state: State, launch: int) -> State:
+    def on_active_rows(self, state: State, launch: int) -> tuple[State, int]:
         """One launch of at most `launch` iterations that moves the active members to fewer rows
-        once that few are (see the class docstring)."""
+        once that few are (see the class docstring), and the sweeps it ran."""
         assert self.small is not None
         rows = compaction.live_rows(int(state["pc"].shape[0]))
-        # the host's inputs go to the device once, not with each of the launch's computations
-        state = {key: jax.device_put(value) if isinstance(value, np.ndarray) else value for key, value in state.items()}
+        # the host's inputs go to the device once (in one transfer), not with each computation
+        # of the launch; returned, they stay there for the run's next launches
+        host = [key for key, value in state.items() if isinstance(value, np.ndarray)]
+        state = {**state, **dict(zip(host, jax.device_put([state[key] for key in host]), strict=True))}
         out = dict(self.measuring(state, limits_on_device(launch, rows)))
-        _, _, used, active = (int(n) for n in np.asarray(out.pop(compaction.FEW_ACTIVE_KEY)))
+        _, sweeps, used, active = (int(n) for n in np.asarray(out.pop(compaction.FEW_ACTIVE_KEY)))
         if not 0 < active <= rows or used >= launch:  # halted, or the launch's iterations ran out
-            return out
+            return {**{key: state[key] for key in host}, **out}, sweeps
         whole = {key: out.get(key, value) for key, value in state.items()}
-        small, slots = self.gather(whole)
-        small_out = dict(self.small(small, limits_on_device(launch - used, 0)))
-        used += int(np.asarray(small_out.pop(compaction.FEW_ACTIVE_KEY))[2])
-        whole.update(self.put_back(whole, {key: value for key, value in small_out.items() if key in state}, slots))
-        out = dict(self.measuring(whole, limits_on_device(max(launch - used, 1), 0)))
-        out.pop(compaction.FEW_ACTIVE_KEY)
-        return {**whole, **out}
+        back, counts = self.small(whole, limits_on_device(launch - used, 0))
+        whole.update(back)
+        _, small_sweeps, small_used, _ = (int(n) for n in np.asarray(counts))
+        out = dict(self.measuring(whole, limits_on_device(max(launch - used - small_used, 1), 0)))
+        tail_sweeps = int(np.asarray(out.pop(compaction.FEW_ACTIVE_KEY))[1])
+        return {**whole, **out}, sweeps + small_sweeps + tail_sweeps
+
+
+def running(out: State) -> bool:
+    """Whether a launch's result `out` has members still running (its `STATUS_KEY`)."""
+    return bool(int(np.asarray(out[STATUS_KEY])) & RUNNING)
