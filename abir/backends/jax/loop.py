@@ -31,14 +31,13 @@ from abir.backends.base import (
     State,
     Writes,
     apply_writes,
-    tail_start_of,
 )
 from abir.backends.jax import compaction
 from abir.backends.jax.compaction import compact_members, compact_run, compact_slots, full_batch_requests
 from abir.backends.jax.mode import traced_as
 from abir.backends.jax.reductions import batch_any, batch_min, batch_sum
 from abir.backends.jax.writes import scatter_columns, write_column_by_column
-from abir.backends.traced import STATS_KEY, BlockRun, TracedLoop, refills_lanes
+from abir.backends.traced import STATS_KEY, BlockRun, TracedLoop, counted_batch, refills_lanes
 
 
 @dataclass(frozen=True)
@@ -110,9 +109,9 @@ class JaxLoop(TracedLoop):
     """The machine loop on JAX (see the module docstring); `scatter_free` when traced to be one
     kernel. `rows` (a standalone run's loop, `abir.backends.jax.one_kernel.ActiveRows`): None,
     a loop of `(state, iterations)`; else a loop of `(state, limits)`, `limits` the int32 [2]
-    (most iterations, `stop`) (`limits_on_device`), whose sweeping loop also returns
+    (most iterations, `stop`) (`compaction.limits_on_device`), whose sweeping loop also returns
     `FEW_ACTIVE_KEY`: with `"measure"`, it stops once one to `stop` members are active
-    (`TracedLoop.few_active`; never when `stop` is 0); with `"active"` (a loop over the rows
+    (`TracedLoop.active_count`; never when `stop` is 0); with `"active"` (a loop over the rows
     of the active members, `compaction.gather_active`), once every live member is in the
     program's tail."""
 
@@ -144,15 +143,16 @@ class JaxLoop(TracedLoop):
         return loop
 
     def sweep_loop(self, state: State, iterations: Any) -> State:
-        if self.rows is None or STATS_KEY in state or any(map(refills_lanes, self.kernels)):
+        counted = counted_batch(int(state["pc"].shape[0]))
+        if self.rows is None or not counted or STATS_KEY in state or any(map(refills_lanes, self.kernels)):
             return super().sweep_loop(state, iterations)
         few_rows = compaction.live_rows(int(state["pc"].shape[0])) or 0
+        stop = self.stop
         if self.rows == "measure":
-            until = functools.partial(self.few_active, rows=self.stop)
+            until = lambda active: (active > 0) & (active <= stop)  # noqa: E731
         else:
-            tail = tail_start_of(self.kernels)
-            until = lambda pc: self.min(pc) >= tail  # noqa: E731
-        state, _, used, (few, swept) = self.sweeps(state, {}, iterations, until=until, few_rows=few_rows)
+            until = lambda active: active == 0  # noqa: E731
+        state, _, used, (few, swept) = self.sweeps(state, {}, iterations, few_rows=few_rows, until=until)
         return {**state, compaction.FEW_ACTIVE_KEY: jnp.stack([few, swept, used, self.active_count(state["pc"])])}
 
     def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:

@@ -59,6 +59,8 @@ FEW_ACTIVE_SHARE = 1 / 2
 """A loop whose first launch began at least this share of its sweeps with few members active
 (`abir.backends.jax.compaction.live_rows`) sweeps on those members' rows in later runs
 (`ActiveRows`)."""
+TRIAL_RUNS = 2
+"""Runs of each loop an `ActiveRows` times before it chooses."""
 ONE_KERNEL_COMPILER_OPTIONS = {**LOOP_COMPILER_OPTIONS, "xla_cpu_experimental_ynn_fusion_type": ""}
 """Also without YNNPACK's fusions of dot products (custom fusions, which one kernel cannot call)."""
 
@@ -262,11 +264,12 @@ class ActiveRows:
     A run on the batch's rows counts its sweeps that began with one to `live_rows` members
     active (`compaction.FEW_ACTIVE_KEY`). When at least `FEW_ACTIVE_SHARE` of the first run's
     sweeps did, a loop over `live_rows` rows (`JaxLoop.rows="active"`, `small_loop`) is
-    compiled in a thread of its own, which the next run waits for; that run goes on on the
-    batch's rows, the one after it on the small rows (`on_active_rows`: it sweeps on the
-    batch's rows until that few members are active, sweeps on their rows, gathered there and
-    back, until every live member is in the program's tail, and runs the tail on the batch's
-    rows), and the one of the two that took less time per sweep runs from then on. So the first
+    compiled in a thread of its own, which the next run waits for; the runs after it alternate
+    between the batch's rows and the small rows (`on_active_rows`: it sweeps on the batch's
+    rows until that few members are active, sweeps on their rows, gathered there and back,
+    until every live member is in the program's tail, and runs the tail on the batch's rows),
+    `TRIAL_RUNS` each, timed (`timed`), and the loop that took less time per sweep runs from
+    then on. So the first
     call compiles and runs what it did without this choice; a compilation that fails, or a
     loop over fewer rows that does not pay, leaves the runs on the batch's rows."""
 
@@ -277,7 +280,8 @@ class ActiveRows:
         """"count" (the first run), "trial-batch", "trial-rows" (the runs timed), then "batch"
         or "rows" (the choice)."""
         self.counts = np.zeros(2, np.int64)  # the first run's sweeps with few members active, all its sweeps
-        self.trials = {"batch": [0.0, 0], "rows": [0.0, 0]}  # seconds and sweeps of each timed run
+        self.trial = [0.0, 0]  # seconds and sweeps of the run being timed
+        self.per_sweep: dict[str, list[float]] = {"batch": [], "rows": []}  # seconds of each timed run
         self.small: Callable[[State, Any], State] | None = None
         self.compiling: threading.Thread | None = None
 
@@ -325,19 +329,21 @@ class ActiveRows:
             self.stage = "batch"
 
     def timed(self, loop: str, start: float, sweeps: int, out: State) -> None:
-        """Adds a launch of `loop` ("batch" or "rows") begun at `start` to its trial run; after
-        the trial of "rows", chooses the loop that took less time per sweep."""
+        """Adds a launch of `loop` ("batch" or "rows") begun at `start` to the run being timed;
+        the trial alternates the loops for `TRIAL_RUNS` runs each, then keeps the one whose
+        fastest run took less time per sweep (the fastest: other work of a busy machine only
+        slows a run down)."""
         is_running = running(out)  # waits for the launch's end
-        trial = self.trials[loop]
-        trial[0] += time.perf_counter() - start
-        trial[1] += sweeps
+        self.trial[0] += time.perf_counter() - start
+        self.trial[1] += sweeps
         if is_running:
             return
-        if loop == "batch":
-            self.stage = "trial-rows"
+        self.per_sweep[loop].append(self.trial[0] / max(self.trial[1], 1))
+        self.trial = [0.0, 0]
+        if len(self.per_sweep["rows"]) < TRIAL_RUNS:
+            self.stage = "trial-rows" if loop == "batch" else "trial-batch"
             return
-        (batch_seconds, batch_sweeps), (rows_seconds, rows_sweeps) = self.trials["batch"], self.trials["rows"]
-        faster = rows_seconds * max(batch_sweeps, 1) < batch_seconds * max(rows_sweeps, 1)
+        faster = min(self.per_sweep["rows"]) < min(self.per_sweep["batch"])
         self.stage = "rows" if faster else "batch"
         if not faster:
             self.small = None
