@@ -7,6 +7,10 @@ reach in a sweep wastes most of its work. In the sweep execution such a block (a
 there (`compact_run`). The loop (`abir.backends.jax.loop`) chooses, per sweep, between skipping
 the block, the compacted run and the run on every row. On NUTS this is the momentum draw,
 reached by a few chains in most sweeps (docs/performance.md#jax-and-tf-backends, "Compaction").
+
+A whole run's active members move to fewer rows the same way (`live_rows`, `gather_active`,
+`put_back`), chosen per compiled loop by `abir.backends.jax.one_kernel.ActiveRows`
+(docs/performance.md#active-rows).
 """
 
 from __future__ import annotations
@@ -124,7 +128,9 @@ LIVE_ROWS_FRACTION = 4
 """A standalone run whose sweeps mostly begin with few members active moves them to
 B // LIVE_ROWS_FRACTION rows then (`abir.backends.jax.one_kernel.ActiveRows`)."""
 LIVE_ROWS_MIN = 16
-"""... and only when that is at least this many rows."""
+"""... when that is at least this many rows: fewer rows would save less than the run's fixed
+costs per sweep, so a smaller batch neither counts its active members nor compiles a loop over
+fewer rows (whether the larger ones gain is measured: `ActiveRows`)."""
 FEW_ACTIVE_KEY = "__few_active__"
 """The state entry a loop with `JaxLoop.rows` returns: int32 [4], the number of its sweeps that
 began with one to `live_rows` members active, of all its sweeps, the loop iterations it used and

@@ -4,7 +4,9 @@ compiles (`machine_loop`, `with_status`).
 `JaxLoop` is `abir.backends.traced.TracedLoop` on `lax.while_loop`, `lax.cond` and
 `lax.switch`, reductions by chunks (`abir.backends.jax.reductions`) and in-place row updates
 (`dynamic_update_slice`); its sweep traces each kernel's `split` once (`jax.jit`) and runs a
-costly block compacted when few members stand there (`abir.backends.jax.compaction`). A loop
+costly block compacted when few members stand there (`abir.backends.jax.compaction`); a
+standalone run's loop also counts its active members (`JaxLoop.rows`, for
+`abir.backends.jax.one_kernel.ActiveRows`). A loop
 traced to be one kernel (`scatter_free`) writes its stacks without scatters
 (`abir.backends.jax.writes.write_column_by_column`); that mode holds for the whole trace of the
 loop, kernels and helpers included (`abir.backends.jax.mode`).
