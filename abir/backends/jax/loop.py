@@ -24,16 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from abir.backends.base import (
-    FLAGGED,
-    RUNNING,
-    STATUS_KEY,
-    Kernel,
-    Span,
-    State,
-    Writes,
-    apply_writes,
-)
+from abir.backends.base import FLAGGED, RUNNING, STATUS_KEY, Kernel, Span, State, Writes, apply_writes
 from abir.backends.jax import compaction
 from abir.backends.jax.compaction import compact_members, compact_run, compact_slots, full_batch_requests
 from abir.backends.jax.mode import traced_as
