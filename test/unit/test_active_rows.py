@@ -71,15 +71,15 @@ def active_rows(cache: dict) -> compilation.ActiveRows:
     return rows
 
 
-def test_live_rows_are_a_quarter_of_at_least_64_members() -> None:
-    assert compaction.live_rows(64) == 16 and compaction.live_rows(1024) == 256
-    assert compaction.live_rows(63) is None
+def test_live_rows_are_a_quarter_of_at_least_256_members() -> None:
+    assert compaction.live_rows(256) == 64 and compaction.live_rows(1024) == 256
+    assert compaction.live_rows(255) is None
 
 
 @pytest.mark.parametrize("one_kernel", [None, True], ids=["default", "one-kernel"])
 @pytest.mark.parametrize("name", ["fib", "guarded_tree", "scaled_fib"])
 def test_runs_on_the_active_rows_equal_python(name: str, one_kernel: bool | None) -> None:
-    fn, args = cases(64)[name]
+    fn, args = cases(256)[name]
     want = np.asarray(fn(*args, dry_run=True))
     cache: dict = {}
     backend = abir.JaxBackend(code_cache=cache, one_kernel=one_kernel)
@@ -93,7 +93,7 @@ def test_runs_on_the_active_rows_equal_python(name: str, one_kernel: bool | None
 
 
 def test_short_launches_on_the_active_rows_equal_python(monkeypatch: pytest.MonkeyPatch) -> None:
-    fn, args = cases(64)["guarded_tree"]
+    fn, args = cases(256)["guarded_tree"]
     want = np.asarray(fn(*args, dry_run=True))
     cache: dict = {}
     backend = abir.JaxBackend(code_cache=cache)
@@ -108,7 +108,7 @@ def test_short_launches_on_the_active_rows_equal_python(monkeypatch: pytest.Monk
 
 
 def test_runs_of_even_length_compile_nothing_more() -> None:
-    n = np.full(64, 12)
+    n = np.full(256, 12)
     cache: dict = {}
     backend = abir.JaxBackend(code_cache=cache)
     fib(n, backend=backend, max_stack_depth=16)

@@ -127,10 +127,11 @@ def compact_run(
 LIVE_ROWS_FRACTION = 4
 """A standalone run whose sweeps mostly begin with few members active moves them to
 B // LIVE_ROWS_FRACTION rows then (`abir.backends.jax.one_kernel.ActiveRows`)."""
-LIVE_ROWS_MIN = 16
-"""... when that is at least this many rows: fewer rows would save less than the run's fixed
-costs per sweep, so a smaller batch neither counts its active members nor compiles a loop over
-fewer rows (whether the larger ones gain is measured: `ActiveRows`)."""
+LIVE_ROWS_MIN = 64
+"""... when that is at least this many rows: on fewer, the loop over them never ran faster on
+the suite's recursive programs (tree-eval, fib at B=64 and 128: docs/performance.md#active-rows),
+so a smaller batch compiles no loop over fewer rows, and its runs count nothing (whether the
+larger ones gain is measured: `ActiveRows`)."""
 FEW_ACTIVE_KEY = "__few_active__"
 """The state entry a loop with `JaxLoop.rows` returns: int32 [4], the number of its sweeps that
 began with one to `live_rows` members active, of all its sweeps, the loop iterations it used and
