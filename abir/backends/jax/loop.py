@@ -103,7 +103,7 @@ class JaxLoop(TracedLoop):
     kernel. `rows` (a standalone run's loop, `abir.backends.jax.one_kernel.ActiveRows`): None,
     a loop of `(state, iterations)`; else a loop of `(state, limits)`, `limits` the int32 [2]
     (most iterations, `stop`) (`compaction.limits_on_device`), whose sweeping loop also returns
-    `FEW_ACTIVE_KEY`: with `"measure"`, it stops once one to `stop` members are active
+    `FEW_ACTIVE_KEY` (with `"measure"`, over a batch that has `compaction.live_rows` only): with `"measure"`, it stops once one to `stop` members are active
     (`TracedLoop.active_count`; never when `stop` is 0); with `"active"` (a loop over the rows
     of the active members, `compaction.gather_active`), once every live member is in the
     program's tail."""
@@ -136,10 +136,12 @@ class JaxLoop(TracedLoop):
         return loop
 
     def sweep_loop(self, state: State, iterations: Any) -> State:
-        counted = counted_batch(int(state["pc"].shape[0]))
-        if self.rows is None or not counted or STATS_KEY in state or any(map(refills_lanes, self.kernels)):
+        batch = int(state["pc"].shape[0])
+        # a loop over a batch too small to gain counts nothing; one over the active rows does
+        few_rows = compaction.live_rows(batch) if self.rows == "measure" else 0
+        plain = self.rows is None or few_rows is None or not counted_batch(batch)
+        if plain or STATS_KEY in state or any(map(refills_lanes, self.kernels)):  # counts nothing
             return super().sweep_loop(state, iterations)
-        few_rows = compaction.live_rows(int(state["pc"].shape[0])) or 0
         stop = self.stop
         if self.rows == "measure":
             until = lambda active: (active > 0) & (active <= stop)  # noqa: E731
