@@ -67,6 +67,17 @@ instead of waiting for the loop's slowest member. A sweep and its refill cost ma
 loop's steps on XLA's CPU, so a refill pays only once many lanes wait for it; bench/lanes.py
 (`make bench-lanes`) measures the choice."""
 
+LIVE_UNIT = 1 << 15
+"""`active_and_live` sums (member active) + (member live) * LIVE_UNIT in one int32 reduction: a
+batch of fewer than `LIVE_UNIT` members keeps both counts apart (`counted_batch`)."""
+
+
+def counted_batch(batch: int) -> bool:
+    """Whether a sweep loop over `batch` rows can count its active and live members in one
+    reduction (`TracedLoop.active_and_live`)."""
+    return batch < LIVE_UNIT
+
+
 Step = Callable[..., State]
 """`step(state, here, anyone_here=False) -> state`: one block of a sweep (`TracedLoop.sweep_step`)."""
 BlockRun = Callable[[State, State, Any, bool], tuple[tuple[Any, ...], tuple[Any, ...]]]
@@ -376,15 +387,32 @@ class TracedLoop(abc.ABC):
 
     # ----- sweeps -------------------------------------------------------------------------------
     def sweep_loop(self, state: State, iterations: Any) -> State:
-        """The loop of sweeps: the carry is (state, counters, iterations used); the counters
-        are an empty dict without `collect_stats`. The tail condition is evaluated once per
+        """The loop of sweeps (`sweeps`) over the whole run, with its counters when the state
+        has them (`collect_stats`)."""
+        counters = state.pop(STATS_KEY, {})
+        state, counters, _, _ = self.sweeps(state, counters, iterations)
+        return {**state, STATS_KEY: counters} if counters else dict(state)
+
+    def sweeps(
+        self,
+        state: State,
+        counters: dict[str, Any],
+        iterations: Any,
+        few_rows: int | None = None,
+        until: Callable[[Any], Any] | None = None,
+    ) -> tuple[State, dict[str, Any], Any, Any]:
+        """Sweeps while a member is live and fewer than `iterations` loop iterations were used:
+        `(state, counters, iterations used, few)`. With `few_rows`, the sweeps also count the
+        members before the program's tail (`active_count`, once per sweep), stop early once
+        `until(that count)` holds, and `few` is the numbers of sweeps that began with one to
+        `few_rows` of them and of all sweeps (None without `few_rows`). The counters are an
+        empty dict without `collect_stats`. The tail condition is evaluated once per
         sweep, at the tail's first block (tail blocks move members only forward, so it stays
         true through the tail); a block that jumps to itself repeats in a loop of its own (each
         repeat counts as a loop iteration, so a member that never leaves stops the launch), run
         without a conditional since the loop's condition found a member there
         (docs/performance.md#the-machines-fixed-costs); so do the blocks of a loop of several
         blocks (`loop_ranges`, `repeat_range`), without the sweep's other blocks' conditionals."""
-        counters = state.pop(STATS_KEY, {})
         steps = self.block_steps(state)
         tail = tail_start_of(self.kernels)
         with_lanes = any(refills_lanes(kernel) for kernel in self.kernels)
@@ -424,8 +452,36 @@ class TracedLoop(abc.ABC):
             state, counters, used = carry
             return state, self.end_sweep(counters) if counters else counters, used + 1
 
-        state, counters, _ = self.while_loop(cond, body, (state, counters, self.cast(0, np.int32)))
-        return {**state, STATS_KEY: counters} if counters else dict(state)
+        start = (state, counters, self.cast(0, np.int32))
+        if few_rows is None:
+            return (*self.while_loop(cond, body, start), None)  # type: ignore[no-any-return]
+
+        def counted(carry: tuple[tuple[State, dict[str, Any], Any], Any, Any, Any]) -> tuple[tuple[State, dict[str, Any], Any], Any, Any, Any]:
+            sweep, few, swept, (active, _) = carry
+            few = few + self.cast((active > 0) & (active <= few_rows), np.int32)
+            sweep = body(sweep)
+            return sweep, few, swept + 1, self.active_and_live(sweep[0]["pc"])
+
+        def counted_cond(carry: tuple[tuple[State, dict[str, Any], Any], Any, Any, Any]) -> Any:
+            active, live = carry[3]
+            going = (carry[0][2] < iterations) & (live > 0)  # as `cond`, from the counts
+            return going if until is None else going & ~until(active)
+
+        zero = self.cast(0, np.int32)
+        start_counted = (start, zero, zero, self.active_and_live(state["pc"]))
+        (state, counters, used), few, swept, _ = self.while_loop(counted_cond, counted, start_counted)
+        return state, counters, used, (few, swept)
+
+    def active_and_live(self, pc: Any) -> tuple[Any, Any]:
+        """(`active_count`, the number of members not halted), by one pass over `pc`."""
+        tail = tail_start_of(self.kernels)
+        both = self.sum(self.cast(pc < tail, np.int32) + self.cast(pc < self.halt, np.int32) * LIVE_UNIT)
+        return both % LIVE_UNIT, both // LIVE_UNIT
+
+    def active_count(self, pc: Any) -> Any:
+        """The number of members before the program's tail (`tail_start_of`): active, where the
+        others wait for them or have halted."""
+        return self.sum(self.cast(pc < tail_start_of(self.kernels), np.int32))
 
     def repeat_block(
         self,

@@ -49,6 +49,7 @@ from abir.backends.base import (
     Span,
     State,
     map_tensor_types,
+    tail_start_of,
 )
 from abir.backends.jax import reverse, sharding, staging, writes
 from abir.backends.jax.loop import Fill, fills_of, iterations_on_device, machine_loop, with_status
@@ -476,8 +477,8 @@ class JaxBackend(Backend):
         returned, with `ANCHORS_KEY`."""
 
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
-            def loop(scatter_free: bool) -> Callable[[State, Any], State]:
-                run = with_status(machine_loop(self, ks, halt, stack_keys, scatter_free), halt, flags)
+            def loop(scatter_free: bool, rows: str | None = None) -> Callable[[State, Any], State]:
+                run = with_status(machine_loop(self, ks, halt, stack_keys, scatter_free, rows), halt, flags)
                 if self.execution != "sweep":  # a switch carries every register through its loop
                     return run
 
@@ -496,7 +497,7 @@ class JaxBackend(Backend):
 
             if self.one_kernel is False:
                 return JitWithOptions(loop(False), LOOP_COMPILER_OPTIONS)
-            return OneKernelWherePossible(loop, forced=self.one_kernel is True)
+            return OneKernelWherePossible(loop, self.one_kernel is True, stack_keys, halt, tail_start_of(ks))
 
         config = (self.execution, self.collect_stats, self.one_kernel, False, False, tuple(flags.items()))
         return self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_loop, config)

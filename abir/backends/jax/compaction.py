@@ -7,15 +7,21 @@ reach in a sweep wastes most of its work. In the sweep execution such a block (a
 there (`compact_run`). The loop (`abir.backends.jax.loop`) chooses, per sweep, between skipping
 the block, the compacted run and the run on every row. On NUTS this is the momentum draw,
 reached by a few chains in most sweeps (docs/performance.md#jax-and-tf-backends, "Compaction").
+
+A whole run's active members move to fewer rows the same way (`live_rows`, `gather_active`,
+`put_back`), chosen per compiled loop by `abir.backends.jax.one_kernel.ActiveRows`
+(docs/performance.md#active-rows).
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from abir.backends.base import Kernel, State, Writes, separate_stacks, splittable
 from abir.backends.jax.cost import jaxpr_work
@@ -115,3 +121,58 @@ def compact_run(
         return full.at[members].set(value, mode="drop")
 
     return tuple(back(key) for key in written), writes
+
+
+
+LIVE_ROWS_FRACTION = 4
+"""A standalone run whose sweeps mostly begin with few members active moves them to
+B // LIVE_ROWS_FRACTION rows then (`abir.backends.jax.one_kernel.ActiveRows`)."""
+LIVE_ROWS_MIN = 64
+"""... when that is at least this many rows: on fewer, the loop over them never ran faster on
+the suite's recursive programs (tree-eval, fib at B=64 and 128: docs/performance.md#active-rows),
+so a smaller batch compiles no loop over fewer rows, and its runs count nothing (whether the
+larger ones gain is measured: `ActiveRows`)."""
+FEW_ACTIVE_KEY = "__few_active__"
+"""The state entry a loop with `JaxLoop.rows` returns: int32 [4], the number of its sweeps that
+began with one to `live_rows` members active, of all its sweeps, the loop iterations it used and
+the members active at its end."""
+
+
+@functools.lru_cache(maxsize=64)
+def limits_on_device(iterations: int, stop: int) -> jax.Array:
+    """A launch's (iteration limit, `stop`) for a loop with `abir.backends.jax.loop.JaxLoop.rows`, made once per value."""
+    return jax.device_put(np.array([iterations, stop], np.int32))
+
+
+def live_rows(batch: int) -> int | None:
+    """The rows a run over `batch` rows moves its active members to, or None when that would be
+    fewer than `LIVE_ROWS_MIN`."""
+    rows = batch // LIVE_ROWS_FRACTION
+    return rows if rows >= LIVE_ROWS_MIN else None
+
+
+def gather_active(state: State, rows: int, tail: int, halt: int, stack_keys: Collection[str]) -> tuple[State, Any]:
+    """The state of the (first `rows`) active members of `state` (program counters before
+    `tail`) on `rows` rows, their registers and stack columns gathered (the rows of no member
+    are halted copies of the last row), and each batch row's slot there or -1
+    (`compact_slots`)."""
+    batch = int(state["pc"].shape[0])
+    members, slots = compact_slots(state["pc"] < tail, rows)
+    source = jnp.minimum(members, batch - 1)
+    small = {key: value[:, source] if key in stack_keys else value[source] for key, value in state.items()}
+    small["pc"] = jnp.where(members < batch, small["pc"], halt)
+    return small, slots
+
+
+def put_back(state: State, small: State, slots: Any, stack_keys: Collection[str]) -> State:
+    """The entries of `state` that `small` (a run on `gather_active`'s rows) has, with its values
+    in the rows whose `slots` name them, gathered back without a scatter."""
+    taken = slots >= 0
+    at = jnp.maximum(slots, 0)
+    result = {}
+    for key, value in small.items():
+        if key in stack_keys:
+            result[key] = jnp.where(taken.reshape((1, -1) + (1,) * (value.ndim - 2)), value[:, at], state[key])
+        else:
+            result[key] = jnp.where(taken.reshape((-1,) + (1,) * (value.ndim - 1)), value[at], state[key])
+    return result

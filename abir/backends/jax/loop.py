@@ -4,7 +4,9 @@ compiles (`machine_loop`, `with_status`).
 `JaxLoop` is `abir.backends.traced.TracedLoop` on `lax.while_loop`, `lax.cond` and
 `lax.switch`, reductions by chunks (`abir.backends.jax.reductions`) and in-place row updates
 (`dynamic_update_slice`); its sweep traces each kernel's `split` once (`jax.jit`) and runs a
-costly block compacted when few members stand there (`abir.backends.jax.compaction`). A loop
+costly block compacted when few members stand there (`abir.backends.jax.compaction`); a
+standalone run's loop also counts its active members (`JaxLoop.rows`, for
+`abir.backends.jax.one_kernel.ActiveRows`). A loop
 traced to be one kernel (`scatter_free`) writes its stacks without scatters
 (`abir.backends.jax.writes.write_column_by_column`); that mode holds for the whole trace of the
 loop, kernels and helpers included (`abir.backends.jax.mode`).
@@ -28,7 +30,7 @@ from abir.backends.jax.compaction import compact_members, compact_run, compact_s
 from abir.backends.jax.mode import traced_as
 from abir.backends.jax.reductions import batch_any, batch_min, batch_sum
 from abir.backends.jax.writes import scatter_columns, write_column_by_column
-from abir.backends.traced import BlockRun, TracedLoop
+from abir.backends.traced import STATS_KEY, BlockRun, TracedLoop, counted_batch, refills_lanes
 
 
 @dataclass(frozen=True)
@@ -61,12 +63,17 @@ def fills_of(state: State) -> dict[str, Fill]:
 
 
 def machine_loop(
-    backend: Any, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str], scatter_free: bool = False
+    backend: Any,
+    kernels: tuple[Kernel, ...],
+    halt_index: int,
+    stack_keys: Collection[str],
+    scatter_free: bool = False,
+    rows: str | None = None,
 ) -> Callable[[State, Any], State]:
     """The machine loop over `kernels` as a traceable function of the state and the most loop
     iterations to run (`Backend.run_in_launches`), traced in the mode `scatter_free`
-    (`abir.backends.jax.one_kernel.OneKernelWherePossible`)."""
-    build = JaxLoop(backend, kernels, halt_index, stack_keys, scatter_free).function(backend.execution)
+    (`abir.backends.jax.one_kernel.OneKernelWherePossible`); `rows` as in `JaxLoop`."""
+    build = JaxLoop(backend, kernels, halt_index, stack_keys, scatter_free, rows).function(backend.execution)
 
     def traced(state: State, iterations: Any) -> State:
         with traced_as(scatter_free=scatter_free):  # read by what the kernels call (`stack_scatter`, `call_opaque`)
@@ -99,13 +106,55 @@ def iterations_on_device(iterations: int) -> jax.Array:
 
 class JaxLoop(TracedLoop):
     """The machine loop on JAX (see the module docstring); `scatter_free` when traced to be one
-    kernel."""
+    kernel. `rows` (a standalone run's loop, `abir.backends.jax.one_kernel.ActiveRows`): None,
+    a loop of `(state, iterations)`; else a loop of `(state, limits)`, `limits` the int32 [2]
+    (most iterations, `stop`) (`compaction.limits_on_device`), whose sweeping loop also returns
+    `FEW_ACTIVE_KEY` (with `"measure"`, over a batch that has `compaction.live_rows` only): with `"measure"`, it stops once one to `stop` members are active
+    (`TracedLoop.active_count`; never when `stop` is 0); with `"active"` (a loop over the rows
+    of the active members, `compaction.gather_active`), once every live member is in the
+    program's tail."""
 
     def __init__(
-        self, backend: Any, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str], scatter_free: bool = False
+        self,
+        backend: Any,
+        kernels: Sequence[Kernel],
+        halt_index: int,
+        stack_keys: Collection[str],
+        scatter_free: bool = False,
+        rows: str | None = None,
     ):
         super().__init__(backend, kernels, halt_index, stack_keys)
         self.scatter_free = scatter_free
+        if rows not in (None, "measure", "active"):
+            raise ValueError(f"rows must be None, 'measure' or 'active', not {rows!r}")
+        self.rows = rows
+        self.stop: Any = 0
+
+    def function(self, execution: str) -> Callable[[State, Any], State]:
+        build = super().function(execution)
+        if self.rows is None:
+            return build
+
+        def loop(state: State, limits: Any) -> State:
+            self.stop = limits[1]  # read by `sweep_loop` while this traces
+            return build(state, limits[0])
+
+        return loop
+
+    def sweep_loop(self, state: State, iterations: Any) -> State:
+        batch = int(state["pc"].shape[0])
+        # a loop over a batch too small to gain counts nothing; one over the active rows does
+        few_rows = compaction.live_rows(batch) if self.rows == "measure" else 0
+        plain = self.rows is None or few_rows is None or not counted_batch(batch)
+        if plain or STATS_KEY in state or any(map(refills_lanes, self.kernels)):  # counts nothing
+            return super().sweep_loop(state, iterations)
+        stop = self.stop
+        if self.rows == "measure":
+            until = lambda active: (active > 0) & (active <= stop)  # noqa: E731
+        else:
+            until = lambda active: active == 0  # noqa: E731
+        state, _, used, (few, swept) = self.sweeps(state, {}, iterations, few_rows=few_rows, until=until)
+        return {**state, compaction.FEW_ACTIVE_KEY: jnp.stack([few, swept, used, self.active_count(state["pc"])])}
 
     def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
         return lax.while_loop(cond, body, carry)

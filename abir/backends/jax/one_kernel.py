@@ -10,14 +10,19 @@ that makes most of a sweep's cost at small batch sizes, and compiles each of the
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Callable, Mapping
+import threading
+import time
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import jax
 import numpy as np
 
-from abir.backends.base import State
+from abir.backends.base import RUNNING, STATUS_KEY, State
+from abir.backends.jax import compaction
+from abir.backends.jax.compaction import limits_on_device
 from abir.backends.jax.cost import Work, work_of
 
 ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
@@ -50,6 +55,12 @@ LOOP_COMPILER_OPTIONS = {"xla_cpu_prefer_vector_width": 512}
 """XLA options for a standalone run's loop: 512-bit vectors where the CPU has them (XLA prefers
 256 bits by default, which spares some Intel CPUs a lower clock under AVX-512; elsewhere LLVM
 keeps the widths the CPU has; docs/performance.md#jax-and-tf-backends, "Vector width")."""
+FEW_ACTIVE_SHARE = 1 / 2
+"""A loop whose first launch began at least this share of its sweeps with few members active
+(`abir.backends.jax.compaction.live_rows`) sweeps on those members' rows in later runs
+(`ActiveRows`)."""
+TRIAL_RUNS = 2
+"""Runs of each loop an `ActiveRows` times before it chooses."""
 ONE_KERNEL_COMPILER_OPTIONS = {**LOOP_COMPILER_OPTIONS, "xla_cpu_experimental_ynn_fusion_type": ""}
 """Also without YNNPACK's fusions of dot products (custom fusions, which one kernel cannot call)."""
 
@@ -74,6 +85,16 @@ class JitWithOptions:
                 raise
             self.jitted = jax.jit(self.fn)
             return self.jitted(*args)
+
+    def compiled(self, *args: Any) -> Callable[..., Any]:
+        """The function compiled ahead of its first call, for arguments shaped as `args`."""
+        try:
+            return self.jitted.lower(*args).compile()  # type: ignore[no-any-return]
+        except Exception as error:
+            if "No such compile option" not in str(error):
+                raise
+            self.jitted = jax.jit(self.fn)
+            return self.jitted.lower(*args).compile()  # type: ignore[no-any-return]
 
 
 def state_bytes(state: State) -> int:
@@ -144,41 +165,58 @@ class OneKernelWherePossible:
     anything is compiled."""
 
     def __init__(
-        self, loop: Callable[[bool], Callable[[State, Any], State]], forced: bool = False
+        self,
+        loop: Callable[..., Callable[[State, Any], State]],
+        forced: bool = False,
+        stack_keys: Collection[str] = (),
+        halt: int = 0,
+        tail: int = 0,
     ):
         self.loop = loop
         self.forced = forced
-        self.scatter_free_loop = jax.jit(loop(True))
-        self.fused = JitWithOptions(self._tagged, ONE_KERNEL_COMPILER_OPTIONS)
+        self.scatter_free_loop = jax.jit(loop(True, rows="measure"))
+        self.stack_keys = frozenset(stack_keys)
+        self.halt = halt
+        self.tail = tail
+        self.fused = JitWithOptions(tagged(self.scatter_free_loop), ONE_KERNEL_COMPILER_OPTIONS)
         self._plain: Callable[[State, Any], State] | None = None
         self.chosen: dict[Any, Callable[[State, Any], State]] = {}
+        self.rows: dict[Any, ActiveRows] = {}
 
     @property
     def plain(self) -> Callable[[State, Any], State]:
         """The loop with scatters, as a sequence of kernels (traced when first needed)."""
         if self._plain is None:
-            self._plain = JitWithOptions(self.loop(False), LOOP_COMPILER_OPTIONS)
+            self._plain = JitWithOptions(self.loop(False, rows="measure"), LOOP_COMPILER_OPTIONS)
         return self._plain
 
-    def _tagged(self, state: State, iterations: Any) -> State:
-        from jax.experimental.xla_metadata import set_xla_metadata
+    def small_loop(self, fused: bool, rows: int) -> JitWithOptions:
+        """`(state, limits) -> (entries changed, counts)`: the loop over `rows` rows
+        (`JaxLoop` with `rows="active"`, compiled as `fused` says) run on the active members of
+        `state`, gathered there and back (`compaction.gather_active`, `compaction.put_back`),
+        and its `compaction.FEW_ACTIVE_KEY` counts."""
+        loop = tagged(jax.jit(self.loop(True, rows="active"))) if fused else self.loop(False, rows="active")
 
-        # attached to the call op producing the results: not inlined, emitted as one kernel
-        return set_xla_metadata(  # type: ignore[no-any-return]
-            self.scatter_free_loop(state, iterations), xla_cpu_small_call="true", inlineable="false"
-        )
+        def on_rows(state: State, limits: Any) -> tuple[State, Any]:
+            small, slots = compaction.gather_active(state, rows, self.tail, self.halt, self.stack_keys)
+            out = dict(loop(small, limits))
+            counts = out.pop(compaction.FEW_ACTIVE_KEY)
+            return compaction.put_back(state, {key: value for key, value in out.items() if key in state}, slots, self.stack_keys), counts
+
+        return JitWithOptions(on_rows, ONE_KERNEL_COMPILER_OPTIONS if fused else LOOP_COMPILER_OPTIONS)
+
+    def active_rows(self, measuring: Callable[[State, Any], State], fused: bool) -> ActiveRows:
+        """The `ActiveRows` of a signature whose loop is `measuring`, compiled as `fused` says."""
+        return ActiveRows(measuring, functools.partial(self.small_loop, fused))
 
     def __call__(self, state: State, iterations: Any) -> State:
-        signature = state_signature(state)
-        run = self.chosen.get(signature)
-        if run is None:
-            return self._first_call(signature, state, iterations)
-        return run(state, iterations)
+        return self.chosen_for(state)(state, iterations)
 
     def chosen_for(self, state: State) -> Callable[[State, Any], State]:
         """The compiled loop calls on states of `state`'s signature run, once one has run (else
-        this object, which chooses it)."""
-        return self.chosen.get(state_signature(state), self)
+        this object's first call, which chooses it)."""
+        rows = self.rows.get(state_signature(state))
+        return self._first_call if rows is None else rows
 
     def wanted(self, state: State, iterations: Any) -> bool:
         """Whether the loop on `state` is to be one kernel (see the class docstring)."""
@@ -190,14 +228,165 @@ class OneKernelWherePossible:
         jaxpr = self.scatter_free_loop.trace(state, iterations).jaxpr
         return one_kernel_possible(jaxpr) and (self.forced or one_kernel_pays(work_of(jaxpr)))
 
-    def _first_call(self, signature: Any, state: State, iterations: Any) -> State:
-        if self.wanted(state, iterations):
+    def _first_call(self, state: State, iterations: Any) -> State:
+        signature = state_signature(state)
+        launch = int(iterations)
+        if self.wanted(state, limits_on_device(launch, 0)):
             try:
-                result = self.fused(state, iterations)
+                result = self.fused(state, limits_on_device(launch, 0))
             except Exception:  # XLA refuses the one kernel (or this jax cannot ask for it): kernels
                 pass
             else:
                 self.chosen[signature] = self.fused
-                return result
+                return self.rows.setdefault(signature, self.active_rows(self.fused, True)).measured(state, result)
         run = self.chosen[signature] = self.plain
-        return run(state, iterations)
+        return self.rows.setdefault(signature, self.active_rows(run, False))(state, iterations)
+
+
+def tagged(loop: Callable[[State, Any], State]) -> Callable[[State, Any], State]:
+    """`loop` (jitted) tagged to be emitted as one kernel (`OneKernelWherePossible`)."""
+
+    def one_kernel(state: State, iterations: Any) -> State:
+        from jax.experimental.xla_metadata import set_xla_metadata
+
+        # attached to the call op producing the results: not inlined, emitted as one kernel
+        return set_xla_metadata(  # type: ignore[no-any-return]
+            loop(state, iterations), xla_cpu_small_call="true", inlineable="false"
+        )
+
+    return one_kernel
+
+
+class ActiveRows:
+    """A state signature's compiled loop (a loop of `JaxLoop.rows="measure"`), and whether its
+    runs move their active members to fewer rows once few are active: chosen by its runs.
+
+    A run on the batch's rows counts its sweeps that began with one to `live_rows` members
+    active (`compaction.FEW_ACTIVE_KEY`). When at least `FEW_ACTIVE_SHARE` of the first run's
+    sweeps did, a loop over `live_rows` rows (`JaxLoop.rows="active"`, `small_loop`) is
+    compiled in a thread of its own, which the next run waits for; the runs after it alternate
+    between the batch's rows and the small rows (`on_active_rows`: it sweeps on the batch's
+    rows until that few members are active, sweeps on their rows, gathered there and back,
+    until every live member is in the program's tail, and runs the tail on the batch's rows),
+    `TRIAL_RUNS` each, timed (`timed`), and the loop that took less time per sweep runs from
+    then on. So the first
+    call compiles and runs what it did without this choice; a compilation that fails, or a
+    loop over fewer rows that does not pay, leaves the runs on the batch's rows."""
+
+    def __init__(self, measuring: Callable[[State, Any], State], small_loop: Callable[[int], JitWithOptions]):
+        self.measuring = measuring
+        self.small_loop = small_loop
+        self.stage = "count"
+        """"count" (the first run), "trial-batch", "trial-rows" (the runs timed), then "batch"
+        or "rows" (the choice)."""
+        self.counts = np.zeros(2, np.int64)  # the first run's sweeps with few members active, all its sweeps
+        self.trial = [0.0, 0]  # seconds and sweeps of the run being timed
+        self.per_sweep: dict[str, list[float]] = {"batch": [], "rows": []}  # seconds of each timed run
+        self.small: Callable[[State, Any], State] | None = None
+        self.compiling: threading.Thread | None = None
+
+    def __call__(self, state: State, iterations: Any) -> State:
+        if self.compiling is not None:
+            self.compiling.join()
+            self.compiling = None
+            self.stage = "batch" if self.small is None else "trial-batch"
+        launch = int(iterations)
+        start = time.perf_counter()
+        if self.stage in ("rows", "trial-rows"):
+            out, sweeps = self.on_active_rows(state, launch)
+            if self.stage == "trial-rows":
+                self.timed("rows", start, sweeps, out)
+            return out
+        out = dict(self.measuring(state, limits_on_device(launch, 0)))
+        counts = out.pop(compaction.FEW_ACTIVE_KEY, None)
+        if counts is None or self.stage == "batch":
+            return out
+        if self.stage == "count":
+            self.count(state, out, np.asarray(counts))
+        else:
+            self.timed("batch", start, int(np.asarray(counts)[1]), out)
+        return out
+
+    def measured(self, state: State, out: State) -> State:
+        """`out`, the first launch's result on `state`, counted (see `count`), without its counts."""
+        out = dict(out)
+        counts = out.pop(compaction.FEW_ACTIVE_KEY, None)
+        if counts is not None:
+            self.count(state, out, np.asarray(counts))
+        return out
+
+    def count(self, state: State, out: State, counts: np.ndarray) -> None:
+        """Adds a launch's `counts` to the first run's; at its end, compiles the loop over fewer
+        rows in the background when enough of its sweeps began with few members active."""
+        self.counts += counts[:2]
+        if running(out):
+            return
+        few, sweeps = (int(n) for n in self.counts)
+        rows = compaction.live_rows(int(state["pc"].shape[0]))
+        if rows is not None and sweeps and few >= FEW_ACTIVE_SHARE * sweeps:
+            self.compile_in_background(state, rows)
+        else:
+            self.stage = "batch"
+
+    def timed(self, loop: str, start: float, sweeps: int, out: State) -> None:
+        """Adds a launch of `loop` ("batch" or "rows") begun at `start` to the run being timed;
+        the trial alternates the loops for `TRIAL_RUNS` runs each, then keeps the one whose
+        fastest run took less time per sweep (the fastest: other work of a busy machine only
+        slows a run down)."""
+        is_running = running(out)  # waits for the launch's end
+        self.trial[0] += time.perf_counter() - start
+        self.trial[1] += sweeps
+        if is_running:
+            return
+        self.per_sweep[loop].append(self.trial[0] / max(self.trial[1], 1))
+        self.trial = [0.0, 0]
+        if len(self.per_sweep["rows"]) < TRIAL_RUNS:
+            self.stage = "trial-rows" if loop == "batch" else "trial-batch"
+            return
+        faster = min(self.per_sweep["rows"]) < min(self.per_sweep["batch"])
+        self.stage = "rows" if faster else "batch"
+        if not faster:
+            self.small = None
+
+    def compile_in_background(self, state: State, rows: int) -> None:
+        """Compiles the loop over `rows` rows (`small_loop`) for `state`'s shapes in a thread
+        (joined by the next run, and by the interpreter at exit)."""
+        specs = {key: jax.ShapeDtypeStruct(value.shape, value.dtype) for key, value in state.items()}
+        limits = jax.ShapeDtypeStruct((2,), np.int32)
+        x64 = bool(jax.config.jax_enable_x64)  # a thread-local setting of the caller's run
+
+        def compile_it() -> None:
+            try:
+                with jax.enable_x64(x64):
+                    self.small = self.small_loop(rows).compiled(specs, limits)
+            except Exception:  # XLA refuses it: the runs stay on the batch's rows
+                self.small = None
+
+        self.compiling = threading.Thread(target=compile_it, name="abir-active-rows")
+        self.compiling.start()
+
+    def on_active_rows(self, state: State, launch: int) -> tuple[State, int]:
+        """One launch of at most `launch` iterations that moves the active members to fewer rows
+        once that few are (see the class docstring), and the sweeps it ran."""
+        assert self.small is not None
+        rows = compaction.live_rows(int(state["pc"].shape[0]))
+        # the host's inputs go to the device once (in one transfer), not with each computation
+        # of the launch; returned, they stay there for the run's next launches
+        host = [key for key, value in state.items() if isinstance(value, np.ndarray)]
+        state = {**state, **dict(zip(host, jax.device_put([state[key] for key in host]), strict=True))}
+        out = dict(self.measuring(state, limits_on_device(launch, rows)))
+        _, sweeps, used, active = (int(n) for n in np.asarray(out.pop(compaction.FEW_ACTIVE_KEY)))
+        if not 0 < active <= rows or used >= launch:  # halted, or the launch's iterations ran out
+            return {**{key: state[key] for key in host}, **out}, sweeps
+        whole = {key: out.get(key, value) for key, value in state.items()}
+        back, counts = self.small(whole, limits_on_device(launch - used, 0))
+        whole.update(back)
+        _, small_sweeps, small_used, _ = (int(n) for n in np.asarray(counts))
+        out = dict(self.measuring(whole, limits_on_device(max(launch - used - small_used, 1), 0)))
+        tail_sweeps = int(np.asarray(out.pop(compaction.FEW_ACTIVE_KEY))[1])
+        return {**whole, **out}, sweeps + small_sweeps + tail_sweeps
+
+
+def running(out: State) -> bool:
+    """Whether a launch's result `out` has members still running (its `STATUS_KEY`)."""
+    return bool(int(np.asarray(out[STATUS_KEY])) & RUNNING)
