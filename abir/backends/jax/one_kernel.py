@@ -264,7 +264,7 @@ class ActiveRows:
     A run on the batch's rows counts its sweeps that began with one to `live_rows` members
     active (`compaction.FEW_ACTIVE_KEY`). When at least `FEW_ACTIVE_SHARE` of the first run's
     sweeps did, a loop over `live_rows` rows (`JaxLoop.rows="active"`, `small_loop`) is
-    compiled in a thread of its own, which the next run waits for; the runs after it alternate
+    compiled in a thread of its own while runs go on over the batch's rows; the runs after it alternate
     between the batch's rows and the small rows (`on_active_rows`: it sweeps on the batch's
     rows until that few members are active, sweeps on their rows, gathered there and back,
     until every live member is in the program's tail, and runs the tail on the batch's rows),
@@ -277,8 +277,9 @@ class ActiveRows:
         self.measuring = measuring
         self.small_loop = small_loop
         self.stage = "count"
-        """"count" (the first run), "trial-batch", "trial-rows" (the runs timed), then "batch"
-        or "rows" (the choice)."""
+        """"count" (the first run), "compiling" (runs on the batch's rows while the small-row
+        loop compiles), "trial-batch", "trial-rows" (the runs timed), then "batch" or "rows"
+        (the choice)."""
         self.counts = np.zeros(2, np.int64)  # the first run's sweeps with few members active, all its sweeps
         self.trial = [0.0, 0]  # seconds and sweeps of the run being timed
         self.per_sweep: dict[str, list[float]] = {"batch": [], "rows": []}  # seconds of each timed run
@@ -286,8 +287,7 @@ class ActiveRows:
         self.compiling: threading.Thread | None = None
 
     def __call__(self, state: State, iterations: Any) -> State:
-        if self.compiling is not None:
-            self.compiling.join()
+        if self.compiling is not None and not self.compiling.is_alive():
             self.compiling = None
             self.stage = "batch" if self.small is None else "trial-batch"
         launch = int(iterations)
@@ -299,7 +299,7 @@ class ActiveRows:
             return out
         out = dict(self.measuring(state, limits_on_device(launch, 0)))
         counts = out.pop(compaction.FEW_ACTIVE_KEY, None)
-        if counts is None or self.stage == "batch":
+        if counts is None or self.stage in ("batch", "compiling"):
             return out
         if self.stage == "count":
             self.count(state, out, np.asarray(counts))
@@ -350,7 +350,7 @@ class ActiveRows:
 
     def compile_in_background(self, state: State, rows: int) -> None:
         """Compiles the loop over `rows` rows (`small_loop`) for `state`'s shapes in a thread
-        (joined by the next run, and by the interpreter at exit)."""
+        (runs meanwhile stay on the batch's rows; the interpreter joins it at exit)."""
         specs = {key: jax.ShapeDtypeStruct(value.shape, value.dtype) for key, value in state.items()}
         limits = jax.ShapeDtypeStruct((2,), np.int32)
         x64 = bool(jax.config.jax_enable_x64)  # a thread-local setting of the caller's run
@@ -363,6 +363,7 @@ class ActiveRows:
                 self.small = None
 
         self.compiling = threading.Thread(target=compile_it, name="abir-active-rows")
+        self.stage = "compiling"
         self.compiling.start()
 
     def on_active_rows(self, state: State, launch: int) -> tuple[State, int]:
