@@ -445,16 +445,21 @@ class TracedLoop(abc.ABC):
             return state, counters, used + 1
 
         def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
-            pc = carry[0]["pc"]
-            go_on = self.any(self.equal(pc, block)) & (carry[2] < iterations)
-            if lanes_waiting is None:
-                return go_on
-            elsewhere = (pc != block) & (pc < self.halt)
-            return go_on & (self.sum(self.cast(elsewhere, np.int32)) < lanes_waiting)
+            return self.any(self.equal(carry[0]["pc"], block)) & (carry[2] < iterations)
 
-        if lanes_waiting is not None:  # once in every sweep, so that two loops' lanes never wait for each other
-            carry = run_block(block, carry)
-        return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
+        if lanes_waiting is None:
+            return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
+        carry = run_block(block, carry)  # once in every sweep, so that two loops' lanes never wait for each other
+        # while it repeats, lanes only leave the block: the live lanes elsewhere are the live
+        # lanes less those here, and one count per repeat tells both whether to go on
+        pc = carry[0]["pc"]
+        fewest_here = self.sum(self.cast(pc < self.halt, np.int32)) - lanes_waiting
+
+        def few_waiting(carry: tuple[State, dict[str, Any], Any]) -> Any:
+            here = self.sum(self.cast(self.equal(carry[0]["pc"], block), np.int32))
+            return (here > 0) & (here > fewest_here) & (carry[2] < iterations)
+
+        return self.while_loop(few_waiting, again, carry)  # type: ignore[no-any-return]
 
     def repeat_range(
         self, first: int, last: int, carry: tuple[State, dict[str, Any], Any], iterations: Any, run_one: Callable[..., Any]
