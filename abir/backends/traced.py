@@ -17,8 +17,8 @@ reductions over the batch, casts and an in-place row update), so both run the sa
   value; padded requests applied after the conditional instead cost a scatter per skipped block,
   which measured slower: docs/performance.md#the-machines-fixed-costs).
 A run with lanes (more members than rows) ends its kernels with a refill block
-(`refills_lanes`), which each sweep runs at its end; a block that jumps to itself then repeats
-only while few lanes wait elsewhere (`LANE_WAIT_SHARE`).
+(`refills_lanes`), which each sweep runs at its end; a block that jumps to itself, or a loop of
+several blocks, then repeats only while few lanes wait elsewhere (`LANE_WAIT_SHARE`).
 * `"switch"`: `while next_block(pc) < halt: state = switch(next_block(pc), blocks)(state)`, one
   block per iteration chosen by the backend's `scheduler` (the reference's design). With split
   kernels neither the registers nor the stacks pass through the switch: a `RegisterLayout`
@@ -61,11 +61,12 @@ STATS_KEY = "__stats__"
 """The state entry holding the counters of a run with `collect_stats` (`zero_counters`)."""
 
 LANE_WAIT_SHARE = 1 / 2
-"""In a run with lanes, a block that jumps to itself stops repeating within a sweep once this
-share of the lanes stands at other blocks, so that they reach the refill block of the sweep
-instead of waiting for the loop's slowest member. A sweep and its refill cost many of the
-loop's steps on XLA's CPU, so a refill pays only once many lanes wait for it; bench/lanes.py
-(`make bench-lanes`) measures the choice."""
+"""In a run with lanes, a block that jumps to itself, or a loop of several blocks (`loop_ranges`),
+stops repeating within a sweep once this share of the lanes stands at other blocks, so that
+they reach the refill block of the sweep instead of waiting for the loop's slowest member. A
+sweep and its refill cost many of the loop's steps on XLA's CPU, so a refill pays only once
+many lanes wait for it; bench/lanes.py (`make bench-lanes`) measures the choice
+(docs/performance.md#runs-with-lanes)."""
 
 Step = Callable[..., State]
 """`step(state, here, anyone_here=False) -> state`: one block of a sweep (`TracedLoop.sweep_step`)."""
