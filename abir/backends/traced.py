@@ -17,8 +17,8 @@ reductions over the batch, casts and an in-place row update), so both run the sa
   value; padded requests applied after the conditional instead cost a scatter per skipped block,
   which measured slower: docs/performance.md#the-machines-fixed-costs).
 A run with lanes (more members than rows) ends its kernels with a refill block
-(`refills_lanes`), which each sweep runs at its end; a block that jumps to itself then repeats
-only while few lanes wait elsewhere (`LANE_WAIT_SHARE`).
+(`refills_lanes`), which each sweep runs at its end; a block that jumps to itself, or a loop of
+several blocks, then repeats only while few lanes wait elsewhere (`LANE_WAIT_SHARE`).
 * `"switch"`: `while next_block(pc) < halt: state = switch(next_block(pc), blocks)(state)`, one
   block per iteration chosen by the backend's `scheduler` (the reference's design). With split
   kernels neither the registers nor the stacks pass through the switch: a `RegisterLayout`
@@ -61,11 +61,12 @@ STATS_KEY = "__stats__"
 """The state entry holding the counters of a run with `collect_stats` (`zero_counters`)."""
 
 LANE_WAIT_SHARE = 1 / 2
-"""In a run with lanes, a block that jumps to itself stops repeating within a sweep once this
-share of the lanes stands at other blocks, so that they reach the refill block of the sweep
-instead of waiting for the loop's slowest member. A sweep and its refill cost many of the
-loop's steps on XLA's CPU, so a refill pays only once many lanes wait for it; bench/lanes.py
-(`make bench-lanes`) measures the choice."""
+"""In a run with lanes, a block that jumps to itself, or a loop of several blocks (`loop_ranges`),
+stops repeating within a sweep once this share of the lanes stands at other blocks, so that
+they reach the refill block of the sweep instead of waiting for the loop's slowest member. A
+sweep and its refill cost many of the loop's steps on XLA's CPU, so a refill pays only once
+many lanes wait for it; bench/lanes.py (`make bench-lanes`) measures the choice
+(docs/performance.md#runs-with-lanes)."""
 
 LIVE_UNIT = 1 << 15
 """`active_and_live` sums (member active) + (member live) * LIVE_UNIT in one int32 reduction: a
@@ -106,11 +107,12 @@ def loop_ranges(kernels: Sequence[Any], tail: int) -> dict[int, int]:
     and none of which uses the stacks (a call, a return or a push would leave the range and
     come back). Ranges do not overlap;
     the shortest is taken first, so of nested loops the inner one repeats. Kernels that do not
-    give their blocks' successors (`kernel.plan.successors`) have none, and so has a run with
-    lanes (`refills_lanes`: its sweeps must reach the refill block)."""
-    plans = [getattr(kernel, "plan", None) for kernel in kernels]
-    if any(plan is None or not hasattr(plan, "successors") for plan in plans) or any(map(refills_lanes, kernels)):
+    give their blocks' successors (`kernel.plan.successors`) have none; the refill block of a
+    run with lanes (`refills_lanes`) is in none (`repeat_range` lets its lanes reach it)."""
+    plans = [getattr(kernel, "plan", None) for kernel in kernels if not refills_lanes(kernel)]
+    if any(plan is None or not hasattr(plan, "successors") for plan in plans):
         return {}
+    tail = min(tail, len(plans))
 
     def stays_from(first: int, block: int) -> bool:
         plan = plans[block]
@@ -448,7 +450,7 @@ class TracedLoop(abc.ABC):
                 if first == last:
                     carry = run_one(first, carry, all_in_tail)
                 else:
-                    carry = self.repeat_range(first, last, carry, iterations, run_one)
+                    carry = self.repeat_range(first, last, carry, iterations, run_one, lanes_waiting if with_lanes else None)
             state, counters, used = carry
             return state, self.end_sweep(counters) if counters else counters, used + 1
 
@@ -501,23 +503,36 @@ class TracedLoop(abc.ABC):
             return state, counters, used + 1
 
         def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
-            pc = carry[0]["pc"]
-            go_on = self.any(self.equal(pc, block)) & (carry[2] < iterations)
-            if lanes_waiting is None:
-                return go_on
-            elsewhere = (pc != block) & (pc < self.halt)
-            return go_on & (self.sum(self.cast(elsewhere, np.int32)) < lanes_waiting)
+            return self.any(self.equal(carry[0]["pc"], block)) & (carry[2] < iterations)
 
-        if lanes_waiting is not None:  # once in every sweep, so that two loops' lanes never wait for each other
-            carry = run_block(block, carry)
-        return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
+        if lanes_waiting is None:
+            return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
+        carry = run_block(block, carry)  # once in every sweep, so that two loops' lanes never wait for each other
+        # while it repeats, lanes only leave the block: the live lanes elsewhere are the live
+        # lanes less those here, and one count per repeat tells both whether to go on
+        pc = carry[0]["pc"]
+        fewest_here = self.sum(self.cast(pc < self.halt, np.int32)) - lanes_waiting
+
+        def few_waiting(carry: tuple[State, dict[str, Any], Any]) -> Any:
+            here = self.sum(self.cast(self.equal(carry[0]["pc"], block), np.int32))
+            return (here > 0) & (here > fewest_here) & (carry[2] < iterations)
+
+        return self.while_loop(few_waiting, again, carry)  # type: ignore[no-any-return]
 
     def repeat_range(
-        self, first: int, last: int, carry: tuple[State, dict[str, Any], Any], iterations: Any, run_one: Callable[..., Any]
+        self,
+        first: int,
+        last: int,
+        carry: tuple[State, dict[str, Any], Any],
+        iterations: Any,
+        run_one: Callable[..., Any],
+        lanes_waiting: int | None = None,
     ) -> tuple[State, dict[str, Any], Any]:
         """The blocks `first` to `last` (a loop of `loop_ranges`), each by `run_one(block,
         carry)`, in a loop of their own while members stand there (each round counts as a loop
-        iteration of the launch and, with counters, as a sweep)."""
+        iteration of the launch and, with counters, as a sweep). In a run with lanes
+        (`lanes_waiting` set) a round runs first, and the rounds stop once `lanes_waiting` lanes
+        wait elsewhere, as in `repeat_block`."""
 
         def again(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
             for block in range(first, last + 1):
@@ -525,11 +540,24 @@ class TracedLoop(abc.ABC):
             state, counters, used = carry
             return state, self.end_sweep(counters) if counters else counters, used + 1
 
-        def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
+        def inside(carry: tuple[State, dict[str, Any], Any]) -> Any:
             pc = carry[0]["pc"]
-            return self.any((pc >= first) & (pc <= last)) & (carry[2] < iterations)
+            return (pc >= first) & (pc <= last)
 
-        return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
+        def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
+            return self.any(inside(carry)) & (carry[2] < iterations)
+
+        if lanes_waiting is None:
+            return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
+        carry = again(carry)
+        # lanes only leave the range while it repeats (see `repeat_block`)
+        fewest_here = self.sum(self.cast(carry[0]["pc"] < self.halt, np.int32)) - lanes_waiting
+
+        def few_waiting(carry: tuple[State, dict[str, Any], Any]) -> Any:
+            here = self.sum(self.cast(inside(carry), np.int32))
+            return (here > 0) & (here > fewest_here) & (carry[2] < iterations)
+
+        return self.while_loop(few_waiting, again, carry)  # type: ignore[no-any-return]
 
     def single_sweep(self, template: State) -> Callable[[State], State]:
         """One sweep as a function of the state (shaped as `template`), with no loop inside: a

@@ -109,7 +109,7 @@ def lane_flushes(
     chunk = FIRST_LANE_CHUNK if backend.launch_seconds is not None else MAX_LANE_CHUNK
     end = first.count
     while True:
-        state[state_ops.LANE_BUDGET] = backend.asarray(np.array([chunk], np.int32))
+        state[state_ops.LANE_BUDGET] = np.array([chunk], np.int32)
         start = time.perf_counter()
         state = dict(backend.run(kernels, state, layout.final_halt, key, machine.run_cache, machine.stack_keys, {}))
         state.pop(STATUS_KEY, None)
@@ -122,10 +122,10 @@ def lane_flushes(
         if upcoming is not None and all_started:
             end = _next_window(machine, backend, state, layout, upcoming, end, saved)
             upcoming = next(windows, None)
-            state[state_ops.LANE_MORE] = backend.asarray(np.array([int(upcoming is not None)], np.int32))
+            state[state_ops.LANE_MORE] = np.array([int(upcoming is not None)], np.int32)
         elif int(saved.min()) >= layout.final_halt:
             return
-        state[state_ops.PC] = backend.asarray(saved)
+        state[state_ops.PC] = saved
         used = chunk - int(backend.to_numpy(state[state_ops.LANE_BUDGET])[0])
         if backend.launch_seconds is not None and used > 0:
             pace = used / max(time.perf_counter() - start, 1e-4)
@@ -139,8 +139,8 @@ def _next_window(
     started); lanes that halted for lack of members go back to the refill block. The new end."""
     for position, array in enumerate(window.arrays):
         state[state_ops.pending_key(position)] = array
-    state[state_ops.LANE_BASE] = backend.asarray(np.array([end], np.int32))
-    state[state_ops.LANE_END] = backend.asarray(np.array([end + window.count], np.int32))
+    state[state_ops.LANE_BASE] = np.array([end], np.int32)
+    state[state_ops.LANE_END] = np.array([end + window.count], np.int32)
     saved[saved >= layout.final_halt] = layout.block
     return end + window.count
 
@@ -152,10 +152,13 @@ def _take_finished(machine: Machine, backend: Backend, state: State, layout: sta
     if rows == 0:
         return None
     # whole rings to the host, sliced there: a slice on the device compiles per length
-    members = np.asarray(backend.to_numpy(state[state_ops.RING_MEMBER]))[:rows]
-    held = members >= 0
-    values = {key: np.asarray(backend.to_numpy(state[state_ops.ring_key(key)]))[:rows][held] for key in layout.results}
-    state[state_ops.LANE_FILLED] = backend.zeros((1,), np.int32)
+    members = np.asarray(backend.to_numpy(state[state_ops.RING_MEMBER]))[:rows].reshape(-1)
+    held = np.flatnonzero(members >= 0)
+    values = {}
+    for key in layout.results:
+        ring = np.asarray(backend.to_numpy(state[state_ops.ring_key(key)]))
+        values[key] = ring[:rows].reshape(-1, *ring.shape[2:])[held]
+    state[state_ops.LANE_FILLED] = np.zeros(1, np.int32)
     return FinishedMembers(members[held], values)
 
 
@@ -222,28 +225,32 @@ def initial_lane_state(
     more: bool,
 ) -> State:
     """Every lane at the refill block without a member (the first refill starts them), the
-    arguments of `window`'s members pending and the rings empty (`state_ops.LaneLayout`)."""
+    arguments of `window`'s members pending and the rings empty (`state_ops.LaneLayout`).
+    The zero arrays come from `Backend.zero_state` (made on the device where the backend can),
+    the few others as NumPy arrays, which a backend's run takes as inputs."""
     # the input registers' values are the first refill's to set
     unset = [np.zeros((lanes, *(int(d) for d in a.shape[1:])), np.dtype(backend.type_of(a).dtype)) for a in window.arrays]
-    state = machine.initial_state(backend, [backend.asarray(a) for a in unset], lanes, max_stack_depth, max_steps)
-    state[state_ops.PC] = backend.asarray(np.full(lanes, layout.block, np.int32))
-    state[state_ops.LANE_MEMBER] = backend.asarray(np.full(lanes, -1, np.int32))
-    state[state_ops.LANE_NEXT] = backend.asarray(np.zeros(1, np.int32))
-    state[state_ops.LANE_BASE] = backend.asarray(np.zeros(1, np.int32))
-    state[state_ops.LANE_END] = backend.asarray(np.array([window.count], np.int32))
-    state[state_ops.LANE_MORE] = backend.asarray(np.array([int(more)], np.int32))
-    state[state_ops.LANE_FILLED] = backend.zeros((1,), np.int32)
-    state[state_ops.LANE_BUDGET] = backend.asarray(np.array([MAX_LANE_CHUNK], np.int32))
-    state[state_ops.LANE_SAVED_PC] = backend.zeros((lanes,), np.int32)
-    state[state_ops.RING_MEMBER] = backend.zeros((layout.ring_rows, lanes), np.int32)
-    if max_steps is not None:
-        state[state_ops.LANE_MAX_STEPS] = backend.asarray(np.array([max_steps], np.int32))
-    for position, array in enumerate(window.arrays):
-        state[state_ops.pending_key(position)] = array
+    state = machine.initial_state(backend, unset, lanes, max_stack_depth, max_steps)
+    zeros: dict[str, tuple[tuple[int, ...], np.dtype]] = {
+        state_ops.LANE_NEXT: ((1,), np.dtype(np.int32)),
+        state_ops.LANE_BASE: ((1,), np.dtype(np.int32)),
+        state_ops.LANE_FILLED: ((1,), np.dtype(np.int32)),
+        state_ops.LANE_SAVED_PC: ((lanes,), np.dtype(np.int32)),
+        state_ops.RING_MEMBER: ((layout.ring_rows, lanes), np.dtype(np.int32)),
+    }
     for key in layout.results:
         template = state[key]
-        ring = (layout.ring_rows, lanes, *(int(d) for d in template.shape[1:]))
-        state[state_ops.ring_key(key)] = backend.zeros(ring, np.dtype(backend.type_of(template).dtype))
+        zeros[state_ops.ring_key(key)] = ((layout.ring_rows, *(int(d) for d in template.shape)), np.dtype(backend.type_of(template).dtype))
+    state.update(backend.zero_state(zeros))
+    state[state_ops.PC] = np.full(lanes, layout.block, np.int32)
+    state[state_ops.LANE_MEMBER] = np.full(lanes, -1, np.int32)
+    state[state_ops.LANE_END] = np.array([window.count], np.int32)
+    state[state_ops.LANE_MORE] = np.array([int(more)], np.int32)
+    state[state_ops.LANE_BUDGET] = np.array([MAX_LANE_CHUNK], np.int32)
+    if max_steps is not None:
+        state[state_ops.LANE_MAX_STEPS] = np.array([max_steps], np.int32)
+    for position, array in enumerate(window.arrays):
+        state[state_ops.pending_key(position)] = array
     return state
 
 

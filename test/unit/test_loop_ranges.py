@@ -3,7 +3,8 @@
 A loop whose body is more than one block (a `while` with an `if` inside) repeats on its own,
 in block order, while members stand in it, without the sweep's other blocks; nested loops
 repeat the inner one. Results equal per-member Python on every backend, with trip counts that
-differ per member; loops that call, and runs with lanes, keep the plain sweep.
+differ per member; loops that call keep the plain sweep. In a run with lanes a range also stops
+repeating once enough lanes wait for the refill block, which is in no range.
 """
 
 from __future__ import annotations
@@ -146,3 +147,35 @@ def test_a_range_repeats_on_its_own_and_counts_its_rounds_as_sweeps(monkeypatch)
     assert repeated == [(first, last)]
     stats = backend.last_stats
     assert stats.ideal_sweeps <= stats.sweeps <= stats.ideal_sweeps + 1
+
+
+class RefillKernel:
+    """A stand-in for the refill block of a run with lanes (`abir.vm.state_ops.LaneRefill`)."""
+
+    refills_lanes = True
+
+
+def test_a_run_with_lanes_keeps_its_ranges_and_its_refill_block_is_in_none():
+    machine, _ = machine_of(rk23_steps)
+    kernels = plan_kernels(machine)
+    want = loop_ranges(kernels, tail_start_of(kernels))
+    with_refill = [*kernels, RefillKernel()]
+    assert loop_ranges(with_refill, tail_start_of(with_refill)) == want != {}
+
+
+def test_a_range_repeats_in_a_run_with_lanes_and_stops_for_waiting_lanes(monkeypatch):
+    machine, batched = machine_of(rk23_steps)
+    kernels = plan_kernels(machine)
+    (first, last), = loop_ranges(kernels, tail_start_of(kernels)).items()
+    waiting = []
+    repeat_range = TracedLoop.repeat_range
+
+    def recording(self, *args, **kwargs):
+        waiting.append(args[5] if len(args) > 5 else kwargs.get("lanes_waiting"))
+        return repeat_range(self, *args, **kwargs)
+
+    monkeypatch.setattr(TracedLoop, "repeat_range", recording)
+    inputs = np.tile(INPUTS, 4)
+    want = [rk23_steps(n) for n in inputs]
+    np.testing.assert_array_equal(batched(inputs, backend=abir.JaxBackend(), lanes=8), want)
+    assert waiting and all(count is not None and 1 <= count < 8 for count in waiting)
