@@ -70,13 +70,34 @@ def machine_loop(
 
     def loop(state: State, iterations: int) -> State:
         backend.trace_count += 1  # runs only while tracing
+        state, shared = with_shared_rows(dict(state), kernels, stack_keys)
         sweep = JaxLoop(backend, kernels, halt_index, stack_keys).single_sweep(state)
         if not undo_loggable(kernels):
-            return differentiable_run(sweep, halt_index, dict(state), int(iterations))
-        logging = UndoLoggingLoop(backend, kernels, halt_index, stack_keys)
-        return undo_logged_run(sweep, logging, halt_index, dict(state), int(iterations))
+            final = differentiable_run(sweep, halt_index, state, int(iterations))
+        else:
+            logging = UndoLoggingLoop(backend, kernels, halt_index, stack_keys)
+            final = undo_logged_run(sweep, logging, halt_index, state, int(iterations))
+        return spread_rows(final, shared)
 
     return loop
+
+
+def with_shared_rows(state: State, kernels: Sequence[Kernel], stack_keys: Collection[str]) -> tuple[State, frozenset[str]]:
+    """(`state`, the registers it holds as one row shared by every member): the one-row
+    registers (`Backend.spread_row`) no kernel writes, which the kernels read as every member's
+    (the array operations broadcast a batch of one), so that a sweep's cotangent of such a
+    register is one row summed over the members, whatever the batch. One that a kernel writes
+    becomes per-member here (spread to the batch), as in a run without reverse mode."""
+    batch = state["pc"].shape[0]
+    rows = {key for key, value in state.items() if key not in stack_keys and value.ndim and value.shape[0] != batch}
+    fixed = read_only_keys(kernels, state, stack_keys)
+    return spread_rows(state, rows - fixed), frozenset(rows & fixed)
+
+
+def spread_rows(state: State, keys: Collection[str]) -> State:
+    """`state` with the one-row registers `keys` spread to every member's."""
+    batch = state["pc"].shape[0]
+    return {**state, **{key: jnp.broadcast_to(state[key], (batch, *state[key].shape[1:])) for key in keys}}
 
 
 def tape_length(state: State) -> int:
