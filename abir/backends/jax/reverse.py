@@ -7,8 +7,13 @@ only when the run ends. A run staged while reverse mode traces its arguments
 (`abir.backends.jax.staging`) is instead a `jax.custom_vjp` function of the state, whose
 backward pass, for each sweep from the last, pulls the cotangent of the state's floating-point
 arrays back through that one sweep by `jax.vjp`, at the state before it. Integer and boolean
-arrays (program counters, stack pointers, integer and boolean values) carry none. The two
-designs differ in how the backward pass finds the state before each sweep:
+arrays (program counters, stack pointers, integer and boolean values) carry none. A float
+argument shared by all members (a model's parameters) arrives as one row
+(`JaxBackend.spread_row`) and stays one in the state when no kernel writes it
+(`with_shared_rows`): the kernels read it as every member's, so each sweep's cotangent of it is
+one row, the sum over the members, instead of a per-member copy that every block's backward
+conditional would pass through. The two designs differ in how the backward pass finds the state
+before each sweep:
 
 * an undo log (`undo_logged_run`, whenever every block is a split kernel writing one stack row
   per member and request, `undo_loggable`): the forward pass logs, per sweep, the registers the
