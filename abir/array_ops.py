@@ -132,7 +132,12 @@ class ArrayOps:
         return x.at[rows, positions].set(values)
 
     def gather(self, x: Any, index: Any, axis: int) -> Any:
-        """Per member b: `x[b]` indexed by `index[b]` (any shape) along `axis` (>= 1)."""
+        """Per member b: `x[b]` indexed by `index[b]` (any shape) along `axis` (>= 1). One row of
+        `x` (every member's) is indexed as it is, not spread to the batch first."""
+        x, index = self.asarray(x), self.asarray(index)
+        if x.shape[0] == 1 and index.shape[0] != 1:
+            taken = self.xp.take(x[0], self.clip_index(index, x.shape[axis]), axis=axis - 1)
+            return self.xp.moveaxis(taken, axis - 1, 0)
         x, index = self.broadcast_batch([x, index])
         size = x.shape[axis]
         index = self.clip_index(index, size)

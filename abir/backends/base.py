@@ -510,6 +510,13 @@ class BackendProtocol(Protocol):
     def create_stack(self, max_stack_depth: int, batch_size: int, type: TensorType) -> Any:
         """abir extension: a zero `[D, B, *shape]` array for a stack variable's saved values."""
 
+    def spread_row(self, row: Any, batch_size: int, type: TensorType) -> Any:
+        """abir extension: an input leaf of one row shared by all members (`[1, *shape]`, this
+        backend's array) as the run's register: by default spread to `[B, *shape]`. A backend
+        whose run reads a shared row as it is may keep it (JAX in reverse mode, which sums the
+        row's cotangent over the members: `abir.backends.jax.reverse`)."""
+        return self.where(self.full_mask(batch_size), row, self.create_register(batch_size, type))
+
     # ----- abir's extensions: computing and updating ------------------------------------------
     @abc.abstractmethod
     def builtin_prim(self, name: str, args: Sequence[Any], result_dtype: Any) -> Any:

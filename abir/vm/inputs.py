@@ -119,7 +119,8 @@ def _on_host(value: Any) -> bool:
 def _broadcast(
     backend: Backend, array: Any, shape: tuple[int, ...], batch: int, want: TensorType, for_run: bool
 ) -> Any:
-    """Reshape scalars to a size-1 batch and spread size-1 batches to B."""
+    """Reshape scalars to a size-1 batch and spread size-1 batches to B (a backend's array by
+    `Backend.spread_row`, which may keep the one row)."""
     if len(getattr(array, "shape", ())) == 0:
         array = array[None]
     if isinstance(array, np.ndarray):
@@ -127,4 +128,4 @@ def _broadcast(
         return backend.run_input(full) if for_run else backend.asarray(full, array.dtype)
     if shape[0] == batch:
         return array
-    return backend.where(backend.full_mask(batch), array, backend.create_register(batch, want))
+    return backend.spread_row(array, batch, want)

@@ -243,7 +243,8 @@ class Machine:
         batch, leaves = prepare_inputs(self.inputs, types, args, backend, for_run=True)
         rows = batch if padded_batch is None else max(int(padded_batch), batch)
         if rows > batch:
-            leaves = [backend.pad_rows(leaf, rows) for leaf in leaves]
+            # a leaf of one row where the batch has more is every member's (`Backend.spread_row`)
+            leaves = [backend.pad_rows(leaf, rows) if leaf.shape[0] == batch else leaf for leaf in leaves]
         state = self.initial_state(backend, leaves, rows, max_stack_depth, max_steps)
         if rows > batch:
             state[state_ops.PC] = backend.asarray(np.where(np.arange(rows) < batch, 0, self.num_blocks).astype(np.int32))

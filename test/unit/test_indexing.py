@@ -278,6 +278,24 @@ def test_backend_loop_gather(backend):
     check(loop_gather, VECTORS, backend=backend)
 
 
+@pytest.mark.parametrize("namespace", ["numpy", "jax"])
+def test_gather_from_one_row_equals_gather_from_the_spread_rows(namespace):
+    """`ArrayOps.gather` of one row (every member's, such as a shared model parameter) indexes
+    that row as it is; the result equals indexing the row spread to the batch."""
+    from abir.array_ops import ops_for
+
+    rng = np.random.default_rng(3)
+    table = rng.normal(size=(1, 3, 4, 2))
+    index = np.array([[2, 0], [1, 1], [0, 2], [5, -1]])  # clipped, and a negative one wrapped
+    if namespace == "jax":
+        jnp = pytest.importorskip("jax.numpy")
+        table, index = jnp.asarray(table), jnp.asarray(index)
+    ops = ops_for(table, index)
+    spread = ops.xp.broadcast_to(table, (4, *table.shape[1:]))
+    for axis in (1, 2, 3):
+        np.testing.assert_array_equal(np.asarray(ops.gather(table, index, axis)), np.asarray(ops.gather(spread, index, axis)))
+
+
 def test_backend_reductions_and_algebra(backend):
     check(axis_reductions, MATRICES, backend=backend)
     check(numpy_functions, MATRICES, backend=backend)

@@ -5,7 +5,8 @@ Each derivative is checked against `jax.grad` of the same per-member Python func
 by member (float64, rtol 1e-9), and each value against the plain per-member Python run
 (`dry_run=True`): through loops with per-member trip counts, branches, early returns, recursion
 and mutual recursion, with respect to per-member arguments and to arguments shared by all
-members (model parameters), under `jax.jit`, `jax.vmap` and forward-over-reverse. A run longer
+members (model parameters, which the differentiated run keeps as one row), under `jax.jit`,
+`jax.vmap` and forward-over-reverse. A run longer
 than its undo log (replayed from its start), and one differentiated by whole-state checkpoints
 (thinned, sweeps recomputed), give the same derivatives. What does not differentiate raises a
 clear error.
@@ -73,6 +74,20 @@ def pong(x, n):
     return ping(x * x * 0.3 + 0.2, n - 1)
 
 
+def table_model(x, table, k, n):
+    for _ in range(n):
+        x = table[k] @ x * 0.5 + 1.0 / (1.0 + x * x)
+    return x.sum()
+
+
+def rescaled(x, w, n):
+    while n > 0:
+        w = w * 0.9
+        x = x * w + 0.25
+        n -= 1
+    return x
+
+
 def halving_steps(x, tolerance):
     steps = 0
     while x > tolerance:
@@ -83,7 +98,7 @@ def halving_steps(x, tolerance):
 
 CTX = abir.Context()
 PROGRAMS = {
-    function.__name__: CTX.batch_uncurried(function) for function in (damped, branchy, early, power, tree_sum, ping, halving_steps)
+    function.__name__: CTX.batch_uncurried(function) for function in (damped, branchy, early, power, tree_sum, ping, halving_steps, rescaled)
 }
 CTX.batch_uncurried(pong)
 BACKEND = abir.JaxBackend()
@@ -98,6 +113,7 @@ CASES = {  # name: (the arguments given x, the shared arguments and n; the share
     "power": (lambda x, shared, n: (x, n), []),
     "tree_sum": (lambda x, shared, n: (x, shared[0], n), [W]),
     "ping": (lambda x, shared, n: (x, n), []),
+    "rescaled": (lambda x, shared, n: (x, shared[0], n), [W]),
 }
 
 
@@ -311,3 +327,59 @@ def test_reverse_over_forward_is_a_type_error_naming_forward_over_reverse():
 
     with pytest.raises(TypeError, match=r"reverse mode .* of forward mode .*jax.hessian, jax.jacfwd\(jax.grad\(f\)\)"):
         jax.grad(lambda x: jax.jvp(call, (x,), (jnp.ones_like(x),))[1].sum())(jnp.asarray(X))
+
+
+def logged_states(monkeypatch):
+    """The initial states of the undo-logged runs traced while the returned list is watched
+    (a program of a fresh context: a compiled run would not be traced again)."""
+    states = []
+    logged_run = reverse.undo_logged_run
+
+    def watched(sweep, logging, halt_index, state, max_sweeps):
+        states.append(state)
+        return logged_run(sweep, logging, halt_index, state, max_sweeps)
+
+    monkeypatch.setattr(reverse, "undo_logged_run", watched)
+    return states
+
+
+TABLE = np.array([[[0.9, -0.4], [0.3, 0.7]], [[-0.5, 0.2], [0.8, 0.1]], [[0.6, 0.6], [-0.2, 0.4]]])
+PAIRS = np.stack([X, X[::-1] * 0.5], axis=1)
+K = np.array([0, 2, 1, 1, 0, 2])
+
+
+@pytest.mark.parametrize("pad_batch", [False, True])
+def test_a_shared_parameter_stays_one_row_and_its_cotangent_is_the_sum_over_members(monkeypatch, pad_batch):
+    """A matrix table shared by all members, indexed per member: the differentiated run holds it
+    as one row (no per-member copy), and its cotangent equals the sum over members of jax.grad
+    of the per-member function; so does that of the per-member inputs, with the batch padded
+    too (the padding rows are members halted from the start)."""
+    states = logged_states(monkeypatch)
+    batched = abir.Context().batch_uncurried(table_model)
+    value, (dx, dtable) = jax.value_and_grad(
+        lambda x, table: batched(x, table[None], K, N, backend=abir.JaxBackend(), pad_batch=pad_batch).sum(), argnums=(0, 1)
+    )(jnp.asarray(PAIRS), jnp.asarray(TABLE))
+    (state,) = states
+    assert state["r:table_model.table"].shape == (1, *TABLE.shape)
+    assert state["pc"].shape == (8 if pad_batch else len(X),)
+    want_value, want_dx, want_dtable = 0.0, [], np.zeros_like(TABLE)
+    for x, k, n in zip(PAIRS, K, N, strict=True):
+        v, (gx, gt) = jax.value_and_grad(lambda x, t, k=int(k), n=int(n): table_model(x, t, k, n), argnums=(0, 1))(
+            jnp.asarray(x), jnp.asarray(TABLE)
+        )
+        want_value += float(v)
+        want_dx.append(np.asarray(gx))
+        want_dtable += np.asarray(gt)
+    np.testing.assert_allclose(float(value), want_value, rtol=RTOL)
+    np.testing.assert_allclose(np.asarray(dx), np.stack(want_dx), rtol=RTOL)
+    np.testing.assert_allclose(np.asarray(dtable), want_dtable, rtol=RTOL)
+
+
+def test_a_shared_argument_the_program_assigns_becomes_per_member(monkeypatch):
+    """`rescaled` assigns its shared `w`: the run spreads it to every member, as without reverse
+    mode, and the derivatives stay those of jax.grad per member."""
+    states = logged_states(monkeypatch)
+    monkeypatch.setitem(PROGRAMS, "rescaled", abir.Context().batch_uncurried(rescaled))
+    test_value_and_grad_equals_jax_grad_per_member("rescaled")
+    (state,) = states
+    assert state["r:rescaled.w"].shape == (len(X),)

@@ -376,6 +376,13 @@ class JaxBackend(Backend):
         mask = jnp.asarray(mask, dtype=bool).reshape((-1,) + (1,) * (old.ndim - 1))
         return jnp.where(mask, jnp.asarray(new, dtype=old.dtype), old)
 
+    def spread_row(self, row: Any, batch_size: int, type: TensorType) -> Any:
+        """In reverse mode a float row stays one row: the differentiated loop reads it as every
+        member's and sums its cotangent over them (`abir.backends.jax.reverse.machine_loop`)."""
+        if trace_mode().reverse and reverse.carries_cotangent(row):
+            return row
+        return super().spread_row(row, batch_size, type)
+
     def stack_write(self, stack: Any, index: Any, value: Any, mask: Any) -> Any:
         """Scatter `value[b]` to `stack[index[b], b]` where `mask[b]` and the index is in range;
         every other write is redirected out of range and dropped (O(B) work, not O(D*B))."""

@@ -108,7 +108,7 @@ def compact_run(
     batch = regs["pc"].shape[0]
     rows = members.shape[0]
     source = jnp.minimum(members, batch - 1)
-    compact = LazyRegisters(lambda key: regs[key][source])
+    compact = LazyRegisters(lambda key: regs[key] if regs[key].shape[0] != batch else regs[key][source])  # one row: every member's
     compact_stacks = LazyRegisters(lambda key: stacks[key][:, source])
     out, writes = kernel.split(compact, compact_stacks)
 

@@ -7,8 +7,13 @@ only when the run ends. A run staged while reverse mode traces its arguments
 (`abir.backends.jax.staging`) is instead a `jax.custom_vjp` function of the state, whose
 backward pass, for each sweep from the last, pulls the cotangent of the state's floating-point
 arrays back through that one sweep by `jax.vjp`, at the state before it. Integer and boolean
-arrays (program counters, stack pointers, integer and boolean values) carry none. The two
-designs differ in how the backward pass finds the state before each sweep:
+arrays (program counters, stack pointers, integer and boolean values) carry none. A float
+argument shared by all members (a model's parameters) arrives as one row
+(`JaxBackend.spread_row`) and stays one in the state when no kernel writes it
+(`with_shared_rows`): the kernels read it as every member's, so each sweep's cotangent of it is
+one row, the sum over the members, instead of a per-member copy that every block's backward
+conditional would pass through. The two designs differ in how the backward pass finds the state
+before each sweep:
 
 * an undo log (`undo_logged_run`, whenever every block is a split kernel writing one stack row
   per member and request, `undo_loggable`): the forward pass logs, per sweep, the registers the
@@ -70,13 +75,34 @@ def machine_loop(
 
     def loop(state: State, iterations: int) -> State:
         backend.trace_count += 1  # runs only while tracing
+        state, shared = with_shared_rows(dict(state), kernels, stack_keys)
         sweep = JaxLoop(backend, kernels, halt_index, stack_keys).single_sweep(state)
         if not undo_loggable(kernels):
-            return differentiable_run(sweep, halt_index, dict(state), int(iterations))
-        logging = UndoLoggingLoop(backend, kernels, halt_index, stack_keys)
-        return undo_logged_run(sweep, logging, halt_index, dict(state), int(iterations))
+            final = differentiable_run(sweep, halt_index, state, int(iterations))
+        else:
+            logging = UndoLoggingLoop(backend, kernels, halt_index, stack_keys)
+            final = undo_logged_run(sweep, logging, halt_index, state, int(iterations))
+        return spread_rows(final, shared)
 
     return loop
+
+
+def with_shared_rows(state: State, kernels: Sequence[Kernel], stack_keys: Collection[str]) -> tuple[State, frozenset[str]]:
+    """(`state`, the registers it holds as one row shared by every member): the one-row
+    registers (`Backend.spread_row`) no kernel writes, which the kernels read as every member's
+    (the array operations broadcast a batch of one), so that a sweep's cotangent of such a
+    register is one row summed over the members, whatever the batch. One that a kernel writes
+    becomes per-member here (spread to the batch), as in a run without reverse mode."""
+    batch = state["pc"].shape[0]
+    rows = {key for key, value in state.items() if key not in stack_keys and value.ndim and value.shape[0] != batch}
+    fixed = read_only_keys(kernels, state, stack_keys)
+    return spread_rows(state, rows - fixed), frozenset(rows & fixed)
+
+
+def spread_rows(state: State, keys: Collection[str]) -> State:
+    """`state` with the one-row registers `keys` spread to every member's."""
+    batch = state["pc"].shape[0]
+    return {**state, **{key: jnp.broadcast_to(state[key], (batch, *state[key].shape[1:])) for key in keys}}
 
 
 def tape_length(state: State) -> int:
