@@ -53,7 +53,9 @@ probability over the trajectory) and `energy` (the Hamiltonian at the draw).
 
 **Options.** `max_tree_depth` (10), `target_accept` (0.8), `step_size` (1.0, where the
 warm-up's search starts; with `num_warmup=0` the fixed step size), `thin` (1), `chunk_size`
-(100 transitions per call), `dry_run=True` (the per-chain plain Python run, chain by chain). A
+(10 transitions per call: the kept draws' arrays,
+`chunk_size` rows per chain, cost every sweep of the compiled loop; docs/performance.md,
+"NUTS on users' models"), `dry_run=True` (the per-chain plain Python run, chain by chain). A
 later call with the same `logdensity` (or `value_and_grad`) and settings reuses the compiled
 program.
 

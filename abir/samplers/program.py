@@ -68,7 +68,7 @@ class Settings:
     t0: float = 10.0
     kappa: float = 0.75
     thin: int = 1
-    chunk_rows: int = 100
+    chunk_rows: int = 10
 
 
 def warmup_schedule(num_warmup: int, init_buffer=75, term_buffer=50, base_window=25):
