@@ -26,9 +26,11 @@ size with target acceptance `target_accept`, gamma 0.05, t0 10, kappa 0.75; a di
 mass matrix estimated by Welford's algorithm in windows of 25, 50, 100, ... iterations between
 an initial buffer of 75 and a terminal one of 50, regularized as Stan does, each window end
 restarting the dual averaging at ten times the step size found by Stan's search: doubling or
-halving it until one leapfrog's acceptance probability crosses 0.8, from `step_size` (default
-1) at the start. Where Stan raises on a step size beyond 1e7 or 0, the search stops after 50
-doublings or halvings and the warm-up goes on).
+halving it until one leapfrog's acceptance probability crosses 0.8. At the start the search
+runs from `step_size` (default 1) and the first window shrinks towards ten times `step_size`,
+as Stan does. Where Stan raises on a step size beyond 1e7 or 0, the search stops after 50
+doublings or halvings and the warm-up goes on). The final step size is the dual averaging's
+average over the terminal window, exp(x_bar).
 
 **The gradient.** `logdensity(q)` takes one position (a vector of `dim` floats) and returns its
 log density (up to a constant). On the JAX backend write it with `jax.numpy`: abir declares
@@ -51,7 +53,9 @@ probability over the trajectory) and `energy` (the Hamiltonian at the draw).
 
 **Options.** `max_tree_depth` (10), `target_accept` (0.8), `step_size` (1.0, where the
 warm-up's search starts; with `num_warmup=0` the fixed step size), `thin` (1), `chunk_size`
-(100 transitions per call), `dry_run=True` (the per-chain plain Python run, chain by chain). A
+(10 transitions per call: the kept draws' arrays,
+`chunk_size` rows per chain, cost every sweep of the compiled loop; docs/performance.md,
+"NUTS on users' models"), `dry_run=True` (the per-chain plain Python run, chain by chain). A
 later call with the same `logdensity` (or `value_and_grad`) and settings reuses the compiled
 program.
 

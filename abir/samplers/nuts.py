@@ -104,7 +104,7 @@ def nuts(
     target_accept: float = 0.8,
     step_size: float = 1.0,
     thin: int = 1,
-    chunk_size: int = 100,
+    chunk_size: int = 10,
     progress: bool = False,
     dry_run: bool = False,
 ) -> NutsResult:

@@ -68,7 +68,7 @@ class Settings:
     t0: float = 10.0
     kappa: float = 0.75
     thin: int = 1
-    chunk_rows: int = 100
+    chunk_rows: int = 10
 
 
 def warmup_schedule(num_warmup: int, init_buffer=75, term_buffer=50, base_window=25):
@@ -324,13 +324,16 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
 
     def initial_state(q, step_size, key):
         """The chain's state at q before the warm-up (unit inverse mass; with a warm-up, the step
-        size found by `initial_step_size` from `step_size`, as Stan starts)."""
+        size found by `initial_step_size` from `step_size`, as Stan starts). The first window's
+        dual averaging shrinks towards ten times the given `step_size`, not the one found: Stan
+        sets mu before its search (and BlackJAX, which does not search, from the same value)."""
         logp, grad = value_and_grad(q)
         zero = 0.0 * q
         counter = 0
+        da_mu = np.log(10.0 * step_size)
         if s.num_warmup > 0:
             step_size, counter = initial_step_size(q, logp, grad, step_size, zero + 1.0, key, counter)
-        return State(q, logp, grad, step_size, zero + 1.0, counter, np.log(10.0 * step_size), 0, 0.0, 0.0,
+        return State(q, logp, grad, step_size, zero + 1.0, counter, da_mu, 0, 0.0, 0.0,
                      0, zero, zero)  # fmt: skip
 
     def run_chunk(state, key, first, count):

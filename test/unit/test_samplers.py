@@ -216,3 +216,15 @@ def test_one_sweep_per_leapfrog():
     assert len(set(leapfrogs.tolist())) > 1
     np.testing.assert_array_less(np.asarray(stats.member_sweeps) - leapfrogs, 3)
     assert stats.sweeps <= leapfrogs.max() + 2, (stats.sweeps, leapfrogs)
+
+
+def test_first_window_shrinks_towards_ten_times_the_given_step_size():
+    """Stan sets the dual averaging's mu to log(10 * step_size) before its initial step-size
+    search: the search moves the first transition's step size, not the point the first window's
+    dual averaging shrinks towards (later windows restart at ten times the searched one)."""
+    program = abir.samplers.program.make_program(
+        gaussian_value_and_grad(SCALES / 20), abir.samplers.program.Settings(dim=3, num_warmup=100)
+    )
+    state = program.initial_state(np.full(3, 0.05), 1.0, abir.random.key(0))
+    assert state.step_size < 0.5, "the search should halve a unit step on scales 0.025, 0.05, 0.15"
+    assert state.da_mu == np.log(10.0)
