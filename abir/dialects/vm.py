@@ -32,7 +32,7 @@ earlier `vm.exit_if %cond, N`, a side exit to block N).
 Every op that names blocks carries the `BlockTargets` trait, the one place that says which
 properties are block numbers and how each is reached (`TargetRole`); passes and the machine find
 and rewrite targets only through it (`op_targets`, `retarget`, `block_successors`,
-`return_sites`).
+`return_sites`, `activations`).
 """
 
 from __future__ import annotations
@@ -459,7 +459,7 @@ def retarget(op: Operation, mapping: Mapping[int, int] | Callable[[int], int]) -
 def block_successors(block: BlockOp, roles: Collection[TargetRole] = ALL_ROLES) -> list[int]:
     """The targets in the given roles of every op of `block`, side exits first, in op order
     (repeated when named twice). A `vm.return`'s successors are not named by it: see
-    `return_sites`."""
+    `block_return_sites`."""
     return [target for op in block.body.block.ops for target in op_targets(op, roles)]
 
 
@@ -484,6 +484,51 @@ def return_sites(
                 function = function_of(blocks[callee[0]] if callee else block)
                 sites.setdefault(function, []).append((block.number, back))
     return sites
+
+
+PROGRAM_START = "<program start>"
+"""The `activations` key of the activation members begin in at block 0 (no op pushed a return
+block for it)."""
+
+
+def activations(blocks: Sequence[BlockOp], function_of: Callable[[BlockOp], Hashable]) -> list[set[Hashable]]:
+    """Per block (by number), the activations a member standing there may be running, each named
+    by the key `return_sites` files its return blocks under: the function a call enters, the
+    function of a descent's block, `PROGRAM_START` for block 0. An activation goes on along
+    jumps, branches, side exits and a descent's exit, and past a call or descent in its return
+    block; it is not bound to its function's blocks: a tail call is a jump into another
+    function's code, which then returns where its caller's call does."""
+    found: list[set[Hashable]] = [set() for _ in blocks]
+    if blocks:
+        found[0].add(PROGRAM_START)
+    for block in blocks:
+        for op in block.body.block.ops:
+            for callee in op_targets(op, (TargetRole.CALLEE,)):
+                found[callee].add(function_of(blocks[callee]))
+            if isinstance(op, DescendOp):
+                found[block.number].add(function_of(block))
+    todo = list(range(len(blocks)))
+    while todo:
+        number = todo.pop()
+        for target in block_successors(blocks[number], (TargetRole.NEXT, TargetRole.RETURN)):
+            if not found[number] <= found[target]:
+                found[target] |= found[number]
+                todo.append(target)
+    return found
+
+
+def block_return_sites(
+    blocks: Sequence[BlockOp], function_of: Callable[[BlockOp], Hashable]
+) -> dict[int, list[tuple[int, int]]]:
+    """Per block ending in `vm.return`, the (block, return block) of every op that pushed a return
+    block for an activation it may return from (`activations`, `return_sites`)."""
+    sites = return_sites(blocks, function_of)
+    running = activations(blocks, function_of)
+    return {
+        block.number: sorted({site for key in running[block.number] for site in sites.get(key, [])})
+        for block in blocks
+        if isinstance(block.body.block.last_op, ReturnOp)
+    }
 
 
 @irdl_op_definition

@@ -329,20 +329,48 @@ def function_of(block: Block) -> str | None:
     return attr.data if isinstance(attr, StringAttr) else None
 
 
-def machine_successors(program: stack.ProgramOp) -> dict[Block, list[Block]]:
-    """Every block's possible next blocks on the machine: jump and branch targets, a call's
-    callee entry, and for a return every block a call of its function returns to."""
-    return_sites: dict[str | None, list[Block]] = {}
-    for block in program.body.blocks:
+def activations(program: stack.ProgramOp) -> dict[Block, set[str | None]]:
+    """Per block, the activations a member standing there may be running, each named by the
+    function a call enters (its callee entry's `function_of`), `vm.PROGRAM_START` for the
+    program's entry block. An activation goes on along jumps and branches and past a call in its return
+    block; it is not bound to its function's blocks: a tail call (`lower-calls`) is a jump into
+    another function's code, which then returns where its caller's call does. The vm dialect's
+    counterpart is `vm.activations`."""
+    blocks = list(program.body.blocks)
+    found: dict[Block, set[str | None]] = {block: set() for block in blocks}
+    if blocks:
+        found[blocks[0]].add(vm.PROGRAM_START)
+    for block in blocks:
         if isinstance(term := block.last_op, stack.PushGotoOp):
-            return_sites.setdefault(function_of(term.dest), []).append(term.return_dest)
+            found[term.dest].add(function_of(term.dest))
+    todo = list(blocks)
+    while todo:
+        block = todo.pop()
+        term = block.last_op
+        onward = [term.return_dest] if isinstance(term, stack.PushGotoOp) else block_successors(block)
+        for target in onward:
+            if not found[block] <= found[target]:
+                found[target] |= found[block]
+                todo.append(target)
+    return found
+
+
+def machine_successors(program: stack.ProgramOp) -> dict[Block, list[Block]]:
+    """Every block's possible next blocks on the machine: jump and branch targets, a call's callee
+    entry, and for a return the block every call it may return from (`activations`) returns to."""
+    calls = [
+        (function_of(term.dest), term.return_dest)
+        for block in program.body.blocks
+        if isinstance(term := block.last_op, stack.PushGotoOp)
+    ]
+    running = activations(program)
     successors: dict[Block, list[Block]] = {}
     for block in program.body.blocks:
         term = block.last_op
         if isinstance(term, stack.PushGotoOp):
             successors[block] = [term.dest]
         elif isinstance(term, stack.IndirectGotoOp):
-            successors[block] = list(dict.fromkeys(return_sites.get(function_of(block), [])))
+            successors[block] = list(dict.fromkeys(back for key, back in calls if key in running[block]))
         else:
             successors[block] = list(term.successors) if term is not None else []
     return successors

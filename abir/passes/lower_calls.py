@@ -12,6 +12,8 @@
 * A tail call (`%r = call @g(...)` directly followed by `return %r`) writes g's parameters and
   jumps with `stack.goto`: no program-counter push, so tail recursion runs in constant stack. The
   functions linked by tail calls share their result variables (named after the first of them).
+  g's code then returns where the caller's own call does: where a return goes follows the
+  activation a member runs, not the function whose code it is (`activations`, `vm.activations`).
 * The program entry block does `stack.push_goto ^exit, ^<entry>` and `^exit` halts; inputs are the
   entry's parameter variables, outputs its result variables.
 

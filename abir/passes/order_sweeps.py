@@ -57,7 +57,7 @@ def transition_matrix(blocks: Mapping[int, vm.BlockOp], visits: np.ndarray) -> n
     """P[a, b]: the probability that a member at block a goes to block b next (the halt, block
     len(blocks), absorbs), returns split by the given visits of the calling blocks."""
     n = len(blocks)
-    calls = vm.return_sites([blocks[number] for number in range(n)], vm_function_of)
+    returns = vm.block_return_sites([blocks[number] for number in range(n)], vm_function_of)
     matrix = np.zeros((n, n + 1))
     for number, block in blocks.items():
         stay = 1.0
@@ -70,7 +70,7 @@ def transition_matrix(blocks: Mapping[int, vm.BlockOp], visits: np.ndarray) -> n
             for target in nexts:
                 matrix[number, target] += stay / len(nexts)
         elif isinstance(term, vm.ReturnOp):
-            sites = calls.get(vm_function_of(block), [])
+            sites = returns[number]
             total = sum(visits[caller] for caller, _ in sites)
             for caller, back in sites:
                 matrix[number, back] += stay * (visits[caller] / total if total > 0 else 1 / len(sites))

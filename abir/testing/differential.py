@@ -158,8 +158,9 @@ def _function_mentioned(template: str, message: str) -> bool:
 
 
 def message_shape(message: str) -> str:
-    """`message` with numbers, quoted names, symbols and file positions blanked out."""
-    return re.sub(r"\d+|'[^']*'|@\S+|\S+\.py:\d+:\d+", "#", message)[:160]
+    """`message` with numbers, quoted names, symbols and file positions (`path.py:line` and
+    `path.py:line:column`: each candidate program is a file of its own) blanked out."""
+    return re.sub(r"\S+\.py(?::\d+)*|\d+|'[^']*'|@\S+", "#", message)[:160]
 
 
 LANES_SUFFIX = ":lanes="

@@ -522,14 +522,13 @@ def _register_writes(ops: Sequence[Operation], pointers: Mapping[str, str]) -> t
 
 def _successors(blocks: Sequence[vm.BlockOp]) -> list[set[int]]:
     """Each block's possible next blocks: side exits, jump and branch targets, a call's callee,
-    a descent's exit, and for a return the return block of every call (or descent) of its
-    function (the halt index is not a block)."""
-    sites = vm.return_sites(blocks, _function_of)
+    a descent's exit, and for a return the return block of every call (or descent) it may
+    return from (`vm.block_return_sites`; the halt index is not a block)."""
+    sites = vm.block_return_sites(blocks, _function_of)
     successors = []
     for block in blocks:
         exits = set(vm.block_successors(block, (vm.TargetRole.NEXT, vm.TargetRole.CALLEE)))
-        if isinstance(block.body.block.last_op, vm.ReturnOp):
-            exits |= {back for _, back in sites.get(_function_of(block), [])}
+        exits |= {back for _, back in sites.get(block.number, [])}
         successors.append(exits)
     return successors
 
@@ -558,34 +557,31 @@ def _call_locations(ops: Sequence[Operation]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(loc.data for loc in locations if isinstance(loc, StringAttr)))
 
 
-def static_returns(blocks: Sequence[vm.BlockOp]) -> dict[str, int] | None:
-    """The return block of every function, when each function is entered by one `vm.call` and
-    nothing else pushes a return block (no `vm.descend`): a member returning from a function
-    then always goes back to that call's return block, and the program needs no
-    program-counter stack. None when some function has several return sites (recursion, or a
-    function called from two places, or the entry function called again: members start in it
-    without a call), whose returns read the stack."""
-    sites = vm.return_sites(blocks, _function_of)
-    if any(len(places) != 1 for places in sites.values()):
-        return None
-    if blocks and _function_of(blocks[0]) in sites:
-        return None
+def static_returns(blocks: Sequence[vm.BlockOp]) -> dict[int, int] | None:
+    """The return block of every block that returns, when each of them may return from one call
+    only and nothing else pushes a return block (no `vm.descend`): a member returning there then
+    always goes back to that call's return block, and the program needs no program-counter
+    stack. None when some return may go back to several places (recursion, a function called
+    from two places or tail-called from a function called elsewhere, or a return from the
+    activation members start in: they enter it without a call), which then reads the stack."""
     if any(isinstance(op, vm.DescendOp) for block in blocks for op in block.body.block.ops):
         return None
-    returns = {function: back for function, [(_, back)] in sites.items() if isinstance(function, str)}
-    for block in blocks:
-        if isinstance(block.body.block.last_op, vm.ReturnOp) and _function_of(block) not in returns:
+    running = vm.activations(blocks, _function_of)
+    returns: dict[int, int] = {}
+    for number, sites in vm.block_return_sites(blocks, _function_of).items():
+        if vm.PROGRAM_START in running[number] or len(sites) != 1:
             return None
+        returns[number] = sites[0][1]
     return returns
 
 
-def _without_call_stack(ops: Sequence[Operation], function: str | None, returns: Mapping[str, int]) -> list[Operation]:
+def _without_call_stack(ops: Sequence[Operation], number: int, returns: Mapping[int, int]) -> list[Operation]:
     """A block's ops with its call or return turned into a jump (`static_returns`): the call
-    to its callee's first block, the return to its function's one return block."""
+    to its callee's first block, the return to its one return block."""
     if isinstance(ops[-1], vm.CallOp):
         return [*ops[:-1], vm.JumpOp(ops[-1].target.value.data)]
-    if isinstance(ops[-1], vm.ReturnOp) and function is not None:
-        return [*ops[:-1], vm.JumpOp(returns[function])]
+    if isinstance(ops[-1], vm.ReturnOp):
+        return [*ops[:-1], vm.JumpOp(returns[number])]
     return list(ops)
 
 
@@ -595,14 +591,14 @@ def _plan_block(
     pointers: Mapping[str, str],
     in_tail: bool = False,
     successors: tuple[int, ...] = (),
-    returns: Mapping[str, int] | None = None,
+    returns: Mapping[int, int] | None = None,
 ) -> BlockPlan:
     """The plan of one block; with `returns` (`static_returns`), its call or return is a jump."""
     slots = _Slots()
     ops = list(block.body.block.ops)
     callee = ops[-1].target.value.data if isinstance(ops[-1], vm.CallOp) else None
     if returns is not None:
-        ops = _without_call_stack(ops, _function_of(block), returns)
+        ops = _without_call_stack(ops, block.number, returns)
     keeping, stack_writes = _pending_requests(ops)
     instructions = tuple(_plan_op(op, slots, halt, pointers, i in keeping) for i, op in enumerate(ops))
     terminator = ops[-1]

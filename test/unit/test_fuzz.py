@@ -313,6 +313,18 @@ def test_finds_and_shrinks_an_injected_miscompilation(monkeypatch, directory):
     assert check(minimal, ("numpy",), namespace, run_reference(minimal, directory)) == []
 
 
+def test_an_error_naming_its_program_file_has_one_shape_for_every_candidate():
+    """The shrinker's candidates are files of their own: an error naming its line keeps its
+    shape (an underflow at `abir_fuzz_<hash>.py:47` once kept a program from shrinking)."""
+    def located(path: str, line: int) -> str:
+        return f"stack underflow in function 'r1' at {path}:{line} (vm block 9 of IR function @r1): members 0, 1"
+
+    shapes = {differential.message_shape(located(path, line)) for path, line in
+              [("/tmp/abir_fuzz_d6b/abir_fuzz_b3c95b4557cc336d.py", 47), ("/tmp/x/abir_fuzz_a3e.py", 12)]}
+    assert len(shapes) == 1
+    assert differential.message_shape("at /tmp/a.py:3:14 got 2") == differential.message_shape("at /b.py:9:1 got 5")
+
+
 def test_command_line(capsys):
     assert fuzz.main(["--count", "2", "--seed", str(SEED), "--backends", "numpy"]) == 0
     out = capsys.readouterr().out

@@ -16,6 +16,8 @@ error naming the user's line.
 * An integer power with a negative exponent never raises on the junk rows of inactive members.
 * A scalar read of an array carried into or out of a loop is a copy, not a second name for the
   array (the array is item-assigned later); a row or slice carried so still shares its array.
+* A function entered by a tail call returns where its caller's call does: a return there is not
+  bound to the one call of the function itself, and its caller's values stay live through it.
 """
 
 from __future__ import annotations
@@ -854,3 +856,60 @@ def test_a_loop_updating_a_carried_array_may_not_carry_a_foreign_one(program):
 def test_a_loop_updating_an_array_through_another_name_may_not_share_it():
     expect_error(array_shared_with_one_updated_through_a_name_for_it, "# here",
                  "at the end of an iteration of this loop 'x' may share its array with 'z'", np.array([0, 1]))
+
+
+# -- tail calls into a function called elsewhere --------------------------------------------------
+
+
+def loops_then_tail_calls(n):
+    k = 0
+    while k < n % 2:
+        k += 1
+    return descends(n)
+
+
+def descends(d):
+    k = 0
+    if d > 2:
+        k = 1
+    while k > 0:
+        k -= 1
+        d = d - descends(d - 1)
+    return d
+
+
+def calls_a_tail_caller(x):
+    z = counts_down_then_tail_calls(2, x)
+    return z + x
+
+
+def counts_down_then_tail_calls(n, x):
+    if n > 0:
+        return counts_down_then_tail_calls(n - 1, x) + 1
+    return grows(x)
+
+
+def grows(d):
+    if d > 100:
+        return grows(d - 50) - 1
+    while d < 10:
+        d = d + 3
+    return d
+
+
+def test_a_tail_called_function_called_from_itself_returns_through_the_stack(backend):
+    """`descends` is entered by the entry's tail call and called from itself: its returns go back
+    to either call's return block, not always to its own call's (that took a return block from
+    the program-counter stack it did not keep, and restored values never saved)."""
+    ctx = abir.Context()
+    ctx.batch()(descends)
+    assert_matches_python(ctx.batch()(loops_then_tail_calls), [np.array([0, 1, 3, 6])], backend)
+
+
+def test_values_live_across_a_call_stay_live_through_the_function_it_tail_calls(backend):
+    """`calls_a_tail_caller` reads `x` after its call, whose callee tail-calls `grows`: `x` is
+    live through `grows` (it shared a variable with `grows`'s `d`, which the loop overwrote)."""
+    ctx = abir.Context()
+    for helper in (counts_down_then_tail_calls, grows):
+        ctx.batch()(helper)
+    assert_matches_python(ctx.batch()(calls_a_tail_caller), [np.array([1, 2, 200])], backend)
