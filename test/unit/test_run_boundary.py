@@ -10,6 +10,7 @@ import jax
 import numpy as np
 import pytest
 from conftest import backend_params
+from test_semantics_regressions import descends, loops_then_tail_calls
 
 import abir
 from abir.backend_registry import spec_named
@@ -46,23 +47,6 @@ def depth(n):
     return depth(n - 1) + 1
 
 
-def tail_calls_descends(n):
-    k = 0
-    while k < n % 2:
-        k += 1
-    return descends(n)
-
-
-def descends(d):
-    k = 0
-    if d > 2:
-        k = 1
-    while k > 0:
-        k -= 1
-        d = d - descends(d - 1)
-    return d
-
-
 def machine_of(function, *args, helpers=()):
     context = abir.Context()
     for helper in helpers:
@@ -91,7 +75,7 @@ def test_a_recursive_program_keeps_its_program_counter_stack():
 def test_a_function_tail_called_and_called_from_itself_keeps_its_program_counter_stack():
     """`descends` has one call (its own), but the entry's tail call enters it too, and its returns
     then go back where the entry's call does."""
-    machine = machine_of(tail_calls_descends, np.arange(4), helpers=[descends])
+    machine = machine_of(loops_then_tail_calls, np.arange(4), helpers=[descends])
     assert machine.has_calls
     assert state_ops.PC_STACK in machine.state_shapes(4, 10)
 
