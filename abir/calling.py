@@ -137,13 +137,18 @@ class SteadyCall:
 _PARSED_OPTIONS = LRUCache(PARSED_OPTIONS)
 
 
+def keywords_key(kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Each keyword's name, type and value (the types too: 1 == True, yet pad_batch=1 and
+    max_stack_depth=True are errors); hashable when every value is."""
+    return tuple((name, type(value), value) for name, value in kwargs.items())
+
+
 def options_key(kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
     """The key `parse_call_options` caches a keyword set's options by, or None when they are not
     reused (no backend named, or an unhashable value such as a `block_code_cache` dict)."""
     if kwargs.get("backend") is None:
         return None
-    # the types too: 1 == True, yet pad_batch=1 and max_stack_depth=True are errors
-    key = tuple((name, type(value), value) for name, value in kwargs.items())
+    key = keywords_key(kwargs)
     try:
         hash(key)
     except TypeError:
@@ -546,9 +551,8 @@ class Compiler:
         if not self.steady or kwargs.get("backend") is None:  # no backend named: no key (`options_key`)
             return None
         try:
-            keywords = tuple((key, type(value), value) for key, value in kwargs.items())
             signature = tuple((type(arg), tuple(arg.shape), arg.dtype) for arg in args)
-            steady = self.steady.get((name, self.source.generation, keywords, signature))
+            steady = self.steady.get((name, self.source.generation, keywords_key(kwargs), signature))
         except (AttributeError, TypeError, ValueError):  # no array, an unknown shape, a value not hashable
             return None
         if steady is None or not self.still_steady(steady, args):
