@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -507,14 +507,22 @@ def activations(blocks: Sequence[BlockOp], function_of: Callable[[BlockOp], Hash
                 found[callee].add(function_of(blocks[callee]))
             if isinstance(op, DescendOp):
                 found[block.number].add(function_of(block))
-    todo = list(range(len(blocks)))
-    while todo:
-        number = todo.pop()
-        for target in block_successors(blocks[number], (TargetRole.NEXT, TargetRole.RETURN)):
-            if not found[number] <= found[target]:
-                found[target] |= found[number]
-                todo.append(target)
+    roles = (TargetRole.NEXT, TargetRole.RETURN)
+    spread_forward(found, range(len(blocks)), lambda number: block_successors(blocks[number], roles))
     return found
+
+
+def spread_forward(found: Any, nodes: Iterable[Any], successors: Callable[[Any], Iterable[Any]]) -> None:
+    """Grow each node's set in `found` (a list by index or a dict by node) by the sets of every
+    node that reaches it along `successors`, to the fixpoint (the activations' flow, here and in
+    `abir.passes.analysis.activations`)."""
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        for target in successors(node):
+            if not found[node] <= found[target]:
+                found[target] |= found[node]
+                todo.append(target)
 
 
 def block_return_sites(

@@ -333,7 +333,7 @@ def activations(program: stack.ProgramOp) -> dict[Block, set[str | None]]:
     """Per block, the activations a member standing there may be running, each named by the
     function a call enters (its callee entry's `function_of`), `vm.PROGRAM_START` for the
     program's entry block. An activation goes on along jumps and branches and past a call in its return
-    block; it is not bound to its function's blocks: a tail call (`lower-calls`) is a jump into
+    block (`onward`); it is not bound to its function's blocks: a tail call (`lower-calls`) is a jump into
     another function's code, which then returns where its caller's call does. The vm dialect's
     counterpart is `vm.activations`."""
     blocks = list(program.body.blocks)
@@ -343,16 +343,15 @@ def activations(program: stack.ProgramOp) -> dict[Block, set[str | None]]:
     for block in blocks:
         if isinstance(term := block.last_op, stack.PushGotoOp):
             found[term.dest].add(function_of(term.dest))
-    todo = list(blocks)
-    while todo:
-        block = todo.pop()
-        term = block.last_op
-        onward = [term.return_dest] if isinstance(term, stack.PushGotoOp) else block_successors(block)
-        for target in onward:
-            if not found[block] <= found[target]:
-                found[target] |= found[block]
-                todo.append(target)
+    vm.spread_forward(found, blocks, onward)
     return found
+
+
+def onward(block: Block) -> list[Block]:
+    """Where an activation in `block` goes on: past a call to its return block, else the
+    block's jump and branch targets."""
+    term = block.last_op
+    return [term.return_dest] if isinstance(term, stack.PushGotoOp) else block_successors(block)
 
 
 def machine_successors(program: stack.ProgramOp) -> dict[Block, list[Block]]:

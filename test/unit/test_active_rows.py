@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_compaction import fib, guarded_tree  # on PYTHONPATH
 
 import abir
 from abir.backends import base
@@ -19,24 +20,6 @@ from abir.backends.jax import compaction
 from abir.backends.jax import one_kernel as compilation
 
 ctx = abir.Context()
-
-
-@ctx.batch(type_inference=lambda types: types[0])
-def fib(n):
-    if n < 2:
-        return n
-    return fib(n - 1) + fib(n - 2)
-
-
-@ctx.batch(type_inference=lambda types: types[0])
-def guarded_tree(n, limit):
-    """Values live across two recursive calls (stack pushes and pops) and an early return."""
-    if n < 2:
-        return n
-    left = guarded_tree(n - 1, limit)
-    if left > limit:
-        return left
-    return left + guarded_tree(n - 2, limit) + 1
 
 
 @ctx.batch(type_inference=lambda types: types[0])

@@ -86,6 +86,14 @@ def launch_signature(arrays: State) -> tuple[Any, ...]:
     return (tuple(arrays), tuple(getattr(value, "shape", None) for value in arrays.values()))
 
 
+def read_status(state: State) -> int:
+    """A launch's `state` without the loop's anchors, its `STATUS_KEY` read by the host (the one
+    number a launch reads), and returned."""
+    state.pop(ANCHORS_KEY, None)
+    state[STATUS_KEY] = status = int(np.asarray(state[STATUS_KEY]))
+    return status
+
+
 class Launch:
     """One launch (`Backend.run_in_launches`) of a run of its own: the state's arrays go to its
     compiled `loop`, the entries it changed come back, and the host reads its `STATUS_KEY`. The
@@ -123,9 +131,8 @@ class Launch:
         out = dict((loop or self.loop)(arrays, iterations_on_device(iterations)))
         if loop is None:
             self.chosen[launch_signature(arrays)] = self.loop.chosen_for(arrays)
-        out.pop(ANCHORS_KEY, None)
         state = {**state, **out}
-        state[STATUS_KEY] = int(np.asarray(state[STATUS_KEY]))  # read once, by the host
+        read_status(state)
         return state
 
 
@@ -173,10 +180,8 @@ class SteadyLaunch:
                 return self.run(state)
         start = time.perf_counter()
         state.update(loop(state, self.on_device))
-        state.pop(ANCHORS_KEY, None)
-        state[STATUS_KEY] = status = int(np.asarray(state[STATUS_KEY]))  # the one read by the host
         run = self.run
-        if status & RUNNING:
+        if read_status(state) & RUNNING:
             state = run.backend.continue_launches(run.launch, state, run.halt_index, self.iterations, start)
         run.backend.last_stats = None
         return state
