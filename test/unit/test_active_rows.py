@@ -10,6 +10,8 @@ the loops (many short launches), and the first run only counts (no compilation o
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from test_compaction import fib, guarded_tree  # on PYTHONPATH
@@ -110,3 +112,30 @@ def test_the_trial_keeps_the_loop_faster_per_sweep() -> None:
         assert rows.stage == "trial-rows"
         rows.timed("rows", float("-inf"), 100, done)  # infinitely slow
     assert rows.stage == "batch" and rows.small is None
+
+
+def test_runs_go_on_over_the_batch_while_the_small_rows_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call made while the loop over fewer rows is still compiling runs on the batch's rows
+    (it does not wait for the compilation); the first call after the compilation starts the trial."""
+    fn, args = cases(256)["fib"]
+    want = np.asarray(fn(*args, dry_run=True))
+    release = threading.Event()
+    small_loop = compilation.ActiveRows.compile_in_background
+
+    def held(self: compilation.ActiveRows, state: dict, rows: int) -> None:
+        small = self.small_loop
+        self.small_loop = lambda count: (release.wait(), small(count))[1]
+        small_loop(self, state, rows)
+
+    monkeypatch.setattr(compilation.ActiveRows, "compile_in_background", held)
+    cache: dict = {}
+    backend = abir.JaxBackend(code_cache=cache)
+    fn(*args, backend=backend, max_stack_depth=20)
+    rows = active_rows(cache)
+    assert rows.stage == "compiling"
+    np.testing.assert_array_equal(np.asarray(fn(*args, backend=backend, max_stack_depth=20)), want)
+    assert rows.stage == "compiling" and rows.compiling.is_alive()  # ran without waiting
+    release.set()
+    rows.compiling.join()
+    np.testing.assert_array_equal(np.asarray(fn(*args, backend=backend, max_stack_depth=20)), want)
+    assert rows.stage in ("trial-rows", "batch") and rows.compiling is None
