@@ -23,7 +23,7 @@ import numpy as np
 from abir.backends.base import RUNNING, STATUS_KEY, State
 from abir.backends.jax import compaction
 from abir.backends.jax.compaction import limits_on_device
-from abir.backends.jax.cost import Work, work_of
+from abir.backends.jax.cost import Work, kernels_spread, work_of
 
 ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
 """A standalone run whose state takes at most this many bytes, or whose batch has at most
@@ -158,7 +158,9 @@ class OneKernelWherePossible:
     (`one_kernel_possible`; dot products then leave YNNPACK, `ONE_KERNEL_COMPILER_OPTIONS`), the
     run is on a CPU (`on_cpu`), its state takes at most `ONE_KERNEL_MAX_STATE_BYTES` or its
     batch at most `ONE_KERNEL_MAX_BATCH` members, and its matrix products cost little in one
-    kernel (`one_kernel_pays` on the loop's `work_of`); `forced` skips the last three. Otherwise,
+    kernel (`one_kernel_pays` on the loop's `work_of`) and XLA does not spread most of its work
+    over threads as kernels (`abir.backends.jax.cost.kernels_spread`); `forced` skips the last
+    four. Otherwise,
     or when the tagged compilation fails (XLA refuses it as unimplemented, or an older jax lacks
     the option or the tag), the run uses `loop(scatter_free=False)` as a sequence of kernels,
     which raises any error of the program itself. Decided once per state signature, before
@@ -226,7 +228,10 @@ class OneKernelWherePossible:
         if not (self.forced or small):
             return False
         jaxpr = self.scatter_free_loop.trace(state, iterations).jaxpr
-        return one_kernel_possible(jaxpr) and (self.forced or one_kernel_pays(work_of(jaxpr)))
+        if not one_kernel_possible(jaxpr):
+            return False
+        work = work_of(jaxpr)
+        return self.forced or (one_kernel_pays(work) and not kernels_spread(work))
 
     def _first_call(self, state: State, iterations: Any) -> State:
         signature = state_signature(state)
