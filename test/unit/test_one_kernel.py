@@ -378,18 +378,32 @@ def test_kernels_spread_when_most_of_the_work_goes_over_two_threads_or_more() ->
     assert [cost.threaded_tasks(cores) for cores in (1, 2, 3, 4, 5, 9, 10)] == [1, 2, 2, 2, 3, 3, 4]
 
 
-@pytest.mark.parametrize(("rows", "cores", "fused"), [(1024, 2, False), (1024, 1, True), (512, 2, True)])
-def test_a_loop_of_wide_elementwise_work_runs_as_kernels_where_xla_spreads_it(
-    monkeypatch: pytest.MonkeyPatch, rows: int, cores: int, fused: bool
+@pytest.mark.parametrize(("rows", "cores", "spread"), [(1024, 2, True), (1024, 1, False), (512, 2, False)])
+def test_a_loop_of_wide_elementwise_work_runs_as_kernels_once_compiled_where_xla_spreads_it(
+    monkeypatch: pytest.MonkeyPatch, rows: int, cores: int, spread: bool
 ) -> None:
     """[1024, 64] float64 registers (512 KiB) are split over two threads as kernels: on two
-    cores the loop runs as kernels, on one as one kernel, and a batch of half the rows (256 KiB
-    registers, one thread) as one kernel."""
+    cores the first call runs one kernel while the kernels compile (`KernelsLater`) and the
+    calls after run them; on one core, or with half the rows (256 KiB registers, one thread),
+    the loop stays one kernel."""
     monkeypatch.setattr(cost, "cpu_threads", lambda: cores)
     rng = np.random.default_rng(5)
     x, n = rng.standard_normal((rows, 64)), rng.integers(0, 6, rows)
+    want = per_member(wide_relax, x[:32], n[:32])
     cache: dict = {}
-    got = wide_relax(x, n, backend=abir.JaxBackend(code_cache=cache))
-    np.testing.assert_allclose(np.asarray(got)[:32], per_member(wide_relax, x[:32], n[:32]), rtol=1e-12, atol=1e-14)
+    backend = abir.JaxBackend(code_cache=cache)
+    got = wide_relax(x, n, backend=backend)
+    np.testing.assert_allclose(np.asarray(got)[:32], want, rtol=1e-12, atol=1e-14)
     loop = runner(cache)
-    assert (list(loop.chosen.values()) == [loop.fused]) is fused
+    (chosen,) = loop.chosen.values()
+    if not spread:
+        assert chosen is loop.fused
+        return
+    assert isinstance(chosen, compilation.KernelsLater)
+    chosen.compiling.join()
+    compiled, calls = chosen.kernels, []
+    assert compiled is not None
+    chosen.kernels = lambda state, limits: calls.append(limits) or compiled(state, limits)
+    again = wide_relax(x, n, backend=backend)
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(got))
+    assert calls  # the second call ran the kernels
