@@ -72,6 +72,7 @@ ONE_KERNEL = pytest.mark.parametrize("one_kernel", [False, None], ids=["kernels"
 @pytest.mark.make_test_keeps({"one_kernel": None}, {"name": "noisy_walk"})
 def test_every_block_compacted_equals_python(name: str, one_kernel: bool | None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(compaction, "COMPACT_MIN_ROW_WORK", 0)
+    monkeypatch.setattr(compaction, "COMPACT_MIN_WORK_PER_WRITTEN", 0)
     compacted = []
     compact_rows = compaction.compact_rows
 
@@ -84,6 +85,56 @@ def test_every_block_compacted_equals_python(name: str, one_kernel: bool | None,
     got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={}, one_kernel=one_kernel)))
     np.testing.assert_allclose(got, per_member(fn, *args), rtol=1e-12)
     assert 2 in compacted  # B=16: compacted runs use 2 rows
+
+
+@ctx.batch(type_inference=lambda types: types[0])
+def wide_rounds(x, n):
+    """A loop of one block that repeats: a few operations on each of the member's 256 numbers."""
+    i = n - n
+    while i < n:
+        x = 0.5 * x + 1.0 / (1.0 + x * x)
+        i += 1
+    return x
+
+
+@ctx.batch(type_inference=lambda types: types[1])
+def drawn_rounds(key, x, n):
+    """A loop of one block that repeats: eight normal draws (thousands of operations) for one number."""
+    i = n - n
+    while i < n:
+        x = x + 0.1 * abir.random.normal(key, i, shape=(8,)).sum()
+        i += 1
+    return x
+
+
+@pytest.mark.parametrize(("name", "compacted_rows"), [("wide", None), ("drawn", 2)])
+def test_a_repeating_block_is_compacted_only_with_much_work_per_element_it_writes(
+    name: str, compacted_rows: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both blocks pass `COMPACT_MIN_ROW_WORK`; the wide one does a few operations per element
+    it writes (`COMPACT_MIN_WORK_PER_WRITTEN`)."""
+    from abir.backends.base import loops_to_itself
+
+    repeating = []
+    compact_rows = compaction.compact_rows
+
+    def spy(kernel, template, stack_keys, split=None):
+        rows = compact_rows(kernel, template, stack_keys, split)
+        if loops_to_itself(kernel):
+            repeating.append((compaction.row_work(split or kernel.split, template, stack_keys), rows))
+        return rows
+
+    monkeypatch.setattr(compaction, "compact_rows", spy)
+    rng = np.random.default_rng(6)
+    n = rng.integers(0, 5, size=16)
+    if name == "wide":
+        fn, args = wide_rounds, (rng.normal(size=(16, 256)), n)
+    else:
+        fn, args = drawn_rounds, (abir.random.key(np.arange(16)), rng.normal(size=16), n)
+    got = np.asarray(fn(*args, backend=abir.JaxBackend(code_cache={})))
+    np.testing.assert_allclose(got, per_member(fn, *args), rtol=1e-12)
+    ((work, rows),) = repeating
+    assert work >= compaction.COMPACT_MIN_ROW_WORK and rows == compacted_rows
 
 
 @ONE_KERNEL

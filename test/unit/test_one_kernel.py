@@ -345,3 +345,65 @@ def test_a_wide_item_assignment_keeps_its_scatter() -> None:
     np.testing.assert_array_equal(np.asarray(got), per_member(filled, x, n))
     loop = runner(cache)
     assert list(loop.chosen.values()) == [loop.plain]
+
+
+@ctx.batch(type_inference=lambda types: types[0])
+def wide_relax(x, n):
+    """Per-member rounds of an elementwise contraction of the member's vector."""
+    i = n - n
+    while i < n:
+        x = 0.5 * x + 1.0 / (1.0 + x * x)
+        i += 1
+    return x
+
+
+def test_work_counts_the_wide_operations_xla_spreads_over_threads() -> None:
+    def work(fn, *args) -> cost.Work:
+        return cost.work_of(jax.make_jaxpr(fn)(*args).jaxpr)
+
+    wide, narrow = jnp.ones((1024, 128), jnp.float32), jnp.ones((1024, 127), jnp.float32)  # 512 KiB, 508 KiB
+    assert work(lambda x: x + 1.0, wide) == cost.Work(elementwise=131_072, threaded=131_072)
+    assert work(lambda x: x + 1.0, narrow) == cost.Work(elementwise=130_048)
+    assert work(lambda x: jnp.tanh(x), wide) == cost.Work(elementwise=1_310_720, threaded=1_310_720)
+    # an update in place of a wide array writes one row
+    assert work(lambda x: jax.lax.dynamic_update_index_in_dim(x, x[0] + 1.0, 3, 0), wide).threaded == 0
+
+
+def test_kernels_spread_when_most_of_the_work_goes_over_two_threads_or_more() -> None:
+    mostly = cost.Work(elementwise=100, threaded=50)
+    assert cost.kernels_spread(mostly, cores=2)
+    assert not cost.kernels_spread(mostly, cores=1)  # one thread: nothing to spread
+    assert not cost.kernels_spread(cost.Work(elementwise=100, threaded=49), cores=2)
+    assert not cost.kernels_spread(cost.Work(products=100, elementwise=100, threaded=99), cores=2)
+    assert [cost.threaded_tasks(cores) for cores in (1, 2, 3, 4, 5, 9, 10)] == [1, 2, 2, 2, 3, 3, 4]
+
+
+@pytest.mark.parametrize(("rows", "cores", "spread"), [(1024, 2, True), (1024, 1, False), (512, 2, False)])
+def test_a_loop_of_wide_elementwise_work_runs_as_kernels_once_compiled_where_xla_spreads_it(
+    monkeypatch: pytest.MonkeyPatch, rows: int, cores: int, spread: bool
+) -> None:
+    """[1024, 64] float64 registers (512 KiB) are split over two threads as kernels: on two
+    cores the first call runs one kernel while the kernels compile (`KernelsLater`) and the
+    calls after run them; on one core, or with half the rows (256 KiB registers, one thread),
+    the loop stays one kernel."""
+    monkeypatch.setattr(cost, "cpu_threads", lambda: cores)
+    rng = np.random.default_rng(5)
+    x, n = rng.standard_normal((rows, 64)), rng.integers(0, 6, rows)
+    want = per_member(wide_relax, x[:32], n[:32])
+    cache: dict = {}
+    backend = abir.JaxBackend(code_cache=cache)
+    got = wide_relax(x, n, backend=backend)
+    np.testing.assert_allclose(np.asarray(got)[:32], want, rtol=1e-12, atol=1e-14)
+    loop = runner(cache)
+    (chosen,) = loop.chosen.values()
+    if not spread:
+        assert chosen is loop.fused
+        return
+    assert isinstance(chosen, compilation.KernelsLater)
+    chosen.compiling.join()
+    compiled, calls = chosen.kernels, []
+    assert compiled is not None
+    chosen.kernels = lambda state, limits: calls.append(limits) or compiled(state, limits)
+    again = wide_relax(x, n, backend=backend)
+    np.testing.assert_array_equal(np.asarray(again), np.asarray(got))
+    assert calls  # the second call ran the kernels

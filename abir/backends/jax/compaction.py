@@ -23,15 +23,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from abir.backends.base import Kernel, State, Writes, separate_stacks, splittable
+from abir.backends.base import Kernel, State, Writes, loops_to_itself, separate_stacks, splittable
 from abir.backends.jax.cost import jaxpr_work
-from abir.backends.traced import LazyRegisters, writes_whole_stacks
+from abir.backends.traced import LazyRegisters, register_writes, writes_whole_stacks
 
 COMPACT_MIN_ROW_WORK = 1000
 """A block whose work per member (`row_work`) is at least this runs compacted (`compact_run`)
 when few members stand there. Compacting cheaper blocks too gains little at large batches, and
 each compacted block adds to the first call's XLA compilation
 (docs/performance.md#jax-and-tf-backends, "Compaction")."""
+COMPACT_MIN_WORK_PER_WRITTEN = 50
+"""A block that repeats in a loop of its own (`loops_to_itself`) runs compacted only when its
+work per member is also at least this many times the elements of the registers it writes per
+member (`written_per_member`). Unlike a block of the sweep, which runs under a conditional
+anyway, a repeat runs without one; the conditional of the compacted run makes XLA copy the
+registers the block writes on every repeat (a conditional's results are copied into the loop's
+carried buffers), and a block of a few operations per element it writes costs about as much as
+that copy; from 50 the copy costs a small part of the block (docs/performance.md#jax-and-tf-backends,
+"Compaction")."""
 COMPACT_FRACTION = 8
 """A compacted block runs on B // COMPACT_FRACTION rows (the fastest of B/4 ... B/32 on NUTS;
 docs/performance.md#jax-and-tf-backends, "Compaction")."""
@@ -46,9 +55,23 @@ def compact_rows(
     rows = max(1, batch // COMPACT_FRACTION)
     if rows >= batch or not splittable([kernel]) or writes_whole_stacks(kernel):
         return None
-    if row_work(split or kernel.split, template, stack_keys) < COMPACT_MIN_ROW_WORK:  # type: ignore[attr-defined]
+    work = row_work(split or kernel.split, template, stack_keys)  # type: ignore[attr-defined]
+    if work < COMPACT_MIN_ROW_WORK:
+        return None
+    if loops_to_itself(kernel) and work < COMPACT_MIN_WORK_PER_WRITTEN * written_per_member(kernel, template, stack_keys):
         return None
     return rows
+
+
+def written_per_member(kernel: Kernel, template: State, stack_keys: Collection[str]) -> int:
+    """The elements per member of the registers (not stacks) `kernel` may write."""
+    batch = int(template["pc"].shape[0])
+    keys = [key for key in template if key not in stack_keys]
+    return sum(
+        int(np.prod(template[key].shape[1:]))
+        for key in register_writes(kernel, keys)
+        if template[key].shape[:1] == (batch,)
+    )
 
 
 def row_work(split: Callable[..., Any], template: State, stack_keys: Collection[str]) -> float:

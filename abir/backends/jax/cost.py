@@ -1,5 +1,5 @@
-"""A jaxpr cost model: a rough count of the element operations a traced function performs, and
-how much of it is matrix products.
+"""A jaxpr cost model: a rough count of the element operations a traced function performs, how
+much of it is matrix products, and how much of it XLA's CPU compiler spreads over threads.
 
 The JAX backend decides by it which blocks run compacted (`abir.backends.jax.compaction`),
 which helper results get buffers of their own (`abir.backends.jax.writes`) and whether a
@@ -9,6 +9,8 @@ standalone run's loop is compiled as one kernel (`abir.backends.jax.one_kernel`)
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +34,12 @@ bytes across its rows (contracting a dimension other than its last) counts in
 multiply-adds then walks a new cache line on every step through more than half of a core's
 first-level data cache (32 KiB or more on x86 and Arm server cores), the rest being the other
 operand's and the output's."""
+THREADED_MIN_BYTES = 2 * 256 * 1024
+"""An elementwise operation whose output takes at least this many bytes counts in
+`Work.threaded`: compiled as a sequence of kernels, XLA's CPU compiler splits such a memory-bound
+loop over its threads (its `ParallelTaskAssigner` gives each task at least 256 KiB of output, a
+core's second-level cache), where one kernel runs it on one thread
+(docs/performance.md#jax-and-tf-backends, "Wide elementwise work")."""
 FREE_PRIMITIVES = frozenset(
     {"reshape", "squeeze", "broadcast_in_dim", "expand_dims", "convert_element_type", "copy", "slice"}
 )
@@ -43,11 +51,13 @@ class Work:
     products (`dot_general`), of which `strided_products` read an operand of at least
     `STRIDED_PRODUCT_MIN_BYTES` across its rows; `elementwise`, every other operation's output
     elements (`TRANSCENDENTAL_COST` each for a transcendental function, reshapes and casts
-    free)."""
+    free), of which `threaded` is the work of operations whose output takes at least
+    `THREADED_MIN_BYTES`."""
 
     products: int = 0
     elementwise: int = 0
     strided_products: int = 0
+    threaded: int = 0
 
     @property
     def total(self) -> int:
@@ -59,10 +69,11 @@ class Work:
             self.products + other.products,
             self.elementwise + other.elementwise,
             self.strided_products + other.strided_products,
+            self.threaded + other.threaded,
         )
 
     def __mul__(self, times: int) -> Work:
-        return Work(self.products * times, self.elementwise * times, self.strided_products * times)
+        return Work(self.products * times, self.elementwise * times, self.strided_products * times, self.threaded * times)
 
 
 def _strided_operand(operand: Any, contracting: Sequence[int]) -> bool:
@@ -88,7 +99,42 @@ def _eqn_work(eqn: Any) -> Work:
         matrices = len(eqn.outvars[0].aval.shape) >= 2
         strided = matrices and (_strided_operand(lhs, lhs_contract) or _strided_operand(rhs, rhs_contract))
         return Work(products=products, strided_products=products if strided else 0)
-    return Work(elementwise=size * (TRANSCENDENTAL_COST if name in TRANSCENDENTAL_PRIMITIVES else 1))
+    work = size * (TRANSCENDENTAL_COST if name in TRANSCENDENTAL_PRIMITIVES else 1)
+    # an update in place writes a slice of its output, however large the whole
+    in_place = name == "dynamic_update_slice" or name.startswith("scatter")
+    threaded = not in_place and _output_bytes(eqn) >= THREADED_MIN_BYTES
+    return Work(elementwise=work, threaded=work if threaded else 0)
+
+
+def _output_bytes(eqn: Any) -> int:
+    """The bytes of an equation's outputs."""
+    return sum(
+        int(np.prod(v.aval.shape)) * np.dtype(v.aval.dtype).itemsize for v in eqn.outvars if hasattr(v.aval, "shape")
+    )
+
+
+def cpu_threads() -> int:
+    """The CPU cores this process may run on (as XLA's CPU runtime counts them for its threads)."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    return len(affinity(0)) if affinity is not None else os.cpu_count() or 1
+
+
+def threaded_tasks(cores: int) -> int:
+    """The threads XLA's CPU compiler splits a memory-bound elementwise loop over on `cores` cores
+    (its `ParallelTaskAssigner`: at most the square root of the cores, rounded up)."""
+    return min(cores, math.ceil(math.sqrt(cores)))
+
+
+def kernels_spread(work: Work, cores: int | None = None) -> bool:
+    """Whether a loop doing `work` per iteration takes less time as a sequence of kernels than
+    as one kernel on `cores` cores (`cpu_threads` by default) because XLA spreads its wide
+    elementwise operations (`Work.threaded`) over threads there: when they are at least half
+    of its work and split over two or more threads. One kernel runs everything on one thread;
+    kernels cost more CPU time in all (a call per kernel, loads and stores between them), which
+    a split of half the work over two threads more than repays
+    (docs/performance.md#jax-and-tf-backends, "Wide elementwise work")."""
+    tasks = threaded_tasks(cpu_threads() if cores is None else cores)
+    return tasks >= 2 and 2 * work.threaded >= work.total
 
 
 def work_of(jaxpr: Any, known: dict[int, Work] | None = None) -> Work:

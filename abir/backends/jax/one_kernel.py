@@ -23,7 +23,7 @@ import numpy as np
 from abir.backends.base import RUNNING, STATUS_KEY, State
 from abir.backends.jax import compaction
 from abir.backends.jax.compaction import limits_on_device
-from abir.backends.jax.cost import Work, work_of
+from abir.backends.jax.cost import Work, kernels_spread, work_of
 
 ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
 """A standalone run whose state takes at most this many bytes, or whose batch has at most
@@ -158,7 +158,9 @@ class OneKernelWherePossible:
     (`one_kernel_possible`; dot products then leave YNNPACK, `ONE_KERNEL_COMPILER_OPTIONS`), the
     run is on a CPU (`on_cpu`), its state takes at most `ONE_KERNEL_MAX_STATE_BYTES` or its
     batch at most `ONE_KERNEL_MAX_BATCH` members, and its matrix products cost little in one
-    kernel (`one_kernel_pays` on the loop's `work_of`); `forced` skips the last three. Otherwise,
+    kernel (`one_kernel_pays` on the loop's `work_of`); `forced` skips the last three. A loop
+    whose work XLA spreads over threads as kernels (`abir.backends.jax.cost.kernels_spread`)
+    runs as one kernel until its sequence of kernels is compiled (`KernelsLater`). Otherwise,
     or when the tagged compilation fails (XLA refuses it as unimplemented, or an older jax lacks
     the option or the tag), the run uses `loop(scatter_free=False)` as a sequence of kernels,
     which raises any error of the program itself. Decided once per state signature, before
@@ -182,6 +184,7 @@ class OneKernelWherePossible:
         self._plain: Callable[[State, Any], State] | None = None
         self.chosen: dict[Any, Callable[[State, Any], State]] = {}
         self.rows: dict[Any, ActiveRows] = {}
+        self.spread: dict[Any, bool] = {}  # signatures whose loop XLA spreads over threads as kernels
 
     @property
     def plain(self) -> Callable[[State, Any], State]:
@@ -226,7 +229,11 @@ class OneKernelWherePossible:
         if not (self.forced or small):
             return False
         jaxpr = self.scatter_free_loop.trace(state, iterations).jaxpr
-        return one_kernel_possible(jaxpr) and (self.forced or one_kernel_pays(work_of(jaxpr)))
+        if not one_kernel_possible(jaxpr):
+            return False
+        work = work_of(jaxpr)
+        self.spread[state_signature(state)] = not self.forced and kernels_spread(work)
+        return self.forced or one_kernel_pays(work)
 
     def _first_call(self, state: State, iterations: Any) -> State:
         signature = state_signature(state)
@@ -238,9 +245,45 @@ class OneKernelWherePossible:
                 pass
             else:
                 self.chosen[signature] = self.fused
-                return self.rows.setdefault(signature, self.active_rows(self.fused, True)).measured(state, result)
+                measuring: Callable[[State, Any], State] = self.fused
+                if self.spread.get(signature):
+                    measuring = self.chosen[signature] = KernelsLater(self.fused, self.plain, state)
+                return self.rows.setdefault(signature, self.active_rows(measuring, True)).measured(state, result)
         run = self.chosen[signature] = self.plain
         return self.rows.setdefault(signature, self.active_rows(run, False))(state, iterations)
+
+
+class KernelsLater:
+    """A loop `(state, limits)` (of `JaxLoop.rows="measure"`) run as one kernel (`fused`) until
+    the same loop as a sequence of kernels (`plain`), compiled for `state`'s shapes in a thread
+    of its own, is ready, then as kernels: for a loop whose work XLA spreads over threads as
+    kernels (`abir.backends.jax.cost.kernels_spread`), which one kernel runs on one thread. So
+    the first call compiles and runs one kernel, as fast to compile as ever, and the calls
+    after the kernels' compilation run them; a compilation that fails leaves one kernel."""
+
+    def __init__(self, fused: Callable[[State, Any], State], plain: JitWithOptions, state: State):
+        self.fused = fused
+        self.kernels: Callable[[State, Any], State] | None = None
+        specs = {key: jax.ShapeDtypeStruct(value.shape, value.dtype) for key, value in state.items()}
+        limits = jax.ShapeDtypeStruct((2,), np.int32)
+        x64 = bool(jax.config.jax_enable_x64)  # a thread-local setting of the caller's run
+
+        def compile_it() -> None:
+            try:
+                with jax.enable_x64(x64):
+                    self.kernels = plain.compiled(specs, limits)
+            except Exception:  # XLA refuses it: the runs stay one kernel
+                self.kernels = None
+
+        self.compiling = threading.Thread(target=compile_it, name="abir-kernels")
+        self.compiling.start()
+
+    def __call__(self, state: State, limits: Any) -> State:
+        kernels = self.kernels
+        if kernels is None:
+            return self.fused(state, limits)
+        # the host's inputs go to the device first: a compiled program takes device arrays
+        return kernels({key: jax.device_put(value) if isinstance(value, np.ndarray) else value for key, value in state.items()}, limits)
 
 
 def tagged(loop: Callable[[State, Any], State]) -> Callable[[State, Any], State]:
