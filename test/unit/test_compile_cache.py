@@ -22,6 +22,7 @@ import abir
 from abir.backends.base import RUN_CACHE_SIZE
 from abir.calling import Compiler, padded_size
 from abir.lru import LRUCache
+from abir.vm import machine as machine_module
 
 
 def fib(n):
@@ -73,15 +74,22 @@ def test_a_context_keeps_at_most_cache_size_programs():
     assert len(ctx.compile_cache) == 2
 
 
-def test_a_program_keeps_at_most_run_cache_size_compiled_runs():
+def test_a_program_keeps_at_most_run_cache_size_compiled_runs(monkeypatch):
+    """Each program's runs are an `LRUCache` of `RUN_CACHE_SIZE`; that its bound drops compiled
+    runs is checked with a bound of 2 (two compiled runs more than it, not `RUN_CACHE_SIZE`)."""
+    ctx = abir.Context()
+    ctx.batch_uncurried(fib)(np.array([3, 7]))
+    (program,) = ctx.compile_cache.values()
+    assert isinstance(program.machine.run_cache, LRUCache) and program.machine.run_cache.maxsize == RUN_CACHE_SIZE
+    monkeypatch.setattr(machine_module, "RUN_CACHE_SIZE", 2)
     ctx = abir.Context()
     batched = ctx.batch_uncurried(fib)
     backend = abir.JaxBackend()
-    for batch in range(1, RUN_CACHE_SIZE + 3):
+    for batch in range(1, 2 + 3):
         n = np.arange(batch) % 9
         np.testing.assert_array_equal(np.asarray(batched(n, backend=backend)), batched(n, dry_run=True))
     (program,) = ctx.compile_cache.values()
-    assert len(program.machine.run_cache) == RUN_CACHE_SIZE
+    assert len(program.machine.run_cache) == 2
 
 
 def _compile_and_forget(make_backend) -> tuple[weakref.ref, list[weakref.ref]]:

@@ -349,11 +349,13 @@ def test_the_time_limit_counts_cpu_time_not_waiting():
 # ----- reverse mode on float programs (abir.testing.gradients) -----------------------------------
 
 GRADIENT_SAMPLE = range(6)
-"""Float programs of seed 0 whose batched vjp is checked: the first in every run, the others
-under `make test-full` (each compiles a reverse-mode machine)."""
+"""Float programs of seed 0 whose batched vjp is checked under `make test-full` (each compiles a
+reverse-mode machine); `make test` checks the first through the command line
+(`test_gradient_command_line`)."""
 
 
-@pytest.mark.parametrize("index", [i if i < 1 else pytest.param(i, marks=pytest.mark.full) for i in GRADIENT_SAMPLE])
+@pytest.mark.full
+@pytest.mark.parametrize("index", GRADIENT_SAMPLE)
 def test_gradient_sample_equals_jax_vjp_per_member(index, directory):
     pytest.importorskip("jax")
     program = gradients.generate(SEED, index)
@@ -397,5 +399,5 @@ def test_gradient_check_finds_a_wrong_derivative(monkeypatch, directory):
 
 def test_gradient_command_line(capsys):
     pytest.importorskip("jax")
-    assert fuzz.main(["--grad", "--count", "1", "--seed", "0", "--start", "1"]) == 0
+    assert fuzz.main(["--grad", "--count", "1", "--seed", str(SEED), "--start", "0"]) == 0
     assert "1/1 gradient programs, 0 failing" in capsys.readouterr().out

@@ -167,7 +167,7 @@ print("ok", process)
 def _environment(devices: int, extra_flags: str = "") -> dict[str, str]:
     return {
         **os.environ,
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} {extra_flags}",
+        "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices} {extra_flags}",
         "PYTHONPATH": os.pathsep.join(sys.path),
     }
 

@@ -113,7 +113,7 @@ print("ok")
 def test_a_batch_sharded_over_four_devices_runs_one_machine_per_shard():
     env = {
         **os.environ,
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+        "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4".strip(),
         "PYTHONPATH": os.pathsep.join([str(pathlib.Path(__file__).parent), *sys.path]),
     }
     out = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True)

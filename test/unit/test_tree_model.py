@@ -80,6 +80,7 @@ def test_gradient_through_abir_equals_jax_grad_per_tree(trees, params):
         np.testing.assert_allclose(np.asarray(getattr(grads, field)), want, rtol=RTOL, atol=1e-15, err_msg=field)
 
 
+@pytest.mark.full  # make test: test_bench_grad's run takes two Adam steps of `training_step`, equal to two other systems'
 def test_adam_steps_lower_the_loss(trees, params):
     optimizer = optax.adam(1e-2)
     params = ex.Params(*(jnp.asarray(p) for p in params))
