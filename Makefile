@@ -34,8 +34,11 @@ lint: install
 lit: install
 	$(BIN)/lit -sv test/lit
 
+# make test compiles without LLVM's optimizations of XLA's CPU code (compiling is most of its time;
+# docs/performance.md, "The test suite's compilations"); make test-full at the level users run.
+TEST_XLA_FLAGS := --xla_backend_optimization_level=0
 pytest: install
-	$(BIN)/pytest -q -n 2 --dist loadfile test/unit
+	XLA_FLAGS="$$XLA_FLAGS $(TEST_XLA_FLAGS)" $(BIN)/pytest -q -n 2 --dist loadfile test/unit
 
 # Differential fuzzing: random programs batched on every backend against plain Python, failures
 # printed as minimal reproducible programs, e.g. make fuzz FUZZ_ARGS="--count 200 --seed 3 --backends numpy"

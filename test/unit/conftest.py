@@ -14,30 +14,12 @@ only some combinations with `@pytest.mark.make_test_keeps({"backend_name": "nump
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from abir.backend_registry import backend_specs
-
-TEST_XLA_FLAGS = "--xla_backend_optimization_level=0"
-"""XLA's CPU code generation without LLVM's optimizations, for JAX and TensorFlow alike: the
-tests check results and program structure, which the LLVM level does not change, and compiling
-is most of the suite's time (docs/performance.md, "The test suite's compilations"). Given before
-either library starts its XLA client; an XLA_FLAGS of the caller's that sets the level wins. A
-test that starts a Python process with flags of its own adds them to `os.environ["XLA_FLAGS"]`."""
-
-
-def with_test_xla_flags(flags: str) -> str:
-    """`flags` (an XLA_FLAGS value) with `TEST_XLA_FLAGS` added unless it sets the level itself."""
-    if "--xla_backend_optimization_level" in flags:
-        return flags
-    return f"{flags} {TEST_XLA_FLAGS}".strip()
-
-
-os.environ["XLA_FLAGS"] = with_test_xla_flags(os.environ.get("XLA_FLAGS", ""))
 
 
 def backend_params() -> list[str]:
