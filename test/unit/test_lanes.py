@@ -5,6 +5,7 @@ every registered backend, and against an ordinary call's dtypes and structure.""
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -146,6 +147,26 @@ def test_a_full_ring_pauses_the_run_to_empty_it(backend_name: str, monkeypatch: 
     xs = np.array([27, 97, 871] + [2, 3, 4, 5] * 20, dtype=np.int64)
     np.testing.assert_array_equal(np.asarray(collatz(xs, backend=backend, lanes=4)), collatz(xs, dry_run=True))
     assert len(emptied) >= 2
+
+
+def test_lanes_choose_one_kernel_by_the_state_a_sweep_carries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The members' arguments and the rings, read and written at indexed rows only, are left
+    out of the state size that chooses one kernel: lanes choose as a fixed batch of as many
+    rows would, here with a state limit the lanes' whole state passes."""
+    from abir.backends.jax import one_kernel
+
+    monkeypatch.setattr(one_kernel, "ONE_KERNEL_MAX_BATCH", 2)
+    monkeypatch.setattr(one_kernel, "ONE_KERNEL_MAX_STATE_BYTES", 4096)
+    xs = np.arange(1, 2000, dtype=np.int64)
+    cache: dict = {}
+    got = collatz(xs, backend=abir.JaxBackend(code_cache=cache), lanes=8)
+    np.testing.assert_array_equal(np.asarray(got), collatz(xs, dry_run=True))
+    (entry,) = cache.values()
+    loop = entry[1]
+    (signature,) = loop.chosen
+    sizes = {key: math.prod(shape) * np.dtype(dtype).itemsize for key, shape, dtype in signature}
+    assert sum(sizes.values()) > 4096 >= sum(size for key, size in sizes.items() if key not in loop.indexed_keys)
+    assert list(loop.chosen.values()) == [loop.fused]
 
 
 def test_a_members_result_does_not_depend_on_its_lane() -> None:
