@@ -21,7 +21,9 @@ import numpy as np
 from abir.backends.base import (
     STATUS_KEY,
     Backend,
+    LaunchPace,
     State,
+    paced_by,
 )
 from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
 from abir.vm import state_ops
@@ -108,10 +110,12 @@ def lane_flushes(
     key = None if cache_key is None else ("abir.lanes", cache_key, layout.ring_rows, shapes, counting)
     chunk = FIRST_LANE_CHUNK if backend.launch_seconds is not None else MAX_LANE_CHUNK
     end = first.count
+    launch_pace = LaunchPace()  # a chunk's run begins with a launch as long as the chunks before allow
     while True:
         state[state_ops.LANE_BUDGET] = np.array([chunk], np.int32)
         start = time.perf_counter()
-        state = dict(backend.run(kernels, state, layout.final_halt, key, machine.run_cache, machine.stack_keys, {}))
+        with paced_by(launch_pace):
+            state = dict(backend.run(kernels, state, layout.final_halt, key, machine.run_cache, machine.stack_keys, {}))
         state.pop(STATUS_KEY, None)
         machine.last_stats = backend.last_stats
         finished = _take_finished(machine, backend, state, layout)
