@@ -160,8 +160,11 @@ def _take_finished(machine: Machine, backend: Backend, state: State, layout: sta
     held = np.flatnonzero(members >= 0)
     values = {}
     for key in layout.results:
-        ring = np.asarray(backend.to_numpy(state[state_ops.ring_key(key)]))
-        values[key] = ring[:rows].reshape(-1, *ring.shape[2:])[held]
+        ring = np.asarray(backend.to_numpy(state[state_ops.ring_key(key)]))[:rows]
+        if key in lane_flag_keys(True) and not (ring != state_ops.flag_normal_value(key)).any():
+            values[key] = np.full(held.shape, state_ops.flag_normal_value(key), ring.dtype)  # no member's error
+        else:
+            values[key] = ring.reshape(-1, *ring.shape[2:])[held]
     state[state_ops.LANE_FILLED] = np.zeros(1, np.int32)
     return FinishedMembers(members[held], values)
 
@@ -333,5 +336,8 @@ class LaneResults:
 
     def put(self, finished: FinishedMembers) -> None:
         for key, values in self.values.items():
-            values[finished.members] = finished.values[key]
+            taken = finished.values[key]
+            if key in self.flag_keys and not (taken != state_ops.flag_normal_value(key)).any():
+                continue  # every member's flag normal, as `values` already holds
+            values[finished.members] = taken
         self.finished[finished.members] = True
