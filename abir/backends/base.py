@@ -134,6 +134,7 @@ def paced_by(pace: LaunchPace) -> Iterator[None]:
     finally:
         _LAUNCH_PACE.reset(token)
 
+
 STATUS_KEY = "__status__"
 """A Python int a backend's `run` may add to the state it returns, so that the caller reads one
 number instead of the error flags: bit `RUNNING` set while some member has not halted, bit
