@@ -39,8 +39,9 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import contextvars
 import time
-from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
@@ -108,6 +109,31 @@ LAUNCH_SECONDS = 0.5
 """How long one launch of a compiled machine loop may run by default (`Backend.run_in_launches`)."""
 FIRST_LAUNCH_ITERATIONS = 1024
 MAX_LAUNCH_ITERATIONS = 2**30
+
+
+class LaunchPace:
+    """The loop iterations per second of the last launch that ran out of its iterations, kept
+    across the runs made `paced_by` it (`Backend.run_in_launches`); None before one has."""
+
+    def __init__(self) -> None:
+        self.per_second: float | None = None
+
+
+_LAUNCH_PACE: contextvars.ContextVar[LaunchPace | None] = contextvars.ContextVar("abir_launch_pace", default=None)
+
+
+@contextlib.contextmanager
+def paced_by(pace: LaunchPace) -> Iterator[None]:
+    """Runs in launches inside (`Backend.run_in_launches`) begin with a launch as long as
+    `pace` allows, once a launch before ran out of iterations, instead of
+    `FIRST_LAUNCH_ITERATIONS`, and keep their pace in it: a caller that runs one loop as many
+    runs, each ending on its own (`abir.vm.lanes`), then makes each of them one launch."""
+    token = _LAUNCH_PACE.set(pace)
+    try:
+        yield
+    finally:
+        _LAUNCH_PACE.reset(token)
+
 
 STATUS_KEY = "__status__"
 """A Python int a backend's `run` may add to the state it returns, so that the caller reads one
@@ -674,8 +700,11 @@ class Backend(BackendProtocol):
         `FIRST_LAUNCH_ITERATIONS` iterations, each next one as many as the last one's pace
         allows. Between launches Python handles signals (a KeyboardInterrupt stops the run) and
         reads the members' program counters to see whether all halted. `launch_seconds=None`
-        runs the whole loop in one launch."""
+        runs the whole loop in one launch. Within `paced_by`, the first launch is paced too."""
         iterations = self.first_launch_iterations()
+        pace = _LAUNCH_PACE.get()
+        if pace is not None and pace.per_second is not None and self.launch_seconds is not None:
+            iterations = self.paced_iterations(pace.per_second)
         start = time.perf_counter()
         state = launch(state, iterations)
         return self.continue_launches(launch, state, halt_index, iterations, start)
@@ -693,11 +722,19 @@ class Backend(BackendProtocol):
         if self.launch_seconds is None:
             return state
         while not self._all_halted(state, halt_index):
-            pace = iterations / max(time.perf_counter() - start, 1e-4)
-            iterations = int(min(max(pace * self.launch_seconds, 64), MAX_LAUNCH_ITERATIONS))
+            per_second = iterations / max(time.perf_counter() - start, 1e-4)
+            kept = _LAUNCH_PACE.get()
+            if kept is not None:
+                kept.per_second = per_second
+            iterations = self.paced_iterations(per_second)
             start = time.perf_counter()
             state = launch(state, iterations)
         return state
+
+    def paced_iterations(self, per_second: float) -> int:
+        """The iterations of a launch of about `launch_seconds` at `per_second` iterations a second."""
+        assert self.launch_seconds is not None
+        return int(min(max(per_second * self.launch_seconds, 64), MAX_LAUNCH_ITERATIONS))
 
     def _all_halted(self, state: State, halt_index: int) -> bool:
         """Whether every member of a launch's `state` has halted, from its `STATUS_KEY` entry

@@ -100,6 +100,12 @@ def refills_lanes(kernel: Any) -> bool:
     return bool(getattr(kernel, "refills_lanes", False))
 
 
+def indexed_keys(kernels: Sequence[Any]) -> frozenset[str]:
+    """The state keys that `kernels` read and write only at rows they index, never whole in a
+    sweep (a run with lanes' members' arguments and rings: `abir.vm.state_ops.LaneRefill`)."""
+    return frozenset(key for kernel in kernels for key in getattr(kernel, "indexed_keys", ()))
+
+
 def loop_ranges(kernels: Sequence[Any], tail: int) -> dict[int, int]:
     """The loops of several consecutive blocks a sweep repeats on their own: `{first: last}`
     for each range of blocks before the tail whose last block may jump back to its first, from

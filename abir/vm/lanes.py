@@ -21,7 +21,9 @@ import numpy as np
 from abir.backends.base import (
     STATUS_KEY,
     Backend,
+    LaunchPace,
     State,
+    paced_by,
 )
 from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
 from abir.vm import state_ops
@@ -108,10 +110,12 @@ def lane_flushes(
     key = None if cache_key is None else ("abir.lanes", cache_key, layout.ring_rows, shapes, counting)
     chunk = FIRST_LANE_CHUNK if backend.launch_seconds is not None else MAX_LANE_CHUNK
     end = first.count
+    launch_pace = LaunchPace()  # a chunk's run begins with a launch as long as the chunks before allow
     while True:
         state[state_ops.LANE_BUDGET] = np.array([chunk], np.int32)
         start = time.perf_counter()
-        state = dict(backend.run(kernels, state, layout.final_halt, key, machine.run_cache, machine.stack_keys, {}))
+        with paced_by(launch_pace):
+            state = dict(backend.run(kernels, state, layout.final_halt, key, machine.run_cache, machine.stack_keys, {}))
         state.pop(STATUS_KEY, None)
         machine.last_stats = backend.last_stats
         finished = _take_finished(machine, backend, state, layout)
@@ -156,8 +160,11 @@ def _take_finished(machine: Machine, backend: Backend, state: State, layout: sta
     held = np.flatnonzero(members >= 0)
     values = {}
     for key in layout.results:
-        ring = np.asarray(backend.to_numpy(state[state_ops.ring_key(key)]))
-        values[key] = ring[:rows].reshape(-1, *ring.shape[2:])[held]
+        ring = np.asarray(backend.to_numpy(state[state_ops.ring_key(key)]))[:rows]
+        if key in lane_flag_keys(True) and not (ring != state_ops.flag_normal_value(key)).any():
+            values[key] = np.full(held.shape, state_ops.flag_normal_value(key), ring.dtype)  # no member's error
+        else:
+            values[key] = ring.reshape(-1, *ring.shape[2:])[held]
     state[state_ops.LANE_FILLED] = np.zeros(1, np.int32)
     return FinishedMembers(members[held], values)
 
@@ -329,5 +336,8 @@ class LaneResults:
 
     def put(self, finished: FinishedMembers) -> None:
         for key, values in self.values.items():
-            values[finished.members] = finished.values[key]
+            taken = finished.values[key]
+            if key in self.flag_keys and not (taken != state_ops.flag_normal_value(key)).any():
+                continue  # every member's flag normal, as `values` already holds
+            values[finished.members] = taken
         self.finished[finished.members] = True

@@ -442,6 +442,12 @@ class LaneLayout:
         pending = tuple(pending_key(position) for position in range(len(self.inputs)))
         return (*dict.fromkeys((*self.written_keys(), *self.results, *pending, *steps)),)
 
+    def indexed_keys(self) -> tuple[str, ...]:
+        """The members' arguments and the rings: read and written only at the rows a refill
+        indexes, never whole in a sweep."""
+        pending = tuple(pending_key(position) for position in range(len(self.inputs)))
+        return (*pending, *map(ring_key, self.results), RING_MEMBER)
+
     def ring_keys(self) -> tuple[str, ...]:
         """The rings and their row count, written outside the refill's conditional."""
         return (*map(ring_key, self.results), RING_MEMBER, LANE_FILLED)
@@ -471,7 +477,8 @@ class LaneRefill:
     returns and the caller can empty the rings and resume (`abir.vm.lanes.run_lanes`).
     `refills_lanes` tells a sweeping loop to run it at the end of every sweep. It writes
     nothing with a scatter of its own, only stack writes, which a JAX loop compiled as one
-    kernel can make."""
+    kernel can make. `indexed_keys` are `LaneLayout.indexed_keys`: a backend sizing a sweep's
+    state leaves them out."""
 
     refills_lanes = True
 
@@ -480,6 +487,7 @@ class LaneRefill:
         self.backend = backend
         self.writes: dict[str, int] = {}
         self.register_writes = layout.written_keys()
+        self.indexed_keys = layout.indexed_keys()
         self.__name__ = f"block_{layout.block}"
 
     def split(self, regs: State, stacks: State) -> tuple[State, Writes]:

@@ -5,6 +5,7 @@ every registered backend, and against an ordinary call's dtypes and structure.""
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import numpy as np
@@ -146,6 +147,57 @@ def test_a_full_ring_pauses_the_run_to_empty_it(backend_name: str, monkeypatch: 
     xs = np.array([27, 97, 871] + [2, 3, 4, 5] * 20, dtype=np.int64)
     np.testing.assert_array_equal(np.asarray(collatz(xs, backend=backend, lanes=4)), collatz(xs, dry_run=True))
     assert len(emptied) >= 2
+
+
+def test_lanes_choose_one_kernel_by_the_state_a_sweep_carries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The members' arguments and the rings, read and written at indexed rows only, are left
+    out of the state size that chooses one kernel: lanes choose as a fixed batch of as many
+    rows would, here with a state limit the lanes' whole state passes."""
+    from abir.backends.jax import one_kernel
+
+    monkeypatch.setattr(one_kernel, "ONE_KERNEL_MAX_BATCH", 2)
+    monkeypatch.setattr(one_kernel, "ONE_KERNEL_MAX_STATE_BYTES", 4096)
+    xs = np.arange(1, 2000, dtype=np.int64)
+    cache: dict = {}
+    got = collatz(xs, backend=abir.JaxBackend(code_cache=cache), lanes=8)
+    np.testing.assert_array_equal(np.asarray(got), collatz(xs, dry_run=True))
+    (entry,) = cache.values()
+    loop = entry[1]
+    (signature,) = loop.chosen
+    sizes = {key: math.prod(shape) * np.dtype(dtype).itemsize for key, shape, dtype in signature}
+    assert sum(sizes.values()) > 4096 >= sum(size for key, size in sizes.items() if key not in loop.indexed_keys)
+    assert list(loop.chosen.values()) == [loop.fused]
+
+
+@pytest.mark.parametrize("backend_name", ["jax", "tf"])
+def test_a_chunk_after_the_first_is_one_launch(backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk's run begins with a launch as long as the chunks before allow (`paced_by`), not
+    the first launch of a run: the first chunk's first launch runs out of its few iterations,
+    each later chunk, ending on a full ring, is one launch (of about `launch_seconds`, long
+    here so that a loaded machine's pace still covers a chunk)."""
+    import abir.backends.base
+
+    monkeypatch.setattr(abir.backends.base, "FIRST_LAUNCH_ITERATIONS", 64)
+    monkeypatch.setattr(abir.vm.lanes, "MAX_RING_ROWS", 16)
+    backend = spec_named(backend_name).new_backend()
+    backend.launch_seconds = 60.0
+    launches: list[int] = []
+    run_in_launches = backend.run_in_launches
+
+    def counted(launch: Any, state: Any, halt_index: int) -> Any:
+        launches.append(0)
+
+        def one(state: Any, iterations: int) -> Any:
+            launches[-1] += 1
+            return launch(state, iterations)
+
+        return run_in_launches(one, state, halt_index)
+
+    monkeypatch.setattr(backend, "run_in_launches", counted)
+    xs = np.array([27, 97, 871, 703] * 10 + [2, 3, 4, 5] * 20, dtype=np.int64)
+    np.testing.assert_array_equal(np.asarray(collatz(xs, backend=backend, lanes=4)), collatz(xs, dry_run=True))
+    assert len(launches) >= 3 and launches[0] > 1
+    assert launches[1:] == [1] * (len(launches) - 1)
 
 
 def test_a_members_result_does_not_depend_on_its_lane() -> None:

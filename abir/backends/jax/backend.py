@@ -55,7 +55,7 @@ from abir.backends.jax import reverse, sharding, staging, writes
 from abir.backends.jax.loop import Fill, fills_of, iterations_on_device, machine_loop, with_status
 from abir.backends.jax.mode import trace_mode
 from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, OneKernelWherePossible
-from abir.backends.traced import STATS_KEY, read_only_keys, run_stats, zero_counters
+from abir.backends.traced import STATS_KEY, indexed_keys, read_only_keys, run_stats, zero_counters
 from abir.types import TensorType
 
 ANCHORS_KEY = "__anchors__"
@@ -509,7 +509,7 @@ class JaxBackend(Backend):
 
             if self.one_kernel is False:
                 return JitWithOptions(loop(False), LOOP_COMPILER_OPTIONS)
-            return OneKernelWherePossible(loop, self.one_kernel is True, stack_keys, halt, tail_start_of(ks))
+            return OneKernelWherePossible(loop, self.one_kernel is True, stack_keys, halt, tail_start_of(ks), indexed_keys(ks))
 
         config = (self.execution, self.collect_stats, self.one_kernel, False, False, tuple(flags.items()))
         return self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_loop, config)

@@ -26,7 +26,8 @@ from abir.backends.jax.compaction import limits_on_device
 from abir.backends.jax.cost import Work, kernels_spread, work_of
 
 ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
-"""A standalone run whose state takes at most this many bytes, or whose batch has at most
+"""A standalone run whose state takes at most this many bytes (less the arrays its kernels only
+index, `abir.backends.traced.indexed_keys`), or whose batch has at most
 `ONE_KERNEL_MAX_BATCH` members, compiles its loop as one kernel where XLA can
 (`OneKernelWherePossible`)."""
 ONE_KERNEL_MAX_BATCH = 2048
@@ -156,7 +157,8 @@ class OneKernelWherePossible:
     fusions. So `loop(scatter_free=True)` is traced first (stack writes, compaction and
     materialized helper results without scatters), and tagged when its jaxpr has none of these
     (`one_kernel_possible`; dot products then leave YNNPACK, `ONE_KERNEL_COMPILER_OPTIONS`), the
-    run is on a CPU (`on_cpu`), its state takes at most `ONE_KERNEL_MAX_STATE_BYTES` or its
+    run is on a CPU (`on_cpu`), its state less `indexed_keys` (arrays the loop reads and writes
+    only at indexed rows, as a run with lanes' rings) takes at most `ONE_KERNEL_MAX_STATE_BYTES` or its
     batch at most `ONE_KERNEL_MAX_BATCH` members, and its matrix products cost little in one
     kernel (`one_kernel_pays` on the loop's `work_of`); `forced` skips the last three. A loop
     whose work XLA spreads over threads as kernels (`abir.backends.jax.cost.kernels_spread`)
@@ -173,8 +175,10 @@ class OneKernelWherePossible:
         stack_keys: Collection[str] = (),
         halt: int = 0,
         tail: int = 0,
+        indexed_keys: Collection[str] = (),
     ):
         self.loop = loop
+        self.indexed_keys = frozenset(indexed_keys)
         self.forced = forced
         self.scatter_free_loop = jax.jit(loop(True, rows="measure"))
         self.stack_keys = frozenset(stack_keys)
@@ -225,7 +229,8 @@ class OneKernelWherePossible:
         """Whether the loop on `state` is to be one kernel (see the class docstring)."""
         if not (self.forced or on_cpu(state)):
             return False
-        small = state_bytes(state) <= ONE_KERNEL_MAX_STATE_BYTES or state["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
+        swept = {key: value for key, value in state.items() if key not in self.indexed_keys}
+        small = state_bytes(swept) <= ONE_KERNEL_MAX_STATE_BYTES or state["pc"].shape[0] <= ONE_KERNEL_MAX_BATCH
         if not (self.forced or small):
             return False
         jaxpr = self.scatter_free_loop.trace(state, iterations).jaxpr
