@@ -21,6 +21,7 @@ jax = pytest.importorskip("jax")
 jnp = pytest.importorskip("jax.numpy")
 
 import abir  # noqa: E402
+from abir.backends import reverse_scheme  # noqa: E402
 from abir.backends.jax import reverse  # noqa: E402
 
 RTOL = 1e-9
@@ -244,14 +245,14 @@ def damped_gradients_agree(n):
 def test_a_run_longer_than_its_undo_log_replays_from_the_start(monkeypatch, entries):
     """An undo log of two or three sweeps for runs of at least 10: the backward pass undoes the
     sweeps the log holds, replays the run from its start to refill the log, and so on."""
-    monkeypatch.setattr(reverse, "MAX_UNDO_ENTRIES", entries)
+    monkeypatch.setattr(reverse_scheme, "MAX_UNDO_ENTRIES", entries)
     damped_gradients_agree(np.array([9, 2, 6, 0, 8, 5]))
 
 
 def test_a_recursive_run_longer_than_its_undo_log_restores_its_stacks(monkeypatch):
     """Tree recursion with an undo log of three sweeps: the stacks' overwritten rows are restored
     sweep by sweep, across replays."""
-    monkeypatch.setattr(reverse, "MAX_UNDO_ENTRIES", 3)
+    monkeypatch.setattr(reverse_scheme, "MAX_UNDO_ENTRIES", 3)
     context = abir.Context()
     recursive = context.batch_uncurried(tree_sum)
     _, want_dx, want_dw = per_member_gradients("tree_sum")
@@ -261,9 +262,9 @@ def test_a_recursive_run_longer_than_its_undo_log_restores_its_stacks(monkeypatc
 
 
 def test_undo_log_length_follows_the_entrys_size():
-    assert reverse.undo_length(1) == reverse.MAX_UNDO_ENTRIES
-    assert reverse.undo_length(reverse.UNDO_TAPE_BYTES // 10) == 10
-    assert reverse.undo_length(reverse.UNDO_TAPE_BYTES * 4) == 2  # the least a log holds
+    assert reverse_scheme.undo_length(1) == reverse_scheme.MAX_UNDO_ENTRIES
+    assert reverse_scheme.undo_length(reverse_scheme.UNDO_TAPE_BYTES // 10) == 10
+    assert reverse_scheme.undo_length(reverse_scheme.UNDO_TAPE_BYTES * 4) == 2  # the least a log holds
 
 
 @pytest.mark.parametrize("checkpoints", [2, 4])
@@ -272,20 +273,20 @@ def test_a_run_longer_than_its_tape_thins_checkpoints_and_recomputes(monkeypatch
     checkpoints for runs of at least 10 sweeps: the stride doubles, the backward pass recomputes
     segments (with two, every other state of a segment: substride 2 or more)."""
     monkeypatch.setattr(reverse, "undo_loggable", lambda kernels: False)
-    monkeypatch.setattr(reverse, "MAX_CHECKPOINTS", checkpoints)
+    monkeypatch.setattr(reverse_scheme, "MAX_CHECKPOINTS", checkpoints)
     damped_gradients_agree(np.array([9, 2, 6, 0, 8, 5]))
 
 
 def test_tape_length_follows_the_states_size():
-    def state(*shape):
-        return {"pc": jax.ShapeDtypeStruct(shape[-1:], np.int32), "s:x": jax.ShapeDtypeStruct(shape, np.float64)}
+    def state_bytes(*shape):
+        return reverse_scheme.spec_bytes({"pc": (shape[-1:], np.int32), "s:x": (shape, np.float64)})
 
-    assert reverse.tape_length(state(15, 4)) == reverse.MAX_CHECKPOINTS
-    mebibyte = state(16, 2**13)  # 1 MiB of floats, 32 KiB of program counters
-    fitting = reverse.TAPE_BYTES // (2**20 + 2**15) // 2 * 2
-    assert 2 < fitting < reverse.MAX_CHECKPOINTS
-    assert reverse.tape_length(mebibyte) == fitting
-    assert reverse.tape_length(state(15, 2**20)) == 2  # larger than TAPE_BYTES: the least a tape holds
+    assert reverse_scheme.tape_length(state_bytes(15, 4)) == reverse_scheme.MAX_CHECKPOINTS
+    mebibyte = state_bytes(16, 2**13)  # 1 MiB of floats, 32 KiB of program counters
+    fitting = reverse_scheme.TAPE_BYTES // (2**20 + 2**15) // 2 * 2
+    assert 2 < fitting < reverse_scheme.MAX_CHECKPOINTS
+    assert reverse_scheme.tape_length(mebibyte) == fitting
+    assert reverse_scheme.tape_length(state_bytes(15, 2**20)) == 2  # larger than TAPE_BYTES: the least a tape holds
 
 
 def test_lanes_are_not_differentiated():
@@ -335,9 +336,9 @@ def logged_states(monkeypatch):
     states = []
     logged_run = reverse.undo_logged_run
 
-    def watched(sweep, logging, halt_index, state, max_sweeps):
+    def watched(scheme, state):
         states.append(state)
-        return logged_run(sweep, logging, halt_index, state, max_sweeps)
+        return logged_run(scheme, state)
 
     monkeypatch.setattr(reverse, "undo_logged_run", watched)
     return states
