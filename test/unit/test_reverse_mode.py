@@ -302,17 +302,6 @@ def test_grad_of_a_jit_compiled_call_is_jaxs_linearization_error():
         jax.grad(lambda x: compiled(x).sum())(jnp.asarray(X))
 
 
-def test_tf_gradient_tape_is_a_type_error_naming_the_jax_backend():
-    tf = pytest.importorskip("tensorflow")
-    x = tf.Variable(X)
-    with tf.GradientTape() as tape, pytest.raises(TypeError, match=r"cannot be differentiated by tf.GradientTape.*JAX backend"):
-        PROGRAMS["power"](x, N, backend=abir.TensorFlowBackend())
-    with tf.GradientTape() as tape:  # a tape that does not watch the inputs does not stop the call
-        tape.watch(tf.constant(1.0))
-        result = PROGRAMS["power"](tf.constant(X), N, backend=abir.TensorFlowBackend())
-    np.testing.assert_allclose(result.numpy(), PROGRAMS["power"](X, N, dry_run=True), rtol=RTOL)
-
-
 def test_a_run_error_under_grad_is_a_staged_error():
     """As in any run staged into a JAX computation: the callback raises abir's error."""
     n = N.copy()
