@@ -19,13 +19,30 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 pytest.importorskip("jax")  # test_reverse_mode's programs
 
+from test_reverse_mode import (  # noqa: E402 (on PYTHONPATH)
+    CASES,
+    PAIRS,
+    RTOL,
+    TABLE,
+    N,
+    W,
+    X,
+    branchy,
+    damped,
+    early,
+    halving_steps,
+    ping,
+    pong,
+    power,
+    rescaled,
+    tree_sum,
+)
+from test_reverse_mode import K as TABLE_INDEX  # noqa: E402
+
 import abir  # noqa: E402
 from abir.backends import reverse_scheme  # noqa: E402
 from abir.backends.tf import reverse as tf_reverse  # noqa: E402
 from abir.errors import StackOverflowError  # noqa: E402
-from test_reverse_mode import CASES, N, RTOL, TABLE, W, X, damped, halving_steps, power  # noqa: E402
-from test_reverse_mode import K as TABLE_INDEX  # noqa: E402
-from test_reverse_mode import PAIRS, branchy, early, ping, pong, rescaled, tree_sum  # noqa: E402, F401
 
 FUNCTIONS = {f.__name__: f for f in (damped, branchy, early, power, tree_sum, ping, rescaled, halving_steps)}
 
@@ -215,3 +232,34 @@ def test_a_tape_that_does_not_watch_the_inputs_runs_as_without_one():
         tape.watch(tf.constant(1.0))
         result = batched(tf.constant(X), N, backend=abir.TensorFlowBackend())
     np.testing.assert_allclose(result.numpy(), batched(X, N, dry_run=True), rtol=RTOL)
+
+
+def doubling(depth, x):
+    if depth == 0:
+        return x
+    return doubling(depth - 1, x) * 2.0 + doubling(depth - 1, x * x * 0.5 + 1.0)
+
+
+@pytest.mark.parametrize("jit_compile", [None, pytest.param(False, marks=pytest.mark.full)])
+def test_a_recursion_writing_spans_of_stack_rows_is_checkpointed(monkeypatch, jit_compile):
+    """`doubling` descends its counter (`vm.descend`: whole spans of stack rows per member), so
+    no undo log: checkpoints, and under XLA the spans written row by row."""
+    loggable = []
+    undo_loggable = tf_reverse.undo_loggable
+    monkeypatch.setattr(tf_reverse, "undo_loggable", lambda kernels: loggable.append(undo_loggable(kernels)) or loggable[-1])
+    batched = abir.Context().batch_uncurried(doubling)
+    depths = np.array([0, 3, 1, 4, 2, 3])
+    x = tf.constant(X)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        total = tf.reduce_sum(batched(depths, x, backend=abir.TensorFlowBackend(jit_compile=jit_compile)))
+    want_dx = []
+    for depth, member in zip(depths, X, strict=True):
+        xm = tf.constant(member, tf.float64)
+        with tf.GradientTape() as member_tape:
+            member_tape.watch(xm)
+            y = doubling(int(depth), xm)
+        want_dx.append(float(member_tape.gradient(y, xm)))
+    np.testing.assert_allclose(float(total), batched(depths, X, dry_run=True).sum(), rtol=RTOL)
+    np.testing.assert_allclose(tape.gradient(total, x).numpy(), want_dx, rtol=RTOL)
+    assert loggable == [False]

@@ -264,7 +264,9 @@ class TensorFlowBackend(Backend):
         return tf.tensor_scatter_nd_update(stack, coords, self.where(rows < depth, new, old))
 
     def stack_span_write(self, stack: Any, span: Span, value: Any) -> Any:
-        """`Backend.stack_span_write` as one `tf.while_loop` (staged or eager alike)."""
+        """`Backend.stack_span_write` as one `tf.while_loop` (staged or eager alike), of at most
+        the stack's depth iterations (the rows a span can write): a bound XLA needs to compile the
+        loop's gradient (`abir.backends.tf.reverse`)."""
         count = as_tensor(span.count, tf.int32)
         start = as_tensor(span.start, tf.int32)
         depth = stack.shape[0]
@@ -273,7 +275,8 @@ class TensorFlowBackend(Backend):
             return j + 1, self.stack_scatter(stack, tf.where(j < count, start + j, depth), span_row(self, span, value, j, stack.dtype))
 
         longest = tf.reduce_max(count)
-        return tf.while_loop(lambda j, _: j < longest, write_row, (tf.constant(0, tf.int32), stack))[1]
+        start_row = tf.constant(0, tf.int32)
+        return tf.while_loop(lambda j, _: j < longest, write_row, (start_row, stack), maximum_iterations=depth)[1]
 
     def stack_read(self, stack: Any, index: Any) -> Any:
         return tf.gather_nd(stack, self._coords(stack, as_tensor(index, tf.int32)))

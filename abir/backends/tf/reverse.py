@@ -22,7 +22,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.eager import record
 
-from abir.backends.base import Kernel, State
+from abir.backends.base import Kernel, Span, State, Writes, apply_writes, span_row
 from abir.backends.reverse_scheme import (
     CheckpointScheme,
     LoggedKernel,
@@ -119,6 +119,28 @@ def read_rows(backend: Any, stack: Any, rows: Any) -> tuple[Any, Any]:
     return rows, backend.stack_read(stack, rows)
 
 
+class DifferentiatedLoop(TfLoop):
+    """The TF loop whose sweeps the gradient goes through. Under XLA a request for a `Span` of
+    stack rows (`vm.descend`) is written row by row in a Python loop to the stack's depth instead
+    of a `tf.while_loop`: XLA cannot compile the gradient of a loop inside a conditional (its
+    accumulators are variants, which the conditional's other branch must fake)."""
+
+    def apply_writes(self, stacks: State, writes: Writes) -> State:
+        if not self.grouped:  # without XLA
+            return super().apply_writes(stacks, writes)
+        return apply_writes(stacks, writes, self.unrolled_scatter)
+
+    def unrolled_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
+        if not isinstance(rows, Span):
+            return self.backend.stack_scatter(stack, rows, value)
+        count, start, depth = as_tensor(rows.count, tf.int32), as_tensor(rows.start, tf.int32), int(stack.shape[0])
+        for offset in range(depth):
+            j = tf.constant(offset, tf.int32)
+            row = tf.where(j < count, start + j, depth)
+            stack = self.backend.stack_scatter(stack, row, span_row(self.backend, rows, value, j, stack.dtype))
+        return stack
+
+
 class UndoLoggingLoop(TfLoop):
     """The TF loop whose `single_sweep` also logs each block's stack writes
     (`reverse_scheme.LoggedKernel`). `slots`: the sweep's requests (`reverse_scheme.log_slots`)."""
@@ -164,7 +186,7 @@ class ReverseLoop:
     def scheme(self, state: State) -> Scheme:
         """The scheme of a run from states shaped as `state` (built while tracing)."""
         self.backend.trace_count += 1
-        loop = TfLoop(self.backend, self.kernels, self.halt_index, self.stack_keys, self.xla)
+        loop = DifferentiatedLoop(self.backend, self.kernels, self.halt_index, self.stack_keys, self.xla)
         sweep = loop.single_sweep(state)
         float_keys = [key for key, value in state.items() if carries_gradient(value)]
         pull = functools.partial(pull_back, sweep, float_keys)
