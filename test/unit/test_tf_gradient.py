@@ -263,3 +263,15 @@ def test_a_recursion_writing_spans_of_stack_rows_is_checkpointed(monkeypatch, ji
     np.testing.assert_allclose(float(total), batched(depths, X, dry_run=True).sum(), rtol=RTOL)
     np.testing.assert_allclose(tape.gradient(total, x).numpy(), want_dx, rtol=RTOL)
     assert loggable == [False]
+
+
+def test_a_second_derivative_is_a_type_error_naming_jax():
+    batched = fresh("power")
+    x = tf.constant(X)
+    with tf.GradientTape() as outer:
+        outer.watch(x)
+        with tf.GradientTape() as inner:
+            inner.watch(x)
+            total = tf.reduce_sum(batched(x, N, backend=abir.TensorFlowBackend()))
+        with pytest.raises(TypeError, match=r"second derivative.*JAX backend \(jax.hessian"):
+            inner.gradient(total, x)

@@ -221,6 +221,14 @@ class ReverseLoop:
         return self._backward(initial, residuals, adjoint)
 
 
+SECOND_DERIVATIVE = (
+    "a tape recorded the gradient of a batched function on the TensorFlow backend (a second derivative, "
+    "e.g. a tape around tape.gradient): the gradient's own loop over the run's sweeps cannot be differentiated "
+    "again. Instead: take second derivatives on the JAX backend (jax.hessian, jax.jacfwd(jax.grad(f))), or "
+    "compute the gradient outside the outer tape (see docs/language.md)"
+)
+
+
 def differentiable_run(loop: ReverseLoop, run: Callable[[State], State] | None, state: State) -> State:
     """The run of `loop` from `state` as a `tf.custom_gradient` function of its float arrays.
     With `run` (a run staged without a tape), the forward pass is `run` and the gradient replays
@@ -240,6 +248,8 @@ def differentiable_run(loop: ReverseLoop, run: Callable[[State], State] | None, 
         results.update(final)
 
         def gradient(*grads: Any) -> list[Any]:
+            if record.should_record_backprop([*floats, *(grad for grad in grads if grad is not None)]):
+                raise TypeError(SECOND_DERIVATIVE)
             adjoint = {key: tf.zeros_like(final[key]) if grad is None else tf.convert_to_tensor(grad) for key, grad in zip(float_keys, grads, strict=True)}
             if residuals is None:
                 got = loop.replayed_backward(initial, adjoint)
