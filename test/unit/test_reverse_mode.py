@@ -206,6 +206,24 @@ def test_hessian_is_forward_over_reverse():
     np.testing.assert_allclose(np.asarray(jax.hessian(loss)(x)), np.diag(want), rtol=RTOL, atol=0)
 
 
+@pytest.mark.parametrize("shared", ["scalar", pytest.param("matrix table", marks=pytest.mark.full)])
+def test_hessian_with_respect_to_a_shared_parameter_sums_the_members(shared):
+    """Forward over reverse with respect to a parameter every member shares (one row in the
+    differentiated run): the sum over members of each member's own hessian."""
+    if shared == "scalar":
+        batched = abir.Context().batch_uncurried(damped)
+        got = jax.hessian(lambda w: batched(jnp.asarray(X), w, N, backend=BACKEND).sum())(jnp.float64(W))
+        members = [jax.hessian(lambda w, x=x, n=int(n): damped(x, w, n))(jnp.float64(W)) for x, n in zip(X, N, strict=True)]
+    else:
+        batched = abir.Context().batch_uncurried(table_model)
+        got = jax.hessian(lambda t: batched(jnp.asarray(PAIRS), t[None], K, N, backend=BACKEND).sum())(jnp.asarray(TABLE))
+        members = [
+            jax.hessian(lambda t, x=x, k=int(k), n=int(n): table_model(jnp.asarray(x), t, k, n))(jnp.asarray(TABLE))
+            for x, k, n in zip(PAIRS, K, N, strict=True)
+        ]
+    np.testing.assert_allclose(np.asarray(got), np.sum([np.asarray(m) for m in members], axis=0), rtol=RTOL, atol=1e-12)
+
+
 @pytest.mark.parametrize("order", ["vmap of grad", "grad of vmap"])
 def test_grad_and_vmap_compose(order):
     xs = jnp.asarray(np.stack([X, X * 0.5 + 0.1]))
