@@ -215,14 +215,22 @@ def test_a_run_longer_than_its_tape_thins_checkpoints_and_recomputes(monkeypatch
     damped_gradients_agree(np.array([9, 2, 6, 0, 8, 5]))
 
 
-def test_a_run_error_under_a_tape_is_abirs_error():
+@pytest.mark.parametrize("where", ["eager", pytest.param("abir.tf_function(jit_compile=True)", marks=pytest.mark.full)])
+def test_a_run_error_under_a_tape_is_abirs_error(where):
     n = N.copy()
     n[1] = 40
     batched = fresh("power")
-    x = tf.constant(X)
-    with tf.GradientTape() as tape, pytest.raises(StackOverflowError, match="stack overflow in function 'power'") as raised:
-        tape.watch(x)
-        batched(x, n, backend=abir.TensorFlowBackend())
+
+    def gradient(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            total = tf.reduce_sum(batched(x, n, backend=abir.TensorFlowBackend()))
+        return tape.gradient(total, x)
+
+    if where != "eager":
+        gradient = abir.tf_function(jit_compile=True)(gradient)
+    with pytest.raises(StackOverflowError, match=r"stack overflow in function 'power' at .*test_reverse_mode.py:\d+") as raised:
+        gradient(tf.constant(X))
     assert raised.value.members == [1]
 
 
