@@ -14,7 +14,8 @@ each and each member's own block count (`last_stats`). The loop runs in launches
 `launch_seconds` (`Backend.run_in_launches`), so Ctrl-C stops a runaway run between launches.
 
 Called on the symbolic tensors of a `tf.function`, a run is staged into that graph; its errors
-are checked where the graph allows (`abir.backends.tf.staging`).
+are checked where the graph allows (`abir.backends.tf.staging`). `tf.GradientTape` differentiates
+a run watched by a tape, or staged into a graph, sweep by sweep (`abir.backends.tf.reverse`).
 
 Builtin prims follow NumPy semantics (`abir.backends.tf.prim_ops`). Opaque helpers get
 `NumpyTensor`s (NumPy operators and promotion on tensors; `abir.backends.tf.tensor`).
@@ -304,12 +305,14 @@ class TensorFlowBackend(Backend):
         """One `tf.function` around a `tf.while_loop` (block sweeps, or one `tf.switch_case` per
         step), traced once per cache key and state signature. Without a `cache_key` the function
         is still reused for the same `kernels` list (the machine builds it once per program and
-        backend)."""
+        backend). A run whose float inputs a `tf.GradientTape` watches, or one staged into a graph,
+        is a `tf.custom_gradient` function of them (`abir.backends.tf.reverse`); a taped run
+        collects no statistics."""
         state = {key: self.asarray(value) for key, value in state.items()}
         floats = [tf.convert_to_tensor(value) for value in state.values() if value.dtype.is_floating]
         taped = record.should_record_backprop(floats)  # a variable's read is recorded when the tape watches it
         staged = self.is_traced(state["pc"])
-        if self.collect_stats and not staged:
+        if self.collect_stats and not staged and not taped:
             state[STATS_KEY] = zero_counters(self.zeros, len(kernels), int(state["pc"].shape[0]))
         xla = self._xla_choice(staged)
 
