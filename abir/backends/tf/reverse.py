@@ -248,7 +248,9 @@ def differentiable_run(loop: ReverseLoop, run: Callable[[State], State] | None, 
         results.update(final)
 
         def gradient(*grads: Any) -> list[Any]:
-            if record.should_record_backprop([*floats, *(grad for grad in grads if grad is not None)]):
+            # in a graph TF builds a function's gradient with a tape of its own recording: eagerly
+            # only, a recording tape is the user's
+            if tf.executing_eagerly() and record.should_record_backprop([*floats, *(g for g in grads if g is not None)]):
                 raise TypeError(SECOND_DERIVATIVE)
             adjoint = {key: tf.zeros_like(final[key]) if grad is None else tf.convert_to_tensor(grad) for key, grad in zip(float_keys, grads, strict=True)}
             if residuals is None:
