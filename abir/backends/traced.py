@@ -569,7 +569,7 @@ class TracedLoop(abc.ABC):
         """One sweep as a function of the state (shaped as `template`), with no loop inside: a
         block that jumps to itself runs once per sweep like the others, and no counters are
         kept. Its number of sweeps may differ from `sweep_loop`'s, its results do not; reverse
-        mode differentiates it (`abir.backends.jax.reverse`)."""
+        mode differentiates it (`abir.backends.reverse_scheme`)."""
         steps = self.block_steps(template)
         tail = tail_start_of(self.kernels)
 

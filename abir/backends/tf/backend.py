@@ -14,7 +14,8 @@ each and each member's own block count (`last_stats`). The loop runs in launches
 `launch_seconds` (`Backend.run_in_launches`), so Ctrl-C stops a runaway run between launches.
 
 Called on the symbolic tensors of a `tf.function`, a run is staged into that graph; its errors
-are checked where the graph allows (`abir.backends.tf.staging`).
+are checked where the graph allows (`abir.backends.tf.staging`). `tf.GradientTape` differentiates
+a run watched by a tape, or staged into a graph, sweep by sweep (`abir.backends.tf.reverse`).
 
 Builtin prims follow NumPy semantics (`abir.backends.tf.prim_ops`). Opaque helpers get
 `NumpyTensor`s (NumPy operators and promotion on tensors; `abir.backends.tf.tensor`).
@@ -53,6 +54,7 @@ from abir.backends.tf.prim_ops import (
     tf_dtype,
     tf_function_for,
 )
+from abir.backends.tf.reverse import ReverseLoop, differentiable_run
 from abir.backends.tf.staging import (
     PendingCheck,
     check_in_graph,
@@ -263,7 +265,9 @@ class TensorFlowBackend(Backend):
         return tf.tensor_scatter_nd_update(stack, coords, self.where(rows < depth, new, old))
 
     def stack_span_write(self, stack: Any, span: Span, value: Any) -> Any:
-        """`Backend.stack_span_write` as one `tf.while_loop` (staged or eager alike)."""
+        """`Backend.stack_span_write` as one `tf.while_loop` (staged or eager alike), of at most
+        the stack's depth iterations (the rows a span can write): a bound XLA needs to compile the
+        loop's gradient (`abir.backends.tf.reverse`)."""
         count = as_tensor(span.count, tf.int32)
         start = as_tensor(span.start, tf.int32)
         depth = stack.shape[0]
@@ -272,7 +276,8 @@ class TensorFlowBackend(Backend):
             return j + 1, self.stack_scatter(stack, tf.where(j < count, start + j, depth), span_row(self, span, value, j, stack.dtype))
 
         longest = tf.reduce_max(count)
-        return tf.while_loop(lambda j, _: j < longest, write_row, (tf.constant(0, tf.int32), stack))[1]
+        start_row = tf.constant(0, tf.int32)
+        return tf.while_loop(lambda j, _: j < longest, write_row, (start_row, stack), maximum_iterations=depth)[1]
 
     def stack_read(self, stack: Any, index: Any) -> Any:
         return tf.gather_nd(stack, self._coords(stack, as_tensor(index, tf.int32)))
@@ -300,18 +305,14 @@ class TensorFlowBackend(Backend):
         """One `tf.function` around a `tf.while_loop` (block sweeps, or one `tf.switch_case` per
         step), traced once per cache key and state signature. Without a `cache_key` the function
         is still reused for the same `kernels` list (the machine builds it once per program and
-        backend)."""
+        backend). A run whose float inputs a `tf.GradientTape` watches, or one staged into a graph,
+        is a `tf.custom_gradient` function of them (`abir.backends.tf.reverse`); a taped run
+        collects no statistics."""
         state = {key: self.asarray(value) for key, value in state.items()}
         floats = [tf.convert_to_tensor(value) for value in state.values() if value.dtype.is_floating]
-        if record.should_record_backprop(floats):  # a variable's read is recorded when the tape watches it
-            raise TypeError(
-                "a batched function on the TensorFlow backend cannot be differentiated by tf.GradientTape: a tape "
-                "watches its float inputs, and its machine is a while loop of data-dependent length, which the tape "
-                "cannot record. Instead: differentiate it on the JAX backend (jax.grad, see docs/language.md), or "
-                "call it outside the tape or on tf.stop_gradient(...) of its inputs"
-            )
+        taped = record.should_record_backprop(floats)  # a variable's read is recorded when the tape watches it
         staged = self.is_traced(state["pc"])
-        if self.collect_stats and not staged:
+        if self.collect_stats and not staged and not taped:
             state[STATS_KEY] = zero_counters(self.zeros, len(kernels), int(state["pc"].shape[0]))
         xla = self._xla_choice(staged)
 
@@ -323,10 +324,15 @@ class TensorFlowBackend(Backend):
             return XlaUnlessNotCompilable(compiled) if xla is None else compiled(xla)
 
         config = (xla, self.execution, self.collect_stats)
-        run = self.compiled_run(self.run_cache(code_cache), kernels, halt_index, cache_key, compile_loop, config)
-        if staged:  # into the caller's graph: one launch, no host round trip
-            state = dict(run(state, tf.constant(MAX_LAUNCH_ITERATIONS, tf.int32)))
+        cache = self.run_cache(code_cache)
+        if taped:  # the tape's gradient goes back through the run sweep by sweep
+            state = differentiable_run(self._reverse_loop(cache, kernels, halt_index, cache_key, stack_keys, xla), None, state)
+        elif staged:  # into the caller's graph: one launch, no host round trip; TF may differentiate it later
+            run = self.compiled_run(cache, kernels, halt_index, cache_key, compile_loop, config)
+            reverse_loop = self._reverse_loop(cache, kernels, halt_index, cache_key, stack_keys, xla)
+            state = differentiable_run(reverse_loop, lambda s: dict(run(s, tf.constant(MAX_LAUNCH_ITERATIONS, tf.int32))), state)
         else:
+            run = self.compiled_run(cache, kernels, halt_index, cache_key, compile_loop, config)
             # Grappler rewrites plain graphs only; XLA compiles the function's graph itself
             guard = without_arithmetic_optimizer() if xla is False else contextlib.nullcontext()
             with guard:
@@ -334,6 +340,25 @@ class TensorFlowBackend(Backend):
         counters = state.pop(STATS_KEY, None)
         self.last_stats = None if counters is None else run_stats(counters)
         return state
+
+    def _reverse_loop(
+        self, cache: Any, kernels: Sequence[Kernel], halt_index: int, cache_key: Any, stack_keys: Collection[str], xla: bool | None
+    ) -> ReverseLoop:
+        """The run's loop as `tf.GradientTape` differentiates it (`abir.backends.tf.reverse`),
+        its passes compiled as `jit_compile` says, or (None) with XLA unless the program holds a
+        construct XLA cannot compile."""
+
+        def compile_pass(function: Callable[..., Any]) -> Callable[..., Any]:
+            def compiled(with_xla: bool) -> Callable[..., Any]:
+                compiled_function = tf.function(function, jit_compile=with_xla, autograph=False, reduce_retracing=False)
+                return compiled_function if with_xla else WithoutArithmeticOptimizer(compiled_function)
+
+            return XlaUnlessNotCompilable(compiled) if xla is None else compiled(xla)
+
+        def compile_reverse(ks: tuple[Kernel, ...], halt: int) -> ReverseLoop:
+            return ReverseLoop(self, ks, halt, stack_keys, xla is not False, MAX_LAUNCH_ITERATIONS, compile_pass)
+
+        return self.compiled_run(cache, kernels, halt_index, cache_key, compile_reverse, (xla, "reverse"))  # type: ignore[return-value]
 
     def _xla_choice(self, staged: bool) -> bool | None:
         """Whether the run's loop is compiled with XLA: as `jit_compile` says when set; by default
@@ -386,20 +411,32 @@ class XlaUnlessNotCompilable:
     `without_arithmetic_optimizer`. The choice comes from what the program contains. A run
     is a function of its state, so the call that met the construct runs again without XLA."""
 
-    def __init__(self, compiled: Callable[[bool], Callable[[State, Any], State]]):
+    def __init__(self, compiled: Callable[[bool], Callable[..., Any]]):
         self.compiled = compiled
         self.xla = True
         self.function = compiled(True)
 
-    def __call__(self, state: State, launch: Any) -> State:
+    def __call__(self, *args: Any) -> Any:
         if not self.xla:
             with without_arithmetic_optimizer():
-                return self.function(state, launch)
+                return self.function(*args)
         try:
-            return self.function(state, launch)
+            return self.function(*args)
         except NotCompilableError:
             self.xla, self.function = False, self.compiled(False)
-            return self(state, launch)
+            return self(*args)
+
+
+class WithoutArithmeticOptimizer:
+    """A plain `tf.function` called under `without_arithmetic_optimizer` (from the host; in a
+    graph being built the caller's options apply)."""
+
+    def __init__(self, function: Callable[..., Any]):
+        self.function = function
+
+    def __call__(self, *args: Any) -> Any:
+        with without_arithmetic_optimizer():
+            return self.function(*args)
 
 
 def _helper_not_compilable(fn: Callable[..., Any], error: Exception) -> str:

@@ -1,0 +1,454 @@
+"""How reverse-mode differentiation goes back through a machine run, written once for the traced
+backends (JAX's `abir.backends.jax.reverse`, TensorFlow's `abir.backends.tf.reverse`).
+
+The machine is a loop of sweeps (`abir.backends.traced.TracedLoop.single_sweep`) until every
+member halts, their number known only when the run ends. Its backward pass, for each sweep from
+the last, pulls the cotangent of the state's floating-point arrays back through that one sweep
+(`pull_back`, by the backend's own differentiation), at the state before it. Integer and boolean
+arrays (program counters, stack pointers, integer and boolean values) carry none. A float
+argument shared by all members (a model's parameters) may arrive as one row and stay one in the
+state when no kernel writes it (`with_shared_rows`): the kernels read it as every member's, so
+each sweep's cotangent of it is one row, the sum over the members. The two designs differ in how
+the backward pass finds the state before each sweep:
+
+* an undo log (`UndoScheme`, whenever every block is a split kernel writing one stack row per
+  member and request, `undo_loggable`): the forward pass logs, per sweep, the registers the
+  kernels may write (not the read-only ones) as they were before it, and for each stack write
+  request of each block (`LogSlot`) the rows written and the values there before
+  (`LoggedKernel`): an entry of (written registers + requests) x B values, whatever the stacks'
+  depth. The log holds L entries (`undo_length`: `UNDO_TAPE_BYTES` over the entry's size, at
+  most `MAX_UNDO_ENTRIES`), sweep s in row s mod L. Backward, from the final state, each sweep is
+  undone (`undo_sweep`: registers restored, requests restored from the last) and pulled back
+  through. A run of n > L sweeps has only its last L in the log: once those are undone, the run
+  is replayed from its initial state (a residual anyway) up to the first sweep undone, logging
+  the L sweeps before it, and so on: memory L entries, time n + about n (n / L - 1) / 2 logged
+  sweeps replayed.
+* checkpoints (`CheckpointScheme`, for blocks writing whole spans of stack rows, `vm.descend`):
+  the forward pass records the whole state before a sweep into a tape of C checkpoints
+  (`tape_length`) every `stride` sweeps. The stride starts at 1; when the tape is full, every
+  other checkpoint is dropped and the stride doubles, so a run of n sweeps keeps the state before
+  every sweep when n <= C, else before every 2^ceil(log2(n / C))-th. When n <= C the state
+  before each sweep is on the tape. Otherwise, segment by segment from the last, the states of
+  the `stride` sweeps after a checkpoint are recomputed into a second buffer of C states (every
+  `substride`-th of them, substride = ceil(stride / C), 1 while n <= C * C), and a state between
+  two of those is recomputed from the one before it. The tape and the segment buffer cost 2 C
+  times the state (C from `TAPE_BYTES`, at most `MAX_CHECKPOINTS`); the backward pass one
+  sweep's pull-back per sweep, plus one recomputed sweep per sweep when n > C, plus about
+  n (substride - 1) / 2 more when n > C * C.
+
+A backend supplies its loops, conditional and tape rows (`TapeOps`), its sweep, its pull-back
+through one sweep and the function boundary its differentiation knows (`jax.custom_vjp`,
+`tf.custom_gradient`); the schemes' loops are written here once against `TapeOps`.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from abir.backends.base import Kernel, State, Writes, splittable
+from abir.backends.traced import read_only_keys, refills_lanes, writes_whole_stacks
+
+TAPE_BYTES = 16 * 2**20
+"""The memory each level of a run's tape may take (`tape_length`): the forward pass's
+checkpoints, and the backward pass's states of one segment between two checkpoints."""
+
+MAX_CHECKPOINTS = 64
+"""The most states a level of the tape holds, however small the state: the forward pass's
+checkpoints and the backward pass's segment states together cover runs of up to its square
+sweeps with no sweep computed more than twice."""
+
+UNDO_TAPE_BYTES = 4 * 2**20
+"""The memory an undo log may take (`undo_length`); the log is allocated (and zeroed) by every
+differentiated call, whatever the run's length."""
+
+MAX_UNDO_ENTRIES = 512
+"""The most sweeps an undo log holds, however small its entries."""
+
+ROWS, OLD = "undo-rows:", "undo-old:"
+"""Prefixes of the registers a logging sweep records a block's stack writes in, one pair per
+write request (`LoggedKernel`): the rows written ([B] int32, the depth or more: none) and the
+values there before the block ([B, ...])."""
+
+Spec = tuple[tuple[int, ...], Any]
+"""An array's (shape, NumPy dtype), as a tape is allocated from."""
+
+Sweep = Callable[[State], State]
+PullBack = Callable[[State, State], State]
+"""`pull_back(state, adjoint)`: the cotangent of the float arrays of the state before a sweep
+from `adjoint`, theirs after it."""
+
+
+class TapeOps(abc.ABC):
+    """The operations the schemes' loops are written in, on one backend's arrays: its loops and
+    conditional, scalar arithmetic on its integers, and a tape's rows (a tape is a dict of
+    arrays with one leading row axis)."""
+
+    @abc.abstractmethod
+    def while_loop(self, cond: Callable[[Any], Any], body: Callable[[Any], Any], carry: Any) -> Any:
+        """`while cond(carry): carry = body(carry)`, staged as one loop."""
+
+    @abc.abstractmethod
+    def fori_loop(self, lower: Any, upper: Any, body: Callable[[Any, Any], Any], carry: Any) -> Any:
+        """`for i in range(lower, upper): carry = body(i, carry)`, staged as one loop."""
+
+    @abc.abstractmethod
+    def cond(self, pred: Any, true_fn: Callable[[Any], Any], false_fn: Callable[[Any], Any], operand: Any) -> Any:
+        """`true_fn(operand)` if the bool scalar `pred` holds, else `false_fn(operand)`."""
+
+    @abc.abstractmethod
+    def int32(self, value: Any) -> Any:
+        """An int32 scalar."""
+
+    @abc.abstractmethod
+    def where(self, pred: Any, x: Any, y: Any) -> Any:
+        """Elementwise `x if pred else y`."""
+
+    @abc.abstractmethod
+    def minimum(self, x: Any, y: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def maximum(self, x: Any, y: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def reduce_min(self, x: Any) -> Any:
+        """The smallest element of `x`."""
+
+    @abc.abstractmethod
+    def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
+        """Zeros of `shape` and NumPy `dtype`."""
+
+    @abc.abstractmethod
+    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any:
+        """`value` filling `shape`, of NumPy `dtype`."""
+
+    @abc.abstractmethod
+    def row(self, tape: State, index: Any) -> State:
+        """Row `index` of each of `tape`'s arrays."""
+
+    @abc.abstractmethod
+    def write_row(self, tape: State, index: Any, state: State) -> State:
+        """`tape` with row `index` of each array set to `state`'s array of that key."""
+
+    @abc.abstractmethod
+    def halve(self, tape: State, length: int) -> State:
+        """`tape` with rows 0..length/2-1 set to its rows 0, 2, ..., length-2 (the rest kept)."""
+
+    def new_tape(self, specs: Mapping[str, Spec], rows: int) -> State:
+        """A tape of `rows` zero rows of each array of `specs`."""
+        return {key: self.zeros((rows, *shape), dtype) for key, (shape, dtype) in specs.items()}
+
+
+def spec_bytes(specs: Mapping[str, Spec]) -> int:
+    """The bytes of the arrays of `specs`."""
+    return sum(math.prod(shape) * np.dtype(dtype).itemsize for shape, dtype in specs.values())
+
+
+def tape_length(state_bytes: int) -> int:
+    """The number of states C a level of a run's tape holds, for a state of `state_bytes`: as many
+    as `TAPE_BYTES` hold, even, at least 2 and at most `MAX_CHECKPOINTS`."""
+    fitting = TAPE_BYTES // max(state_bytes, 1)
+    return max(2, min(MAX_CHECKPOINTS, fitting)) // 2 * 2
+
+
+def undo_length(entry_bytes: int) -> int:
+    """The number of sweeps L an undo log holds: as many as `UNDO_TAPE_BYTES` hold, at least 2
+    and at most `MAX_UNDO_ENTRIES`."""
+    return max(2, min(MAX_UNDO_ENTRIES, UNDO_TAPE_BYTES // max(entry_bytes, 1)))
+
+
+def shared_row_keys(state: Mapping[str, Any], kernels: Sequence[Kernel], stack_keys: Collection[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(the one-row registers of `state` that stay one row shared by every member: those no
+    kernel writes, which the kernels read as every member's, so that a sweep's cotangent of such
+    a register is one row summed over the members; the one-row registers a kernel writes, which
+    become per-member, as in a run without reverse mode)."""
+    batch = state["pc"].shape[0]
+    rows = {key for key, value in state.items() if key not in stack_keys and len(value.shape) and value.shape[0] != batch}
+    fixed = read_only_keys(kernels, state, stack_keys)
+    return frozenset(rows & fixed), frozenset(rows - fixed)
+
+
+# ----- the undo log ---------------------------------------------------------------------------
+
+
+def undo_loggable(kernels: Collection[Kernel]) -> bool:
+    """Whether a sweep's stack writes can be logged: split kernels writing one row per member
+    and request (no `Span`), and no lanes."""
+    return splittable(list(kernels)) and not any(writes_whole_stacks(k) or refills_lanes(k) for k in kernels)
+
+
+@dataclass(frozen=True)
+class LogSlot:
+    """The log registers of a block's `request`-th write request to `stack`."""
+
+    block: int
+    stack: str
+    request: int
+
+    @property
+    def rows(self) -> str:
+        return f"{ROWS}{self.block}:{self.request}:{self.stack}"
+
+    @property
+    def old(self) -> str:
+        return f"{OLD}{self.block}:{self.request}:{self.stack}"
+
+
+def log_slots(kernels: Sequence[Kernel]) -> list[LogSlot]:
+    """Every write request a sweep may make, in the order the sweep makes them (each block
+    runs once per sweep, in index order)."""
+    return [LogSlot(block, key, r) for block, k in enumerate(kernels) for key, n in k.writes.items() for r in range(n)]  # type: ignore[attr-defined]
+
+
+RowsRead = Callable[[Any, Any], tuple[Any, Any]]
+"""`read(stack, rows)`: (the rows of a write request as [B] int32, `stack[rows[b], b]` for each
+member b, junk where rows is out of range)."""
+
+
+class LoggedKernel:
+    """A split kernel whose split also writes, for each of its stack write requests, the rows
+    and the values there before the block into its `LogSlot` registers (`read`, `RowsRead`; a
+    block run on compacted rows logs those rows): the sweep step returns them with the other
+    registers it writes, and a block that does not run leaves them as they were (empty,
+    `empty_log`)."""
+
+    def __init__(self, kernel: Any, split: Callable[..., Any], slots: Sequence[LogSlot], read: RowsRead):
+        self.kernel = kernel
+        self.inner = split
+        self.read = read
+        self.slots = {(slot.stack, slot.request): slot for slot in slots}
+        declared = getattr(kernel, "register_writes", None)
+        logs = [name for slot in slots for name in (slot.rows, slot.old)]
+        self.register_writes = None if declared is None else (*declared, *logs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kernel, name)
+
+    def split(self, regs: State, stacks: State) -> tuple[State, Writes]:
+        out, writes = self.inner(regs, stacks)
+        out = dict(out)
+        for key, requests in writes.items():
+            for request, (rows, _) in enumerate(requests):
+                slot = self.slots[(key, request)]
+                out[slot.rows], out[slot.old] = self.read(stacks[key], rows)
+        return out, writes
+
+
+def log_specs(specs: Mapping[str, Spec], slots: Sequence[LogSlot]) -> dict[str, Spec]:
+    """The shapes and dtypes of the log registers of `slots` (`LoggedKernel`), for a state of
+    `specs`."""
+    logs: dict[str, Spec] = {}
+    for slot in slots:
+        shape, dtype = specs[slot.stack]
+        logs[slot.rows] = (tuple(shape[1:2]), np.dtype(np.int32))
+        logs[slot.old] = (tuple(shape[1:]), dtype)
+    return logs
+
+
+def empty_log(ops: TapeOps, specs: Mapping[str, Spec], slots: Sequence[LogSlot]) -> State:
+    """A log with nothing in it, for a state of `specs`: every slot's rows the depth."""
+    log: State = {}
+    logs = log_specs(specs, slots)
+    for slot in slots:
+        log[slot.rows] = ops.full(logs[slot.rows][0], specs[slot.stack][0][0], np.int32)
+        log[slot.old] = ops.zeros(*logs[slot.old])
+    return log
+
+
+Scatter = Callable[[Any, Any, Any], Any]
+"""`scatter(stack, rows, values)`: `stack` with `stack[rows[b], b] = values[b]`, rows out of range
+writing nothing."""
+
+
+def undo_sweep(state: State, entry: State, registers: Collection[str], slots: Sequence[LogSlot], scatter: Scatter) -> State:
+    """The state before a sweep, from the state after it and the sweep's undo entry (its
+    registers before, and the rows its requests overwrote, restored from the last)."""
+    state = {**state, **{key: entry[key] for key in registers}}
+    for slot in reversed(slots):
+        state[slot.stack] = scatter(state[slot.stack], entry[slot.rows], entry[slot.old])
+    return state
+
+
+@dataclass
+class Scheme:
+    """What both designs know of a run: `sweep`, `pull_back` through one sweep, the run's
+    `halt_index` and most sweeps, over a state of `specs`."""
+
+    ops: TapeOps
+    sweep: Sweep
+    pull_back: PullBack
+    halt_index: int
+    max_sweeps: int
+    specs: Mapping[str, Spec]
+
+    def running(self, state: State, swept: Any) -> Any:
+        return (swept < self.max_sweeps) & (self.ops.reduce_min(state["pc"]) < self.halt_index)
+
+    def run(self, state: State) -> State:
+        """The run without a tape: the final state."""
+        ops = self.ops
+        carry = (ops.int32(0), state)
+        return ops.while_loop(lambda c: self.running(c[1], c[0]), lambda c: (c[0] + 1, self.sweep(c[1])), carry)[1]  # type: ignore[no-any-return]
+
+
+@dataclass
+class UndoScheme(Scheme):
+    """The undo-log design (module docstring) for one run of `kernels`: the sweep logging the
+    requests `slots` (`logging_sweep`, of a state with the `empty_log` registers; `scatter`
+    undoes them). `forward` is the logged forward pass, `backward` the cotangent of the initial
+    state's float arrays."""
+
+    logging_sweep: Sweep
+    kernels: Sequence[Kernel]
+    stack_keys: Collection[str]
+    slots: Sequence[LogSlot]
+    scatter: Scatter
+
+    def __post_init__(self) -> None:
+        fixed = read_only_keys(self.kernels, self.specs, self.stack_keys)
+        self.registers = tuple(key for key in self.specs if key not in self.stack_keys and key not in fixed)
+        self.entry_specs = {**{key: self.specs[key] for key in self.registers}, **log_specs(self.specs, self.slots)}
+        self.length = undo_length(spec_bytes(self.entry_specs))
+
+    def logged_sweep(self, state: State) -> tuple[State, State]:
+        """(the state after one sweep, the sweep's undo entry)."""
+        after = self.logging_sweep({**state, **empty_log(self.ops, self.specs, self.slots)})
+        entry = {key: state[key] for key in self.registers}
+        entry.update({name: after[name] for slot in self.slots for name in (slot.rows, slot.old)})
+        return {key: after[key] for key in state}, entry
+
+    def new_log(self) -> State:
+        return self.ops.new_tape(self.entry_specs, self.length)
+
+    def record(self, state: State, until: Any, log: State) -> tuple[Any, State, State]:
+        """Sweeps from `state` while running and before sweep `until`, each one's undo entry
+        written to row (its number mod L) of `log`: (sweeps run, final state, log)."""
+        ops, length = self.ops, self.length
+
+        def one(carry: tuple[Any, State, State]) -> tuple[Any, State, State]:
+            swept, state, log = carry
+            state, entry = self.logged_sweep(state)
+            return swept + 1, state, ops.write_row(log, swept % length, entry)
+
+        return ops.while_loop(lambda c: self.running(c[1], c[0]) & (c[0] < until), one, (ops.int32(0), state, log))  # type: ignore[no-any-return]
+
+    def forward(self, state: State) -> tuple[Any, State, State]:
+        """The logged forward pass: (sweeps run, final state, log)."""
+        return self.record(state, self.ops.int32(self.max_sweeps), self.new_log())
+
+    def backward(self, initial: State, final: State, swept: Any, log: State, adjoint: State) -> State:
+        """The cotangent of `initial`'s float arrays, from `adjoint`, that of `final`'s, given the
+        forward pass's log of its `swept` sweeps."""
+        ops, length = self.ops, self.length
+
+        def undo_sweeps(first: Any, last: Any, state: State, adjoint: State, log: State) -> tuple[State, State]:
+            """The sweeps from `last - 1` down to `first` (all in the log) undone from `state`
+            (after `last` sweeps) and the adjoint pulled back through them."""
+
+            def one_back(i: Any, carry: tuple[State, State]) -> tuple[State, State]:
+                state, adjoint = carry
+                before = undo_sweep(state, ops.row(log, (last - 1 - i) % length), self.registers, self.slots, self.scatter)
+                return before, self.pull_back(before, adjoint)
+
+            return ops.fori_loop(ops.int32(0), last - first, one_back, (state, adjoint))  # type: ignore[no-any-return]
+
+        def undo_round(carry: tuple[Any, State, State, State]) -> tuple[Any, State, State, State]:
+            """The sweeps the log holds undone, then the log refilled with the L sweeps before
+            those, replayed from the start."""
+            last, state, adjoint, log = carry
+            first = ops.maximum(last - length, 0)
+            state, adjoint = undo_sweeps(first, last, state, adjoint, log)
+            return first, state, adjoint, self.record(initial, first, log)[2]
+
+        def from_log(adjoint: State) -> State:  # the run fits the log
+            return undo_sweeps(ops.int32(0), swept, final, adjoint, log)[1]
+
+        def by_rounds(adjoint: State) -> State:
+            return ops.while_loop(lambda c: c[0] > 0, undo_round, (swept, final, adjoint, log))[2]  # type: ignore[no-any-return]
+
+        return ops.cond(swept <= length, from_log, by_rounds, adjoint)  # type: ignore[no-any-return]
+
+
+# ----- checkpoints ----------------------------------------------------------------------------
+
+
+@dataclass
+class CheckpointScheme(Scheme):
+    """The checkpoint design (module docstring) for one run. `forward` is the checkpointing
+    forward pass, `backward` the cotangent of the initial state's float arrays."""
+
+    def __post_init__(self) -> None:
+        self.length = tape_length(spec_bytes(self.specs))
+
+    def forward(self, state: State) -> tuple[Any, Any, State, State]:
+        """The forward loop: (sweeps run, stride, tape, final state). Rows 0..C-1 of the tape are
+        the checkpoints, row C is scratch, written by the sweeps that are not checkpointed (a
+        write every sweep, rather than a conditional the whole tape would pass through). An inner
+        loop fills the tape at one stride; while the run goes on after the tape is full, the
+        outer loop thins it and doubles the stride."""
+        ops, length, sweep = self.ops, self.length, self.sweep
+
+        def tape_full(swept: Any, stride: Any) -> Any:
+            return (swept % stride == 0) & (swept // stride >= length)
+
+        def one_sweep(carry: tuple[Any, Any, State, State]) -> tuple[Any, Any, State, State]:
+            swept, stride, tape, state = carry
+            tape = ops.write_row(tape, ops.where(swept % stride == 0, swept // stride, length), state)
+            return swept + 1, stride, tape, sweep(state)
+
+        def fill(carry: tuple[Any, Any, State, State]) -> tuple[Any, Any, State, State]:
+            return ops.while_loop(lambda c: self.running(c[3], c[0]) & ~tape_full(c[0], c[1]), one_sweep, carry)  # type: ignore[no-any-return]
+
+        def thin_and_fill(carry: tuple[Any, Any, State, State]) -> tuple[Any, Any, State, State]:
+            swept, stride, tape, state = carry
+            return fill((swept, 2 * stride, ops.halve(tape, length), state))
+
+        filled = fill((ops.int32(0), ops.int32(1), ops.new_tape(self.specs, length + 1), state))
+        return ops.while_loop(lambda c: self.running(c[3], c[0]), thin_and_fill, filled)  # type: ignore[no-any-return]
+
+    def segment_states(self, start: State, sweeps: Any, substride: Any, states: State) -> State:
+        """`states` (C + 1 rows, the last scratch) holding the states of the segment of `sweeps`
+        sweeps from `start`, every `substride`-th: row t is the state after t * substride sweeps
+        (the backward pass recomputes the states between two of them)."""
+        ops, length = self.ops, self.length
+
+        def one_sweep(t: Any, carry: tuple[State, State]) -> tuple[State, State]:
+            states, state = carry
+            state = self.sweep(state)
+            return ops.write_row(states, ops.where(t % substride == 0, t // substride, length), state), state
+
+        states, _ = ops.fori_loop(ops.int32(1), sweeps, one_sweep, (ops.write_row(states, 0, start), start))
+        return states
+
+    def backward(self, tape: State, stride: Any, swept: Any, adjoint: State) -> State:
+        """The cotangent of the initial state's float arrays, from `adjoint`, that of the final
+        state's, given the forward pass's tape of its `swept` sweeps at `stride`."""
+        ops, length, sweep, pull_back = self.ops, self.length, self.sweep, self.pull_back
+        segments = (swept + stride - 1) // stride
+        substride = (stride + length - 1) // length  # 1 unless the run has more than C * C sweeps
+
+        def segment_back(i: Any, carry: tuple[State, State]) -> tuple[State, State]:
+            adjoint, states = carry
+            segment = segments - 1 - i
+            sweeps = ops.minimum(stride, swept - segment * stride)
+            states = self.segment_states(ops.row(tape, segment), sweeps, substride, states)
+
+            def one_back(j: Any, adjoint: State) -> State:
+                offset = sweeps - 1 - j
+                start = ops.row(states, offset // substride)
+                return pull_back(ops.fori_loop(ops.int32(0), offset % substride, lambda _, state: sweep(state), start), adjoint)
+
+            return ops.fori_loop(ops.int32(0), sweeps, one_back, adjoint), states
+
+        def from_checkpoints(adjoint: State) -> State:  # the run fits the tape: its states are there
+            return ops.fori_loop(ops.int32(0), swept, lambda i, adjoint: pull_back(ops.row(tape, swept - 1 - i), adjoint), adjoint)  # type: ignore[no-any-return]
+
+        def by_segments(adjoint: State) -> State:
+            return ops.fori_loop(ops.int32(0), segments, segment_back, (adjoint, ops.new_tape(self.specs, length + 1)))[0]  # type: ignore[no-any-return]
+
+        return ops.cond(stride == 1, from_checkpoints, by_segments, adjoint)  # type: ignore[no-any-return]
