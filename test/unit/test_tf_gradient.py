@@ -273,13 +273,20 @@ def test_a_recursion_writing_spans_of_stack_rows_is_checkpointed(monkeypatch, ji
     assert loggable == [False]
 
 
-def test_a_second_derivative_is_a_type_error_naming_jax():
+@pytest.mark.parametrize("staged", [False, True], ids=["eager", "tf.function"])
+def test_a_second_derivative_is_a_type_error_naming_jax(staged):
+    """Eagerly and in a graph: a tape differentiating the gradient gets abir's error, not None."""
     batched = fresh("power")
-    x = tf.constant(X)
-    with tf.GradientTape() as outer:
-        outer.watch(x)
-        with tf.GradientTape() as inner:
-            inner.watch(x)
-            total = tf.reduce_sum(batched(x, N, backend=abir.TensorFlowBackend()))
-        with pytest.raises(TypeError, match=r"second derivative.*JAX backend \(jax.hessian"):
-            inner.gradient(total, x)
+    backend = abir.TensorFlowBackend()
+
+    def second_derivative(x):
+        with tf.GradientTape() as outer:
+            outer.watch(x)
+            with tf.GradientTape() as inner:
+                inner.watch(x)
+                total = tf.reduce_sum(batched(x, N, backend=backend))
+            first = inner.gradient(total, x)
+        return outer.gradient(first, x)
+
+    with pytest.raises(TypeError, match=r"second derivative.*JAX backend \(jax.hessian"):
+        (tf.function(second_derivative) if staged else second_derivative)(tf.constant(X))

@@ -229,6 +229,22 @@ SECOND_DERIVATIVE = (
 )
 
 
+def refusing_second_derivatives(inputs: list[Any], cotangents: list[Any]) -> list[Any]:
+    """`cotangents` (computed from `inputs`), recorded as one function of `inputs` whose gradient
+    raises `SECOND_DERIVATIVE`: in a graph, a tape that differentiates a gradient of the run gets
+    abir's error instead of a gradient of None (TF builds a function's gradient with a tape of its
+    own recording, so a recording tape there is not always the user's)."""
+
+    @tf.custom_gradient
+    def recorded(*values: Any) -> tuple[list[Any], Callable[..., list[Any]]]:
+        def refuse(*_: Any) -> list[Any]:
+            raise TypeError(SECOND_DERIVATIVE)
+
+        return [tf.identity(value) for value in values[len(inputs) :]], refuse
+
+    return list(recorded(*inputs, *cotangents))
+
+
 def differentiable_run(loop: ReverseLoop, run: Callable[[State], State] | None, state: State) -> State:
     """The run of `loop` from `state` as a `tf.custom_gradient` function of its float arrays.
     With `run` (a run staged without a tape), the forward pass is `run` and the gradient replays
@@ -248,8 +264,8 @@ def differentiable_run(loop: ReverseLoop, run: Callable[[State], State] | None, 
         results.update(final)
 
         def gradient(*grads: Any) -> list[Any]:
-            # in a graph TF builds a function's gradient with a tape of its own recording: eagerly
-            # only, a recording tape is the user's
+            # eagerly, a tape recording here would fail on the sweeps' XLA functions before
+            # reaching `refusing_second_derivatives`
             if tf.executing_eagerly() and record.should_record_backprop([*floats, *(g for g in grads if g is not None)]):
                 raise TypeError(SECOND_DERIVATIVE)
             adjoint = {key: tf.zeros_like(final[key]) if grad is None else tf.convert_to_tensor(grad) for key, grad in zip(float_keys, grads, strict=True)}
@@ -257,7 +273,7 @@ def differentiable_run(loop: ReverseLoop, run: Callable[[State], State] | None, 
                 got = loop.replayed_backward(initial, adjoint)
             else:
                 got = loop.backward(initial, residuals, adjoint)
-            return [got[key] for key in float_keys]
+            return refusing_second_derivatives([*floats, *(g for g in grads if g is not None)], [got[key] for key in float_keys])
 
         return [final[key] for key in float_keys], gradient
 
