@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax._src import core as jax_core
 
 from abir import prims
 from abir.backends.base import (
@@ -73,11 +74,58 @@ def _integer(dtype: Any) -> bool:
     return np.issubdtype(np.dtype(dtype), np.integer)
 
 
-def _safe_int_division(name: str, x: Any, y: Any) -> Any:
-    """Integer floor_divide/remainder by zero give 0, as in NumPy (XLA would give junk)."""
+def _safe_int_division(name: str, x: Any, y: Any, nonzero: bool = False) -> Any:
+    """Integer floor_divide/remainder by zero give 0, as in NumPy (XLA would give junk);
+    `nonzero`: `y` is a literal known not to be 0 (XLA folds a division by a literal power of two
+    into shifts and masks)."""
+    if nonzero:
+        return getattr(jnp, name)(x, y)
     zero = y == 0
     result = getattr(jnp, name)(x, jnp.where(zero, jnp.ones_like(y), y))
     return jnp.where(zero, jnp.zeros_like(result), result)
+
+
+def tracing() -> bool:
+    """Whether a JAX trace is being built (the caller's, or abir's own loop's); False on a jax
+    without the query."""
+    clean = getattr(jax_core, "trace_state_clean", None)
+    return clean is not None and not clean()
+
+
+def is_literal(value: Any) -> bool:
+    """Whether `value` is a one-element host array kept for a trace (`JaxBackend.asarray`)."""
+    return isinstance(value, np.ndarray | np.generic) and value.size == 1
+
+
+def operand(value: Any, dtype: Any = None) -> Any:
+    """`value` as a JAX operand of `dtype`: a one-element host array in a trace as a literal
+    (`literal_row`), anything else by `jnp.asarray`."""
+    if is_literal(value) and tracing():
+        return literal_row(np.asarray(value, dtype))
+    return jnp.asarray(value, dtype=dtype)
+
+
+def elementwise_operands(values: Sequence[Any], dtype: Any) -> list[Any]:
+    """`values` as the JAX operands of `dtype` of one elementwise operation: in a trace, a
+    one-element host array is a scalar literal where another operand has at least its rank (the
+    operation broadcasts it as it would the row, and XLA sees a constant in place: a row
+    broadcast on its own is hoisted out of a loop and read from the loop's carry), else as
+    `operand` makes it."""
+    rank = max((np.ndim(value) for value in values if not is_literal(value)), default=-1)
+    if rank < 0 or not tracing():
+        return [operand(value, dtype) for value in values]
+    return [
+        np.asarray(value, dtype).reshape(())[()] if is_literal(value) and np.ndim(value) <= rank else operand(value, dtype)
+        for value in values
+    ]
+
+
+def literal_row(host: np.ndarray) -> Any:
+    """The one-element `host` as a broadcast of a literal scalar in the trace being built. An
+    array would be a constant the trace captures, which a `lax.while_loop` or `lax.cond` carries
+    as an operand: XLA then cannot fold it (a remainder by 2 stays an integer division per
+    element and iteration, not a bit test)."""
+    return lax.full(host.shape, host.reshape(())[()])
 
 
 def launch_signature(arrays: State) -> tuple[Any, ...]:
@@ -290,8 +338,13 @@ class JaxBackend(Backend):
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> Any:
+        """In a trace, a one-element NumPy array (a kernel's constant) stays on the host, where
+        the backend's operations read it as a literal (`operand`)."""
         if isinstance(value, np.ndarray | np.generic):  # cast on the host: no XLA program to compile
-            return jnp.asarray(value if dtype is None else np.asarray(value, np.dtype(dtype)))
+            host = value if dtype is None else np.asarray(value, np.dtype(dtype))
+            if host.size == 1 and tracing():
+                return host
+            return jnp.asarray(host)
         return jnp.asarray(value, dtype=None if dtype is None else np.dtype(dtype))
 
     def to_numpy(self, value: Any) -> np.ndarray:
@@ -336,14 +389,16 @@ class JaxBackend(Backend):
             raise ValueError(f"{name!r} is not a builtin primitive (see abir.prims)")
         result_dtype = None if result_dtype is None else np.dtype(result_dtype)
         if name == "astype":
-            return jnp.asarray(args[0]).astype(result_dtype)
+            return operand(args[0]).astype(result_dtype)
         if name == "where":
             cond, x, y = args
             dt = result_dtype if result_dtype is not None else np.result_type(dtype_of(x), dtype_of(y))
-            return jnp.where(jnp.asarray(cond, dtype=bool), jnp.asarray(x, dt), jnp.asarray(y, dt))
+            x, y = elementwise_operands((x, y), dt)
+            return jnp.where(operand(cond, bool), x, y)
         operands = self._cast_operands(name, args, result_dtype)
         if name in ("floor_divide", "remainder") and _integer(operands[0].dtype):
-            result = _safe_int_division(name, *operands)
+            divisor = args[1]
+            result = _safe_int_division(name, *operands, nonzero=is_literal(divisor) and bool(np.all(divisor != 0)))
         elif name == "pow" and _integer(operands[0].dtype):
             # a negative exponent truncates toward zero, as on NumPy (jnp.power gives junk)
             base, exponent = operands
@@ -365,7 +420,7 @@ class JaxBackend(Backend):
             dt = np.result_type(*(dtype_of(a) for a in args))
         else:
             dt = result_dtype
-        return [jnp.asarray(a, dtype=dt) for a in args]
+        return elementwise_operands(args, dt)
 
     def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         """`fn` on the arrays; the results of a costly helper go to buffers of their own
@@ -379,7 +434,7 @@ class JaxBackend(Backend):
         """`mask` [B] broadcast over the trailing dims; the result keeps `old`'s dtype and shape."""
         old = jnp.asarray(old)
         mask = jnp.asarray(mask, dtype=bool).reshape((-1,) + (1,) * (old.ndim - 1))
-        return jnp.where(mask, jnp.asarray(new, dtype=old.dtype), old)
+        return jnp.where(mask, elementwise_operands((new, old), old.dtype)[0], old)
 
     def spread_row(self, row: Any, batch_size: int, type: TensorType) -> Any:
         """In reverse mode a float row stays one row: the differentiated loop reads it as every
@@ -395,7 +450,7 @@ class JaxBackend(Backend):
         index = jnp.asarray(index, dtype=jnp.int32)
         ok = jnp.asarray(mask, dtype=bool) & (index >= 0) & (index < depth)
         rows = jnp.where(ok, index, depth)
-        value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), stack.shape[1:])
+        value = jnp.broadcast_to(operand(value, stack.dtype), stack.shape[1:])
         return stack.at[rows, jnp.arange(batch)].set(value, mode="drop")
 
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
