@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any
@@ -208,17 +209,43 @@ class SteadyLaunch:
     the initial state is the `zeros` made once on the device with the leaves put in, its first
     launch calls the compiled loop its `Launch` chose for that state's signature directly, and
     the host reads one number, the status; a run not done after that launch continues in
-    launches (`Backend.continue_launches`). Returns the final state, as `StandaloneRun` does."""
+    launches (`Backend.continue_launches`). Returns the final state, as `StandaloneRun` does.
 
-    def __init__(self, run: StandaloneRun, zeros: State, input_keys: Sequence[str]):
+    Once a run has finished within its first launch on a loop settled on the batch's rows
+    (`OneKernelWherePossible.on_batch_rows`), the first launch is also compiled, in a thread of
+    its own, as a program of the input leaves alone (`OneKernelWherePossible.steady_program`:
+    the zeros made inside it, only the output registers and the status coming back), and the
+    runs after it call that: a run it leaves finished and unflagged returns the output registers
+    and the status only; any other runs again from its initial state as above (which raises its
+    errors, or continues it in launches), and a run that outlasted its first launch keeps the
+    runs on that path."""
+
+    def __init__(self, run: StandaloneRun, zeros: State, input_keys: Sequence[str], output_keys: Sequence[str]):
         self.run = run
-        self.zeros = {key: run.launch.array(value) for key, value in zeros.items() if key != STATUS_KEY}
+        self.fills = {key: value for key, value in zeros.items() if key != STATUS_KEY}
+        self.zeros = {key: run.launch.array(value) for key, value in self.fills.items()}
         self.input_keys = tuple(input_keys)
+        self.output_keys = tuple(output_keys)
         self.iterations = run.backend.first_launch_iterations()
         self.on_device = iterations_on_device(self.iterations)
         self.loop: Callable[[State, Any], State] | None = None
+        self.program: Callable[[Sequence[Any]], tuple[State, Any]] | None = None
+        """The first launch as a program of the input leaves, once compiled."""
+        self.compiling: threading.Thread | None = None
+        self.programmable = all(isinstance(value, Fill) for value in self.fills.values()) and isinstance(
+            run.launch.loop, OneKernelWherePossible
+        )
+        """Whether such a program may be made (cleared once a run outlasts its first launch)."""
 
     def __call__(self, leaves: Sequence[Any]) -> State:
+        program = self.program
+        if program is not None:
+            written, status = program(tuple(leaves))
+            status = int(np.asarray(status)[0])
+            if not status:
+                return self.finished(written, leaves)
+            if status & RUNNING:  # runs this long gain nothing from the program
+                self.program, self.programmable = None, False
         state = dict(self.zeros)
         state.update(zip(self.input_keys, leaves, strict=True))
         loop = self.loop
@@ -230,9 +257,59 @@ class SteadyLaunch:
         state.update(loop(state, self.on_device))
         run = self.run
         if read_status(state) & RUNNING:
+            self.programmable = False
             state = run.backend.continue_launches(run.launch, state, run.halt_index, self.iterations, start)
+        elif self.program is None and self.compiling is None and self.programmable:
+            self.compile_program(leaves)
         run.backend.last_stats = None
         return state
+
+    def finished(self, written: State, leaves: Sequence[Any]) -> State:
+        """The state a finished unflagged run of the program leaves, as far as the caller reads
+        it: the output registers (those no block writes are the inputs or zeros) and the status."""
+        state = {STATUS_KEY: 0}
+        for key in self.output_keys:
+            value = written.get(key)
+            if value is None:  # no block writes it
+                value = leaves[self.input_keys.index(key)] if key in self.input_keys else self.zeros[key]
+            state[key] = value
+        self.run.backend.last_stats = None
+        return state
+
+    def program_outputs(self, out: State) -> tuple[State, Any]:
+        """What the program returns of its loop's result `out`: the output registers some block
+        may write, and an int32 vector, the `STATUS_KEY` then the loop's anchors (as int32 bits:
+        XLA's one-kernel emitter stops the process on an input its loop no longer reads, and
+        each output buffer costs the call a fixed time)."""
+        status = out[STATUS_KEY].reshape(1)
+        anchors = out.get(ANCHORS_KEY)
+        if anchors is not None:
+            status = jnp.concatenate([status, lax.bitcast_convert_type(anchors, jnp.int32)])
+        return {key: out[key] for key in self.output_keys if key in out}, status
+
+    def compile_program(self, leaves: Sequence[Any]) -> None:
+        """Compiles the first launch as a program of the input leaves (see the class docstring) in
+        a thread (runs meanwhile go on as before; the interpreter joins it at exit), where the
+        launch's loop runs on the batch's rows."""
+        loop = self.run.launch.loop
+        state = {**self.zeros, **dict(zip(self.input_keys, leaves, strict=True))}
+        if not (isinstance(loop, OneKernelWherePossible) and loop.on_batch_rows(state)):
+            return
+        program = loop.steady_program(state, self.fills, self.input_keys, self.program_outputs, self.iterations)
+        specs = tuple(jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves)
+        x64 = bool(jax.config.jax_enable_x64)  # a thread-local setting of the caller's run
+
+        def compile_it() -> None:
+            try:
+                with jax.enable_x64(x64):
+                    program.compiled(specs)
+            except Exception:  # XLA refuses it: the runs stay on the launch's loop
+                self.programmable = False
+            else:
+                self.program = program
+
+        self.compiling = threading.Thread(target=compile_it, name="abir-steady-launch")
+        self.compiling.start()
 
 
 class JaxBackend(Backend):
@@ -552,8 +629,9 @@ class JaxBackend(Backend):
                 def changing(state: State, iterations: Any) -> State:  # `launch` keeps the rest
                     fixed = sorted(read_only_keys(ks, state, stack_keys))
                     out = {key: value for key, value in run(state, iterations).items() if key not in fixed}
-                    # one element of each input stays an output: XLA's one-kernel emitter aborts
-                    # on an input the optimized loop no longer reads (one only passed through);
+                    # one element of each input stays an output: XLA's one-kernel emitter stops
+                    # the process on an input the optimized loop no longer reads (one passed
+                    # through, or not read at all);
                     # all in one array, as each output buffer costs the call a fixed time
                     anchors = [jnp.real(state[key].reshape(-1)[:1]).astype(np.float32) for key in fixed if key in state]
                     if anchors:
@@ -592,13 +670,17 @@ class JaxBackend(Backend):
         ))  # fmt: skip
 
     def steady_launcher(
-        self, launcher: Callable[[State], State], zeros: State, input_keys: Sequence[str]
+        self,
+        launcher: Callable[[State], State],
+        zeros: State,
+        input_keys: Sequence[str],
+        output_keys: Sequence[str] = (),
     ) -> Callable[[Sequence[Any]], State] | None:
         """A `SteadyLaunch` of a `StandaloneRun` (a launcher made by `launcher`); None for any
         other launcher."""
         if not isinstance(launcher, StandaloneRun):
             return None
-        return SteadyLaunch(launcher, zeros, input_keys)
+        return SteadyLaunch(launcher, zeros, input_keys, output_keys)
 
     # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
     def any(self, t: Any, name: str | None = None) -> Any:
