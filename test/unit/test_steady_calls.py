@@ -9,6 +9,7 @@ decoration, a program evicted from the context's cache).
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 
@@ -187,12 +188,22 @@ def test_a_steady_jax_call_runs_a_program_of_its_input_leaves():
         np.testing.assert_array_equal(f(x, backend=backend), per_member(count_down, x))
     launch = steady_launch_of(f)
     assert launch.program is not None
-    ran = []
+    ran, compiled = [], []
     program = launch.program
-    launch.program = lambda leaves: ran.append(leaves) or program(leaves)
-    x = np.array([11, 2, 6])
-    np.testing.assert_array_equal(f(x, backend=backend), per_member(count_down, x))
+    launch.program = lambda *leaves: ran.append(leaves) or program(*leaves)
+
+    def listener(name, secs, **kwargs):
+        if "backend_compile" in name:
+            compiled.append(name)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        x = np.array([11, 2, 6])
+        np.testing.assert_array_equal(f(x, backend=backend), per_member(count_down, x))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
     assert len(ran) == 1
+    assert not compiled  # the program compiled in the thread is the one called
 
 
 def test_a_run_the_program_leaves_running_goes_on_in_launches_and_matches_one_launch(monkeypatch):

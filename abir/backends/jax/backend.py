@@ -229,8 +229,10 @@ class SteadyLaunch:
         self.iterations = run.backend.first_launch_iterations()
         self.on_device = iterations_on_device(self.iterations)
         self.loop: Callable[[State, Any], State] | None = None
-        self.program: Callable[[Sequence[Any]], tuple[State, Any]] | None = None
-        """The first launch as a program of the input leaves, once compiled."""
+        self.program: Callable[..., tuple[Any, ...]] | None = None
+        """The first launch as a program of the input leaves, once compiled: the values of the
+        `written` output registers, then the status vector (`program_outputs`)."""
+        self.written: tuple[str, ...] = ()
         self.compiling: threading.Thread | None = None
         self.programmable = all(isinstance(value, Fill) for value in self.fills.values()) and isinstance(
             run.launch.loop, OneKernelWherePossible
@@ -240,10 +242,10 @@ class SteadyLaunch:
     def __call__(self, leaves: Sequence[Any]) -> State:
         program = self.program
         if program is not None:
-            written, status = program(tuple(leaves))
+            *values, status = program(*leaves)
             status = int(np.asarray(status)[0])
             if not status:
-                return self.finished(written, leaves)
+                return self.finished(values, leaves)
             if status & RUNNING:  # runs this long gain nothing from the program
                 self.program, self.programmable = None, False
         state = dict(self.zeros)
@@ -264,28 +266,31 @@ class SteadyLaunch:
         run.backend.last_stats = None
         return state
 
-    def finished(self, written: State, leaves: Sequence[Any]) -> State:
+    def finished(self, values: Sequence[Any], leaves: Sequence[Any]) -> State:
         """The state a finished unflagged run of the program leaves, as far as the caller reads
-        it: the output registers (those no block writes are the inputs or zeros) and the status."""
-        state = {STATUS_KEY: 0}
-        for key in self.output_keys:
-            value = written.get(key)
-            if value is None:  # no block writes it
-                value = leaves[self.input_keys.index(key)] if key in self.input_keys else self.zeros[key]
-            state[key] = value
+        it: the output registers (`values` of the `written` ones; the others are inputs or
+        zeros) and the status."""
+        state = dict(zip(self.written, values, strict=True))
+        if len(state) < len(self.output_keys):
+            for key in self.output_keys:
+                if key not in state:
+                    state[key] = leaves[self.input_keys.index(key)] if key in self.input_keys else self.zeros[key]
+        state[STATUS_KEY] = 0
         self.run.backend.last_stats = None
         return state
 
-    def program_outputs(self, out: State) -> tuple[State, Any]:
-        """What the program returns of its loop's result `out`: the output registers some block
-        may write, and an int32 vector, the `STATUS_KEY` then the loop's anchors (as int32 bits:
-        XLA's one-kernel emitter stops the process on an input its loop no longer reads, and
-        each output buffer costs the call a fixed time)."""
+    def program_outputs(self, out: State) -> tuple[Any, ...]:
+        """What the program returns of its loop's result `out` (called while it traces): the
+        output registers some block may write (`written`), then an int32 vector, the
+        `STATUS_KEY` and the loop's anchors (as int32 bits: XLA's one-kernel emitter stops the
+        process on an input its loop no longer reads, and each output buffer costs the call a
+        fixed time)."""
         status = out[STATUS_KEY].reshape(1)
         anchors = out.get(ANCHORS_KEY)
         if anchors is not None:
             status = jnp.concatenate([status, lax.bitcast_convert_type(anchors, jnp.int32)])
-        return {key: out[key] for key in self.output_keys if key in out}, status
+        self.written = tuple(key for key in self.output_keys if key in out)
+        return (*(out[key] for key in self.written), status)
 
     def compile_program(self, leaves: Sequence[Any]) -> None:
         """Compiles the first launch as a program of the input leaves (see the class docstring) in
@@ -302,11 +307,11 @@ class SteadyLaunch:
         def compile_it() -> None:
             try:
                 with jax.enable_x64(x64):
-                    program.compiled(specs)
+                    program.compiled(*specs)
             except Exception:  # XLA refuses it: the runs stay on the launch's loop
                 self.programmable = False
-            else:
-                self.program = program
+            else:  # the jitted function itself, its compilation cached: JAX's fastest call
+                self.program = program.jitted
 
         self.compiling = threading.Thread(target=compile_it, name="abir-steady-launch")
         self.compiling.start()

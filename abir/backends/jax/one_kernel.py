@@ -250,7 +250,7 @@ class OneKernelWherePossible:
         iterations: int,
     ) -> JitWithOptions:
         """The first launch of a run from `state` (its `fills` and the input leaves under
-        `input_keys`) as a function of the input leaves alone, `leaves -> outputs(final
+        `input_keys`) as a function of the input leaves alone, `*leaves -> outputs(final
         state)`: the fills are made inside the compiled program and the loop (compiled as the
         one chosen for `state`'s signature, over the batch's rows) runs at most `iterations`
         loop iterations, so that no other state array goes in or out
@@ -259,7 +259,7 @@ class OneKernelWherePossible:
         loop = self.loop(fused)
         limit = np.int32(iterations)
 
-        def first_launch(leaves: Sequence[Any]) -> Any:
+        def first_launch(*leaves: Any) -> Any:
             start = {key: fill.made() for key, fill in fills.items()}
             start.update(zip(input_keys, leaves, strict=True))
             return outputs(loop(start, limit))
