@@ -60,6 +60,9 @@ from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, 
 from abir.backends.traced import STATS_KEY, read_only_keys, run_stats, zero_counters
 from abir.types import TensorType
 
+Tracer = jax.core.Tracer  # read once: each read of the module attribute costs a steady call time
+UNCHANGED = contextlib.nullcontext()
+"""The scope of a run under the settings it needs already (`JaxBackend.scope`)."""
 ANCHORS_KEY = "__anchors__"
 """A standalone sweep's output holding one element of each read-only register (as float32, in
 one array), which the launch returns no copy of (`abir.backends.traced.read_only_keys`);
@@ -197,7 +200,7 @@ class StandaloneRun:
         self.run = run
 
     def __call__(self, state: State) -> State:
-        if any(isinstance(value, jax.core.Tracer) for value in state.values()):
+        if any(isinstance(value, Tracer) for value in state.values()):
             return self.run(state)
         state = self.backend.run_in_launches(self.launch, state, self.halt_index)
         self.backend.last_stats = None
@@ -363,12 +366,12 @@ class JaxBackend(Backend):
         `jax_enable_x64`; the setting is restored when the run ends. A run on tracers (staged
         into the caller's trace) follows the caller's setting instead: without 64-bit types the
         program's int64 and float64 values are int32 and float32, as everywhere in that trace."""
-        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        if any(isinstance(leaf, Tracer) for leaf in leaves):
             return staging.callers_dtypes()
-        return jax.enable_x64(True)
+        return UNCHANGED if jax.config.jax_enable_x64 else jax.enable_x64(True)
 
     def is_traced(self, value: Any) -> bool:
-        return isinstance(value, jax.core.Tracer)
+        return isinstance(value, Tracer)
 
     def mapped_axes(self) -> tuple[int, ...]:
         """The sizes of the `jax.vmap` axes folded into the batch of the run being staged,
