@@ -120,8 +120,8 @@ class SteadyCall:
     def __call__(self, args: Sequence[Any]) -> Any:
         options = self.options
         mark = failure_mark()
-        try:
-            with options.backend.scope(args), calling_with_batch(self.batch.size, self.batch.rows):
+        try:  # arguments of a steady signature are never traced: the scope of concrete ones
+            with options.backend.scope(), calling_with_batch(self.batch.size, self.batch.rows):
                 if self.run is not None:
                     outputs = self.run(args)
                 else:
@@ -131,7 +131,7 @@ class SteadyCall:
             if explained is None:
                 raise
             raise explained from err
-        return optree.tree_unflatten(self.output_treedef, list(outputs))
+        return optree.tree_unflatten(self.output_treedef, outputs)
 
 
 _PARSED_OPTIONS = LRUCache(PARSED_OPTIONS)
@@ -140,7 +140,7 @@ _PARSED_OPTIONS = LRUCache(PARSED_OPTIONS)
 def keywords_key(kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
     """Each keyword's name, type and value (the types too: 1 == True, yet pad_batch=1 and
     max_stack_depth=True are errors); hashable when every value is."""
-    return tuple((name, type(value), value) for name, value in kwargs.items())
+    return tuple([(name, type(value), value) for name, value in kwargs.items()])
 
 
 def options_key(kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
@@ -473,10 +473,12 @@ class Compiler:
         backend: Backend,
         weak: Sequence[bool] | None = None,
         cache: MutableMapping[Any, Any] | None = None,
+        key: tuple[Any, ...] | None = None,
     ) -> CompiledProgram:
-        """The compiled program from `cache` (default: this compiler's), compiled on a miss."""
+        """The compiled program from `cache` (default: this compiler's), compiled on a miss and
+        stored under `key` (default: `program_key` of the arguments)."""
         cache = self.cache if cache is None else cache
-        key = self.program_key(name, treedefs, signature, backend, weak)
+        key = self.program_key(name, treedefs, signature, backend, weak) if key is None else key
         program = cache.get(key)
         if program is None:
             program = cache[key] = self.compile(name, treedefs, signature, backend, weak)
@@ -521,14 +523,15 @@ class Compiler:
         batch_size = leaf_batch_size(name, leaves, treedefs, args)
         signature = signature_of(leaves)
         weak = weak_leaves(leaves)
+        # the key object the cache stores on a miss, which a `SteadyCall` then finds by identity
+        key = self.program_key(name, treedefs, signature, options.backend, weak)
         with options.backend.scope(leaves), calling_with_batch(batch_size, machine_rows(batch_size, options)):
-            program = self.compiled(name, treedefs, signature, options.backend, weak, options.block_code_cache)
+            program = self.compiled(name, treedefs, signature, options.backend, weak, options.block_code_cache, key)
             with explained_helper_errors():
                 if runs_with_lanes(options, batch_size):
                     return run_with_lanes(name, program, leaves, batch_size, options)
                 outputs = run_program(program, leaves, batch_size, options)
         if steady_key is not None and runs_plain(options, leaves, batch_size):
-            key = self.program_key(name, treedefs, signature, options.backend, weak)
             self.steady[steady_key] = SteadyCall(options, program, key, batch_size, steady_run(program, leaves, options))
         return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
@@ -551,7 +554,7 @@ class Compiler:
         if not self.steady or kwargs.get("backend") is None:  # no backend named: no key (`options_key`)
             return None
         try:
-            signature = tuple((type(arg), tuple(arg.shape), arg.dtype) for arg in args)
+            signature = tuple([(type(arg), tuple(arg.shape), arg.dtype) for arg in args])
             steady = self.steady.get((name, self.source.generation, keywords_key(kwargs), signature))
         except (AttributeError, TypeError, ValueError):  # no array, an unknown shape, a value not hashable
             return None

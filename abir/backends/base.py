@@ -903,13 +903,19 @@ class Backend(BackendProtocol):
         return None
 
     def steady_launcher(
-        self, launcher: Callable[[State], State], zeros: State, input_keys: Sequence[str]
+        self,
+        launcher: Callable[[State], State],
+        zeros: State,
+        input_keys: Sequence[str],
+        output_keys: Sequence[str] = (),
     ) -> Callable[[Sequence[Any]], State] | None:
         """`launcher` (made by `launcher`) as a function of a run's input leaves alone, for initial
         states that are `zeros` with the leaves under `input_keys` (leaves of the types, shapes
         and dtypes of the run that made it, on concrete arrays): the state `launcher` would
-        return, its `STATUS_KEY` read. None (the default) where the backend has none (the
-        machine then builds each initial state and calls `launcher`)."""
+        return, its `STATUS_KEY` read; of a finished run whose status flags nothing, the caller
+        reads only the `output_keys` and the status, which may be all it holds. None (the
+        default) where the backend has none (the machine then builds each initial state and
+        calls `launcher`)."""
         return None
 
     def compiled_run(

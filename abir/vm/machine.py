@@ -369,7 +369,7 @@ class SteadyRun:
             self.launcher = machine._launcher(backend, kernels, state, self.cache_key, self.error_flags)
             if self.launcher is not None:
                 zeros = {key: value for key, value in state.items() if key not in self.inputs}
-                self.launch = backend.steady_launcher(self.launcher, zeros, self.inputs)
+                self.launch = backend.steady_launcher(self.launcher, zeros, self.inputs, machine.output_keys)
         return machine._launched(backend, kernels, state, self.cache_key, self.error_flags, self.launcher)
 
 

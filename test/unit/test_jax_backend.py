@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -154,3 +156,46 @@ def test_a_launch_returns_no_read_only_register(monkeypatch: pytest.MonkeyPatch,
     got = batched(table, index, backend=JaxBackend(one_kernel=one_kernel))
     np.testing.assert_array_equal(np.asarray(got), [table_sum(t, i) for t, i in zip(table, index, strict=True)])
     assert returned and all("pc" in keys and "r:table_sum.table" not in keys for keys in returned)
+
+
+def halve_and_split(n):
+    steps = 0
+    while n > 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps = steps + 1
+    return steps, n % -3, n // -2, n % 5 + n // 7
+
+
+def array_constants(jaxpr: Any) -> list[Any]:
+    """The constants of a jaxpr and every jaxpr nested in it that are arrays, not scalars:
+    captured ones, and array literals of its equations."""
+    from jax.extend.core import Literal, jaxprs_in_params
+
+    found = list(getattr(jaxpr, "consts", []))
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    found += [v.aval for v in inner.constvars if v.aval.shape != ()]
+    for eqn in inner.eqns:
+        found += [v.val for v in eqn.invars if isinstance(v, Literal) and np.shape(v.val) != ()]
+        for sub in jaxprs_in_params(eqn.params):
+            found += array_constants(sub)
+    return found
+
+
+def test_a_kernels_one_element_constants_are_literals_of_the_trace() -> None:
+    import abir
+
+    f = abir.Context().batch_uncurried(halve_and_split)
+    n = np.array([1, 6, 7, 27, 100, 3])
+    want = [halve_and_split(int(v)) for v in n]
+    for _ in range(3):
+        got = f(n, backend="jax")
+        for k in range(len(want[0])):
+            np.testing.assert_array_equal(np.asarray(got[k]), [w[k] for w in want])
+    launch = next(iter(f._context._compiler.steady.values())).run.launch
+    launch.compiling.join()
+    with jax.enable_x64(True):
+        # a captured array would be an operand of the loop XLA cannot fold
+        assert array_constants(launch.program.trace(n).jaxpr) == []

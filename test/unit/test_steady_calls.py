@@ -9,6 +9,7 @@ decoration, a program evicted from the context's cache).
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 
@@ -170,3 +171,86 @@ def test_a_steady_jax_call_runs_from_its_input_leaves_and_continues_in_launches(
     recursing_line = depth.__code__.co_firstlineno + 3
     with pytest.raises(abir.StackOverflowError, match=rf"'depth' at .*test_steady_calls.py:{recursing_line} .*: batch member 1 recursed"):
         f(np.array([1, 30, 2]), backend=backend, max_stack_depth=12)
+
+
+def steady_launch_of(f):
+    """The `SteadyLaunch` of a function's one steady call signature, its program compiled."""
+    launch = next(iter(f._context._compiler.steady.values())).run.launch
+    if launch.compiling is not None:
+        launch.compiling.join()
+    return launch
+
+
+def test_a_steady_jax_call_runs_a_program_of_its_input_leaves():
+    backend = abir.JaxBackend()
+    f = abir.Context().batch_uncurried(count_down)
+    for x in (np.array([3, 0, 5]), np.array([7, 1, 2]), np.array([9, 4, 0])):
+        np.testing.assert_array_equal(f(x, backend=backend), per_member(count_down, x))
+    launch = steady_launch_of(f)
+    assert launch.program is not None
+    ran, compiled = [], []
+    program = launch.program
+    launch.program = lambda *leaves: ran.append(leaves) or program(*leaves)
+
+    def listener(name, secs, **kwargs):
+        if "backend_compile" in name:
+            compiled.append(name)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        x = np.array([11, 2, 6])
+        np.testing.assert_array_equal(f(x, backend=backend), per_member(count_down, x))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert len(ran) == 1
+    assert not compiled  # the program compiled in the thread is the one called
+
+
+def test_a_run_the_program_leaves_running_goes_on_in_launches_and_matches_one_launch(monkeypatch):
+    from abir.backends import base
+
+    monkeypatch.setattr(base, "FIRST_LAUNCH_ITERATIONS", 4)
+    backend = abir.JaxBackend(launch_seconds=1e-6)
+    f = abir.Context().batch_uncurried(depth)
+    shallow = np.array([0, 1, 0])
+    for _ in range(3):
+        np.testing.assert_array_equal(f(shallow, backend=backend, max_stack_depth=40), per_member(depth, shallow))
+    launch = steady_launch_of(f)
+    assert launch.program is not None
+    deep = np.array([25, 3, 30])  # far more sweeps than the program's 4 iterations
+    one_launch = abir.Context().batch_uncurried(depth)(deep, backend=abir.JaxBackend(launch_seconds=None), max_stack_depth=40)
+    np.testing.assert_array_equal(f(deep, backend=backend, max_stack_depth=40), one_launch)
+    np.testing.assert_array_equal(one_launch, per_member(depth, deep))
+    assert launch.program is None and not launch.programmable  # such runs stay on the launches
+    np.testing.assert_array_equal(f(shallow, backend=backend, max_stack_depth=40), per_member(depth, shallow))
+
+
+def test_an_error_in_a_run_of_the_program_names_the_member_and_line():
+    backend = abir.JaxBackend()
+    f = abir.Context().batch_uncurried(depth)
+    shallow = np.array([1, 2, 3])
+    for _ in range(3):
+        np.testing.assert_array_equal(f(shallow, backend=backend, max_stack_depth=6), per_member(depth, shallow))
+    assert steady_launch_of(f).program is not None
+    with pytest.raises(abir.StackOverflowError) as fresh:
+        abir.Context().batch_uncurried(depth)(np.array([1, 2, 9]), backend=abir.JaxBackend(), max_stack_depth=6)
+    recursing_line = depth.__code__.co_firstlineno + 3
+    with pytest.raises(abir.StackOverflowError, match=rf"test_steady_calls.py:{recursing_line} .*: batch member 2 recursed") as steady:
+        f(np.array([1, 2, 9]), backend=backend, max_stack_depth=6)
+    assert str(steady.value) == str(fresh.value)
+    assert steady_launch_of(f).program is not None  # an error keeps the program for the next runs
+
+
+def first_of(x, unused):
+    return x
+
+
+def test_the_program_of_a_run_with_inputs_its_loop_never_reads_compiles_and_runs():
+    # XLA's one-kernel emitter stops the process on an input its kernel does not read
+    backend = abir.JaxBackend()
+    f = abir.Context().batch_uncurried(first_of)
+    x, unused = np.arange(3.0), np.arange(3)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(x, unused, backend=backend), x)
+    assert steady_launch_of(f).program is not None
+    np.testing.assert_array_equal(f(x + 1, unused, backend=backend), x + 1)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any
@@ -35,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax._src import core as jax_core
 
 from abir import prims
 from abir.backends.base import (
@@ -58,6 +60,9 @@ from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, 
 from abir.backends.traced import STATS_KEY, indexed_keys, read_only_keys, run_stats, zero_counters
 from abir.types import TensorType
 
+Tracer = jax.core.Tracer  # read once: each read of the module attribute costs a steady call time
+UNCHANGED = contextlib.nullcontext()
+"""The scope of a run under the settings it needs already (`JaxBackend.scope`)."""
 ANCHORS_KEY = "__anchors__"
 """A standalone sweep's output holding one element of each read-only register (as float32, in
 one array), which the launch returns no copy of (`abir.backends.traced.read_only_keys`);
@@ -73,11 +78,58 @@ def _integer(dtype: Any) -> bool:
     return np.issubdtype(np.dtype(dtype), np.integer)
 
 
-def _safe_int_division(name: str, x: Any, y: Any) -> Any:
-    """Integer floor_divide/remainder by zero give 0, as in NumPy (XLA would give junk)."""
+def _safe_int_division(name: str, x: Any, y: Any, nonzero: bool = False) -> Any:
+    """Integer floor_divide/remainder by zero give 0, as in NumPy (XLA would give junk);
+    `nonzero`: `y` is a literal known not to be 0 (XLA folds a division by a literal power of two
+    into shifts and masks)."""
+    if nonzero:
+        return getattr(jnp, name)(x, y)
     zero = y == 0
     result = getattr(jnp, name)(x, jnp.where(zero, jnp.ones_like(y), y))
     return jnp.where(zero, jnp.zeros_like(result), result)
+
+
+def tracing() -> bool:
+    """Whether a JAX trace is being built (the caller's, or abir's own loop's); False on a jax
+    without the query."""
+    clean = getattr(jax_core, "trace_state_clean", None)
+    return clean is not None and not clean()
+
+
+def is_literal(value: Any) -> bool:
+    """Whether `value` is a one-element host array kept for a trace (`JaxBackend.asarray`)."""
+    return isinstance(value, np.ndarray | np.generic) and value.size == 1
+
+
+def operand(value: Any, dtype: Any = None) -> Any:
+    """`value` as a JAX operand of `dtype`: a one-element host array in a trace as a literal
+    (`literal_row`), anything else by `jnp.asarray`."""
+    if is_literal(value) and tracing():
+        return literal_row(np.asarray(value, dtype))
+    return jnp.asarray(value, dtype=dtype)
+
+
+def elementwise_operands(values: Sequence[Any], dtype: Any) -> list[Any]:
+    """`values` as the JAX operands of `dtype` of one elementwise operation: in a trace, a
+    one-element host array is a scalar literal where another operand has at least its rank (the
+    operation broadcasts it as it would the row, and XLA sees a constant in place: a row
+    broadcast on its own is hoisted out of a loop and read from the loop's carry), else as
+    `operand` makes it."""
+    rank = max((np.ndim(value) for value in values if not is_literal(value)), default=-1)
+    if rank < 0 or not tracing():
+        return [operand(value, dtype) for value in values]
+    return [
+        np.asarray(value, dtype).reshape(())[()] if is_literal(value) and np.ndim(value) <= rank else operand(value, dtype)
+        for value in values
+    ]
+
+
+def literal_row(host: np.ndarray) -> Any:
+    """The one-element `host` as a broadcast of a literal scalar in the trace being built. An
+    array would be a constant the trace captures, which a `lax.while_loop` or `lax.cond` carries
+    as an operand: XLA then cannot fold it (a remainder by 2 stays an integer division per
+    element and iteration, not a bit test)."""
+    return lax.full(host.shape, host.reshape(())[()])
 
 
 def launch_signature(arrays: State) -> tuple[Any, ...]:
@@ -148,7 +200,7 @@ class StandaloneRun:
         self.run = run
 
     def __call__(self, state: State) -> State:
-        if any(isinstance(value, jax.core.Tracer) for value in state.values()):
+        if any(isinstance(value, Tracer) for value in state.values()):
             return self.run(state)
         state = self.backend.run_in_launches(self.launch, state, self.halt_index)
         self.backend.last_stats = None
@@ -160,17 +212,45 @@ class SteadyLaunch:
     the initial state is the `zeros` made once on the device with the leaves put in, its first
     launch calls the compiled loop its `Launch` chose for that state's signature directly, and
     the host reads one number, the status; a run not done after that launch continues in
-    launches (`Backend.continue_launches`). Returns the final state, as `StandaloneRun` does."""
+    launches (`Backend.continue_launches`). Returns the final state, as `StandaloneRun` does.
 
-    def __init__(self, run: StandaloneRun, zeros: State, input_keys: Sequence[str]):
+    Once a run has finished within its first launch on a loop settled on the batch's rows
+    (`OneKernelWherePossible.on_batch_rows`), the first launch is also compiled, in a thread of
+    its own, as a program of the input leaves alone (`OneKernelWherePossible.steady_program`:
+    the zeros made inside it, only the output registers and the status coming back), and the
+    runs after it call that: a run it leaves finished and unflagged returns the output registers
+    and the status only; any other runs again from its initial state as above (which raises its
+    errors, or continues it in launches), and a run that outlasted its first launch keeps the
+    runs on that path."""
+
+    def __init__(self, run: StandaloneRun, zeros: State, input_keys: Sequence[str], output_keys: Sequence[str]):
         self.run = run
-        self.zeros = {key: run.launch.array(value) for key, value in zeros.items() if key != STATUS_KEY}
+        self.fills = {key: value for key, value in zeros.items() if key != STATUS_KEY}
+        self.zeros = {key: run.launch.array(value) for key, value in self.fills.items()}
         self.input_keys = tuple(input_keys)
+        self.output_keys = tuple(output_keys)
         self.iterations = run.backend.first_launch_iterations()
         self.on_device = iterations_on_device(self.iterations)
         self.loop: Callable[[State, Any], State] | None = None
+        self.program: Callable[..., tuple[Any, ...]] | None = None
+        """The first launch as a program of the input leaves, once compiled: the values of the
+        `written` output registers, then the status vector (`program_outputs`)."""
+        self.written: tuple[str, ...] = ()
+        self.compiling: threading.Thread | None = None
+        self.programmable = all(isinstance(value, Fill) for value in self.fills.values()) and isinstance(
+            run.launch.loop, OneKernelWherePossible
+        )
+        """Whether such a program may be made (cleared once a run outlasts its first launch)."""
 
     def __call__(self, leaves: Sequence[Any]) -> State:
+        program = self.program
+        if program is not None:
+            *values, status = program(*leaves)
+            status = int(np.asarray(status)[0])
+            if not status:
+                return self.finished(values, leaves)
+            if status & RUNNING:  # runs this long gain nothing from the program
+                self.program, self.programmable = None, False
         state = dict(self.zeros)
         state.update(zip(self.input_keys, leaves, strict=True))
         loop = self.loop
@@ -182,9 +262,62 @@ class SteadyLaunch:
         state.update(loop(state, self.on_device))
         run = self.run
         if read_status(state) & RUNNING:
+            self.programmable = False
             state = run.backend.continue_launches(run.launch, state, run.halt_index, self.iterations, start)
+        elif self.program is None and self.compiling is None and self.programmable:
+            self.compile_program(leaves)
         run.backend.last_stats = None
         return state
+
+    def finished(self, values: Sequence[Any], leaves: Sequence[Any]) -> State:
+        """The state a finished unflagged run of the program leaves, as far as the caller reads
+        it: the output registers (`values` of the `written` ones; the others are inputs or
+        zeros) and the status."""
+        state = dict(zip(self.written, values, strict=True))
+        if len(state) < len(self.output_keys):
+            for key in self.output_keys:
+                if key not in state:
+                    state[key] = leaves[self.input_keys.index(key)] if key in self.input_keys else self.zeros[key]
+        state[STATUS_KEY] = 0
+        self.run.backend.last_stats = None
+        return state
+
+    def program_outputs(self, out: State) -> tuple[Any, ...]:
+        """What the program returns of its loop's result `out` (called while it traces): the
+        output registers some block may write (`written`), then an int32 vector, the
+        `STATUS_KEY` and the loop's anchors (as int32 bits: XLA's one-kernel emitter stops the
+        process on an input its loop no longer reads, and each output buffer costs the call a
+        fixed time)."""
+        status = out[STATUS_KEY].reshape(1)
+        anchors = out.get(ANCHORS_KEY)
+        if anchors is not None:
+            status = jnp.concatenate([status, lax.bitcast_convert_type(anchors, jnp.int32)])
+        self.written = tuple(key for key in self.output_keys if key in out)
+        return (*(out[key] for key in self.written), status)
+
+    def compile_program(self, leaves: Sequence[Any]) -> None:
+        """Compiles the first launch as a program of the input leaves (see the class docstring) in
+        a thread (runs meanwhile go on as before; the interpreter joins it at exit), where the
+        launch's loop runs on the batch's rows."""
+        loop = self.run.launch.loop
+        state = {**self.zeros, **dict(zip(self.input_keys, leaves, strict=True))}
+        if not (isinstance(loop, OneKernelWherePossible) and loop.on_batch_rows(state)):
+            return
+        program = loop.steady_program(state, self.fills, self.input_keys, self.program_outputs, self.iterations)
+        specs = tuple(jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves)
+        x64 = bool(jax.config.jax_enable_x64)  # a thread-local setting of the caller's run
+
+        def compile_it() -> None:
+            try:
+                with jax.enable_x64(x64):
+                    program.compiled(*specs)
+            except Exception:  # XLA refuses it: the runs stay on the launch's loop
+                self.programmable = False
+            else:  # the jitted function itself, its compilation cached: JAX's fastest call
+                self.program = program.jitted
+
+        self.compiling = threading.Thread(target=compile_it, name="abir-steady-launch")
+        self.compiling.start()
 
 
 class JaxBackend(Backend):
@@ -233,12 +366,12 @@ class JaxBackend(Backend):
         `jax_enable_x64`; the setting is restored when the run ends. A run on tracers (staged
         into the caller's trace) follows the caller's setting instead: without 64-bit types the
         program's int64 and float64 values are int32 and float32, as everywhere in that trace."""
-        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        if any(isinstance(leaf, Tracer) for leaf in leaves):
             return staging.callers_dtypes()
-        return jax.enable_x64(True)
+        return UNCHANGED if jax.config.jax_enable_x64 else jax.enable_x64(True)
 
     def is_traced(self, value: Any) -> bool:
-        return isinstance(value, jax.core.Tracer)
+        return isinstance(value, Tracer)
 
     def mapped_axes(self) -> tuple[int, ...]:
         """The sizes of the `jax.vmap` axes folded into the batch of the run being staged,
@@ -290,8 +423,13 @@ class JaxBackend(Backend):
 
     # ----- arrays -------------------------------------------------------------------------
     def asarray(self, value: Any, dtype: Any = None) -> Any:
+        """In a trace, a one-element NumPy array (a kernel's constant) stays on the host, where
+        the backend's operations read it as a literal (`operand`)."""
         if isinstance(value, np.ndarray | np.generic):  # cast on the host: no XLA program to compile
-            return jnp.asarray(value if dtype is None else np.asarray(value, np.dtype(dtype)))
+            host = value if dtype is None else np.asarray(value, np.dtype(dtype))
+            if host.size == 1 and tracing():
+                return host
+            return jnp.asarray(host)
         return jnp.asarray(value, dtype=None if dtype is None else np.dtype(dtype))
 
     def to_numpy(self, value: Any) -> np.ndarray:
@@ -336,14 +474,16 @@ class JaxBackend(Backend):
             raise ValueError(f"{name!r} is not a builtin primitive (see abir.prims)")
         result_dtype = None if result_dtype is None else np.dtype(result_dtype)
         if name == "astype":
-            return jnp.asarray(args[0]).astype(result_dtype)
+            return operand(args[0]).astype(result_dtype)
         if name == "where":
             cond, x, y = args
             dt = result_dtype if result_dtype is not None else np.result_type(dtype_of(x), dtype_of(y))
-            return jnp.where(jnp.asarray(cond, dtype=bool), jnp.asarray(x, dt), jnp.asarray(y, dt))
+            x, y = elementwise_operands((x, y), dt)
+            return jnp.where(operand(cond, bool), x, y)
         operands = self._cast_operands(name, args, result_dtype)
         if name in ("floor_divide", "remainder") and _integer(operands[0].dtype):
-            result = _safe_int_division(name, *operands)
+            divisor = args[1]
+            result = _safe_int_division(name, *operands, nonzero=is_literal(divisor) and bool(np.all(divisor != 0)))
         elif name == "pow" and _integer(operands[0].dtype):
             # a negative exponent truncates toward zero, as on NumPy (jnp.power gives junk)
             base, exponent = operands
@@ -365,7 +505,7 @@ class JaxBackend(Backend):
             dt = np.result_type(*(dtype_of(a) for a in args))
         else:
             dt = result_dtype
-        return [jnp.asarray(a, dtype=dt) for a in args]
+        return elementwise_operands(args, dt)
 
     def call_opaque(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         """`fn` on the arrays; the results of a costly helper go to buffers of their own
@@ -379,7 +519,7 @@ class JaxBackend(Backend):
         """`mask` [B] broadcast over the trailing dims; the result keeps `old`'s dtype and shape."""
         old = jnp.asarray(old)
         mask = jnp.asarray(mask, dtype=bool).reshape((-1,) + (1,) * (old.ndim - 1))
-        return jnp.where(mask, jnp.asarray(new, dtype=old.dtype), old)
+        return jnp.where(mask, elementwise_operands((new, old), old.dtype)[0], old)
 
     def spread_row(self, row: Any, batch_size: int, type: TensorType) -> Any:
         """In reverse mode a float row stays one row: the differentiated loop reads it as every
@@ -395,7 +535,7 @@ class JaxBackend(Backend):
         index = jnp.asarray(index, dtype=jnp.int32)
         ok = jnp.asarray(mask, dtype=bool) & (index >= 0) & (index < depth)
         rows = jnp.where(ok, index, depth)
-        value = jnp.broadcast_to(jnp.asarray(value, dtype=stack.dtype), stack.shape[1:])
+        value = jnp.broadcast_to(operand(value, stack.dtype), stack.shape[1:])
         return stack.at[rows, jnp.arange(batch)].set(value, mode="drop")
 
     def stack_scatter(self, stack: Any, rows: Any, value: Any) -> Any:
@@ -497,8 +637,9 @@ class JaxBackend(Backend):
                 def changing(state: State, iterations: Any) -> State:  # `launch` keeps the rest
                     fixed = sorted(read_only_keys(ks, state, stack_keys))
                     out = {key: value for key, value in run(state, iterations).items() if key not in fixed}
-                    # one element of each input stays an output: XLA's one-kernel emitter aborts
-                    # on an input the optimized loop no longer reads (one only passed through);
+                    # one element of each input stays an output: XLA's one-kernel emitter stops
+                    # the process on an input the optimized loop no longer reads (one passed
+                    # through, or not read at all);
                     # all in one array, as each output buffer costs the call a fixed time
                     anchors = [jnp.real(state[key].reshape(-1)[:1]).astype(np.float32) for key in fixed if key in state]
                     if anchors:
@@ -537,13 +678,17 @@ class JaxBackend(Backend):
         ))  # fmt: skip
 
     def steady_launcher(
-        self, launcher: Callable[[State], State], zeros: State, input_keys: Sequence[str]
+        self,
+        launcher: Callable[[State], State],
+        zeros: State,
+        input_keys: Sequence[str],
+        output_keys: Sequence[str] = (),
     ) -> Callable[[Sequence[Any]], State] | None:
         """A `SteadyLaunch` of a `StandaloneRun` (a launcher made by `launcher`); None for any
         other launcher."""
         if not isinstance(launcher, StandaloneRun):
             return None
-        return SteadyLaunch(launcher, zeros, input_keys)
+        return SteadyLaunch(launcher, zeros, input_keys, output_keys)
 
     # ----- the reference's interface (`BackendProtocol`) ---------------------------------------
     def any(self, t: Any, name: str | None = None) -> Any:

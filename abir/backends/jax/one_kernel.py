@@ -14,7 +14,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -240,6 +240,39 @@ class OneKernelWherePossible:
         self.spread[state_signature(state)] = not self.forced and kernels_spread(work)
         return self.forced or one_kernel_pays(work)
 
+    def on_batch_rows(self, state: State) -> bool:
+        """Whether runs on states of `state`'s signature have settled on the batch's rows (their
+        `ActiveRows` chose them, or counts nothing)."""
+        rows = self.rows.get(state_signature(state))
+        return rows is not None and rows.stage == "batch"
+
+    def steady_program(
+        self,
+        state: State,
+        fills: Mapping[str, Any],
+        input_keys: Sequence[str],
+        outputs: Callable[[State], Any],
+        iterations: int,
+    ) -> JitWithOptions:
+        """The first launch of a run from `state` (its `fills` and the input leaves under
+        `input_keys`) as a function of the input leaves alone, `*leaves -> outputs(final
+        state)`: the fills are made inside the compiled program and the loop (compiled as the
+        one chosen for `state`'s signature, over the batch's rows) runs at most `iterations`
+        loop iterations, so that no other state array goes in or out
+        (`abir.backends.jax.backend.SteadyLaunch`)."""
+        fused = self.chosen.get(state_signature(state)) is self.fused
+        loop = self.loop(fused)
+        limit = np.int32(iterations)
+
+        def first_launch(*leaves: Any) -> Any:
+            start = {key: fill.made() for key, fill in fills.items()}
+            start.update(zip(input_keys, leaves, strict=True))
+            return outputs(loop(start, limit))
+
+        if fused:
+            return JitWithOptions(tagged(jax.jit(first_launch)), ONE_KERNEL_COMPILER_OPTIONS)
+        return JitWithOptions(first_launch, LOOP_COMPILER_OPTIONS)
+
     def _first_call(self, state: State, iterations: Any) -> State:
         signature = state_signature(state)
         launch = int(iterations)
@@ -291,16 +324,14 @@ class KernelsLater:
         return kernels({key: jax.device_put(value) if isinstance(value, np.ndarray) else value for key, value in state.items()}, limits)
 
 
-def tagged(loop: Callable[[State, Any], State]) -> Callable[[State, Any], State]:
+def tagged(loop: Callable[..., Any]) -> Callable[..., Any]:
     """`loop` (jitted) tagged to be emitted as one kernel (`OneKernelWherePossible`)."""
 
-    def one_kernel(state: State, iterations: Any) -> State:
+    def one_kernel(*args: Any) -> Any:
         from jax.experimental.xla_metadata import set_xla_metadata
 
         # attached to the call op producing the results: not inlined, emitted as one kernel
-        return set_xla_metadata(  # type: ignore[no-any-return]
-            loop(state, iterations), xla_cpu_small_call="true", inlineable="false"
-        )
+        return set_xla_metadata(loop(*args), xla_cpu_small_call="true", inlineable="false")
 
     return one_kernel
 
@@ -347,6 +378,8 @@ class ActiveRows:
             return out
         out = dict(self.measuring(state, limits_on_device(launch, 0)))
         counts = out.pop(compaction.FEW_ACTIVE_KEY, None)
+        if counts is None:  # a loop that counts nothing stays on the batch's rows
+            self.stage = "batch"
         if counts is None or self.stage in ("batch", "compiling"):
             return out
         if self.stage == "count":
@@ -359,7 +392,9 @@ class ActiveRows:
         """`out`, the first launch's result on `state`, counted (see `count`), without its counts."""
         out = dict(out)
         counts = out.pop(compaction.FEW_ACTIVE_KEY, None)
-        if counts is not None:
+        if counts is None:  # a loop that counts nothing stays on the batch's rows
+            self.stage = "batch"
+        else:
             self.count(state, out, np.asarray(counts))
         return out
 
