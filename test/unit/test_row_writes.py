@@ -45,7 +45,7 @@ def forms(x, i):
 
 X = np.arange(8 * 3 * WIDE, dtype=np.float64).reshape(8, 3, WIDE) / 7.0
 N = np.array([0, 1, 2, 5, 6, 9, 3, 7])
-I = np.array([0, 1, 2, -1, -2, 1, 2, 0])
+INDICES = np.array([0, 1, 2, -1, -2, 1, 2, 0])
 
 
 def test_rows_written_at_per_member_indices_equal_python(backend_name) -> None:
@@ -55,11 +55,11 @@ def test_rows_written_at_per_member_indices_equal_python(backend_name) -> None:
 
 def test_each_row_form_equals_python(backend_name) -> None:
     x = X[:, 0]
-    got = forms(x, I, backend=backend_name)
-    np.testing.assert_allclose(np.asarray(got), forms(x, I, dry_run=True), rtol=1e-12)
+    got = forms(x, INDICES, backend=backend_name)
+    np.testing.assert_allclose(np.asarray(got), forms(x, INDICES, dry_run=True), rtol=1e-12)
 
 
-@pytest.mark.parametrize("fn,args", [(record, (X, N)), (forms, (X[:, 0], I))], ids=["record", "forms"])
+@pytest.mark.parametrize("fn,args", [(record, (X, N)), (forms, (X[:, 0], INDICES))], ids=["record", "forms"])
 def test_a_loop_writing_wide_rows_is_one_kernel(fn, args) -> None:
     from abir.backends.jax import one_kernel
 
