@@ -122,8 +122,11 @@ class ArrayOps:
         """`x` (a batch of 1 or of `like`'s size) as `[B, *shape]`, B the batch size of `like`."""
         return self.xp.broadcast_to(x, (like.shape[0], *shape))
 
-    def scatter(self, x: Any, positions: Any, values: Any) -> Any:
-        """Per member b: `x[b]` with `x[b, positions[b, k]] = values[b, k]` (`[B, N]`, `[B, K]`)."""
+    def scatter(self, x: Any, positions: Any, values: Any, whole_rows: bool = False) -> Any:
+        """Per member b: `x[b]` with `x[b, positions[b, k]] = values[b, k]` (`[B, N]`, `[B, K]`).
+        `whole_rows` tells that each member's K positions are one row of `x[b]` seen as
+        `[N // K, K]` (`positions[b] = r * K + arange(K)`), for backends that write rows their
+        own way."""
         if self.xp is np:
             out = np.array(x)  # a writable copy: `x` may be a read-only broadcast
             np.put_along_axis(out, positions, values, axis=1)
@@ -344,6 +347,7 @@ def make_setitem(components: Sequence[IndexComponent]) -> Callable[..., Any]:
     reads (per-member indices clipped the same way); `value` broadcasts to them as NumPy
     broadcasts the right-hand side of an assignment and takes `x`'s dtype (as NumPy casts it)."""
     read = make_index(components)
+    one_row_index = _one_row_index(components)
 
     def setitem(x: Any, value: Any, *indices: Any) -> Any:
         ops = ops_for(x, value, *indices)
@@ -362,12 +366,23 @@ def make_setitem(components: Sequence[IndexComponent]) -> Callable[..., Any]:
         x, selected, value = ops.broadcast_batch([x, selected, value])
         value = ops.broadcast_member(value, x, part)
         count, size = int(np.prod(part, dtype=np.int64)), int(np.prod(event, dtype=np.int64))
+        whole_rows = one_row_index and count > 0 and ops.ndim(indices[0]) == 1
         flat = ops.scatter(
-            ops.reshape_event(x, (size,)), ops.reshape_event(selected, (count,)), ops.reshape_event(value, (count,))
+            ops.reshape_event(x, (size,)), ops.reshape_event(selected, (count,)), ops.reshape_event(value, (count,)),
+            whole_rows=whole_rows,
         )
         return ops.reshape_event(flat, event)
 
     return setitem
+
+
+def _one_row_index(components: Sequence[IndexComponent]) -> bool:
+    """Whether an index is a per-member index along the first axis with every other axis whole
+    (`x[i]`, `x[i, :]`, `x[i, ...]`): with `i` a per-member integer, it selects one row."""
+    if not components:
+        return False
+    first, *rest = components
+    return first == (BATCHED, None) and all(component in ((BASIC, slice(None)), (BASIC, Ellipsis)) for component in rest)
 
 
 def _fit_member(ops: ArrayOps, value: Any, rank: int) -> Any:

@@ -22,6 +22,8 @@ Per target, chains and system the table shows:
 * `ESS/grad`: that minimum bulk ESS per leapfrog step (gradient evaluation) of the kept draws,
   summed over chains;
 * `R-hat`: the maximum rank-normalized split R-hat; `div`: divergent kept transitions;
+* `ESS/cpu-s`: the same over the process's CPU time of the second call (all its threads; the
+  measure to compare on a loaded machine, where wall times mean little);
 * `first call`: the wall time of the first call (tracing, compilation and a whole run);
 * `err`: the largest error of a posterior mean against the ground truth, in ground-truth
   standard deviations (health, not speed); `vs BlackJAX`: ESS/s over BlackJAX's.
@@ -65,12 +67,18 @@ class Row:
     divergences: int
     first_call: float
     seconds: float
+    cpu_seconds: float
     mean_error: float
+
+    @property
+    def ess_per_cpu_s(self) -> float:
+        return self.ess_per_s * self.seconds / self.cpu_seconds
 
     def machine_line(self) -> str:
         return (
             f"target={self.target} chains={self.chains} system={self.system} "
-            f"ess_per_s={self.ess_per_s:.6g} ess_per_grad={self.ess_per_grad:.6g} rhat={self.rhat:.6g}"
+            f"ess_per_s={self.ess_per_s:.6g} ess_per_grad={self.ess_per_grad:.6g} rhat={self.rhat:.6g} "
+            f"ess_per_cpu_s={self.ess_per_cpu_s:.6g}"
         )
 
 
@@ -108,20 +116,20 @@ def measure(target: sampler_targets.Target, system: str, chains: int, args: argp
     start = time.perf_counter()
     sample(logdensity, positions, warmup, draws, args.seed)
     first_call = time.perf_counter() - start
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     result = sample(logdensity, positions, warmup, draws, args.seed + 1)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     min_ess = float(np.min(bulk_ess(result.draws)))
     return Row(
         target=target.name, chains=chains, system=system, ess_per_s=min_ess / seconds,
         ess_per_grad=min_ess / float(np.sum(result.leapfrogs)), rhat=float(np.max(rank_rhat(result.draws))),
-        divergences=int(np.sum(result.divergent)), first_call=first_call, seconds=seconds,
+        divergences=int(np.sum(result.divergent)), first_call=first_call, seconds=seconds, cpu_seconds=cpu_seconds,
         mean_error=mean_error(target, result.draws),
     )  # fmt: skip
 
 
 HEADER = (
-    f"{'target':<25} {'chains':>6} {'system':<9} {'ESS/s':>9} {'ESS/grad':>9} {'R-hat':>6} {'div':>5} "
+    f"{'target':<25} {'chains':>6} {'system':<9} {'ESS/s':>9} {'ESS/cpu-s':>9} {'ESS/grad':>9} {'R-hat':>6} {'div':>5} "
     f"{'first call':>10} {'run':>8} {'err':>5} {'vs BlackJAX':>11}"
 )
 
@@ -129,7 +137,7 @@ HEADER = (
 def table_line(row: Row, blackjax: Row | None) -> str:
     ratio = f"{row.ess_per_s / blackjax.ess_per_s:.2f}x" if blackjax and blackjax.ess_per_s > 0 else "-"
     return (
-        f"{row.target:<25} {row.chains:>6} {row.system:<9} {row.ess_per_s:>9.3g} {row.ess_per_grad:>9.3g} "
+        f"{row.target:<25} {row.chains:>6} {row.system:<9} {row.ess_per_s:>9.3g} {row.ess_per_cpu_s:>9.3g} {row.ess_per_grad:>9.3g} "
         f"{row.rhat:>6.3f} {row.divergences:>5} {row.first_call:>9.1f}s {row.seconds:>7.1f}s "
         f"{row.mean_error:>5.2f} {ratio:>11}"
     )

@@ -1,7 +1,7 @@
 """The array prims' operations on JAX arrays (`jax_array_ops`, named in `abir.backend_registry`):
 jax.numpy's, with each member's product by one large matrix emitted as a product per member, and
-item assignment written by selects instead of a scatter, in a loop traced to be one kernel (whose
-emitter cannot emit a scatter: `abir.backends.jax.one_kernel`).
+item assignment written by selects instead of a scatter (a whole row by one select), in a loop
+traced to be one kernel (whose emitter cannot emit a scatter: `abir.backends.jax.one_kernel`).
 
 XLA's one-kernel emitter (`abir.backends.jax.one_kernel`) makes a matrix product a loop of
 multiply-adds, one output element after another, reading the matrix across its rows: a miss
@@ -47,11 +47,16 @@ class JaxArrayOps(ArrayOps):
             return lax.map(lambda row: lax.dot_general(row, matrix, (((0,), (0,)), ((), ()))), jnp.asarray(a))
         return super().matmul(a, b)
 
-    def scatter(self, x: Any, positions: Any, values: Any) -> Any:
-        """Where the loop is traced to be one kernel and at most `SELECTED_WRITES` positions are
-        written, without a scatter: each of the K written positions in turn, by a select over the
-        member's N elements (so a later write to the same position wins, as in the scatter)."""
-        if not trace_mode().scatter_free or positions.shape[1] > SELECTED_WRITES:
+    def scatter(self, x: Any, positions: Any, values: Any, whole_rows: bool = False) -> Any:
+        """Where the loop is traced to be one kernel, without a scatter: one row (`whole_rows`)
+        by one select over the member's N elements, else at most `SELECTED_WRITES` positions,
+        each in turn by such a select (so a later write to the same position wins, as in the
+        scatter)."""
+        if not trace_mode().scatter_free:
+            return super().scatter(x, positions, values)
+        if whole_rows:
+            return _select_row(x, positions, values)
+        if positions.shape[1] > SELECTED_WRITES:
             return super().scatter(x, positions, values)
         elements = jnp.arange(x.shape[1], dtype=positions.dtype)[None, :]
         for k in range(positions.shape[1]):
@@ -60,6 +65,16 @@ class JaxArrayOps(ArrayOps):
 
     def set_row(self, x: Any, row: Any, value: Any) -> Any:
         return lax.dynamic_update_index_in_dim(x, jnp.asarray(value, x.dtype), row, 0)
+
+
+def _select_row(x: Any, positions: Any, values: Any) -> Any:
+    """`x` ([B, N]) with row `positions[b, 0] // K` of member b, seen as [N // K, K], replaced by
+    `values[b]` ([B, K]): a one-hot select over the rows, N element operations whatever the
+    row's length (a select per position costs K times that)."""
+    batch, row = values.shape
+    rows = x.reshape(batch, -1, row)
+    hit = jnp.arange(rows.shape[1], dtype=positions.dtype)[None, :] == (positions[:, 0] // row)[:, None]
+    return jnp.where(hit[:, :, None], values[:, None, :], rows).reshape(x.shape)
 
 
 def jax_array_ops() -> ArrayOps:

@@ -84,7 +84,7 @@ class TensorFlowOps(ArrayOps):
         tf = self.tf
         return tf.broadcast_to(x, tf.concat([self._batch(like), tf.constant(list(shape), tf.int32)], 0))
 
-    def scatter(self, x: Any, positions: Any, values: Any) -> Any:
+    def scatter(self, x: Any, positions: Any, values: Any, whole_rows: bool = False) -> Any:
         tf = self.tf
         shape = tf.shape(positions, out_type=tf.int64)
         rows = tf.broadcast_to(tf.range(shape[0])[:, None], shape)
