@@ -56,7 +56,12 @@ from abir.backends.base import (
 from abir.backends.jax import reverse, sharding, staging, writes
 from abir.backends.jax.loop import Fill, fills_of, iterations_on_device, machine_loop, with_status
 from abir.backends.jax.mode import trace_mode
-from abir.backends.jax.one_kernel import LOOP_COMPILER_OPTIONS, JitWithOptions, OneKernelWherePossible
+from abir.backends.jax.one_kernel import (
+    LOOP_COMPILER_OPTIONS,
+    JitWithOptions,
+    OneKernelWherePossible,
+    compile_in_thread,
+)
 from abir.backends.traced import STATS_KEY, indexed_keys, read_only_keys, run_stats, zero_counters
 from abir.types import TensorType
 
@@ -305,19 +310,14 @@ class SteadyLaunch:
             return
         program = loop.steady_program(state, self.fills, self.input_keys, self.program_outputs, self.iterations)
         specs = tuple(jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves)
-        x64 = bool(jax.config.jax_enable_x64)  # a thread-local setting of the caller's run
 
-        def compile_it() -> None:
-            try:
-                with jax.enable_x64(x64):
-                    program.compiled(*specs)
-            except Exception:  # XLA refuses it: the runs stay on the launch's loop
-                self.programmable = False
-            else:  # the jitted function itself, its compilation cached: JAX's fastest call
-                self.program = program.jitted
+        def ready(_: Any) -> None:  # the jitted function itself, its compilation cached: JAX's fastest call
+            self.program = program.jitted
 
-        self.compiling = threading.Thread(target=compile_it, name="abir-steady-launch")
-        self.compiling.start()
+        def refused() -> None:  # the runs stay on the launch's loop
+            self.programmable = False
+
+        self.compiling = compile_in_thread(lambda: program.compiled(*specs), ready, refused, "abir-steady-launch")
 
 
 class JaxBackend(Backend):

@@ -291,6 +291,33 @@ class OneKernelWherePossible:
         return self.rows.setdefault(signature, self.active_rows(run, False))(state, iterations)
 
 
+def loop_specs(state: State) -> tuple[dict[str, jax.ShapeDtypeStruct], jax.ShapeDtypeStruct]:
+    """The abstract arguments `(state, limits)` of a loop compiled for `state`'s shapes."""
+    return {key: jax.ShapeDtypeStruct(value.shape, value.dtype) for key, value in state.items()}, jax.ShapeDtypeStruct((2,), np.int32)
+
+
+def compile_in_thread(
+    compile_it: Callable[[], Any], ready: Callable[[Any], None], refused: Callable[[], None], name: str
+) -> threading.Thread:
+    """Starts `compile_it` (an XLA compilation) in a thread named `name`, under the caller's x64
+    setting (thread-local in JAX), and calls `ready` with its result, or `refused` when XLA
+    refuses it (runs meanwhile go on without it; the interpreter joins the thread at exit)."""
+    x64 = bool(jax.config.jax_enable_x64)
+
+    def run() -> None:
+        try:
+            with jax.enable_x64(x64):
+                compiled = compile_it()
+        except Exception:
+            refused()
+        else:
+            ready(compiled)
+
+    thread = threading.Thread(target=run, name=name)
+    thread.start()
+    return thread
+
+
 class KernelsLater:
     """A loop `(state, limits)` (of `JaxLoop.rows="measure"`) run as one kernel (`fused`) until
     the same loop as a sequence of kernels (`plain`), compiled for `state`'s shapes in a thread
@@ -302,19 +329,12 @@ class KernelsLater:
     def __init__(self, fused: Callable[[State, Any], State], plain: JitWithOptions, state: State):
         self.fused = fused
         self.kernels: Callable[[State, Any], State] | None = None
-        specs = {key: jax.ShapeDtypeStruct(value.shape, value.dtype) for key, value in state.items()}
-        limits = jax.ShapeDtypeStruct((2,), np.int32)
-        x64 = bool(jax.config.jax_enable_x64)  # a thread-local setting of the caller's run
 
-        def compile_it() -> None:
-            try:
-                with jax.enable_x64(x64):
-                    self.kernels = plain.compiled(specs, limits)
-            except Exception:  # XLA refuses it: the runs stay one kernel
-                self.kernels = None
+        def ready(kernels: Callable[[State, Any], State]) -> None:
+            self.kernels = kernels
 
-        self.compiling = threading.Thread(target=compile_it, name="abir-kernels")
-        self.compiling.start()
+        # a compilation XLA refuses leaves the runs on one kernel
+        self.compiling = compile_in_thread(lambda: plain.compiled(*loop_specs(state)), ready, lambda: None, "abir-kernels")
 
     def __call__(self, state: State, limits: Any) -> State:
         kernels = self.kernels
@@ -434,20 +454,15 @@ class ActiveRows:
     def compile_in_background(self, state: State, rows: int) -> None:
         """Compiles the loop over `rows` rows (`small_loop`) for `state`'s shapes in a thread
         (runs meanwhile stay on the batch's rows; the interpreter joins it at exit)."""
-        specs = {key: jax.ShapeDtypeStruct(value.shape, value.dtype) for key, value in state.items()}
-        limits = jax.ShapeDtypeStruct((2,), np.int32)
-        x64 = bool(jax.config.jax_enable_x64)  # a thread-local setting of the caller's run
 
-        def compile_it() -> None:
-            try:
-                with jax.enable_x64(x64):
-                    self.small = self.small_loop(rows).compiled(specs, limits)
-            except Exception:  # XLA refuses it: the runs stay on the batch's rows
-                self.small = None
+        def ready(small: Callable[[State, Any], State]) -> None:
+            self.small = small
 
-        self.compiling = threading.Thread(target=compile_it, name="abir-active-rows")
+        def refused() -> None:  # the runs stay on the batch's rows
+            self.small = None
+
         self.stage = "compiling"
-        self.compiling.start()
+        self.compiling = compile_in_thread(lambda: self.small_loop(rows).compiled(*loop_specs(state)), ready, refused, "abir-active-rows")
 
     def on_active_rows(self, state: State, launch: int) -> tuple[State, int]:
         """One launch of at most `launch` iterations that moves the active members to fewer rows
