@@ -54,7 +54,7 @@ class JaxArrayOps(ArrayOps):
         scatter)."""
         if not trace_mode().scatter_free:
             return super().scatter(x, positions, values)
-        if whole_rows:
+        if whole_rows and positions.shape[1] > 1:  # a row of one element is the select below
             return _select_row(x, positions, values)
         if positions.shape[1] > SELECTED_WRITES:
             return super().scatter(x, positions, values)
