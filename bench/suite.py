@@ -14,7 +14,8 @@ and BlackJAX for NUTS; on TensorFlow TFP's `auto_batching` for Collatz and TFP's
 XLA. abir's result must equal the per-member Python result before it is timed (NUTS: the first
 `NUTS_CHECKED` chains, each chain's result being independent of the batch); a failure is printed
 and kept in the table as FAILED. First call = a fresh compile (fresh `abir.Context`, fresh
-`jax.jit`/`tf.function`) traced, compiled and run; steady = median of `--repeats` later calls.
+`jax.jit`/`tf.function`) traced, compiled and run; steady = median of `--repeats` later calls
+(after `--settle` seconds of untimed calls, for background compilations to finish).
 The ratio is the best alternative's steady time over abir's on that backend (above 1: abir is
 faster). Progress goes to stderr; stdout ends with one Markdown table per backend.
 `--processes N` runs the whole measurement in N fresh processes, one after another, and reports
@@ -112,15 +113,24 @@ def block(value: Any) -> Any:
     return jax.block_until_ready(value)
 
 
+SETTLE_SECONDS = 0.0
+"""Seconds of untimed calls between a compiled callable's first call and its steady calls
+(`--settle`, set once by `main`)."""
+
+
 def timed(make: Callable[[], Callable[[], Any]], repeats: int, check: Callable[[Any], None]) -> Timing:
-    """First call of a freshly made callable (its compile included), `check` of its result, then the
-    median of `repeats` further calls. An exception becomes `Timing.error`."""
+    """First call of a freshly made callable (its compile included), `check` of its result, calls
+    for `SETTLE_SECONDS`, then the median of `repeats` further calls. An exception becomes
+    `Timing.error`."""
     try:
         start = time.perf_counter()
         call = make()
         result = block(call())
         first = time.perf_counter() - start
         check(result)
+        settled = time.perf_counter() + SETTLE_SECONDS
+        while time.perf_counter() < settled:
+            block(call())
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
@@ -482,6 +492,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--programs", default=",".join(names), help=f"comma-separated, of {','.join(names)}")
     parser.add_argument("--repeats", type=int, default=5,
                         help="steady calls per measurement (median; at least 3, as a backend's second call may still compile)")  # fmt: skip
+    parser.add_argument("--settle", type=float, default=0.0,
+                        help="seconds of untimed calls after a compiled system's first call, before its steady calls "
+                             "(lets background compilations finish: abir's active rows, kernels and steady program)")  # fmt: skip
     parser.add_argument("--nuts-steps", type=int, default=20, help="NUTS transitions per chain")
     parser.add_argument("--quick", action="store_true", help="sizes 8,32, 3 repeats, small inputs, 3 NUTS steps")
     parser.add_argument("--processes", type=int, default=1,
@@ -565,6 +578,8 @@ def median_row(same: tuple[Row, ...]) -> Row:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    global SETTLE_SECONDS
+    SETTLE_SECONDS = args.settle
     import jax
 
     jax.config.update("jax_enable_x64", True)  # the alternatives compute in float64, as abir does
@@ -574,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = rows_over_processes(argv, args.processes) if args.processes > 1 else measured_rows(args, backends)
     if args.rows_json:
         Path(args.rows_json).write_text(json.dumps([dataclasses.asdict(row) for row in rows]))
-    print("\nsteady = median of later calls; ratio = best alternative's steady time / abir's on that backend")
+    print("\nsteady = median of later calls (after --settle seconds of calls); ratio = best alternative's steady time / abir's on that backend")
     print("\n".join(markdown_tables(rows)))
     failures = [r for r in rows if r.abir.error is not None]
     for row in failures:
