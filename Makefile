@@ -16,14 +16,16 @@ install: $(BIN)/abir-opt
 demo: install
 	$(BIN)/python examples/demo.py
 
-# `make test` runs every check except the `full` pytest marker; `make test-full` (which CI's .ci/run
-# runs after it) runs those: statistical and long randomized sweeps and the rest of cross-products
-# of cases and backends (the rule: test/unit/conftest.py), e.g. make test-full FULL_ENV=ABIR_FULL=1
-# for the fuzzer's 200 programs on every backend instead of its NumPy-only sample.
+# `make test` runs every check except the `full` pytest marker and the lit tests that REQUIRE full;
+# `make test-full` (which CI's .ci/run runs after it) runs those: statistical and long randomized
+# sweeps and the rest of cross-products of cases and backends (the rule: test/unit/conftest.py),
+# e.g. make test-full FULL_ENV=ABIR_FULL=1 for the fuzzer's 200 programs on every backend instead
+# of its NumPy-only sample.
 test: install lint lit pytest
 
 FULL_ENV ?=
 test-full: install
+	$(BIN)/lit -sv --param full=1 --filter '\.full\.' test/lit
 	$(FULL_ENV) $(BIN)/pytest -q -n 2 --dist loadfile -m full test/unit
 
 # ruff, and import-linter's contracts on abir's layers (pyproject.toml, docs/architecture.md)

@@ -21,6 +21,11 @@ for name in ("HOME", "TMPDIR", "PYTHONPATH"):
 config.environment["JAX_PLATFORMS"] = "cpu"
 config.environment["TF_CPP_MIN_LOG_LEVEL"] = "3"
 
+# `lit --param full=1` (make test-full) also runs the tests that REQUIRE full: the run tests' programs
+# on the compiled backends, whose text route `make test` checks in pytest (test_abir_run.py).
+if lit_config.params.get("full"):
+    config.available_features.add("full")
+
 config.substitutions.append(
     (
         "ABIR_ROUNDTRIP",

@@ -1,5 +1,5 @@
 # RUN: python %s > %t.mlir && abir-opt < %t.mlir | abir-run - --entry power --arg '[[[2.0, 1.0], [1.0, 3.0]], [[1.0, 0.0], [0.0, 2.0]]]' --arg '[1e-9, 1e-3]' | filecheck %s --check-prefix=POWER
-# RUN: abir-opt < %t.mlir | abir-run - --entry histogram --arg '[[3, 30, 55, 99, 80], [0, 0, 26, 51, 76]]' --backend tf | filecheck %s --check-prefix=HIST
+# RUN: abir-opt < %t.mlir | abir-run - --entry histogram --arg '[[3, 30, 55, 99, 80], [0, 0, 26, 51, 76]]' | filecheck %s --check-prefix=HIST
 # RUN: abir-opt --print-op-generic < %t.mlir | abir-run - --entry swap_steps --arg '[1, 2]' --arg '[10, 20]' --arg '[3, 0]' | filecheck %s --check-prefix=SWAP
 # RUN: abir-opt < %t.mlir | filecheck %s --check-prefix=IR
 # Python -> text -> abir-opt -> abir-run for programs with arrays (matmul, norms, reductions,

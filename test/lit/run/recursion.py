@@ -1,5 +1,5 @@
 # RUN: python %s > %t.mlir && abir-opt < %t.mlir | abir-run - --entry fib --arg '[3, 7, 10]' | filecheck %s --check-prefix=FIB
-# RUN: abir-opt < %t.mlir | abir-run - --entry is_even --arg '[0, 7, 10]' --backend jax | filecheck %s --check-prefix=EVEN
+# RUN: abir-opt < %t.mlir | abir-run - --entry is_even --arg '[0, 7, 10]' | filecheck %s --check-prefix=EVEN
 # RUN: abir-opt -p 'abir-lower{entry=fib arg-types="i32"}' < %t.mlir | abir-run - --arg 'int32:[20]' --max-stack-depth 30 | filecheck %s --check-prefix=VM
 # Python -> functional IR text -> abir-opt -> abir-run: recursion and mutual recursion, run from
 # the text alone (functional IR lowered for the arguments' types, or the vm module abir-lower

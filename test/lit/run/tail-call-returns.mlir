@@ -1,5 +1,4 @@
 // RUN: abir-run %s --arg '[1, 2, 102]' | filecheck %s
-// RUN: abir-run %s --arg '[1, 2, 102]' --backend jax | filecheck %s
 // A tail call is a jump into the callee's code, which then returns where its caller's call does:
 // f (called by block 0, returning to block 4) tail-calls r (block 1 jumps to block 2), and r
 // calls itself once (block 3, returning to block 6). r's returns (blocks 5 and 6) go back to
