@@ -18,6 +18,7 @@ import pytest
 
 import abir
 from abir.dialects import vm
+from abir.tools import abir_opt
 
 FRONTEND = Path(__file__).parents[1] / "lit" / "frontend"
 ABIR_OPT = str(Path(sys.executable).parent / "abir-opt")
@@ -83,16 +84,15 @@ def printed_functional_ir(lit_file: str) -> str:
     [key for key, (_, types) in PROGRAMS.items() if types is not None],
     ids=[f"{f}:{n}" for (f, n), (_, t) in PROGRAMS.items() if t is not None],
 )
-def test_lowers_through_abir_opt(lit_file: str, name: str):
+def test_lowers_through_abir_opt(lit_file: str, name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    """abir-opt's `main`, in this process, on the text the program printed in its own (the
+    console script in a process of its own: the next test and the lit suite)."""
     _, arg_types = PROGRAMS[(lit_file, name)]
-    lowered = subprocess.run(
-        [ABIR_OPT, "-p", f"abir-lower{{entry={name} arg-types={arg_types}}}"],
-        input=printed_functional_ir(lit_file),
-        capture_output=True,
-        text=True,
-    )
-    assert lowered.returncode == 0, lowered.stderr[-2000:]
-    assert f"vm.program @{name}(" in lowered.stdout
+    text = tmp_path / f"{name}.mlir"
+    text.write_text(printed_functional_ir(lit_file))
+    abir_opt.main([str(text), "-p", f"abir-lower{{entry={name} arg-types={arg_types}}}"])
+    lowered = capsys.readouterr()
+    assert f"vm.program @{name}(" in lowered.out, lowered.err[-2000:]
 
 
 def test_abir_opt_asks_for_entry_types():
