@@ -63,6 +63,7 @@ def test_live_rows_are_a_quarter_of_at_least_256_members() -> None:
 
 @pytest.mark.parametrize("one_kernel", [None, True], ids=["default", "one-kernel"])
 @pytest.mark.parametrize("name", ["fib", "guarded_tree", "scaled_fib"])
+@pytest.mark.make_test_keeps({"one_kernel": None}, {"name": "guarded_tree"})  # one-kernel forced: the branching program
 def test_runs_on_the_active_rows_equal_python(name: str, one_kernel: bool | None) -> None:
     fn, args = cases(256)[name]
     want = np.asarray(fn(*args, dry_run=True))
