@@ -200,6 +200,24 @@ def test_a_chunk_after_the_first_is_one_launch(backend_name: str, monkeypatch: p
     assert launches[1:] == [1] * (len(launches) - 1)
 
 
+def test_a_second_run_with_lanes_puts_no_zeros_on_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lanes' zero state (rings, flags, registers) is put on the device by the first run of
+    a compiled loop and read by every later run of it (`abir.backends.jax.backend.Launch`), not
+    put there again per call; the results stay those of plain Python."""
+    from abir.backends.jax.loop import Fill
+
+    made: list[Fill] = []
+    on_device = Fill.on_device
+    monkeypatch.setattr(Fill, "on_device", lambda fill: made.append(fill) or on_device(fill))
+    backend = abir.JaxBackend()
+    xs = np.arange(1, 300, dtype=np.int64)
+    want = collatz(xs, dry_run=True)
+    np.testing.assert_array_equal(np.asarray(collatz(xs, backend=backend, lanes=8)), want)
+    first = len(made)
+    np.testing.assert_array_equal(np.asarray(collatz(xs[::-1], backend=backend, lanes=8)), want[::-1])
+    assert first > 0 and len(made) == first
+
+
 def test_a_members_result_does_not_depend_on_its_lane() -> None:
     """Member 30 runs in a different lane (and after different members) for each lane count."""
     keys = abir.random.key(np.arange(31))

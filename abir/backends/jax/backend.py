@@ -15,7 +15,7 @@ and float64 behave as in NumPy; the setting is scoped to abir's own run (`JaxBac
 never changed for the rest of the process. Its loop is compiled as one XLA kernel where
 possible (`abir.backends.jax.one_kernel`); the run's initial state but the inputs (program
 counters, flags, registers, stacks: `abir.backends.jax.loop.Fill`) is made on the device, once
-per launcher, so only the inputs go from the host to the device; a machine's later runs of the
+per compiled loop (`Launch`), so only the inputs go from the host to the device; a machine's later runs of the
 same shapes reuse the choices of its first (`JaxBackend.launcher`). Called on tracers, a run is staged into the caller's
 computation (`abir.backends.jax.staging`); on arguments sharded along the batch axis, it runs
 one machine per shard (`abir.backends.jax.sharding`). How the backend stages its work while a
@@ -29,6 +29,7 @@ import contextlib
 import functools
 import threading
 import time
+import weakref
 from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from typing import Any
 
@@ -151,28 +152,46 @@ def read_status(state: State) -> int:
     return status
 
 
+_MADE_FILLS: weakref.WeakKeyDictionary[Any, dict[tuple[Fill, Any], Any]] = weakref.WeakKeyDictionary()
+
+
+def fills_made_for(loop: Callable[[State, Any], State]) -> dict[tuple[Fill, Any], Any]:
+    """The `Fill`s put on the device for the launches of compiled `loop`, by the fill and the
+    default device they were put on (`jax.default_device`, as each device's thread of
+    `abir.lane_devices` sets it), kept as long as the loop: JAX arrays are immutable and a
+    launch does not donate its inputs, so every launch may read the same zeros."""
+    made = _MADE_FILLS.get(loop)
+    if made is None:
+        made = _MADE_FILLS[loop] = {}
+    return made
+
+
 class Launch:
     """One launch (`Backend.run_in_launches`) of a run of its own: the state's arrays go to its
     compiled `loop`, the entries it changed come back, and the host reads its `STATUS_KEY`. The
     loop `OneKernelWherePossible` chose for the arrays' keys and shapes is called directly once
     chosen.
 
-    The state's `Fill`s go in as arrays put on the device once and kept: a run longer than
-    one launch continues with the state the last launch left, so every launch gives the loop
-    the same keys and shapes and the loop is compiled once, not again for the continuation."""
+    The state's `Fill`s go in as arrays put on the device once and kept with the compiled
+    `loop` (`fills_made_for`), for every launch of every run of it: a run longer than one
+    launch continues with the state the last launch left, so every launch gives the loop the
+    same keys and shapes and the loop is compiled once, not again for the continuation; and
+    a run made of many runs (chunks of a run with lanes, `abir.vm.lanes`) or called again
+    puts no zeros on the device again."""
 
     def __init__(self, loop: Callable[[State, Any], State]):
         self.loop = loop
         self.chosen: dict[Any, Callable[[State, Any], State]] = {}
-        self.made: dict[Fill, Any] = {}
+        self.made = fills_made_for(loop)
 
     def array(self, value: Any) -> Any:
         """`value`, or the array a `Fill` stands for (immutable, so shared by every launch)."""
         if not isinstance(value, Fill):
             return value
-        made = self.made.get(value)
+        key = (value, jax.config.jax_default_device)
+        made = self.made.get(key)
         if made is None:
-            made = self.made[value] = value.on_device()
+            made = self.made[key] = value.on_device()
         return made
 
     def chosen_loop(self, arrays: State) -> Callable[[State, Any], State] | None:
