@@ -159,7 +159,11 @@ def child(args: argparse.Namespace) -> None:
             first_wall, first_cpu = time.perf_counter() - start, time.process_time() - cpu
             steady = measure(call, args.settle, args.seconds)
             out.append(Measurement(name, size, args.variant, first_wall, first_cpu, **steady))  # type: ignore[arg-type]
-            print(f"{args.variant} {name} B={size}: {steady['cpu'] * 1e6:.0f} us CPU per call", file=sys.stderr, flush=True)
+            print(
+                f"{args.variant} {name} B={size}: {steady['cpu'] * 1e6:.0f} us CPU per call",
+                file=sys.stderr,
+                flush=True,
+            )
     Path(args.json).write_text(json.dumps([dataclasses.asdict(m) for m in out]))
 
 
@@ -179,8 +183,13 @@ def table(measurements: list[Measurement]) -> list[str]:
     keys = dict.fromkeys((m.program, m.size, m.variant) for m in measurements)
     for program, size, variant in keys:
         same = [m for m in measurements if (m.program, m.size, m.variant) == (program, size, variant)]
-        groups = " / ".join(f"{statistics.median(getattr(m, g) for m in same) * 1e6:.0f}" for g in ("main", "intra_op", "other"))
-        threads = "-".join(str(n) for n in sorted({min(m.threads for m in same), max(m.threads for m in same)}))
+        groups = " / ".join(
+            f"{statistics.median(getattr(m, g) for m in same) * 1e6:.0f}"
+            for g in ("main", "intra_op", "other")
+        )
+        threads = "-".join(
+            str(n) for n in sorted({min(m.threads for m in same), max(m.threads for m in same)})
+        )
         lines.append(
             f"| {program} | {size} | {variant} | {len(same)} | {spread([m.wall for m in same], 1e6, 'us')} | "
             f"{spread([m.cpu for m in same], 1e6, 'us')} | {groups} us | {threads} | "
@@ -190,15 +199,26 @@ def table(measurements: list[Measurement]) -> list[str]:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--programs", default="newton-cbrt,collatz,fib-lt,edit-distance,wide-128,nuts-d10")
     parser.add_argument("--sizes", default="64,1024")
     parser.add_argument("--processes", type=int, default=4, help="fresh processes per variant")
     parser.add_argument("--variant", action="append", default=None,
                         help="NAME=JSON: XLA options merged into abir's loop options (repeatable; default: default={})")  # fmt: skip
-    parser.add_argument("--settle", type=float, default=1.0, help="seconds of untimed calls before the timed ones")
-    parser.add_argument("--seconds", type=float, default=2.0, help="seconds of timed calls per program and size")
-    parser.add_argument("--json-out", default=None, help="also write every process's measurements here")
+    parser.add_argument(
+        "--settle", type=float, default=1.0, help="seconds of untimed calls before the timed ones"
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=2.0, help="seconds of timed calls per program and size"
+    )
+    parser.add_argument(
+        "--json-out", default=None, help="also write every process's measurements here (after each)"
+    )
+    parser.add_argument(
+        "--table", default=None, help="only print the table of measurements a --json-out wrote"
+    )
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--options", default="{}", help=argparse.SUPPRESS)
     parser.add_argument("--json", default=None, help=argparse.SUPPRESS)
@@ -212,8 +232,13 @@ def main(argv: list[str] | None = None) -> int:
         args.variant = args.child_variant
         child(args)
         return 0
+    if args.table:
+        print("\n".join(table([Measurement(**m) for m in json.loads(Path(args.table).read_text())])))
+        return 0
     variants = dict(v.split("=", 1) for v in (args.variant or ["default={}"]))
-    print(f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; load average {os.getloadavg()}")
+    print(
+        f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; load average {os.getloadavg()}"
+    )
     measurements: list[Measurement] = []
     with tempfile.TemporaryDirectory() as directory:
         for k in range(args.processes):
@@ -226,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                 subprocess.run(command, check=False)
                 if path.exists():
                     measurements += [Measurement(**m) for m in json.loads(path.read_text())]
-    if args.json_out:
-        Path(args.json_out).write_text(json.dumps([dataclasses.asdict(m) for m in measurements]))
+                if args.json_out:  # after each process, so that a stopped run keeps what it measured
+                    Path(args.json_out).write_text(json.dumps([dataclasses.asdict(m) for m in measurements]))
     print(f"load average after: {os.getloadavg()}")
     print("\n".join(table(measurements)))
     return 0
