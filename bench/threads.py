@@ -44,8 +44,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-NUTS_TARGETS = {"nuts-d10": (10, 6, 0.3)}  # dimension, depth cap, step size (as bench/suite.py)
-NUTS_STEPS = 20
+NUTS_STEPS = 20  # transitions per chain: bench/suite.py's --nuts-steps default
 INTRA_OP_THREAD = "tf_XLAEigen"
 BUSY_SHARE = 0.1
 """A thread counts as used by the calls when it ran at least this share of their CPU time."""
@@ -118,16 +117,16 @@ def measure(call: Callable[[], Any], settle: float, seconds: float) -> dict[str,
 
 
 def program_call(name: str, size: int) -> Callable[[], Any]:
-    """A fresh abir function of the named program (a suite program or a NUTS target) on a fresh
-    `JaxBackend`, as a call of no arguments."""
+    """A fresh abir function of the named program (a suite program or one of bench/suite.py's
+    Gaussian NUTS targets) on a fresh `JaxBackend`, as a call of no arguments."""
+    import suite
+
     import abir
 
     backend = abir.JaxBackend()
-    if name in NUTS_TARGETS:
-        import nuts as nuts_bench
-
-        ex = nuts_bench.ex
-        dim, depth, eps = NUTS_TARGETS[name]
+    if name in suite.NUTS_TARGETS:
+        ex = suite.ex
+        (dim, depth), eps = suite.NUTS_TARGETS[name], suite.NUTS_STEP_SIZE[name]
         precision, _ = ex.correlated_precision(dim)
         sampler = ex.make_nuts(precision, depth)
         q0, keys = ex.initial_positions(1, size, dim), ex.chain_keys(1, size)
@@ -240,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         f"CPU: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; load average {os.getloadavg()}"
     )
     measurements: list[Measurement] = []
+    failed = 0
     with tempfile.TemporaryDirectory() as directory:
         for k in range(args.processes):
             for name, options in variants.items():
@@ -248,14 +248,17 @@ def main(argv: list[str] | None = None) -> int:
                 command = [sys.executable, __file__, "--child", "--variant-name", name, "--options", options,
                            "--programs", args.programs, "--sizes", args.sizes, "--settle", str(args.settle),
                            "--seconds", str(args.seconds), "--json", str(path)]  # fmt: skip
-                subprocess.run(command, check=False)
+                finished = subprocess.run(command, check=False)
                 if path.exists():
                     measurements += [Measurement(**m) for m in json.loads(path.read_text())]
+                else:  # its error is above, on stderr; the table has one process fewer
+                    failed += 1
+                    print(f"process {k + 1}, variant {name}: FAILED (exit code {finished.returncode})")
                 if args.json_out:  # after each process, so that a stopped run keeps what it measured
                     Path(args.json_out).write_text(json.dumps([dataclasses.asdict(m) for m in measurements]))
     print(f"load average after: {os.getloadavg()}")
     print("\n".join(table(measurements)))
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
