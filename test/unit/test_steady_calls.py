@@ -254,3 +254,49 @@ def test_the_program_of_a_run_with_inputs_its_loop_never_reads_compiles_and_runs
         np.testing.assert_array_equal(f(x, unused, backend=backend), x)
     assert steady_launch_of(f).program is not None
     np.testing.assert_array_equal(f(x + 1, unused, backend=backend), x + 1)
+
+
+def passes_and_counts(x, n):
+    steps = 0
+    while n > 0:
+        n = n - 1
+        steps = steps + 1
+    return (x, steps), n
+
+
+def test_a_steady_jax_program_returns_structured_outputs_and_inputs_as_python_does():
+    backend = abir.JaxBackend()
+    f = abir.Context().batch_uncurried(passes_and_counts)
+    x, n = np.arange(3.0), np.array([3, 0, 5])
+    for _ in range(3):
+        f(x, n, backend=backend)
+    launch = steady_launch_of(f)
+    assert launch.program is not None
+    x, n = np.array([2.5, -1.0, 7.0]), np.array([1, 4, 2])
+    (got_x, got_steps), got_n = f(x, n, backend=backend)
+    assert isinstance(got_x, jax.Array)  # an input passed through comes back as the backend's array
+    np.testing.assert_array_equal(got_x, x)
+    np.testing.assert_array_equal(got_steps, [passes_and_counts(a, b)[0][1] for a, b in zip(x, n, strict=True)])
+    np.testing.assert_array_equal(got_n, [passes_and_counts(a, b)[1] for a, b in zip(x, n, strict=True)])
+    outputs = launch.finished_outputs([x, n])
+    assert outputs is not None and len(outputs) == 3  # the outputs themselves, no state built
+
+
+def test_the_outputs_of_a_program_are_picked_from_its_values_inputs_and_zeros():
+    backend = abir.JaxBackend()
+    f = abir.Context().batch_uncurried(passes_and_counts)
+    x, n = np.arange(3.0), np.array([3, 0, 5])
+    for _ in range(3):
+        f(x, n, backend=backend)
+    launch = steady_launch_of(f)
+    assert launch.output_picks() is None  # every output register is written: the values as they come
+    result0, result1, result2 = launch.output_keys
+    x_key, _ = launch.input_keys
+    launch.output_keys, launch.written = (result0, x_key, result2), (result0,)
+    launch.zeros[result2] = zeros = jax.numpy.zeros(3)
+    picks = launch.output_picks()
+    values, leaves = ["value"], [x, n]
+    assert picks[0](values, leaves) == "value"
+    np.testing.assert_array_equal(picks[1](values, leaves), x)
+    assert isinstance(picks[1](values, leaves), jax.Array)
+    assert picks[2](values, leaves) is zeros
