@@ -125,14 +125,16 @@ class SteadyCall:
 
     def __call__(self, args: Sequence[Any]) -> Any:
         mark = failure_mark()
-        try:  # arguments of a steady signature are never traced: the scope of concrete ones
-            with self.options.backend.scope(), calling_with_batch(self.batch):
+        # arguments of a steady signature are never traced: the scope of concrete ones; a
+        # helper's error is explained within the batch's context, which it names
+        with self.options.backend.scope(), calling_with_batch(self.batch):
+            try:
                 outputs = self.run(args)
-        except Exception as err:
-            explained = helper_error(err, since=mark)
-            if explained is None:
-                raise
-            raise explained from err
+            except Exception as err:
+                explained = helper_error(err, since=mark)
+                if explained is None:
+                    raise
+                raise explained from err
         if self.one_output:
             return outputs[0]
         return optree.tree_unflatten(self.output_treedef, outputs)

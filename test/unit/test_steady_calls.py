@@ -118,6 +118,22 @@ def test_a_primitive_failing_in_a_steady_call_is_explained(backend):
     assert info.value.__cause__ is not None
 
 
+def test_a_helper_failing_in_a_steady_call_names_the_padded_batch_as_a_first_call_does():
+    def failing(ctx):
+        ctx.primitive(reject_negative)
+        return ctx.batch_uncurried(uses_reject_negative)
+
+    negative = np.array([4, -1, 2])
+    with pytest.raises(HelperError) as fresh:
+        failing(abir.Context())(negative, backend="numpy", pad_batch=True)
+    f = failing(abir.Context())
+    for _ in range(2):
+        np.testing.assert_array_equal(f(np.array([4, 1, 2]), backend="numpy", pad_batch=True), [5, 2, 3])
+    with pytest.raises(HelperError, match="pad_batch=True runs your batch of 3 as 4 rows") as steady:
+        f(negative, backend="numpy", pad_batch=True)
+    assert str(steady.value) == str(fresh.value)
+
+
 def test_a_new_decoration_is_not_bypassed_by_a_steady_call():
     ctx = abir.Context()
     f = ctx.batch_uncurried(uses_row_count)
