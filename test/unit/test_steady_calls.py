@@ -316,3 +316,24 @@ def test_the_outputs_of_a_program_are_picked_from_its_values_inputs_and_zeros():
     np.testing.assert_array_equal(picks[1](values, leaves), x)
     assert isinstance(picks[1](values, leaves), jax.Array)
     assert picks[2](values, leaves) is zeros
+
+
+def test_a_steady_jax_call_calls_its_program_through_jax_fast_path(monkeypatch):
+    # a call JAX's C++ dispatch cannot serve goes through its Python path (tracing, cache
+    # look-ups, argument handling): many microseconds a steady call must not spend
+    from jax._src import pjit
+
+    if not hasattr(pjit, "_run_python_pjit"):
+        pytest.skip("this jax has no _run_python_pjit to count")
+    backend = abir.JaxBackend()
+    f = abir.Context().batch_uncurried(count_down)
+    for x in (np.array([3, 0, 5]), np.array([7, 1, 2]), np.array([9, 4, 0])):
+        f(x, backend=backend)
+    assert steady_launch_of(f).program is not None
+    f(np.array([3, 0, 5]), backend=backend)  # the program's first call
+    slow = []
+    python_path = pjit._run_python_pjit
+    monkeypatch.setattr(pjit, "_run_python_pjit", lambda *args, **kwargs: slow.append(1) or python_path(*args, **kwargs))
+    for x in (np.array([2, 6, 1]), np.array([5, 5, 0])):
+        np.testing.assert_array_equal(f(x, backend=backend), per_member(count_down, x))
+    assert not slow
