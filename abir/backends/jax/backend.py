@@ -251,7 +251,7 @@ class SteadyLaunch:
     the initial state is the `zeros` made once on the device with the leaves put in, its first
     launch calls the compiled loop its `Launch` chose for that state's signature directly, and
     the host reads one number, the status; a run not done after that launch continues in
-    launches (`Backend.continue_launches`). Returns the final state, as `StandaloneRun` does.
+    launches (`Backend.continue_launches`): the final state, as `StandaloneRun` returns it.
 
     Once a run has finished within its first launch on a loop settled on the batch's rows
     (`OneKernelWherePossible.on_batch_rows`), the first launch is also compiled, in a thread of
@@ -283,14 +283,6 @@ class SteadyLaunch:
             run.launch.loop, OneKernelWherePossible
         )
         """Whether such a program may be made (cleared once a run outlasts its first launch)."""
-
-    def __call__(self, leaves: Sequence[Any]) -> State:
-        outputs = self.finished_outputs(leaves)
-        if outputs is None:
-            return self.from_start(leaves)
-        state = dict(zip(self.output_keys, outputs, strict=True))
-        state[STATUS_KEY] = 0
-        return state
 
     def finished_outputs(self, leaves: Sequence[Any]) -> list[Any] | None:
         """The output registers (in `output_keys` order) of a run from `leaves` made by the
