@@ -15,6 +15,7 @@ undecorated helper becomes an `abir.errors.HelperError` naming it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -97,7 +98,7 @@ class SteadyCall:
     cache still holds it), and the batch size. Called on such arguments, it runs the program
     and returns the call's results, raising what the checked path raises."""
 
-    __slots__ = ("options", "program", "program_key", "batch_size", "run", "batch", "output_treedef")
+    __slots__ = ("options", "program", "program_key", "batch_size", "run", "batch", "output_treedef", "one_output", "on_host")
 
     def __init__(
         self,
@@ -106,31 +107,36 @@ class SteadyCall:
         program_key: Any,
         batch_size: int,
         run: Callable[[Sequence[Any]], list[Any]] | None = None,
+        on_host: bool = False,
     ):
         self.options = options
         self.program = program
         self.program_key = program_key
         self.batch_size = batch_size
-        self.run = run
+        self.run = run or functools.partial(run_machine, program, options=options, batch_size=batch_size)
         """The machine's run for such arguments without the checks they passed
         (`Machine.steady_run`), where it has one; else `run_machine`."""
         self.batch = CallBatch(batch_size, machine_rows(batch_size, options))
         self.output_treedef = program.frontend.output_treedef
+        self.one_output = self.output_treedef.is_leaf()
+        """Whether the call returns its one output leaf as it is (no structure around it)."""
+        self.on_host = on_host
+        """Whether the arguments are NumPy arrays (never sharded over devices)."""
 
     def __call__(self, args: Sequence[Any]) -> Any:
-        options = self.options
         mark = failure_mark()
-        try:  # arguments of a steady signature are never traced: the scope of concrete ones
-            with options.backend.scope(), calling_with_batch(self.batch.size, self.batch.rows):
-                if self.run is not None:
-                    outputs = self.run(args)
-                else:
-                    outputs = run_machine(self.program, args, options, self.batch_size)
-        except Exception as err:
-            explained = helper_error(err, since=mark)
-            if explained is None:
-                raise
-            raise explained from err
+        # arguments of a steady signature are never traced: the scope of concrete ones; a
+        # helper's error is explained within the batch's context, which it names
+        with self.options.backend.scope(), calling_with_batch(self.batch):
+            try:
+                outputs = self.run(args)
+            except Exception as err:
+                explained = helper_error(err, since=mark)
+                if explained is None:
+                    raise
+                raise explained from err
+        if self.one_output:
+            return outputs[0]
         return optree.tree_unflatten(self.output_treedef, outputs)
 
 
@@ -532,7 +538,9 @@ class Compiler:
                     return run_with_lanes(name, program, leaves, batch_size, options)
                 outputs = run_program(program, leaves, batch_size, options)
         if steady_key is not None and runs_plain(options, leaves, batch_size):
-            self.steady[steady_key] = SteadyCall(options, program, key, batch_size, steady_run(program, leaves, options))
+            on_host = all(type(arg) is np.ndarray for arg in args)
+            run = steady_run(program, leaves, options)
+            self.steady[steady_key] = SteadyCall(options, program, key, batch_size, run, on_host)
         return optree.tree_unflatten(program.frontend.output_treedef, list(outputs))
 
     def steady_key(self, name: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
@@ -568,9 +576,7 @@ class Compiler:
         devices (a run per shard)."""
         if self.cache.get(steady.program_key) is not steady.program:
             return False
-        if all(isinstance(arg, np.ndarray) for arg in args):
-            return True
-        return steady.options.backend.batch_sharding(args) is None
+        return steady.on_host or steady.options.backend.batch_sharding(args) is None
 
     def imap(
         self, name: str, members: Iterable[Sequence[Any]], lanes: int, chunk_size: int | None, kwargs: Mapping[str, Any]

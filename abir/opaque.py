@@ -135,8 +135,11 @@ class calling_with_batch:  # noqa: N801 (used as a function: `with calling_with_
 
     __slots__ = ("batch", "token")
 
-    def __init__(self, size: int, rows: int | None = None):
-        self.batch = CallBatch(size, size if rows is None else rows)
+    def __init__(self, size: int | CallBatch, rows: int | None = None):
+        if isinstance(size, CallBatch):  # made once by a caller entering it on every call
+            self.batch = size
+        else:
+            self.batch = CallBatch(size, size if rows is None else rows)
 
     def __enter__(self) -> None:
         self.token = _CALL_BATCH.set(self.batch)

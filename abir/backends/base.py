@@ -334,6 +334,20 @@ class RunStats:
         )
 
 
+class SteadyLauncher(Protocol):
+    """A run as a function of its input leaves (`Backend.steady_launcher`)."""
+
+    def finished_outputs(self, leaves: Sequence[Any]) -> list[Any] | None:
+        """The output registers (in the order of the machine's outputs) of a run from `leaves`
+        where the launcher can run it without building its state and the run finished with no
+        error flagged; else None (maybe after such a run), and the caller calls `from_start`."""
+        ...
+
+    def from_start(self, leaves: Sequence[Any]) -> State:
+        """The state the run from `leaves` leaves, its `STATUS_KEY` read."""
+        ...
+
+
 @runtime_checkable
 class BackendProtocol(Protocol):
     """The public backend protocol: everything the compiler and the machine ask of a backend.
@@ -908,14 +922,13 @@ class Backend(BackendProtocol):
         zeros: State,
         input_keys: Sequence[str],
         output_keys: Sequence[str] = (),
-    ) -> Callable[[Sequence[Any]], State] | None:
+    ) -> SteadyLauncher | None:
         """`launcher` (made by `launcher`) as a function of a run's input leaves alone, for initial
         states that are `zeros` with the leaves under `input_keys` (leaves of the types, shapes
-        and dtypes of the run that made it, on concrete arrays): the state `launcher` would
-        return, its `STATUS_KEY` read; of a finished run whose status flags nothing, the caller
-        reads only the `output_keys` and the status, which may be all it holds. None (the
-        default) where the backend has none (the machine then builds each initial state and
-        calls `launcher`)."""
+        and dtypes of the run that made it, on concrete arrays): the `output_keys` of a run that
+        finished unflagged, else the state `launcher` would return, its `STATUS_KEY` read
+        (`SteadyLauncher`). None (the default) where the backend has none (the machine then
+        builds each initial state and calls `launcher`)."""
         return None
 
     def compiled_run(

@@ -12,6 +12,7 @@ pytest.importorskip("jax")
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
+import abir  # noqa: E402
 from abir.backends.jax import JaxBackend, writes  # noqa: E402
 from abir.backends.jax.cost import work_per_member  # noqa: E402
 from abir.backends.jax.mode import TraceMode, trace_mode, traced_as  # noqa: E402
@@ -57,6 +58,16 @@ def test_materialized_copies_values_exactly() -> None:
         got = np.asarray(jax.jit(writes.materialized)(values))
         np.testing.assert_array_equal(got.view(np.int64), np.asarray(values).view(np.int64))
         assert writes.materialized(jnp.float64(3.0)) == 3.0  # a scalar stays as it is
+
+
+def test_one_normal_draw_per_member_gets_its_own_buffer() -> None:
+    """`MATERIALIZE_MIN_ROW_WORK` is at most the work of one `abir.random.normal` draw per member,
+    which XLA would otherwise recompute in every fusion that reads it."""
+    backend = JaxBackend()
+    keys = abir.random.fold_in(abir.random.key(0), np.arange(4))
+    with backend.scope():
+        work = work_per_member(abir.random.normal, [jnp.asarray(keys), jnp.arange(4)])
+    assert work >= writes.MATERIALIZE_MIN_ROW_WORK
 
 
 def test_costly_helper_results_get_their_own_buffer() -> None:

@@ -118,6 +118,22 @@ def test_a_primitive_failing_in_a_steady_call_is_explained(backend):
     assert info.value.__cause__ is not None
 
 
+def test_a_helper_failing_in_a_steady_call_names_the_padded_batch_as_a_first_call_does():
+    def failing(ctx):
+        ctx.primitive(reject_negative)
+        return ctx.batch_uncurried(uses_reject_negative)
+
+    negative = np.array([4, -1, 2])
+    with pytest.raises(HelperError) as fresh:
+        failing(abir.Context())(negative, backend="numpy", pad_batch=True)
+    f = failing(abir.Context())
+    for _ in range(2):
+        np.testing.assert_array_equal(f(np.array([4, 1, 2]), backend="numpy", pad_batch=True), [5, 2, 3])
+    with pytest.raises(HelperError, match="pad_batch=True runs your batch of 3 as 4 rows") as steady:
+        f(negative, backend="numpy", pad_batch=True)
+    assert str(steady.value) == str(fresh.value)
+
+
 def test_a_new_decoration_is_not_bypassed_by_a_steady_call():
     ctx = abir.Context()
     f = ctx.batch_uncurried(uses_row_count)
@@ -254,3 +270,70 @@ def test_the_program_of_a_run_with_inputs_its_loop_never_reads_compiles_and_runs
         np.testing.assert_array_equal(f(x, unused, backend=backend), x)
     assert steady_launch_of(f).program is not None
     np.testing.assert_array_equal(f(x + 1, unused, backend=backend), x + 1)
+
+
+def passes_and_counts(x, n):
+    steps = 0
+    while n > 0:
+        n = n - 1
+        steps = steps + 1
+    return (x, steps), n
+
+
+def test_a_steady_jax_program_returns_structured_outputs_and_inputs_as_python_does():
+    backend = abir.JaxBackend()
+    f = abir.Context().batch_uncurried(passes_and_counts)
+    x, n = np.arange(3.0), np.array([3, 0, 5])
+    for _ in range(3):
+        f(x, n, backend=backend)
+    launch = steady_launch_of(f)
+    assert launch.program is not None
+    x, n = np.array([2.5, -1.0, 7.0]), np.array([1, 4, 2])
+    (got_x, got_steps), got_n = f(x, n, backend=backend)
+    assert isinstance(got_x, jax.Array)  # an input passed through comes back as the backend's array
+    np.testing.assert_array_equal(got_x, x)
+    np.testing.assert_array_equal(got_steps, [passes_and_counts(a, b)[0][1] for a, b in zip(x, n, strict=True)])
+    np.testing.assert_array_equal(got_n, [passes_and_counts(a, b)[1] for a, b in zip(x, n, strict=True)])
+    outputs = launch.finished_outputs([x, n])
+    assert outputs is not None and len(outputs) == 3  # the outputs themselves, no state built
+
+
+def test_the_outputs_of_a_program_are_picked_from_its_values_inputs_and_zeros():
+    backend = abir.JaxBackend()
+    f = abir.Context().batch_uncurried(passes_and_counts)
+    x, n = np.arange(3.0), np.array([3, 0, 5])
+    for _ in range(3):
+        f(x, n, backend=backend)
+    launch = steady_launch_of(f)
+    assert launch.output_picks() is None  # every output register is written: the values as they come
+    result0, result1, result2 = launch.output_keys
+    x_key, _ = launch.input_keys
+    launch.output_keys, launch.written = (result0, x_key, result2), (result0,)
+    launch.zeros[result2] = zeros = jax.numpy.zeros(3)
+    picks = launch.output_picks()
+    values, leaves = ["value"], [x, n]
+    assert picks[0](values, leaves) == "value"
+    np.testing.assert_array_equal(picks[1](values, leaves), x)
+    assert isinstance(picks[1](values, leaves), jax.Array)
+    assert picks[2](values, leaves) is zeros
+
+
+def test_a_steady_jax_call_calls_its_program_through_jax_fast_path(monkeypatch):
+    # a call JAX's C++ dispatch cannot serve goes through its Python path (tracing, cache
+    # look-ups, argument handling): many microseconds a steady call must not spend
+    from jax._src import pjit
+
+    if not hasattr(pjit, "_run_python_pjit"):
+        pytest.skip("this jax has no _run_python_pjit to count")
+    backend = abir.JaxBackend()
+    f = abir.Context().batch_uncurried(count_down)
+    for x in (np.array([3, 0, 5]), np.array([7, 1, 2]), np.array([9, 4, 0])):
+        f(x, backend=backend)
+    assert steady_launch_of(f).program is not None
+    f(np.array([3, 0, 5]), backend=backend)  # the program's first call
+    slow = []
+    python_path = pjit._run_python_pjit
+    monkeypatch.setattr(pjit, "_run_python_pjit", lambda *args, **kwargs: slow.append(1) or python_path(*args, **kwargs))
+    for x in (np.array([2, 6, 1]), np.array([5, 5, 0])):
+        np.testing.assert_array_equal(f(x, backend=backend), per_member(count_down, x))
+    assert not slow

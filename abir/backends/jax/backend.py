@@ -231,21 +231,37 @@ class StandaloneRun:
         return state
 
 
+def written_value(index: int, values: Sequence[Any], leaves: Sequence[Any]) -> Any:
+    """A steady program's output `index` (`SteadyLaunch.output_picks`)."""
+    return values[index]
+
+
+def input_leaf(index: int, values: Sequence[Any], leaves: Sequence[Any]) -> Any:
+    """Input leaf `index` of a run, on the device (`SteadyLaunch.output_picks`)."""
+    return jnp.asarray(leaves[index])
+
+
+def zeros_of(zeros: Any, values: Sequence[Any], leaves: Sequence[Any]) -> Any:
+    """A register no block writes: its `zeros` (`SteadyLaunch.output_picks`)."""
+    return zeros
+
+
 class SteadyLaunch:
     """A `StandaloneRun` as a function of the run's input leaves (`JaxBackend.steady_launcher`):
     the initial state is the `zeros` made once on the device with the leaves put in, its first
     launch calls the compiled loop its `Launch` chose for that state's signature directly, and
     the host reads one number, the status; a run not done after that launch continues in
-    launches (`Backend.continue_launches`). Returns the final state, as `StandaloneRun` does.
+    launches (`Backend.continue_launches`): the final state, as `StandaloneRun` returns it.
 
     Once a run has finished within its first launch on a loop settled on the batch's rows
     (`OneKernelWherePossible.on_batch_rows`), the first launch is also compiled, in a thread of
     its own, as a program of the input leaves alone (`OneKernelWherePossible.steady_program`:
     the zeros made inside it, only the output registers and the status coming back), and the
-    runs after it call that: a run it leaves finished and unflagged returns the output registers
-    and the status only; any other runs again from its initial state as above (which raises its
-    errors, or continues it in launches), and a run that outlasted its first launch keeps the
-    runs on that path."""
+    runs after it call that (`finished_outputs`): of a run it leaves finished and unflagged,
+    the output registers come back as a list, nothing else; any other runs again from its
+    initial state as above (`from_start`, which raises its errors, or continues it in launches),
+    and a run that outlasted its first launch keeps the runs on that path. A `SteadyLauncher`
+    (`abir.backends.base`)."""
 
     def __init__(self, run: StandaloneRun, zeros: State, input_keys: Sequence[str], output_keys: Sequence[str]):
         self.run = run
@@ -260,21 +276,35 @@ class SteadyLaunch:
         """The first launch as a program of the input leaves, once compiled: the values of the
         `written` output registers, then the status vector (`program_outputs`)."""
         self.written: tuple[str, ...] = ()
+        self.picks: tuple[Callable[[Sequence[Any], Sequence[Any]], Any], ...] | None = None
+        """How `finished_outputs` reads the output registers (`output_picks`)."""
         self.compiling: threading.Thread | None = None
         self.programmable = all(isinstance(value, Fill) for value in self.fills.values()) and isinstance(
             run.launch.loop, OneKernelWherePossible
         )
         """Whether such a program may be made (cleared once a run outlasts its first launch)."""
 
-    def __call__(self, leaves: Sequence[Any]) -> State:
+    def finished_outputs(self, leaves: Sequence[Any]) -> list[Any] | None:
+        """The output registers (in `output_keys` order) of a run from `leaves` made by the
+        program, where there is one and the run finished unflagged; else None, and the caller
+        runs it from its start (`from_start`)."""
         program = self.program
-        if program is not None:
-            *values, status = program(*leaves)
-            status = int(np.asarray(status)[0])
-            if not status:
-                return self.finished(values, leaves)
-            if status & RUNNING:  # runs this long gain nothing from the program
-                self.program, self.programmable = None, False
+        if program is None:
+            return None
+        *values, status = program(*leaves)
+        status = np.asarray(status).item(0)
+        if not status:
+            self.run.backend.last_stats = None
+            if self.picks is None:  # every output register is written, in order
+                return values
+            return [pick(values, leaves) for pick in self.picks]
+        if status & RUNNING:  # runs this long gain nothing from the program
+            self.program, self.programmable = None, False
+        return None
+
+    def from_start(self, leaves: Sequence[Any]) -> State:
+        """The final state of a run from `leaves` through the launch's compiled loop, its first
+        launch called directly, continued in launches (see the class docstring)."""
         state = dict(self.zeros)
         state.update(zip(self.input_keys, leaves, strict=True))
         loop = self.loop
@@ -293,18 +323,22 @@ class SteadyLaunch:
         run.backend.last_stats = None
         return state
 
-    def finished(self, values: Sequence[Any], leaves: Sequence[Any]) -> State:
-        """The state a finished unflagged run of the program leaves, as far as the caller reads
-        it: the output registers (`values` of the `written` ones; the others are inputs or
-        zeros) and the status."""
-        state = dict(zip(self.written, values, strict=True))
-        if len(state) < len(self.output_keys):
-            for key in self.output_keys:
-                if key not in state:
-                    state[key] = leaves[self.input_keys.index(key)] if key in self.input_keys else self.zeros[key]
-        state[STATUS_KEY] = 0
-        self.run.backend.last_stats = None
-        return state
+    def output_picks(self) -> tuple[Callable[[Sequence[Any], Sequence[Any]], Any], ...] | None:
+        """How `finished_outputs` finds each output register of a finished run from the
+        program's `values` and the run's input leaves: a `written` register's value, an input
+        leaf (on the device), or its zeros; None when the outputs are the values as they come."""
+        if self.written == self.output_keys:
+            return None
+        written = iter(range(len(self.written)))
+        picks: list[Callable[[Sequence[Any], Sequence[Any]], Any]] = []
+        for key in self.output_keys:
+            if key in self.written:
+                picks.append(functools.partial(written_value, next(written)))
+            elif key in self.input_keys:
+                picks.append(functools.partial(input_leaf, self.input_keys.index(key)))
+            else:
+                picks.append(functools.partial(zeros_of, self.zeros[key]))
+        return tuple(picks)
 
     def program_outputs(self, out: State) -> tuple[Any, ...]:
         """What the program returns of its loop's result `out` (called while it traces): the
@@ -331,6 +365,7 @@ class SteadyLaunch:
         specs = tuple(jax.ShapeDtypeStruct(leaf.shape, leaf.dtype) for leaf in leaves)
 
         def ready(_: Any) -> None:  # the jitted function itself, its compilation cached: JAX's fastest call
+            self.picks = self.output_picks()
             self.program = program.jitted
 
         def refused() -> None:  # the runs stay on the launch's loop
@@ -702,7 +737,7 @@ class JaxBackend(Backend):
         zeros: State,
         input_keys: Sequence[str],
         output_keys: Sequence[str] = (),
-    ) -> Callable[[Sequence[Any]], State] | None:
+    ) -> SteadyLaunch | None:
         """A `SteadyLaunch` of a `StandaloneRun` (a launcher made by `launcher`); None for any
         other launcher."""
         if not isinstance(launcher, StandaloneRun):

@@ -24,13 +24,15 @@ whole stack (no index concatenation, no broadcast of the value, no scatter: one 
 the scatter takes three; the scatter costs O(B), the select O(stack);
 docs/performance.md#jax-and-tf-backends, "One-hot stack writes")."""
 
-MATERIALIZE_MIN_ROW_WORK = 1000
+MATERIALIZE_MIN_ROW_WORK = 200
 """A batch-aware helper doing at least this many element operations per member (`jaxpr_work`)
 has its results written to buffers of their own. XLA's CPU fusion otherwise recomputes an
 elementwise producer inside each of its consumers: NUTS's momentum draw (`abir.random.normal`,
 Threefry and Box-Muller, about 2,850 operations per member) was computed three times in its
-block, once per register it is written to (docs/performance.md#jax-and-tf-backends,
-"Materialized helper results")."""
+block, once per register it is written to, and a rejection sampler's one normal draw per
+member (about 270 operations) four times, in every fusion of its block that reads it, the
+block's branch among them (docs/performance.md#jax-and-tf-backends, "Materialized helper
+results"). A uniform draw (about 120 operations) stays fused."""
 
 
 def stack_scatter(stack: Any, rows: Any, value: Any, scatter_free: bool) -> Any:
