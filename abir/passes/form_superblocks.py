@@ -92,6 +92,7 @@ class _Program:
 
     def __post_init__(self) -> None:
         successors = {n: _flow_targets(b) for n, b in self.blocks.items()}
+        self.successors = successors
         self.depth = loop_depths(successors)
         self.entered_otherwise = _entered_otherwise(self.blocks.values())
         self.reference_counts = Counter(target for targets in successors.values() for target in targets)
@@ -101,13 +102,30 @@ class _Program:
         return self.reference_counts[number]
 
     def absorbable(self, head: int, arm: int) -> bool:
-        """Whether `arm` is entered only by the branch that ends `head`."""
-        return arm != head and arm not in self.entered_otherwise and self.references(arm) == 1
+        """Whether `arm` is entered only by the branch that ends `head` and does not lead back
+        to `head` (`closes_loop`)."""
+        return (
+            arm != head
+            and arm not in self.entered_otherwise
+            and self.references(arm) == 1
+            and not closes_loop(head, self.successors[arm])
+        )
 
     def preference(self, arm: int) -> tuple[int, bool]:
         """Larger for the arm members take more often: deeper in loops, then not returning."""
         ends_returning = isinstance(self.blocks[arm].body.block.last_op, vm.ReturnOp | vm.HaltOp)
         return self.depth[arm], not ends_returning
+
+
+def closes_loop(head: int, arm_targets: Iterable[int]) -> bool:
+    """Whether absorbing an arm that leads to `arm_targets` would make `head` jump to itself.
+
+    Such a superblock holds its own loop head, and a sweep repeats a block that jumps to itself
+    until no member stands there: the members that leave the loop wait for the one that stays
+    longest, and every block outside the loop runs once per sweep for them all, as under
+    `vmap`. Left unabsorbed, the arm keeps the loop two blocks, one round per sweep, and members
+    that leave go on in the same sweep."""
+    return head in arm_targets
 
 
 def is_trampoline(block: vm.BlockOp) -> bool:
