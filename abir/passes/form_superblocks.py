@@ -10,9 +10,11 @@ while it ends in such a branch.
 
 An arm can be absorbed when it is not A itself and is entered only by A's branch: no other
 jump, branch arm or side exit leads there (not even an earlier side exit of A), it is not a
-call's callee or return block, nor the program entry. When both arms can, A continues into the one members take more often, judged without a
-profile: the arm inside a deeper loop (the other leaves that loop, which happens once per
-loop), else the arm that does not return (a recursive function's calls outnumber its base
+call's callee or return block, nor the program entry, and, in a block inside two loops or more,
+when it does not lead back to A (`closes_nested_loop`: A would jump to itself, and a sweep
+repeats such a block until every member has left the inner loop). When both arms can, A
+continues into the one members take more often, judged without a profile: the arm inside a
+deeper loop (the other leaves that loop, which happens once per loop), else the arm that does not return (a recursive function's calls outnumber its base
 cases); when neither rule tells them apart, A absorbs neither unless one arm is a trampoline
 (a block that is only a call or a jump), which adds nothing to run for the members that leave.
 Either choice runs the same program, but the absorbed ops run (masked) for every member that
@@ -92,6 +94,7 @@ class _Program:
 
     def __post_init__(self) -> None:
         successors = {n: _flow_targets(b) for n, b in self.blocks.items()}
+        self.next_blocks = {n: vm.block_successors(b, (vm.TargetRole.NEXT,)) for n, b in self.blocks.items()}
         self.depth = loop_depths(successors)
         self.entered_otherwise = _entered_otherwise(self.blocks.values())
         self.reference_counts = Counter(target for targets in successors.values() for target in targets)
@@ -101,13 +104,32 @@ class _Program:
         return self.reference_counts[number]
 
     def absorbable(self, head: int, arm: int) -> bool:
-        """Whether `arm` is entered only by the branch that ends `head`."""
-        return arm != head and arm not in self.entered_otherwise and self.references(arm) == 1
+        """Whether `arm` is entered only by the branch that ends `head` and would not close a
+        nested loop onto `head` (`closes_nested_loop`)."""
+        return (
+            arm != head
+            and arm not in self.entered_otherwise
+            and self.references(arm) == 1
+            and not closes_nested_loop(head, self.next_blocks[arm], self.depth[head])
+        )
 
     def preference(self, arm: int) -> tuple[int, bool]:
         """Larger for the arm members take more often: deeper in loops, then not returning."""
         ends_returning = isinstance(self.blocks[arm].body.block.last_op, vm.ReturnOp | vm.HaltOp)
         return self.depth[arm], not ends_returning
+
+
+def closes_nested_loop(head: int, arm_next: Iterable[int], head_depth: int) -> bool:
+    """Whether absorbing an arm whose jumps, branches and side exits lead to `arm_next` would
+    make `head`, a block inside two loops or more (`head_depth`, `loop_depths`), jump to itself.
+
+    A sweep repeats a block that jumps to itself until no member stands there. For a loop inside
+    another, the members that leave it early then wait for the longest trip before the outer
+    loop's next round, in lockstep as under `vmap`; left two blocks (one round per sweep), the
+    loop lets them run the outer loop's blocks meanwhile. An outermost loop keeps its one
+    repeating block: its members have no enclosing round to wait for. A call of `head` is not
+    a jump (the descent it starts is `summarize-descents`' to fold)."""
+    return head_depth >= 2 and head in arm_next
 
 
 def is_trampoline(block: vm.BlockOp) -> bool:

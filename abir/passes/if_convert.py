@@ -30,6 +30,16 @@ nested `if`s convert from the inside out. All are xDSL rewrite patterns (`MergeB
 `cf.br`, `ConvertDiamond` and `ConvertReturningArms` on `cf.cond_br`) that a `PatternRewriteWalker` applies to a fixed
 point; run `simplify-functional` afterwards to CSE the constants the arms brought along.
 
+What stays a branch is then threaded (`thread_branches`): a block whose only op is `cf.cond_br`
+(the join of a short-circuit `a or b` / `a and b` that could not be converted, branching on the
+value either side passed) is skipped by the edges into it. A `cf.br` to it becomes a copy of
+its `cf.cond_br`, its arguments replaced by the passed values; an arm of a `cf.cond_br` that
+passes a value known on that arm (the branch's own condition, true on the then-arm and false on
+the else-arm, or an `i1` constant) goes straight to the target that value picks. `if divergent
+or turned(...)` in a loop thus branches from the test of `divergent` to the loop's exit and from
+`turned` to the exit or the loop's next test, without a join block that both paths run: on the
+machine, one block run less per iteration, and a loop test that only its loop leads to.
+
 Before:                                          After:
     cf.cond_br %c, ^t, ^f                            %a = functional.prim "add"(%x, %one)
   ^t:                                                %b = functional.prim "subtract"(%x, %one)
@@ -47,7 +57,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import cf
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -200,17 +210,143 @@ class MergeBranchChain(RewritePattern):
         rewriter.inline_block(succ, InsertPoint.at_end(block), passed)
 
 
+def branch_only(block: Block) -> cf.ConditionalBranchOp | None:
+    """`block`'s `cf.cond_br` when that is its only op and `block` is not its function's entry."""
+    term = block.first_op
+    region = function_region(block)
+    if not isinstance(term, cf.ConditionalBranchOp) or region is None or block is region.blocks.first:
+        return None
+    return term
+
+
+def known_condition(edge_source: Operation, successor_index: int, value: SSAValue) -> bool | None:
+    """What `value`, passed along successor `successor_index` of `edge_source`, is known to be
+    there: a `cf.cond_br`'s own condition (true on its then-arm, false on its else-arm), an `i1`
+    constant; else None."""
+    if isinstance(edge_source, cf.ConditionalBranchOp) and value is edge_source.cond:
+        return successor_index == 0
+    owner = value.owner
+    if isinstance(owner, functional.ConstantOp) and owner.res.type == IntegerType(1):
+        constant = owner.value
+        if isinstance(constant, IntegerAttr):
+            return constant.value.data != 0
+    return None
+
+
+def jumped_past(join: cf.ConditionalBranchOp, passed: Sequence[SSAValue], take_then: bool) -> tuple[Block, list[SSAValue]]:
+    """Where an edge into `join`'s block passing `passed` continues when `join` takes its
+    then-arm (`take_then`) or else-arm: the target and its arguments in the edge's values."""
+    block = join.parent_block()
+    assert block is not None
+    values = dict(zip(block.args, passed, strict=True))
+    target, arguments = (join.then_block, join.then_arguments) if take_then else (join.else_block, join.else_arguments)
+    return target, [values.get(argument, argument) for argument in arguments]
+
+
+def thread_jump(op: cf.BranchOp) -> bool:
+    """`cf.br` to a branch-only block (not its own) becomes a copy of that block's branch."""
+    join = branch_only(op.successor)
+    if join is None or op.successor is op.parent_block():
+        return False
+    passed = list(op.arguments)
+    then_block, then_args = jumped_past(join, passed, True)
+    else_block, else_args = jumped_past(join, passed, False)
+    values = dict(zip(op.successor.args, passed, strict=True))
+    branch = cf.ConditionalBranchOp(values.get(join.cond, join.cond), then_block, then_args, else_block, else_args)
+    branch.attributes.update(join.attributes)  # `abir.loc`: the join's `if`
+    block = op.parent_block()
+    assert block is not None
+    op.detach()
+    op.erase()
+    block.add_op(branch)
+    return True
+
+
+def thread_known_arm(op: cf.ConditionalBranchOp) -> bool:
+    """An arm of `op` into a branch-only block whose condition that arm passes a known value of
+    goes to the target that value picks (not back to the branch-only block itself)."""
+    arms = [(op.then_block, list(op.then_arguments)), (op.else_block, list(op.else_arguments))]
+    for index, (target, passed) in enumerate(arms):
+        join = branch_only(target)
+        if join is None or target is op.parent_block():
+            continue
+        values = dict(zip(target.args, passed, strict=True))
+        known = known_condition(op, index, values.get(join.cond, join.cond))
+        if known is None:
+            continue
+        new_target, new_args = jumped_past(join, passed, known)
+        if new_target is target:
+            continue
+        arms[index] = (new_target, new_args)
+        (then_block, then_args), (else_block, else_args) = arms
+        branch = cf.ConditionalBranchOp(op.cond, then_block, then_args, else_block, else_args)
+        branch.attributes.update(op.attributes)
+        block = op.parent_block()
+        assert block is not None
+        op.detach()
+        op.erase()
+        block.add_op(branch)
+        return True
+    return False
+
+
+def erase_unreachable_joins(region: Region) -> None:
+    """Erase the branch-only blocks no edge leads to any more."""
+    for block in list(region.blocks):
+        if block is not region.blocks.first and not predecessors(block) and branch_only(block) is not None:
+            term = block.last_op
+            assert term is not None
+            term.detach()
+            term.erase()
+            region.erase_block(block)
+
+
+THREADING_BUDGET_PER_BLOCK = 4
+"""At most this many edges threaded per block of a function: a cycle of branch-only blocks whose
+values are known (a loop that runs no op, forever) would otherwise be threaded without end."""
+
+
+def thread_branches(module: ModuleOp) -> bool:
+    """Thread every edge into a branch-only block (module docstring) of every function of
+    `module`, in place; whether anything changed."""
+    changed = False
+    for func in module.walk():
+        if not isinstance(func, functional.FuncOp):
+            continue
+        region = func.body
+        budget = THREADING_BUDGET_PER_BLOCK * len(region.blocks)
+        progress = True
+        while progress and budget > 0:
+            progress = False
+            for block in list(region.blocks):
+                term = block.last_op
+                if block.parent is None or budget <= 0:
+                    continue
+                threaded = (isinstance(term, cf.BranchOp) and thread_jump(term)) or (
+                    isinstance(term, cf.ConditionalBranchOp) and thread_known_arm(term)
+                )
+                if threaded:
+                    progress = changed = True
+                    budget -= 1
+            erase_unreachable_joins(region)
+    return changed
+
+
 def if_convert(module: ModuleOp) -> None:
-    """If-convert (and merge straight-line chains in) every function of `module`, in place."""
+    """If-convert (and merge straight-line chains in) every function of `module`, then thread
+    the branches that stay (and convert what that makes convertible), in place."""
     patterns = GreedyRewritePatternApplier(
         [MergeBranchChain(), ConvertDiamond(), ConvertReturningArms()], dce_enabled=False
     )
     PatternRewriteWalker(patterns, apply_recursively=True).rewrite_module(module)
+    if thread_branches(module):
+        PatternRewriteWalker(patterns, apply_recursively=True).rewrite_module(module)
 
 
 @dataclass(frozen=True)
 class IfConvertPass(ModulePass):
-    """Turn small pure if/else diamonds and triangles into `where` selects; merge block chains."""
+    """Turn small pure if/else diamonds and triangles into `where` selects; merge block chains;
+    thread edges past blocks that only branch."""
 
     name = "if-convert"
 

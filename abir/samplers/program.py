@@ -191,9 +191,10 @@ def make_program(value_and_grad, settings: Settings) -> types.SimpleNamespace:  
             p_first = end.p if n == 0 else p_first
             checkpoints = recorded(checkpoints, n, end.p, rho, before)
             n += 1
-            # `or` skips the checks after a divergence and keeps the loop several blocks: one
-            # sweep per leapfrog for every chain (a loop fused into one block would repeat until
-            # every chain had left it)
+            # `or` skips the checks after a divergence; the loop compiles to two blocks (the
+            # leapfrog; the checks and the test), one sweep per leapfrog for every chain
+            # (form-superblocks does not fuse a nested loop into one block that a sweep would
+            # repeat until every chain had left it)
             if divergent or turned_inside(n - 1, end.p, rho, checkpoints, inverse_mass):
                 ok = False
                 break
