@@ -10,6 +10,7 @@ also used by calls that stream their members (`abir.calling`) and by runs over s
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,6 +29,7 @@ from abir.backends.base import (
 from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
 from abir.vm import state_ops
 from abir.vm.inputs import batch_size_of, prepare_inputs
+from abir.vm.kernels import Jump
 from abir.vm.machine import DEFAULT_MAX_STACK_DEPTH, Machine, check_max_steps
 from abir.vm.run_errors import raise_member_errors, raise_step_limit
 
@@ -203,7 +205,31 @@ def lane_layout(
     if counting:
         resets += ((state_ops.STEPS_LEFT, np.zeros((), np.int32)), (state_ops.STOPPED_AT, np.full((), -1, np.int32)))
     ring_rows = min(max(RING_BYTES // (lanes * _lane_result_bytes(machine, shapes, results)), MIN_RING_ROWS), MAX_RING_ROWS)
-    return state_ops.LaneLayout(machine.num_blocks, ring_rows, inputs, window.shared, results, resets)
+    layout = state_ops.LaneLayout(machine.num_blocks, ring_rows, inputs, window.shared, results, resets)
+    # with max_steps every block a member passes uses a step, the blocks that only jump too
+    return layout if counting else dataclasses.replace(layout, **jumps_passed(machine))
+
+
+def jumps_passed(machine: Machine) -> dict[str, Any]:
+    """What a run with lanes need not run of the program's blocks that only jump (a call or
+    return made a jump, the halt): `LaneLayout`'s `start` (where they lead from the entry),
+    `halts` (the blocks from which they lead to the halt) and `unreached` (the entry, when
+    members start past it and no block jumps to it). Each would otherwise run once per sweep
+    over every lane for the members a refill starts or ends."""
+    halt = machine.num_blocks
+
+    def leads_to(block: int) -> int:
+        seen = set()
+        while block < halt and block not in seen and len(plan := machine.plans[block].instructions) == 1 and isinstance(plan[0], Jump):
+            seen.add(block)
+            block = plan[0].target
+        return block
+
+    start = leads_to(0)
+    halts = tuple(block for block in range(halt) if leads_to(block) == halt)
+    entered = any(0 in getattr(plan, "successors", (0,)) for plan in machine.plans)
+    unreached = (0,) if start != 0 and not entered and 0 not in halts else ()
+    return {"start": start if start < halt else 0, "halts": halts, "unreached": unreached}
 
 
 def _lane_result_bytes(machine: Machine, shapes: Mapping[str, tuple[tuple[int, ...], np.dtype]], results: Sequence[str]) -> int:
