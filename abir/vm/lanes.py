@@ -167,6 +167,9 @@ def _take_finished(machine: Machine, backend: Backend, state: State, layout: sta
             values[key] = np.full(held.shape, state_ops.flag_normal_value(key), ring.dtype)  # no member's error
         else:
             values[key] = ring.reshape(-1, *ring.shape[2:])[held]
+    for key in lane_flag_keys(state_ops.STOPPED_AT in layout.results):
+        if key not in values:  # a flag the program cannot set (`settable_flag_keys`)
+            values[key] = np.full(held.shape, state_ops.flag_normal_value(key), np.int32)
     state[state_ops.LANE_FILLED] = np.zeros(1, np.int32)
     return FinishedMembers(members[held], values)
 
@@ -194,7 +197,7 @@ def lane_layout(
 ) -> state_ops.LaneLayout:
     """What the refill block of a run on `lanes` rows, of members in windows like
     `window`, reads and resets."""
-    results = (*(state_ops.register_key(name) for name in machine.outputs), *lane_flag_keys(counting))
+    results = (*(state_ops.register_key(name) for name in machine.outputs), *settable_flag_keys(machine, counting))
     shapes = machine.state_shapes(lanes, max_stack_depth)
     inputs = tuple(state_ops.register_key(name) for name in machine.inputs)
     resets = tuple(
@@ -326,6 +329,12 @@ class LaneOutcome:
 def lane_flag_keys(counting: bool) -> tuple[str, ...]:
     """The error flags a run with lanes keeps per member (with `max_steps`: `stopped_at` too)."""
     return (state_ops.OVERFLOW, state_ops.UNDERFLOW, *((state_ops.STOPPED_AT,) if counting else ()))
+
+
+def settable_flag_keys(machine: Machine, counting: bool) -> tuple[str, ...]:
+    """The flags of `lane_flag_keys` the program's members can set, which the rings keep: a
+    program without stacks neither overflows nor underflows one."""
+    return tuple(key for key in lane_flag_keys(counting) if machine.stack_keys or key not in (state_ops.OVERFLOW, state_ops.UNDERFLOW))
 
 
 @dataclass(frozen=True)

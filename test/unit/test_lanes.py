@@ -246,6 +246,22 @@ def test_a_sweep_with_lanes_runs_no_block_that_only_jumps(backend_name: str, mon
     assert ran[skipped].sum() == 0 and ran[layout.start] > 0
 
 
+def test_the_rings_keep_only_the_flags_a_program_can_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Collatz has no stacks, so no member overflows or underflows one: its rings keep its
+    results only (each a ring row written per sweep and read per chunk); recursion keeps the
+    flags. Every member's flags still come back, normal."""
+    layouts: list[Any] = []
+    lane_layout = abir.vm.lanes.lane_layout
+    monkeypatch.setattr(abir.vm.lanes, "lane_layout", lambda *args: layouts.append(lane_layout(*args)) or layouts[-1])
+    flags = ("overflow", "underflow")
+    xs = np.arange(1, 40, dtype=np.int64)
+    np.testing.assert_array_equal(np.asarray(collatz(xs, backend="numpy", lanes=4)), collatz(xs, dry_run=True))
+    ns = np.arange(0, 14, dtype=np.int64) % 11
+    np.testing.assert_array_equal(np.asarray(fib(ns, backend="numpy", lanes=4)), fib(ns, dry_run=True))
+    kept = [set(layout.results) for layout in layouts]
+    assert kept[0].isdisjoint(flags) and kept[1].issuperset(flags)
+
+
 def test_a_members_result_does_not_depend_on_its_lane() -> None:
     """Member 30 runs in a different lane (and after different members) for each lane count."""
     keys = abir.random.key(np.arange(31))
