@@ -100,6 +100,12 @@ def refills_lanes(kernel: Any) -> bool:
     return bool(getattr(kernel, "refills_lanes", False))
 
 
+def lane_skipped_blocks(kernels: Sequence[Any]) -> frozenset[int]:
+    """The blocks a sweep of a run with lanes leaves out: no member stands there, or the refill
+    block takes their members (`abir.vm.state_ops.LaneLayout.skipped_blocks`)."""
+    return frozenset(block for kernel in kernels if refills_lanes(kernel) for block in getattr(kernel, "skipped_blocks", ()))
+
+
 def indexed_keys(kernels: Sequence[Any]) -> frozenset[str]:
     """The state keys that `kernels` read and write only at rows they index, never whole in a
     sweep (a run with lanes' members' arguments and rings: `abir.vm.state_ops.LaneRefill`)."""
@@ -426,6 +432,8 @@ class TracedLoop(abc.ABC):
         with_lanes = any(refills_lanes(kernel) for kernel in self.kernels)
         lanes_waiting = max(1, int(LANE_WAIT_SHARE * int(state["pc"].shape[0])))
         ranges = loop_ranges(self.kernels, tail)
+        skipped = lane_skipped_blocks(self.kernels)
+        parts = [part for part in sweep_parts(len(self.kernels), ranges) if part[0] != part[1] or part[0] not in skipped]
 
         def cond(carry: tuple[State, dict[str, Any], Any]) -> Any:
             state, _, used = carry
@@ -450,7 +458,7 @@ class TracedLoop(abc.ABC):
 
         def body(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
             all_in_tail = None
-            for first, last in sweep_parts(len(self.kernels), ranges):
+            for first, last in parts:
                 if first == tail:
                     all_in_tail = self.min(carry[0]["pc"]) >= tail
                 if first == last:

@@ -10,6 +10,7 @@ also used by calls that stream their members (`abir.calling`) and by runs over s
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,6 +29,7 @@ from abir.backends.base import (
 from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
 from abir.vm import state_ops
 from abir.vm.inputs import batch_size_of, prepare_inputs
+from abir.vm.kernels import Jump
 from abir.vm.machine import DEFAULT_MAX_STACK_DEPTH, Machine, check_max_steps
 from abir.vm.run_errors import raise_member_errors, raise_step_limit
 
@@ -165,6 +167,9 @@ def _take_finished(machine: Machine, backend: Backend, state: State, layout: sta
             values[key] = np.full(held.shape, state_ops.flag_normal_value(key), ring.dtype)  # no member's error
         else:
             values[key] = ring.reshape(-1, *ring.shape[2:])[held]
+    for key in lane_flag_keys(state_ops.STOPPED_AT in layout.results):
+        if key not in values:  # a flag the program cannot set (`settable_flag_keys`)
+            values[key] = np.full(held.shape, state_ops.flag_normal_value(key), np.int32)
     state[state_ops.LANE_FILLED] = np.zeros(1, np.int32)
     return FinishedMembers(members[held], values)
 
@@ -192,7 +197,7 @@ def lane_layout(
 ) -> state_ops.LaneLayout:
     """What the refill block of a run on `lanes` rows, of members in windows like
     `window`, reads and resets."""
-    results = (*(state_ops.register_key(name) for name in machine.outputs), *lane_flag_keys(counting))
+    results = (*(state_ops.register_key(name) for name in machine.outputs), *settable_flag_keys(machine, counting))
     shapes = machine.state_shapes(lanes, max_stack_depth)
     inputs = tuple(state_ops.register_key(name) for name in machine.inputs)
     resets = tuple(
@@ -203,7 +208,31 @@ def lane_layout(
     if counting:
         resets += ((state_ops.STEPS_LEFT, np.zeros((), np.int32)), (state_ops.STOPPED_AT, np.full((), -1, np.int32)))
     ring_rows = min(max(RING_BYTES // (lanes * _lane_result_bytes(machine, shapes, results)), MIN_RING_ROWS), MAX_RING_ROWS)
-    return state_ops.LaneLayout(machine.num_blocks, ring_rows, inputs, window.shared, results, resets)
+    layout = state_ops.LaneLayout(machine.num_blocks, ring_rows, inputs, window.shared, results, resets)
+    # with max_steps every block a member passes uses a step, the blocks that only jump too
+    return layout if counting else dataclasses.replace(layout, **jumps_passed(machine))
+
+
+def jumps_passed(machine: Machine) -> dict[str, Any]:
+    """What a run with lanes need not run of the program's blocks that only jump (a call or
+    return made a jump, the halt): `LaneLayout`'s `start` (where they lead from the entry),
+    `halts` (the blocks from which they lead to the halt) and `unreached` (the entry, when
+    members start past it and no block jumps to it). Each would otherwise run once per sweep
+    over every lane for the members a refill starts or ends."""
+    halt = machine.num_blocks
+
+    def leads_to(block: int) -> int:
+        seen = set()
+        while block < halt and block not in seen and len(plan := machine.plans[block].instructions) == 1 and isinstance(plan[0], Jump):
+            seen.add(block)
+            block = plan[0].target
+        return block
+
+    start = leads_to(0)
+    halts = tuple(block for block in range(halt) if leads_to(block) == halt)
+    entered = any(0 in getattr(plan, "successors", (0,)) for plan in machine.plans)
+    unreached = (0,) if start != 0 and not entered and 0 not in halts else ()
+    return {"start": start if start < halt else 0, "halts": halts, "unreached": unreached}
 
 
 def _lane_result_bytes(machine: Machine, shapes: Mapping[str, tuple[tuple[int, ...], np.dtype]], results: Sequence[str]) -> int:
@@ -300,6 +329,12 @@ class LaneOutcome:
 def lane_flag_keys(counting: bool) -> tuple[str, ...]:
     """The error flags a run with lanes keeps per member (with `max_steps`: `stopped_at` too)."""
     return (state_ops.OVERFLOW, state_ops.UNDERFLOW, *((state_ops.STOPPED_AT,) if counting else ()))
+
+
+def settable_flag_keys(machine: Machine, counting: bool) -> tuple[str, ...]:
+    """The flags of `lane_flag_keys` the program's members can set, which the rings keep: a
+    program without stacks neither overflows nor underflows one."""
+    return tuple(key for key in lane_flag_keys(counting) if machine.stack_keys or key not in (state_ops.OVERFLOW, state_ops.UNDERFLOW))
 
 
 @dataclass(frozen=True)

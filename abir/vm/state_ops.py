@@ -423,7 +423,12 @@ class LaneLayout:
     member m is row `m - LANE_BASE` of `pending_key(i)`, or its only row when `shared[i]`),
     `results` the keys whose final value each member keeps (the outputs, then the error flags),
     `resets` every other per-lane key with the value a starting member finds there (as in
-    `Machine.initial_state`), and `ring_rows` K (`ring_key`)."""
+    `Machine.initial_state`), and `ring_rows` K (`ring_key`).
+
+    A starting member begins at `start`: the entry, or where the blocks that only jump lead
+    from it. `halts` are blocks from which such blocks lead to the halt: the refill takes
+    their members as halted. `unreached` are blocks no member reaches (the entry when members
+    start past it and no block jumps to it). A sweep runs neither (`skipped_blocks`)."""
 
     block: int
     ring_rows: int
@@ -431,6 +436,13 @@ class LaneLayout:
     shared: tuple[bool, ...]
     results: tuple[str, ...]
     resets: tuple[tuple[str, Any], ...]
+    start: int = 0
+    halts: tuple[int, ...] = ()
+    unreached: tuple[int, ...] = ()
+
+    def skipped_blocks(self) -> tuple[int, ...]:
+        """The program's blocks a sweep of a run with lanes need not run."""
+        return (*self.unreached, *self.halts)
 
     @property
     def final_halt(self) -> int:
@@ -463,9 +475,11 @@ class LaneLayout:
 
 class LaneRefill:
     """The refill block of a run with lanes, as a split kernel (`abir.vm.kernels.BlockKernel`'s
-    form, no stack writes): lanes whose member halted (pc = `layout.block`) put its results in
-    their rings and take the next unstarted member, in member order, at the entry (pc 0) with
-    fresh registers and empty stacks; lanes with nothing left halt for good.
+    form, no stack writes): lanes whose member halted (pc = `layout.block`, or a block of
+    `layout.halts`) put its results in their rings and take the next unstarted member, in
+    member order, at `layout.start` with fresh registers and empty stacks; lanes with nothing
+    left halt for good. `skipped_blocks` (`LaneLayout.skipped_blocks`) tells a sweeping loop
+    which of the program's blocks to leave out.
 
     The refill runs under a conditional on a lane having arrived (or the budget below being
     spent), so a sweep in which no member halted costs a few reductions; the rings are
@@ -488,6 +502,7 @@ class LaneRefill:
         self.writes: dict[str, int] = {}
         self.register_writes = layout.written_keys()
         self.indexed_keys = layout.indexed_keys()
+        self.skipped_blocks = layout.skipped_blocks()
         self.__name__ = f"block_{layout.block}"
 
     def split(self, regs: State, stacks: State) -> tuple[State, Writes]:
@@ -506,6 +521,8 @@ def refill_lanes(backend: Backend, layout: LaneLayout, regs: State) -> State:
     current = {key: regs[key] for key in layout.read_keys()}
     pc = current[PC]
     arrived = _prim(backend, "equal", pc, _int(backend, layout.block))
+    for block in layout.halts:
+        arrived = _prim(backend, "logical_or", arrived, _prim(backend, "equal", pc, _int(backend, block)))
     due = _prim(backend, "greater", largest(_prim(backend, "astype", arrived, dtype=INT32)), _int(backend, 0))
     budget = _prim(backend, "subtract", current[LANE_BUDGET], _int(backend, 1), dtype=INT32)
     run = _prim(backend, "logical_or", due, _prim(backend, "less_equal", budget, _int(backend, 0)))
@@ -579,14 +596,17 @@ def _refilled(backend: Backend, layout: LaneLayout, regs: State, arrived: Any) -
     out[LANE_NEXT] = _prim(backend, "minimum", started, end, dtype=INT32)
     source = _prim(backend, "where", start, _prim(backend, "subtract", candidate, regs[LANE_BASE], dtype=INT32), _int(backend, 0), dtype=INT32)
     first = _prim(backend, "multiply", source, _int(backend, 0), dtype=INT32)
+    # a lane that arrived and starts no member halts for good, its registers never read again:
+    # they are set as if it started one, by `arrived`, which needs no running sum (XLA would
+    # compute the sum again in each register's update)
     for position, (key, shared) in enumerate(zip(layout.inputs, layout.shared, strict=True)):
         value = take_rows(regs[pending_key(position)], first if shared else source)
-        out[key] = backend.where(start, value, regs[key])
+        out[key] = backend.where(arrived, value, regs[key])
     for key, initial in layout.resets:
         fresh = regs[LANE_MAX_STEPS] if key == STEPS_LEFT else initial
-        out[key] = backend.where(start, fresh, regs[key])
+        out[key] = backend.where(arrived, fresh, regs[key])
     halted = _prim(backend, "where", arrived, _int(backend, layout.final_halt), regs[PC], dtype=INT32)
-    out[PC] = _prim(backend, "where", start, _int(backend, 0), halted, dtype=INT32)
+    out[PC] = _prim(backend, "where", start, _int(backend, layout.start), halted, dtype=INT32)
     return out
 
 

@@ -218,6 +218,50 @@ def test_a_second_run_with_lanes_puts_no_zeros_on_the_device(monkeypatch: pytest
     assert first > 0 and len(made) == first
 
 
+@pytest.mark.parametrize("backend_name", ["jax", "tf"])
+def test_a_sweep_with_lanes_runs_no_block_that_only_jumps(backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Collatz's entry only jumps to its function's first block and its way out only jumps to
+    the halt: members start past the entry and the refill takes them on the way out, so no
+    sweep runs those blocks (counted by `collect_stats`); the results stay plain Python's."""
+    layouts: list[Any] = []
+    lane_layout = abir.vm.lanes.lane_layout
+    monkeypatch.setattr(abir.vm.lanes, "lane_layout", lambda *args: layouts.append(lane_layout(*args)) or layouts[-1])
+    backend = abir.JaxBackend(collect_stats=True) if backend_name == "jax" else abir.TensorFlowBackend(jit_compile=True, collect_stats=True)
+    ran = np.zeros(0, np.int64)
+    run = backend.run
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal ran
+        state = run(*args, **kwargs)
+        steps = np.asarray(backend.last_stats.block_steps)
+        ran = steps if ran.size == 0 else ran + steps
+        return state
+
+    monkeypatch.setattr(backend, "run", counted)
+    xs = np.arange(1, 200, dtype=np.int64)
+    np.testing.assert_array_equal(np.asarray(collatz(xs, backend=backend, lanes=8)), collatz(xs, dry_run=True))
+    (layout,) = layouts
+    skipped = list(layout.skipped_blocks())
+    assert layout.start != 0 and 0 in skipped and layout.halts
+    assert ran[skipped].sum() == 0 and ran[layout.start] > 0
+
+
+def test_the_rings_keep_only_the_flags_a_program_can_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Collatz has no stacks, so no member overflows or underflows one: its rings keep its
+    results only (each a ring row written per sweep and read per chunk); recursion keeps the
+    flags. Every member's flags still come back, normal."""
+    layouts: list[Any] = []
+    lane_layout = abir.vm.lanes.lane_layout
+    monkeypatch.setattr(abir.vm.lanes, "lane_layout", lambda *args: layouts.append(lane_layout(*args)) or layouts[-1])
+    flags = ("overflow", "underflow")
+    xs = np.arange(1, 40, dtype=np.int64)
+    np.testing.assert_array_equal(np.asarray(collatz(xs, backend="numpy", lanes=4)), collatz(xs, dry_run=True))
+    ns = np.arange(0, 14, dtype=np.int64) % 11
+    np.testing.assert_array_equal(np.asarray(fib(ns, backend="numpy", lanes=4)), fib(ns, dry_run=True))
+    kept = [set(layout.results) for layout in layouts]
+    assert kept[0].isdisjoint(flags) and kept[1].issuperset(flags)
+
+
 def test_a_members_result_does_not_depend_on_its_lane() -> None:
     """Member 30 runs in a different lane (and after different members) for each lane count."""
     keys = abir.random.key(np.arange(31))
