@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from abir.backends.base import RUNNING, STATUS_KEY, State
@@ -201,16 +202,37 @@ class OneKernelWherePossible:
         """`(state, limits) -> (entries changed, counts)`: the loop over `rows` rows
         (`JaxLoop` with `rows="active"`, compiled as `fused` says) run on the active members of
         `state`, gathered there and back (`compaction.gather_active`, `compaction.put_back`),
-        and its `compaction.FEW_ACTIVE_KEY` counts."""
+        going down the levels of `row_levels(rows)` (once at most a level's rows are active,
+        they move to that level's rows, within the same computation), and the levels'
+        `compaction.FEW_ACTIVE_KEY` counts added up."""
         loop = tagged(jax.jit(self.loop(True, rows="active"))) if fused else self.loop(False, rows="active")
 
         def on_rows(state: State, limits: Any) -> tuple[State, Any]:
-            small, slots = compaction.gather_active(state, rows, self.tail, self.halt, self.stack_keys)
-            out = dict(loop(small, limits))
-            counts = out.pop(compaction.FEW_ACTIVE_KEY)
-            return compaction.put_back(state, {key: value for key, value in out.items() if key in state}, slots, self.stack_keys), counts
+            return self.on_levels(loop, state, limits[0], row_levels(rows))
 
         return JitWithOptions(on_rows, ONE_KERNEL_COMPILER_OPTIONS if fused else LOOP_COMPILER_OPTIONS)
+
+    def on_levels(
+        self, loop: Callable[[State, Any], State], state: State, iterations: Any, levels: Sequence[int]
+    ) -> tuple[State, Any]:
+        """`small_loop`'s run from `state` over the rows of `levels[0]`, at most `iterations`
+        loop iterations: the entries of `state` it changed, and the counts."""
+        rows, deeper = levels[0], levels[1:]
+        small, slots = compaction.gather_active(state, rows, self.tail, self.halt, self.stack_keys)
+        out = dict(loop(small, jnp.stack([iterations, np.int32(deeper[0] if deeper else 0)])))
+        counts = out.pop(compaction.FEW_ACTIVE_KEY)
+        out = {key: value for key, value in out.items() if key in state}  # not the status, nor anchors
+        if deeper:
+            small = {key: out.get(key, value) for key, value in small.items()}
+
+            def descend(small: State) -> tuple[State, Any]:
+                back, inner = self.on_levels(loop, small, iterations - counts[2], deeper)
+                return {**small, **back}, (counts + inner).at[3].set(inner[3])
+
+            going_on = (counts[3] > 0) & (counts[2] < iterations)
+            small, counts = jax.lax.cond(going_on, descend, lambda small: (small, counts), small)
+            out = {key: small[key] for key in out}
+        return compaction.put_back(state, out, slots, self.stack_keys), counts
 
     def active_rows(self, measuring: Callable[[State, Any], State], fused: bool) -> ActiveRows:
         """The `ActiveRows` of a signature whose loop is `measuring`, compiled as `fused` says."""
@@ -289,6 +311,16 @@ class OneKernelWherePossible:
                 return self.rows.setdefault(signature, self.active_rows(measuring, True)).measured(state, result)
         run = self.chosen[signature] = self.plain
         return self.rows.setdefault(signature, self.active_rows(run, False))(state, iterations)
+
+
+def row_levels(rows: int) -> tuple[int, ...]:
+    """The rows of each level a run over `rows` rows goes down to (`OneKernelWherePossible.small_loop`):
+    `rows`, then a `compaction.LIVE_ROWS_FRACTION`-th of the last while that is at least
+    `compaction.LIVE_ROWS_MIN` rows."""
+    levels = [rows]
+    while levels[-1] // compaction.LIVE_ROWS_FRACTION >= compaction.LIVE_ROWS_MIN:
+        levels.append(levels[-1] // compaction.LIVE_ROWS_FRACTION)
+    return tuple(levels)
 
 
 def loop_specs(state: State) -> tuple[dict[str, jax.ShapeDtypeStruct], jax.ShapeDtypeStruct]:
