@@ -422,7 +422,7 @@ class ActiveRows:
             self.compiling = None
             self.stage = "batch" if self.small is None else "trial-batch"
         launch = int(iterations)
-        start = time.perf_counter()
+        start = time.process_time()
         if self.stage in ("rows", "trial-rows"):
             out, sweeps = self.on_active_rows(state, launch)
             if self.stage == "trial-rows":
@@ -464,12 +464,13 @@ class ActiveRows:
             self.stage = "batch"
 
     def timed(self, loop: str, start: float, sweeps: int, out: State) -> None:
-        """Adds a launch of `loop` ("batch" or "rows") begun at `start` to the run being timed;
-        the trial alternates the loops for `TRIAL_RUNS` runs each, then keeps the one whose
-        fastest run took less time per sweep (the fastest: other work of a busy machine only
-        slows a run down)."""
+        """Adds a launch of `loop` ("batch" or "rows") begun at `start` (`time.process_time()`)
+        to the run being timed; the trial alternates the loops for `TRIAL_RUNS` runs each, then
+        keeps the one whose fastest run took less time per sweep. Timed in the process's CPU
+        time (its own threads and XLA's), which other processes on a busy machine do not
+        inflate as they do the wall time (docs/performance.md#active-rows)."""
         is_running = running(out)  # waits for the launch's end
-        self.trial[0] += time.perf_counter() - start
+        self.trial[0] += time.process_time() - start
         self.trial[1] += sweeps
         if is_running:
             return
@@ -498,7 +499,9 @@ class ActiveRows:
 
     def on_active_rows(self, state: State, launch: int) -> tuple[State, int]:
         """One launch of at most `launch` iterations that moves the active members to fewer rows
-        once that few are (see the class docstring), and the sweeps it ran."""
+        once that few are (see the class docstring), and the sweeps it ran. A launch whose
+        iterations run out on the fewer rows returns from there, running (the next one gathers
+        the same members again), without a run on the batch's rows."""
         assert self.small is not None
         rows = compaction.live_rows(int(state["pc"].shape[0]))
         # the host's inputs go to the device once (in one transfer), not with each computation
@@ -513,6 +516,8 @@ class ActiveRows:
         back, counts = self.small(whole, limits_on_device(launch - used, 0))
         whole.update(back)
         _, small_sweeps, small_used, _ = (int(n) for n in np.asarray(counts))
+        if small_used >= launch - used:  # the iterations ran out on the small rows: the next launch goes on there
+            return {**whole, STATUS_KEY: RUNNING}, sweeps + small_sweeps
         out = dict(self.measuring(whole, limits_on_device(max(launch - used - small_used, 1), 0)))
         tail_sweeps = int(np.asarray(out.pop(compaction.FEW_ACTIVE_KEY))[1])
         return {**whole, **out}, sweeps + small_sweeps + tail_sweeps
