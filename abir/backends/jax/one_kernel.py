@@ -398,9 +398,9 @@ class ActiveRows:
     compiled in a thread of its own while runs go on over the batch's rows; the runs after it alternate
     between the batch's rows and the small rows (`on_active_rows`: it sweeps on the batch's
     rows until that few members are active, sweeps on their rows, gathered there and back,
-    until every live member is in the program's tail, and runs the tail on the batch's rows),
-    `TRIAL_RUNS` each, timed (`timed`), and the loop that took less time per sweep runs from
-    then on. So the first
+    down the levels of `row_levels`, until every live member is in the program's tail, and
+    runs the tail on the batch's rows), `TRIAL_RUNS` each, timed (`timed`), and the loop that
+    took less time per sweep runs from then on. So the first
     call compiles and runs what it did without this choice; a compilation that fails, or a
     loop over fewer rows that does not pay, leaves the runs on the batch's rows."""
 
