@@ -90,3 +90,22 @@ def test_short_launches_down_the_levels_equal_python(monkeypatch: pytest.MonkeyP
         monkeypatch.setattr(base, "FIRST_LAUNCH_ITERATIONS", launch)
         monkeypatch.setattr(backend, "launch_seconds", 1e-9)
         np.testing.assert_array_equal(np.asarray(fn(*args, backend=backend, max_stack_depth=20)), want)
+
+
+def test_a_launch_whose_iterations_ran_out_on_the_small_rows_goes_on_there(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launch after one that returned from the small rows runs no loop on the batch's rows
+    before it gathers the members again: its first computation is the small rows'."""
+    fn, args = cases(BATCH)["fib"]
+    want = np.asarray(fn(*args, dry_run=True))
+    backend = on_rows(fn, args, monkeypatch)
+    ((_, loop),) = backend.code_cache.values()
+    (rows,) = loop.rows.values()
+    calls: list[str] = []
+    measuring, small = rows.measuring, rows.small
+    monkeypatch.setattr(rows, "measuring", lambda state, limits: (calls.append("batch"), measuring(state, limits))[1])
+    monkeypatch.setattr(rows, "small", lambda state, limits: (calls.append("small"), small(state, limits))[1])
+    monkeypatch.setattr(base, "FIRST_LAUNCH_ITERATIONS", 40)
+    monkeypatch.setattr(backend, "launch_seconds", 1e-9)  # later launches of 64 iterations
+    np.testing.assert_array_equal(np.asarray(fn(*args, backend=backend, max_stack_depth=20)), want)
+    assert calls[-1] == "batch"  # the tail ran on the batch's rows
+    assert ("small", "small") in zip(calls, calls[1:], strict=False)  # a launch went on on the small rows at once

@@ -416,6 +416,9 @@ class ActiveRows:
         self.per_sweep: dict[str, list[float]] = {"batch": [], "rows": []}  # seconds of each timed run
         self.small: Callable[[State, Any], State] | None = None
         self.compiling: threading.Thread | None = None
+        self.resumed: Any = None
+        """The program counters of the state the last launch returned from the small rows (its
+        iterations ran out there): a launch given that state goes on there at once."""
 
     def __call__(self, state: State, iterations: Any) -> State:
         if self.compiling is not None and not self.compiling.is_alive():
@@ -500,23 +503,29 @@ class ActiveRows:
     def on_active_rows(self, state: State, launch: int) -> tuple[State, int]:
         """One launch of at most `launch` iterations that moves the active members to fewer rows
         once that few are (see the class docstring), and the sweeps it ran. A launch whose
-        iterations run out on the fewer rows returns from there, running (the next one gathers
-        the same members again), without a run on the batch's rows."""
+        iterations run out on the fewer rows returns from there, running, without a run on the
+        batch's rows; the next launch, given the state it returned (`resumed`), gathers the
+        same members again at once."""
         assert self.small is not None
         rows = compaction.live_rows(int(state["pc"].shape[0]))
         # the host's inputs go to the device once (in one transfer), not with each computation
         # of the launch; returned, they stay there for the run's next launches
         host = [key for key, value in state.items() if isinstance(value, np.ndarray)]
         state = {**state, **dict(zip(host, jax.device_put([state[key] for key in host]), strict=True))}
-        out = dict(self.measuring(state, limits_on_device(launch, rows)))
-        _, sweeps, used, active = (int(n) for n in np.asarray(out.pop(compaction.FEW_ACTIVE_KEY)))
-        if not 0 < active <= rows or used >= launch:  # halted, or the launch's iterations ran out
-            return {**{key: state[key] for key in host}, **out}, sweeps
-        whole = {key: out.get(key, value) for key, value in state.items()}
+        resumed, self.resumed = state["pc"] is self.resumed, None
+        if resumed:  # every active member fits the small rows: they came from there
+            whole, sweeps, used = state, 0, 0
+        else:
+            out = dict(self.measuring(state, limits_on_device(launch, rows)))
+            _, sweeps, used, active = (int(n) for n in np.asarray(out.pop(compaction.FEW_ACTIVE_KEY)))
+            if not 0 < active <= rows or used >= launch:  # halted, or the launch's iterations ran out
+                return {**{key: state[key] for key in host}, **out}, sweeps
+            whole = {key: out.get(key, value) for key, value in state.items()}
         back, counts = self.small(whole, limits_on_device(launch - used, 0))
-        whole.update(back)
+        whole = {**whole, **back}
         _, small_sweeps, small_used, _ = (int(n) for n in np.asarray(counts))
         if small_used >= launch - used:  # the iterations ran out on the small rows: the next launch goes on there
+            self.resumed = whole["pc"]
             return {**whole, STATUS_KEY: RUNNING}, sweeps + small_sweeps
         out = dict(self.measuring(whole, limits_on_device(max(launch - used - small_used, 1), 0)))
         tail_sweeps = int(np.asarray(out.pop(compaction.FEW_ACTIVE_KEY))[1])
