@@ -55,14 +55,7 @@ from abir.backends.base import (
     tail_start_of,
 )
 from abir.backends.jax import reverse, sharding, staging, writes
-from abir.backends.jax.loop import (
-    Fill,
-    fills_of,
-    in_own_buffers,
-    iterations_on_device,
-    machine_loop,
-    with_status,
-)
+from abir.backends.jax.loop import Fill, fills_of, iterations_on_device, machine_loop, with_status
 from abir.backends.jax.mode import trace_mode
 from abir.backends.jax.one_kernel import (
     LOOP_COMPILER_OPTIONS,
@@ -657,8 +650,6 @@ class JaxBackend(Backend):
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
             def loop(scatter_free: bool, rows: str | None = None) -> Callable[[State, Any], State]:
                 run = with_status(machine_loop(self, ks, halt, stack_keys, scatter_free, rows), halt, flags)
-                if scatter_free:  # one kernel: the entries it changes copied inside it
-                    run = in_own_buffers(run, lambda state: read_only_keys(ks, state, stack_keys))
                 if self.execution != "sweep":  # a switch carries every register through its loop
                     return run
 

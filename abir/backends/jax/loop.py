@@ -97,25 +97,6 @@ def with_status(loop: Callable[[State, Any], State], halt_index: int, flags: Map
     return loop_with_status
 
 
-def in_own_buffers(loop: Callable[[State, Any], State], kept: Callable[[State], Collection[str]]) -> Callable[[State, Any], State]:
-    """`loop` that first copies each state entry it may change (all but the keys `kept(state)`
-    names) into a buffer of its own, inside its own computation: a loop traced to be one kernel
-    then updates those buffers in place within its kernel. Otherwise XLA copies each of the
-    computation's undonated arguments the loop updates in place before the kernel, one thunk per
-    array, and runs these concurrently on its intra-op threads (docs/performance.md, "XLA's
-    threads on two cores"). The copy is a select on a predicate XLA cannot fold (the launch's
-    iteration limits are never negative), as a plain copy would be elided and put back
-    outside."""
-
-    def loop_in_own_buffers(state: State, iterations: Any) -> State:
-        fixed = kept(state)
-        keep = jnp.min(iterations) >= 0
-        own = lambda value: jnp.where(keep, value, jnp.zeros_like(value))  # noqa: E731
-        return loop({key: value if key in fixed else jax.tree.map(own, value) for key, value in state.items()}, iterations)
-
-    return loop_in_own_buffers
-
-
 @functools.lru_cache(maxsize=16)
 def iterations_on_device(iterations: int) -> jax.Array:
     """A launch's iteration limit as a device scalar, made once per value: a NumPy scalar
