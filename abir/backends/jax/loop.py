@@ -111,8 +111,8 @@ class JaxLoop(TracedLoop):
     (most iterations, `stop`) (`compaction.limits_on_device`), whose sweeping loop also returns
     `FEW_ACTIVE_KEY` (with `"measure"`, over a batch that has `compaction.live_rows` only): with `"measure"`, it stops once one to `stop` members are active
     (`TracedLoop.active_count`; never when `stop` is 0); with `"active"` (a loop over the rows
-    of the active members, `compaction.gather_active`), once every live member is in the
-    program's tail."""
+    of the active members, `compaction.gather_active`), once at most `stop` members are
+    active (with 0: once every live member is in the program's tail)."""
 
     def __init__(
         self,
@@ -152,7 +152,7 @@ class JaxLoop(TracedLoop):
         if self.rows == "measure":
             until = lambda active: (active > 0) & (active <= stop)  # noqa: E731
         else:
-            until = lambda active: active == 0  # noqa: E731
+            until = lambda active: active <= stop  # noqa: E731
         state, _, used, (few, swept) = self.sweeps(state, {}, iterations, few_rows=few_rows, until=until)
         return {**state, compaction.FEW_ACTIVE_KEY: jnp.stack([few, swept, used, self.active_count(state["pc"])])}
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from abir.backends.base import RUNNING, STATUS_KEY, State
@@ -201,16 +202,37 @@ class OneKernelWherePossible:
         """`(state, limits) -> (entries changed, counts)`: the loop over `rows` rows
         (`JaxLoop` with `rows="active"`, compiled as `fused` says) run on the active members of
         `state`, gathered there and back (`compaction.gather_active`, `compaction.put_back`),
-        and its `compaction.FEW_ACTIVE_KEY` counts."""
+        going down the levels of `row_levels(rows)` (once at most a level's rows are active,
+        they move to that level's rows, within the same computation), and the levels'
+        `compaction.FEW_ACTIVE_KEY` counts added up."""
         loop = tagged(jax.jit(self.loop(True, rows="active"))) if fused else self.loop(False, rows="active")
 
         def on_rows(state: State, limits: Any) -> tuple[State, Any]:
-            small, slots = compaction.gather_active(state, rows, self.tail, self.halt, self.stack_keys)
-            out = dict(loop(small, limits))
-            counts = out.pop(compaction.FEW_ACTIVE_KEY)
-            return compaction.put_back(state, {key: value for key, value in out.items() if key in state}, slots, self.stack_keys), counts
+            return self.on_levels(loop, state, limits[0], row_levels(rows))
 
         return JitWithOptions(on_rows, ONE_KERNEL_COMPILER_OPTIONS if fused else LOOP_COMPILER_OPTIONS)
+
+    def on_levels(
+        self, loop: Callable[[State, Any], State], state: State, iterations: Any, levels: Sequence[int]
+    ) -> tuple[State, Any]:
+        """`small_loop`'s run from `state` over the rows of `levels[0]`, at most `iterations`
+        loop iterations: the entries of `state` it changed, and the counts."""
+        rows, deeper = levels[0], levels[1:]
+        small, slots = compaction.gather_active(state, rows, self.tail, self.halt, self.stack_keys)
+        out = dict(loop(small, jnp.stack([iterations, np.int32(deeper[0] if deeper else 0)])))
+        counts = out.pop(compaction.FEW_ACTIVE_KEY)
+        out = {key: value for key, value in out.items() if key in state}  # not the status, nor anchors
+        if deeper:
+            small = {key: out.get(key, value) for key, value in small.items()}
+
+            def descend(small: State) -> tuple[State, Any]:
+                back, inner = self.on_levels(loop, small, iterations - counts[2], deeper)
+                return {**small, **back}, (counts + inner).at[3].set(inner[3])
+
+            going_on = (counts[3] > 0) & (counts[2] < iterations)
+            small, counts = jax.lax.cond(going_on, descend, lambda small: (small, counts), small)
+            out = {key: small[key] for key in out}
+        return compaction.put_back(state, out, slots, self.stack_keys), counts
 
     def active_rows(self, measuring: Callable[[State, Any], State], fused: bool) -> ActiveRows:
         """The `ActiveRows` of a signature whose loop is `measuring`, compiled as `fused` says."""
@@ -291,6 +313,16 @@ class OneKernelWherePossible:
         return self.rows.setdefault(signature, self.active_rows(run, False))(state, iterations)
 
 
+def row_levels(rows: int) -> tuple[int, ...]:
+    """The rows of each level a run over `rows` rows goes down to (`OneKernelWherePossible.small_loop`):
+    `rows`, then a `compaction.LIVE_ROWS_FRACTION`-th of the last while that is at least
+    `compaction.LIVE_ROWS_MIN` rows."""
+    levels = [rows]
+    while levels[-1] // compaction.LIVE_ROWS_FRACTION >= compaction.LIVE_ROWS_MIN:
+        levels.append(levels[-1] // compaction.LIVE_ROWS_FRACTION)
+    return tuple(levels)
+
+
 def loop_specs(state: State) -> tuple[dict[str, jax.ShapeDtypeStruct], jax.ShapeDtypeStruct]:
     """The abstract arguments `(state, limits)` of a loop compiled for `state`'s shapes."""
     return {key: jax.ShapeDtypeStruct(value.shape, value.dtype) for key, value in state.items()}, jax.ShapeDtypeStruct((2,), np.int32)
@@ -366,9 +398,9 @@ class ActiveRows:
     compiled in a thread of its own while runs go on over the batch's rows; the runs after it alternate
     between the batch's rows and the small rows (`on_active_rows`: it sweeps on the batch's
     rows until that few members are active, sweeps on their rows, gathered there and back,
-    until every live member is in the program's tail, and runs the tail on the batch's rows),
-    `TRIAL_RUNS` each, timed (`timed`), and the loop that took less time per sweep runs from
-    then on. So the first
+    down the levels of `row_levels`, until every live member is in the program's tail, and
+    runs the tail on the batch's rows), `TRIAL_RUNS` each, timed (`timed`), and the loop that
+    took less time per sweep runs from then on. So the first
     call compiles and runs what it did without this choice; a compilation that fails, or a
     loop over fewer rows that does not pay, leaves the runs on the batch's rows."""
 
@@ -384,13 +416,16 @@ class ActiveRows:
         self.per_sweep: dict[str, list[float]] = {"batch": [], "rows": []}  # seconds of each timed run
         self.small: Callable[[State, Any], State] | None = None
         self.compiling: threading.Thread | None = None
+        self.resumed: Any = None
+        """The program counters of the state the last launch returned from the small rows (its
+        iterations ran out there): a launch given that state goes on there at once."""
 
     def __call__(self, state: State, iterations: Any) -> State:
         if self.compiling is not None and not self.compiling.is_alive():
             self.compiling = None
             self.stage = "batch" if self.small is None else "trial-batch"
         launch = int(iterations)
-        start = time.perf_counter()
+        start = time.process_time()
         if self.stage in ("rows", "trial-rows"):
             out, sweeps = self.on_active_rows(state, launch)
             if self.stage == "trial-rows":
@@ -432,12 +467,13 @@ class ActiveRows:
             self.stage = "batch"
 
     def timed(self, loop: str, start: float, sweeps: int, out: State) -> None:
-        """Adds a launch of `loop` ("batch" or "rows") begun at `start` to the run being timed;
-        the trial alternates the loops for `TRIAL_RUNS` runs each, then keeps the one whose
-        fastest run took less time per sweep (the fastest: other work of a busy machine only
-        slows a run down)."""
+        """Adds a launch of `loop` ("batch" or "rows") begun at `start` (`time.process_time()`)
+        to the run being timed; the trial alternates the loops for `TRIAL_RUNS` runs each, then
+        keeps the one whose fastest run took less time per sweep. Timed in the process's CPU
+        time (its own threads and XLA's), which other processes on a busy machine do not
+        inflate as they do the wall time (docs/performance.md#active-rows)."""
         is_running = running(out)  # waits for the launch's end
-        self.trial[0] += time.perf_counter() - start
+        self.trial[0] += time.process_time() - start
         self.trial[1] += sweeps
         if is_running:
             return
@@ -466,21 +502,31 @@ class ActiveRows:
 
     def on_active_rows(self, state: State, launch: int) -> tuple[State, int]:
         """One launch of at most `launch` iterations that moves the active members to fewer rows
-        once that few are (see the class docstring), and the sweeps it ran."""
+        once that few are (see the class docstring), and the sweeps it ran. A launch whose
+        iterations run out on the fewer rows returns from there, running, without a run on the
+        batch's rows; the next launch, given the state it returned (`resumed`), gathers the
+        same members again at once."""
         assert self.small is not None
         rows = compaction.live_rows(int(state["pc"].shape[0]))
         # the host's inputs go to the device once (in one transfer), not with each computation
         # of the launch; returned, they stay there for the run's next launches
         host = [key for key, value in state.items() if isinstance(value, np.ndarray)]
         state = {**state, **dict(zip(host, jax.device_put([state[key] for key in host]), strict=True))}
-        out = dict(self.measuring(state, limits_on_device(launch, rows)))
-        _, sweeps, used, active = (int(n) for n in np.asarray(out.pop(compaction.FEW_ACTIVE_KEY)))
-        if not 0 < active <= rows or used >= launch:  # halted, or the launch's iterations ran out
-            return {**{key: state[key] for key in host}, **out}, sweeps
-        whole = {key: out.get(key, value) for key, value in state.items()}
+        resumed, self.resumed = state["pc"] is self.resumed, None
+        if resumed:  # every active member fits the small rows: they came from there
+            whole, sweeps, used = state, 0, 0
+        else:
+            out = dict(self.measuring(state, limits_on_device(launch, rows)))
+            _, sweeps, used, active = (int(n) for n in np.asarray(out.pop(compaction.FEW_ACTIVE_KEY)))
+            if not 0 < active <= rows or used >= launch:  # halted, or the launch's iterations ran out
+                return {**{key: state[key] for key in host}, **out}, sweeps
+            whole = {key: out.get(key, value) for key, value in state.items()}
         back, counts = self.small(whole, limits_on_device(launch - used, 0))
-        whole.update(back)
+        whole = {**whole, **back}
         _, small_sweeps, small_used, _ = (int(n) for n in np.asarray(counts))
+        if small_used >= launch - used:  # the iterations ran out on the small rows: the next launch goes on there
+            self.resumed = whole["pc"]
+            return {**whole, STATUS_KEY: RUNNING}, sweeps + small_sweeps
         out = dict(self.measuring(whole, limits_on_device(max(launch - used - small_used, 1), 0)))
         tail_sweeps = int(np.asarray(out.pop(compaction.FEW_ACTIVE_KEY))[1])
         return {**whole, **out}, sweeps + small_sweeps + tail_sweeps
