@@ -42,7 +42,7 @@ LIBRARY_SEED = 11
 LIBRARY_SAMPLE = {"numpy": range(4), "jax": range(2), "tf": range(2)}
 """Program indices of `LIBRARY_SEED`, all making library calls, each backend checks (split as
 `SAMPLE` is)."""
-QUICK_SHARE = 0.5
+QUICK_SHARE = 0.25
 KNOWN_WRONG = ""
 """Library calls abir gets wrong today (computed across the batch or along the wrong axis, or
 failing with an error not its own on a backend): the tests draw programs without them, so that
