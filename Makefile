@@ -36,10 +36,9 @@ lint: install
 lit: install
 	$(BIN)/lit -sv test/lit
 
-# make test compiles without LLVM's optimizations of XLA's CPU code and with XLA's older CPU fusion
-# emitters (compiling is most of its time; docs/performance.md, "The test suite's compilations");
-# make test-full as users compile.
-TEST_XLA_FLAGS := --xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false
+# make test compiles without LLVM's optimizations of XLA's CPU code (compiling is most of its time;
+# docs/performance.md, "The test suite's compilations"); make test-full at the level users run.
+TEST_XLA_FLAGS := --xla_backend_optimization_level=0
 pytest: install
 	XLA_FLAGS="$$XLA_FLAGS $(TEST_XLA_FLAGS)" $(BIN)/pytest -q -n 2 --dist loadfile test/unit
 
