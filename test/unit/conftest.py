@@ -7,7 +7,15 @@ against plain Python per member on every registered backend, and every check tha
 bug; `full` takes what repeats a path `make test` already covers at the cost of more compiled
 programs (each distinct program is an XLA compilation on JAX and TF, most of the suite's time):
 statistical and long randomized sweeps, larger sizes, and the rest of a cross-product of cases
-and backends or options. Mark a whole test `@pytest.mark.full`, one parameter
+and backends or options. TensorFlow (its eager traces and XLA compilations cost two to three
+times JAX's) counts as covered for a program family when `make test` runs the same construct or
+library on TF in another test (NUTS: test_nuts.py's TF+XLA run covers `abir.samplers.nuts`'s), and
+the default TF backend, which compiles with XLA every program XLA can compile, counts as covered
+by a TF+XLA run of the same XLA-compilable program in the same test (not where errors are
+checked: the default raises them where XLA compiles assertions away).
+A check of the test tools themselves (the fuzzer's shrinking, a bench re-running itself) goes to
+`full` when `make test` checks the abir path it exercises elsewhere. Each parametrization moved
+to `full` names its covering test in a comment beside its marker. Mark a whole test `@pytest.mark.full`, one parameter
 `pytest.param(..., marks=pytest.mark.full)`, or, where the backend comes from a fixture, keep
 only some combinations with `@pytest.mark.make_test_keeps({"backend_name": "numpy"}, ...)`.
 """

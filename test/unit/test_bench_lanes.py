@@ -50,6 +50,7 @@ def test_heavy_tail_depths_are_geometric() -> None:
     assert depths.max() >= 5
 
 
+@pytest.mark.full  # make test: lanes on two devices through test_lanes_devices.py
 def test_bench_lanes_on_two_devices_runs_itself_with_them(capfd: pytest.CaptureFixture[str]) -> None:
     """`--devices 2` in a process whose JAX has one device: the bench runs again in a fresh
     process with two host devices, and its table gains the row of lanes= on both."""

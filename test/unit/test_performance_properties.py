@@ -100,6 +100,7 @@ def test_jax_loop_copies_no_stack_per_step(
 
 
 @pytest.mark.parametrize("name", list(BACKENDS))
+@pytest.mark.make_test_keeps({"name": "numpy"}, {"name": "jax"}, {"name": "tf-xla"})  # "tf" compiles fib with XLA too
 def test_split_and_plain_kernels_agree(fib, name: str) -> None:
     """Hiding `split` makes the backend run the plain `state -> state` kernels (each applying
     its own write requests); the final states are identical."""
@@ -357,6 +358,7 @@ def test_variables_saved_together_share_a_stack_pointer() -> None:
 
 
 @pytest.mark.parametrize("name", list(BACKENDS))
+@pytest.mark.make_test_keeps({"name": "numpy"}, {"name": "jax"}, {"name": "tf-xla"})  # "tf" compiles fib with XLA too
 def test_shared_stack_pointer_on_every_backend(name: str) -> None:
     machine = compile_machine(parse(SHARED_POINTER))
     backend = BACKENDS[name]()

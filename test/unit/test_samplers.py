@@ -48,6 +48,8 @@ SMALL = {"num_warmup": 30, "num_draws": 12, "seed": 5, "chunk_size": 16, "max_tr
 Q0 = np.random.default_rng(5).normal(size=(3, 2))
 
 
+# make test: NUTS on TF through test_nuts.py's test_batched_equals_per_chain[tf-xla] (conftest's TF rule)
+@pytest.mark.make_test_keeps({"backend_name": "numpy"}, {"backend_name": "jax"})
 def test_batched_equals_per_chain(backend_name):
     scales = SCALES[:2]
     vg = gaussian_value_and_grad(scales)
