@@ -293,9 +293,9 @@ def test_other_descent_programs_equal_plain_python_on_jax(directory):
 def test_finds_and_shrinks_an_injected_miscompilation(monkeypatch, directory):
     """With the NumPy backend's `%` replaced by C's `fmod` (sign of the dividend), the fuzzer
     reports a program, shrinks it to a few lines that still fail, and the same small program
-    passes once `%` is right again: the shrinking kept the bug, not another one. The shrinking
-    ends at its fixpoint in about 10 s of a quiet machine; its time budget is six times that,
-    so a loaded machine (a run of the whole suite beside other work) does not cut it short."""
+    passes once `%` is right again: the shrinking kept the bug, not another one. The shrinking's
+    time budget is several times what it needs to reach its fixpoint, so that a loaded machine
+    (a run of the whole suite beside other work) does not cut it short."""
     from abir.backends import numpy_backend
 
     monkeypatch.setitem(numpy_backend._FUNCTIONS, "remainder", np.fmod)
