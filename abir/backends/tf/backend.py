@@ -248,6 +248,8 @@ class TensorFlowBackend(Backend):
         depth = stack.shape[0]
         index = as_tensor(index, tf.int32)
         ok = as_tensor(mask, tf.bool) & (index >= 0) & (index < depth)
+        if one_hot_writable(stack):
+            return self._one_hot_write(stack, tf.where(ok, index, depth), value)
         coords = self._coords(stack, index)
         old = tf.gather_nd(stack, coords)
         new = tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(old))
@@ -259,6 +261,8 @@ class TensorFlowBackend(Backend):
             return self.stack_span_write(stack, rows, value)
         depth = stack.shape[0]
         rows = tf.broadcast_to(as_tensor(rows, tf.int32), tf.shape(stack)[1:2])
+        if one_hot_writable(stack):
+            return self._one_hot_write(stack, rows, value)
         coords = self._coords(stack, rows)
         old = tf.gather_nd(stack, coords)
         new = tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(old))
@@ -278,6 +282,15 @@ class TensorFlowBackend(Backend):
         longest = tf.reduce_max(count)
         start_row = tf.constant(0, tf.int32)
         return tf.while_loop(lambda j, _: j < longest, write_row, (start_row, stack), maximum_iterations=depth)[1]
+
+    @staticmethod
+    def _one_hot_write(stack: tf.Tensor, rows: tf.Tensor, value: Any) -> tf.Tensor:
+        """`stack[rows[b], b] = value[b]` as one select over the whole [D, B, ...] stack on a
+        one-hot row mask; a row outside [0, D) writes nothing."""
+        hit = tf.equal(tf.range(stack.shape[0], dtype=tf.int32)[:, None], rows[None, :])
+        hit = tf.reshape(hit, tf.concat([tf.shape(hit), tf.ones([stack.shape.rank - 2], tf.int32)], 0))
+        new = tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(stack)[1:])
+        return tf.where(hit, new[None], stack)
 
     def stack_read(self, stack: Any, index: Any) -> Any:
         return tf.gather_nd(stack, self._coords(stack, as_tensor(index, tf.int32)))
@@ -319,7 +332,7 @@ class TensorFlowBackend(Backend):
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
             def compiled(with_xla: bool) -> Callable[[State, Any], State]:
                 loop = self._loop(ks, halt, stack_keys, with_xla)
-                return tf.function(loop, jit_compile=with_xla, autograph=False, reduce_retracing=False)
+                return SteadyFunction(tf.function(loop, jit_compile=with_xla, autograph=False, reduce_retracing=False))
 
             return XlaUnlessNotCompilable(compiled) if xla is None else compiled(xla)
 
@@ -404,6 +417,20 @@ class TensorFlowBackend(Backend):
 
 
 
+ONE_HOT_STACK_MAX = 4096
+"""Under XLA, a stack of at most this many elements is written by a select over the whole stack
+on a one-hot row mask (`TensorFlowBackend._one_hot_write`): one fused kernel where the gather,
+select and `tensor_scatter_nd_update` take several; the select costs O(stack), the scatter O(B)
+(docs/performance.md#jax-and-tf-backends, "TensorFlow: one-hot stack writes")."""
+
+
+def one_hot_writable(stack: tf.Tensor) -> bool:
+    """Whether a write to `stack` is a one-hot select (`ONE_HOT_STACK_MAX`): a stack of known
+    size in a graph XLA compiles."""
+    size = stack.shape.num_elements()
+    return size is not None and size <= ONE_HOT_STACK_MAX and stack.shape.rank >= 2 and compiled_by_xla()
+
+
 class XlaUnlessNotCompilable:
     """The machine loop as a `tf.function` compiled with XLA, unless its trace meets a construct
     XLA cannot compile (`NotCompilableError`: a NumPy call or an opaque helper that runs on the
@@ -425,6 +452,31 @@ class XlaUnlessNotCompilable:
         except NotCompilableError:
             self.xla, self.function = False, self.compiled(False)
             return self(*args)
+
+
+class SteadyFunction:
+    """A `tf.function` of `(state, iterations)` called from the host, each state signature's
+    later calls made straight on its concrete function's flat tensors: `tf.function`'s own call
+    matches every leaf of the state against its traces first, a host cost that grows with the
+    state's leaves (docs/performance.md#jax-and-tf-backends, "TensorFlow: steady calls"). The
+    first call of a signature goes through the `tf.function` (tracing, compiling and raising as
+    it does); a TensorFlow whose concrete functions lack the flat call keeps calling it."""
+
+    def __init__(self, function: Any):
+        self.function = function
+        self.concrete: dict[tuple[Any, ...], Any] = {}
+
+    def __call__(self, state: State, iterations: Any) -> State:
+        leaves = tf.nest.flatten((state, iterations))
+        signature = (tuple(state), *((leaf.dtype, tuple(leaf.shape)) for leaf in leaves))
+        concrete = self.concrete.get(signature)
+        if concrete is None:
+            result = self.function(state, iterations)
+            found = self.function.get_concrete_function(state, iterations)
+            if hasattr(found, "_call_flat") and len(found.inputs) == len(leaves) + len(found.captured_inputs):
+                self.concrete[signature] = found
+            return result
+        return concrete._call_flat(leaves, concrete.captured_inputs)  # the structured outputs
 
 
 class WithoutArithmeticOptimizer:
