@@ -13,7 +13,7 @@ from interop_programs import fib, halving_steps  # noqa: E402
 
 import abir  # noqa: E402
 from abir.backends.tf import TensorFlowBackend  # noqa: E402
-from abir.backends.tf.backend import ONE_HOT_STACK_MAX, SteadyFunction  # noqa: E402
+from abir.backends.tf.backend import MATERIALIZE_MIN_ROW_WORK, ONE_HOT_STACK_MAX, SteadyFunction  # noqa: E402
 
 CTX = abir.Context()
 batched_fib = CTX.batch_uncurried(fib)
@@ -80,3 +80,48 @@ def test_steady_function_calls_each_signature_on_its_concrete_function():
         np.testing.assert_array_equal(got["x"].numpy(), np.arange(batch) * 2.0 + 5)
         np.testing.assert_array_equal(got["pc"].numpy(), np.ones(batch))
     assert len(steady.concrete) == 2 and len(traced) == 2
+
+
+def _heavy_helper(x):
+    for _ in range(MATERIALIZE_MIN_ROW_WORK // 2):
+        x = np.sin(x) + 1.0
+    return x
+
+
+def _conditionals(function, *specs) -> int:
+    graph = function.get_concrete_function(*specs).graph
+    return sum(op.type in ("If", "StatelessIf") for op in graph.get_operations())
+
+
+@pytest.mark.parametrize("xla", [True, False])
+def test_costly_helper_results_come_out_of_a_conditional_under_xla(xla):
+    backend = TensorFlowBackend()
+    x = tf.constant(np.linspace(-2.0, 2.0, 8))
+    heavy = tf.function(lambda x: backend.call_opaque(_heavy_helper, [x]), jit_compile=xla, autograph=False)
+    cheap = tf.function(lambda x: backend.call_opaque(np.sin, [x]), jit_compile=xla, autograph=False)
+    np.testing.assert_allclose(heavy(x).numpy(), _heavy_helper(x.numpy()), rtol=1e-12)
+    np.testing.assert_allclose(cheap(x).numpy(), np.sin(x.numpy()), rtol=1e-15)
+    assert _conditionals(heavy, x) == (1 if xla else 0)
+    assert _conditionals(cheap, x) == 0
+
+
+def gaussian_draws(key, n):
+    total = 0.0
+    i = 0
+    while i < n:
+        total = total + abir.random.normal(key, i, shape=(12,)).sum()
+        i += 1
+    return total
+
+
+batched_draws = CTX.batch_uncurried(gaussian_draws)
+
+
+@pytest.mark.parametrize("jit_compile", [None, False])
+def test_random_draws_equal_python(jit_compile):
+    """A loop of normal draws (a helper costly enough to be materialized under XLA)."""
+    keys = np.stack([abir.random.key(seed) for seed in range(5)])
+    n = np.array([1, 4, 0, 3, 2])
+    backend = TensorFlowBackend(jit_compile=jit_compile)
+    for _ in range(2):
+        np.testing.assert_allclose(batched_draws(keys, n, backend=backend), batched_draws(keys, n, dry_run=True), rtol=1e-12)

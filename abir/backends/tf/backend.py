@@ -222,6 +222,8 @@ class TensorFlowBackend(Backend):
         the program without XLA: `XlaUnlessNotCompilable`)."""
         tensors = [self.asarray(a.tensor if isinstance(a, NumpyTensor) else a) for a in args]
         native = getattr(fn, "__module__", None) in NATIVE_TENSOR_MODULES
+        graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
+        ops_before = 0 if graph is None else len(graph.get_operations())
         try:
             out = fn(*(tensors if native else [NumpyTensor(t, self) for t in tensors]))
         except (NotImplementedError, TypeError) as error:
@@ -230,7 +232,10 @@ class TensorFlowBackend(Backend):
             if compiled_by_xla():
                 raise NotCompilableError(_helper_not_compilable(fn, error)) from error
             return numpy_opaque(fn, tensors)
-        return optree.tree_map(self._unwrap, out)
+        out = optree.tree_map(self._unwrap, out)
+        if graph is not None and compiled_by_xla() and _work_per_member(graph.get_operations()[ops_before:], tensors) >= MATERIALIZE_MIN_ROW_WORK:
+            out = optree.tree_map(behind_conditional, out)
+        return out
 
     def _unwrap(self, value: Any) -> tf.Tensor:
         return value.tensor if isinstance(value, NumpyTensor) else self.asarray(value)
@@ -422,6 +427,31 @@ ONE_HOT_STACK_MAX = 4096
 on a one-hot row mask (`TensorFlowBackend._one_hot_write`): one fused kernel where the gather,
 select and `tensor_scatter_nd_update` take several; the select costs O(stack), the scatter O(B)
 (docs/performance.md#jax-and-tf-backends, "TensorFlow: one-hot stack writes")."""
+
+
+MATERIALIZE_MIN_ROW_WORK = 1000
+"""Under XLA, the results of a helper whose operations produce at least this many elements per
+member (`_work_per_member`) come out of a conditional (`behind_conditional`): XLA's CPU fusion
+otherwise recomputes an elementwise producer inside each of its consumers
+(docs/performance.md#jax-and-tf-backends, "TensorFlow: materialized helper results")."""
+
+
+def _work_per_member(operations: Sequence[Any], args: Sequence[tf.Tensor]) -> float:
+    """The elements `operations` output (of static shape), per member of the batch `args` hold."""
+    batch = next((int(a.shape[0]) for a in args if a.shape.rank and a.shape[0] is not None), 1)
+    sizes = (output.shape.num_elements() for op in operations for output in op.outputs)
+    return sum(size for size in sizes if size is not None) / max(batch, 1)
+
+
+def behind_conditional(value: tf.Tensor) -> tf.Tensor:
+    """`value` as the result of a conditional, which XLA's fusion does not see through, so its
+    consumers read it from a buffer instead of each recomputing it. The predicate always holds
+    (`x == x or x != x`) without XLA proving it for floats; the other branch, never taken,
+    returns zeros."""
+    if value.shape.rank in (None, 0) or value.shape.num_elements() == 0:
+        return value
+    first = tf.reshape(value, [-1])[0]
+    return tf.cond(tf.equal(first, first) | tf.not_equal(first, first), lambda: tf.identity(value), lambda: tf.zeros_like(value))
 
 
 def one_hot_writable(stack: tf.Tensor) -> bool:
