@@ -485,7 +485,7 @@ class XlaUnlessNotCompilable:
 
 
 class SteadyFunction:
-    """A `tf.function` of `(state, iterations)` called from the host, each state signature's
+    """A `tf.function` of `(state, iterations)`; called from the host, each state signature's
     later calls made straight on its concrete function's flat tensors: `tf.function`'s own call
     matches every leaf of the state against its traces first, a host cost that grows with the
     state's leaves (docs/performance.md#jax-and-tf-backends, "TensorFlow: steady calls"). The
@@ -497,6 +497,8 @@ class SteadyFunction:
         self.concrete: dict[tuple[Any, ...], Any] = {}
 
     def __call__(self, state: State, iterations: Any) -> State:
+        if not tf.executing_eagerly():  # staged into a graph being built: the caller's trace
+            return self.function(state, iterations)
         leaves = tf.nest.flatten((state, iterations))
         signature = (tuple(state), *((leaf.dtype, tuple(leaf.shape)) for leaf in leaves))
         concrete = self.concrete.get(signature)
