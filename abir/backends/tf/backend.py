@@ -222,6 +222,8 @@ class TensorFlowBackend(Backend):
         the program without XLA: `XlaUnlessNotCompilable`)."""
         tensors = [self.asarray(a.tensor if isinstance(a, NumpyTensor) else a) for a in args]
         native = getattr(fn, "__module__", None) in NATIVE_TENSOR_MODULES
+        graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
+        ops_before = 0 if graph is None else len(graph.get_operations())
         try:
             out = fn(*(tensors if native else [NumpyTensor(t, self) for t in tensors]))
         except (NotImplementedError, TypeError) as error:
@@ -230,7 +232,10 @@ class TensorFlowBackend(Backend):
             if compiled_by_xla():
                 raise NotCompilableError(_helper_not_compilable(fn, error)) from error
             return numpy_opaque(fn, tensors)
-        return optree.tree_map(self._unwrap, out)
+        out = optree.tree_map(self._unwrap, out)
+        if graph is not None and compiled_by_xla() and _work_per_member(graph.get_operations()[ops_before:], tensors) >= MATERIALIZE_MIN_ROW_WORK:
+            out = optree.tree_map(behind_conditional, out)
+        return out
 
     def _unwrap(self, value: Any) -> tf.Tensor:
         return value.tensor if isinstance(value, NumpyTensor) else self.asarray(value)
@@ -248,6 +253,8 @@ class TensorFlowBackend(Backend):
         depth = stack.shape[0]
         index = as_tensor(index, tf.int32)
         ok = as_tensor(mask, tf.bool) & (index >= 0) & (index < depth)
+        if one_hot_writable(stack):
+            return self._one_hot_write(stack, tf.where(ok, index, depth), value)
         coords = self._coords(stack, index)
         old = tf.gather_nd(stack, coords)
         new = tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(old))
@@ -259,6 +266,8 @@ class TensorFlowBackend(Backend):
             return self.stack_span_write(stack, rows, value)
         depth = stack.shape[0]
         rows = tf.broadcast_to(as_tensor(rows, tf.int32), tf.shape(stack)[1:2])
+        if one_hot_writable(stack):
+            return self._one_hot_write(stack, rows, value)
         coords = self._coords(stack, rows)
         old = tf.gather_nd(stack, coords)
         new = tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(old))
@@ -278,6 +287,15 @@ class TensorFlowBackend(Backend):
         longest = tf.reduce_max(count)
         start_row = tf.constant(0, tf.int32)
         return tf.while_loop(lambda j, _: j < longest, write_row, (start_row, stack), maximum_iterations=depth)[1]
+
+    @staticmethod
+    def _one_hot_write(stack: tf.Tensor, rows: tf.Tensor, value: Any) -> tf.Tensor:
+        """`stack[rows[b], b] = value[b]` as one select over the whole [D, B, ...] stack on a
+        one-hot row mask; a row outside [0, D) writes nothing."""
+        hit = tf.equal(tf.range(stack.shape[0], dtype=tf.int32)[:, None], rows[None, :])
+        hit = tf.reshape(hit, tf.concat([tf.shape(hit), tf.ones([stack.shape.rank - 2], tf.int32)], 0))
+        new = tf.broadcast_to(as_tensor(value, stack.dtype), tf.shape(stack)[1:])
+        return tf.where(hit, new[None], stack)
 
     def stack_read(self, stack: Any, index: Any) -> Any:
         return tf.gather_nd(stack, self._coords(stack, as_tensor(index, tf.int32)))
@@ -319,7 +337,7 @@ class TensorFlowBackend(Backend):
         def compile_loop(ks: tuple[Kernel, ...], halt: int) -> Callable[[State, Any], State]:
             def compiled(with_xla: bool) -> Callable[[State, Any], State]:
                 loop = self._loop(ks, halt, stack_keys, with_xla)
-                return tf.function(loop, jit_compile=with_xla, autograph=False, reduce_retracing=False)
+                return SteadyFunction(tf.function(loop, jit_compile=with_xla, autograph=False, reduce_retracing=False))
 
             return XlaUnlessNotCompilable(compiled) if xla is None else compiled(xla)
 
@@ -404,6 +422,45 @@ class TensorFlowBackend(Backend):
 
 
 
+ONE_HOT_STACK_MAX = 4096
+"""Under XLA, a stack of at most this many elements is written by a select over the whole stack
+on a one-hot row mask (`TensorFlowBackend._one_hot_write`): one fused kernel where the gather,
+select and `tensor_scatter_nd_update` take several; the select costs O(stack), the scatter O(B)
+(docs/performance.md#jax-and-tf-backends, "TensorFlow: one-hot stack writes")."""
+
+
+MATERIALIZE_MIN_ROW_WORK = 1000
+"""Under XLA, the results of a helper whose operations produce at least this many elements per
+member (`_work_per_member`) come out of a conditional (`behind_conditional`): XLA's CPU fusion
+otherwise recomputes an elementwise producer inside each of its consumers
+(docs/performance.md#jax-and-tf-backends, "TensorFlow: materialized helper results")."""
+
+
+def _work_per_member(operations: Sequence[Any], args: Sequence[tf.Tensor]) -> float:
+    """The elements `operations` output (of static shape), per member of the batch `args` hold."""
+    batch = next((int(a.shape[0]) for a in args if a.shape.rank and a.shape[0] is not None), 1)
+    sizes = (output.shape.num_elements() for op in operations for output in op.outputs)
+    return sum(size for size in sizes if size is not None) / max(batch, 1)
+
+
+def behind_conditional(value: tf.Tensor) -> tf.Tensor:
+    """`value` as the result of a conditional, which XLA's fusion does not see through, so its
+    consumers read it from a buffer instead of each recomputing it. The predicate always holds
+    (`x == x or x != x`) without XLA proving it for floats; the other branch, never taken,
+    returns zeros."""
+    if value.shape.rank in (None, 0) or value.shape.num_elements() == 0:
+        return value
+    first = tf.reshape(value, [-1])[0]
+    return tf.cond(tf.equal(first, first) | tf.not_equal(first, first), lambda: tf.identity(value), lambda: tf.zeros_like(value))
+
+
+def one_hot_writable(stack: tf.Tensor) -> bool:
+    """Whether a write to `stack` is a one-hot select (`ONE_HOT_STACK_MAX`): a stack of known
+    size in a graph XLA compiles."""
+    size = stack.shape.num_elements()
+    return size is not None and size <= ONE_HOT_STACK_MAX and stack.shape.rank >= 2 and compiled_by_xla()
+
+
 class XlaUnlessNotCompilable:
     """The machine loop as a `tf.function` compiled with XLA, unless its trace meets a construct
     XLA cannot compile (`NotCompilableError`: a NumPy call or an opaque helper that runs on the
@@ -425,6 +482,33 @@ class XlaUnlessNotCompilable:
         except NotCompilableError:
             self.xla, self.function = False, self.compiled(False)
             return self(*args)
+
+
+class SteadyFunction:
+    """A `tf.function` of `(state, iterations)`; called from the host, each state signature's
+    later calls made straight on its concrete function's flat tensors: `tf.function`'s own call
+    matches every leaf of the state against its traces first, a host cost that grows with the
+    state's leaves (docs/performance.md#jax-and-tf-backends, "TensorFlow: steady calls"). The
+    first call of a signature goes through the `tf.function` (tracing, compiling and raising as
+    it does); a TensorFlow whose concrete functions lack the flat call keeps calling it."""
+
+    def __init__(self, function: Any):
+        self.function = function
+        self.concrete: dict[tuple[Any, ...], Any] = {}
+
+    def __call__(self, state: State, iterations: Any) -> State:
+        if not tf.executing_eagerly():  # staged into a graph being built: the caller's trace
+            return self.function(state, iterations)
+        leaves = tf.nest.flatten((state, iterations))
+        signature = (tuple(state), *((leaf.dtype, tuple(leaf.shape)) for leaf in leaves))
+        concrete = self.concrete.get(signature)
+        if concrete is None:
+            result = self.function(state, iterations)
+            found = self.function.get_concrete_function(state, iterations)
+            if hasattr(found, "_call_flat") and len(found.inputs) == len(leaves) + len(found.captured_inputs):
+                self.concrete[signature] = found
+            return result
+        return concrete._call_flat(leaves, concrete.captured_inputs)  # the structured outputs
 
 
 class WithoutArithmeticOptimizer:
