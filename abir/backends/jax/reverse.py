@@ -37,7 +37,7 @@ from abir.backends.reverse_scheme import (
     shared_row_keys,
     undo_loggable,
 )
-from abir.backends.traced import TracedLoop
+from abir.backends.traced import TracedLoop, tail_start_of
 
 ONE_HOT_ROWS_MAX = 64
 """`rows_of` reads a stack of at most this many rows by a select over them, deeper ones by a gather."""
@@ -88,6 +88,8 @@ class JaxTapeOps(TapeOps):
 
 OPS = JaxTapeOps()
 
+BY_BLOCKS = True
+
 
 def machine_loop(
     backend: Any, kernels: tuple[Kernel, ...], halt_index: int, stack_keys: Collection[str]
@@ -100,7 +102,11 @@ def machine_loop(
         backend.trace_count += 1  # runs only while tracing
         state, shared = with_shared_rows(dict(state), kernels, stack_keys)
         sweep = JaxLoop(backend, kernels, halt_index, stack_keys).single_sweep(state)
-        pull = functools.partial(pull_back, sweep, float_keys_of(state))
+        if BY_BLOCKS:
+            blocks = PlainStepLoop(backend, kernels, halt_index, stack_keys)
+            pull = functools.partial(pull_back_by_blocks, blocks.block_steps(state), tail_start_of(kernels), float_keys_of(state))
+        else:
+            pull = functools.partial(pull_back, sweep, float_keys_of(state))
         specs = specs_of(state)
         if not undo_loggable(kernels):
             final = differentiable_run(CheckpointScheme(OPS, sweep, pull, halt_index, int(iterations), specs), state)
@@ -198,6 +204,43 @@ def pull_back(sweep: Callable[[State], State], float_keys: Collection[str], stat
     return pull(adjoint)[0]  # type: ignore[no-any-return]
 
 
+def pull_back_by_blocks(steps: Sequence[Any], tail: int, float_keys: Collection[str], state: State, adjoint: State) -> State:
+    """`reverse_scheme.PullBack` block by block: the sweep from `state` run again keeping the
+    state before each block, then the adjoint pulled back through each block from the last,
+    under a conditional on whether any member ran it (the vjp of that block alone)."""
+    befores: list[tuple[State, Any] | None] = []
+    all_in_tail = None
+    for block, step in enumerate(steps):
+        here = state["pc"] == block
+        if block >= tail:  # as `TracedLoop.single_sweep`
+            if block == tail:
+                all_in_tail = jnp.min(state["pc"]) >= tail
+            here = here & all_in_tail
+        after = step(state, here)
+        befores.append(None if after is state else (state, here))
+        state = after
+    for step, kept in reversed(list(zip(steps, befores, strict=True))):
+        if kept is None:
+            continue
+        before, here = kept
+        arm = functools.partial(block_adjoint, step, float_keys, here)
+        adjoint = lax.cond(jnp.any(here), arm, lambda _, adjoint: adjoint, before, adjoint)
+    return adjoint
+
+
+def block_adjoint(step: Any, float_keys: Collection[str], here: Any, before: State, adjoint: State) -> State:
+    """The cotangent of the float arrays of the state `before` a block that runs, from
+    `adjoint`, theirs after it."""
+    others = {key: value for key, value in before.items() if key not in float_keys}
+
+    def block(floats: State) -> State:
+        after = step({**others, **floats}, here, True)
+        return {key: after[key] for key in float_keys}
+
+    _, pull = jax.vjp(block, {key: before[key] for key in float_keys})
+    return pull(adjoint)[0]  # type: ignore[no-any-return]
+
+
 def read_rows(stack: Any, rows: Any) -> tuple[Any, Any]:
     """`reverse_scheme.RowsRead` on JAX: the rows as [B] int32 and `rows_of` them."""
     rows = jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (stack.shape[1],))
@@ -212,6 +255,14 @@ def rows_of(stack: Any, rows: Any) -> Any:
         return stack[jnp.clip(rows, 0, depth - 1), jnp.arange(stack.shape[1])]
     hit = jnp.arange(depth, dtype=jnp.int32)[:, None] == rows[None, :]
     return jnp.sum(jnp.where(hit.reshape(hit.shape + (1,) * (stack.ndim - 2)), stack, jnp.zeros((), stack.dtype)), axis=0)
+
+
+class PlainStepLoop(JaxLoop):
+    """The JAX loop whose blocks run under a plain conditional (no compaction): what
+    `pull_back_by_blocks` differentiates block by block."""
+
+    def block_run(self, kernel: Any, split: Any, template: State, written: Any, pushed: Any, run: Any, skip: Any) -> Any:
+        return TracedLoop.block_run(self, kernel, split, template, written, pushed, run, skip)
 
 
 class UndoLoggingLoop(JaxLoop):
