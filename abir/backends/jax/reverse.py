@@ -4,7 +4,7 @@
 JAX differentiates no `lax.while_loop` in reverse mode, and the machine is one. A run staged
 while reverse mode traces its arguments (`abir.backends.jax.staging`) is instead a
 `jax.custom_vjp` function of the state, whose backward pass pulls the cotangent back sweep by
-sweep by `jax.vjp` (`pull_back`), finding the state before each sweep by an undo log or by
+sweep, block by block (`pull_back`: each block that ran, by `jax.vjp` of that block), finding the state before each sweep by an undo log or by
 checkpoints: the schemes of `abir.backends.reverse_scheme`, which tells their designs and costs,
 run here on JAX's loops (`JaxTapeOps`). A float argument shared by all members arrives as one
 row (`JaxBackend.spread_row`) and stays one in the state when no kernel writes it
@@ -88,7 +88,6 @@ class JaxTapeOps(TapeOps):
 
 OPS = JaxTapeOps()
 
-BY_BLOCKS = True
 
 
 def machine_loop(
@@ -102,11 +101,8 @@ def machine_loop(
         backend.trace_count += 1  # runs only while tracing
         state, shared = with_shared_rows(dict(state), kernels, stack_keys)
         sweep = JaxLoop(backend, kernels, halt_index, stack_keys).single_sweep(state)
-        if BY_BLOCKS:
-            blocks = PlainStepLoop(backend, kernels, halt_index, stack_keys)
-            pull = functools.partial(pull_back_by_blocks, blocks.block_steps(state), tail_start_of(kernels), float_keys_of(state))
-        else:
-            pull = functools.partial(pull_back, sweep, float_keys_of(state))
+        steps = PlainStepLoop(backend, kernels, halt_index, stack_keys).block_steps(state)
+        pull = functools.partial(pull_back, steps, tail_start_of(kernels), float_keys_of(state))
         specs = specs_of(state)
         if not undo_loggable(kernels):
             final = differentiable_run(CheckpointScheme(OPS, sweep, pull, halt_index, int(iterations), specs), state)
@@ -196,18 +192,15 @@ def undo_logged_run(scheme: UndoScheme, state: State) -> State:
     return run(*split_floats(state))  # type: ignore[no-any-return]
 
 
-def pull_back(sweep: Callable[[State], State], float_keys: Collection[str], state: State, adjoint: State) -> State:
-    """The cotangent of the float arrays of the state before a sweep, from `adjoint`, theirs
-    after it (integer and boolean arrays carry none)."""
-    others = {key: value for key, value in state.items() if key not in float_keys}
-    _, pull = jax.vjp(lambda floats: {key: sweep({**others, **floats})[key] for key in float_keys}, {key: state[key] for key in float_keys})
-    return pull(adjoint)[0]  # type: ignore[no-any-return]
-
-
-def pull_back_by_blocks(steps: Sequence[Any], tail: int, float_keys: Collection[str], state: State, adjoint: State) -> State:
-    """`reverse_scheme.PullBack` block by block: the sweep from `state` run again keeping the
-    state before each block, then the adjoint pulled back through each block from the last,
-    under a conditional on whether any member ran it (the vjp of that block alone)."""
+def pull_back(steps: Sequence[Any], tail: int, float_keys: Collection[str], state: State, adjoint: State) -> State:
+    """`reverse_scheme.PullBack` block by block, `steps` being the sweep's blocks
+    (`PlainStepLoop`), from block `tail` on held as in `TracedLoop.single_sweep`: the sweep
+    from `state` run again keeping the state before each block, then the adjoint pulled back
+    through each block from the last, under a conditional on whether any member ran it, whose
+    arm is the vjp of that block alone (`block_adjoint`). A `jax.vjp` of the whole sweep would
+    linearize every block's conditional into one that also carries its residuals out and one
+    that transposes it: several times the kernels (docs/performance.md, "Training through
+    recursion")."""
     befores: list[tuple[State, Any] | None] = []
     all_in_tail = None
     for block, step in enumerate(steps):
@@ -258,8 +251,9 @@ def rows_of(stack: Any, rows: Any) -> Any:
 
 
 class PlainStepLoop(JaxLoop):
-    """The JAX loop whose blocks run under a plain conditional (no compaction): what
-    `pull_back_by_blocks` differentiates block by block."""
+    """The JAX loop whose blocks run under a plain conditional, with no compaction: the steps
+    `pull_back` runs and differentiates block by block (a step told that a member is there
+    runs its block alone)."""
 
     def block_run(self, kernel: Any, split: Any, template: State, written: Any, pushed: Any, run: Any, skip: Any) -> Any:
         return TracedLoop.block_run(self, kernel, split, template, written, pushed, run, skip)
