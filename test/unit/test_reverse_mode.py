@@ -406,7 +406,7 @@ def logged_schemes(monkeypatch):
     return schemes
 
 
-@pytest.mark.parametrize("name", ["damped", "tree_sum"])
+@pytest.mark.parametrize("name", ["damped", pytest.param("tree_sum", marks=pytest.mark.full)])
 def test_the_pull_back_goes_block_by_block_and_equals_the_vjp_of_the_whole_sweep(monkeypatch, name):
     """The backward step through one sweep, at states where each block has members and where
     none does: equal to `jax.vjp` of the whole sweep, staged as one conditional per block that
