@@ -4,10 +4,11 @@
 JAX differentiates no `lax.while_loop` in reverse mode, and the machine is one. A run staged
 while reverse mode traces its arguments (`abir.backends.jax.staging`) is instead a
 `jax.custom_vjp` function of the state, whose backward pass pulls the cotangent back sweep by
-sweep, block by block (`pull_back`: each block that ran, by `jax.vjp` of that block), finding the state before each sweep by an undo log or by
-checkpoints: the schemes of `abir.backends.reverse_scheme`, which tells their designs and costs,
-run here on JAX's loops (`JaxTapeOps`). A float argument shared by all members arrives as one
-row (`JaxBackend.spread_row`) and stays one in the state when no kernel writes it
+sweep, block by block (`pull_back`: each block that ran, by `jax.vjp` of that block alone),
+finding the state before each sweep by an undo log or by checkpoints: the schemes of
+`abir.backends.reverse_scheme`, which tells their designs and costs, run here on JAX's loops
+(`JaxTapeOps`). A float argument shared by all members arrives as one row
+(`JaxBackend.spread_row`) and stays one in the state when no kernel writes it
 (`with_shared_rows`).
 """
 
@@ -87,7 +88,6 @@ class JaxTapeOps(TapeOps):
 
 
 OPS = JaxTapeOps()
-
 
 
 def machine_loop(
@@ -259,7 +259,7 @@ class PlainStepLoop(JaxLoop):
         return TracedLoop.block_run(self, kernel, split, template, written, pushed, run, skip)
 
 
-class UndoLoggingLoop(JaxLoop):
+class UndoLoggingLoop(PlainStepLoop):
     """The JAX loop whose `single_sweep` also logs each block's stack writes
     (`reverse_scheme.LoggedKernel`): what `reverse_scheme.undo_sweep` needs to restore the stacks
     before the sweep. `slots`: the sweep's requests (`reverse_scheme.log_slots`)."""
@@ -272,7 +272,4 @@ class UndoLoggingLoop(JaxLoop):
         block = next(i for i, other in enumerate(self.kernels) if other is kernel)
         logged = LoggedKernel(kernel, split, [slot for slot in self.slots if slot.block == block], read_rows)
         return super().sweep_step(logged, logged.split, template)
-
-    def block_run(self, kernel: Any, split: Any, template: State, written: Any, pushed: Any, run: Any, skip: Any) -> Any:
-        return TracedLoop.block_run(self, kernel, split, template, written, pushed, run, skip)
 
