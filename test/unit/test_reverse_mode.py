@@ -395,3 +395,49 @@ def test_a_shared_argument_the_program_assigns_becomes_per_member(monkeypatch):
     test_value_and_grad_equals_jax_grad_per_member("rescaled")
     (state,) = states
     assert state["r:rescaled.w"].shape == (len(X),)
+
+
+def logged_schemes(monkeypatch):
+    """The undo schemes of the runs traced while the returned list is watched."""
+    schemes = []
+    logged_run = reverse.undo_logged_run
+
+    def watched(scheme, state):
+        schemes.append(scheme)
+        return logged_run(scheme, state)
+
+    monkeypatch.setattr(reverse, "undo_logged_run", watched)
+    return schemes
+
+
+@pytest.mark.parametrize("name", ["damped", pytest.param("tree_sum", marks=pytest.mark.full)])
+def test_the_pull_back_goes_block_by_block_and_equals_the_vjp_of_the_whole_sweep(monkeypatch, name):
+    """The backward step through one sweep, at states where each block has members and where
+    none does: equal to `jax.vjp` of the whole sweep, staged as one conditional per block that
+    runs it again and one that pulls back through it, with no conditional inside the latter
+    (the vjp of the block alone)."""
+    schemes = logged_schemes(monkeypatch)
+    monkeypatch.setitem(PROGRAMS, name, abir.Context().batch_uncurried(globals()[name]))
+    jax.grad(lambda x: batched_call(name, x, CASES[name][1]).sum())(jnp.asarray(X))
+    (scheme,) = schemes
+    rng = np.random.default_rng(1)
+    pull_back = jax.jit(scheme.pull_back)
+
+    @jax.jit
+    def whole_sweep_vjp(state, adjoint):
+        others = {key: value for key, value in state.items() if key not in floats}
+        _, pull = jax.vjp(lambda f: {key: scheme.sweep({**others, **f})[key] for key in floats}, {key: state[key] for key in floats})
+        return pull(adjoint)[0]
+
+    floats = [key for key, (_, dtype) in scheme.specs.items() if np.issubdtype(dtype, np.floating)]
+    for pcs in ([0] * len(X), rng.integers(0, scheme.halt_index + 1, len(X)), [scheme.halt_index] * len(X)):
+        state = {key: jnp.asarray(rng.normal(size=shape) if key in floats else np.zeros(shape), dtype) for key, (shape, dtype) in scheme.specs.items()}
+        state["pc"] = jnp.asarray(pcs, jnp.int32)
+        adjoint = {key: jnp.asarray(rng.normal(size=state[key].shape)) for key in floats}
+        want, got = whole_sweep_vjp(state, adjoint), pull_back(state, adjoint)
+        for key in floats:
+            np.testing.assert_allclose(np.asarray(got[key]), np.asarray(want[key]), rtol=RTOL, atol=1e-12, err_msg=key)
+    conds = [eqn for eqn in jax.make_jaxpr(scheme.pull_back)(state, adjoint).eqns if eqn.primitive.name == "cond"]
+    backward = conds[len(conds) // 2 :]
+    assert len(conds) % 2 == 0 and backward
+    assert not any(inner.primitive.name == "cond" for eqn in backward for branch in eqn.params["branches"] for inner in branch.jaxpr.eqns)

@@ -4,10 +4,11 @@
 JAX differentiates no `lax.while_loop` in reverse mode, and the machine is one. A run staged
 while reverse mode traces its arguments (`abir.backends.jax.staging`) is instead a
 `jax.custom_vjp` function of the state, whose backward pass pulls the cotangent back sweep by
-sweep by `jax.vjp` (`pull_back`), finding the state before each sweep by an undo log or by
-checkpoints: the schemes of `abir.backends.reverse_scheme`, which tells their designs and costs,
-run here on JAX's loops (`JaxTapeOps`). A float argument shared by all members arrives as one
-row (`JaxBackend.spread_row`) and stays one in the state when no kernel writes it
+sweep, block by block (`pull_back`: each block that ran, by `jax.vjp` of that block alone),
+finding the state before each sweep by an undo log or by checkpoints: the schemes of
+`abir.backends.reverse_scheme`, which tells their designs and costs, run here on JAX's loops
+(`JaxTapeOps`). A float argument shared by all members arrives as one row
+(`JaxBackend.spread_row`) and stays one in the state when no kernel writes it
 (`with_shared_rows`).
 """
 
@@ -37,7 +38,7 @@ from abir.backends.reverse_scheme import (
     shared_row_keys,
     undo_loggable,
 )
-from abir.backends.traced import TracedLoop
+from abir.backends.traced import TracedLoop, tail_start_of
 
 ONE_HOT_ROWS_MAX = 64
 """`rows_of` reads a stack of at most this many rows by a select over them, deeper ones by a gather."""
@@ -100,7 +101,8 @@ def machine_loop(
         backend.trace_count += 1  # runs only while tracing
         state, shared = with_shared_rows(dict(state), kernels, stack_keys)
         sweep = JaxLoop(backend, kernels, halt_index, stack_keys).single_sweep(state)
-        pull = functools.partial(pull_back, sweep, float_keys_of(state))
+        steps = PlainStepLoop(backend, kernels, halt_index, stack_keys).block_steps(state)
+        pull = functools.partial(pull_back, steps, tail_start_of(kernels), float_keys_of(state))
         specs = specs_of(state)
         if not undo_loggable(kernels):
             final = differentiable_run(CheckpointScheme(OPS, sweep, pull, halt_index, int(iterations), specs), state)
@@ -190,11 +192,45 @@ def undo_logged_run(scheme: UndoScheme, state: State) -> State:
     return run(*split_floats(state))  # type: ignore[no-any-return]
 
 
-def pull_back(sweep: Callable[[State], State], float_keys: Collection[str], state: State, adjoint: State) -> State:
-    """The cotangent of the float arrays of the state before a sweep, from `adjoint`, theirs
-    after it (integer and boolean arrays carry none)."""
-    others = {key: value for key, value in state.items() if key not in float_keys}
-    _, pull = jax.vjp(lambda floats: {key: sweep({**others, **floats})[key] for key in float_keys}, {key: state[key] for key in float_keys})
+def pull_back(steps: Sequence[Any], tail: int, float_keys: Collection[str], state: State, adjoint: State) -> State:
+    """`reverse_scheme.PullBack` block by block, `steps` being the sweep's blocks
+    (`PlainStepLoop`), from block `tail` on held as in `TracedLoop.single_sweep`: the sweep
+    from `state` run again keeping the state before each block, then the adjoint pulled back
+    through each block from the last, under a conditional on whether any member ran it, whose
+    arm is the vjp of that block alone (`block_adjoint`). A `jax.vjp` of the whole sweep would
+    linearize every block's conditional into one that also carries its residuals out and one
+    that transposes it: several times the kernels (docs/performance.md, "Training through
+    recursion")."""
+    befores: list[tuple[State, Any] | None] = []
+    all_in_tail = None
+    for block, step in enumerate(steps):
+        here = state["pc"] == block
+        if block >= tail:  # as `TracedLoop.single_sweep`
+            if block == tail:
+                all_in_tail = jnp.min(state["pc"]) >= tail
+            here = here & all_in_tail
+        after = step(state, here)
+        befores.append(None if after is state else (state, here))
+        state = after
+    for step, kept in reversed(list(zip(steps, befores, strict=True))):
+        if kept is None:
+            continue
+        before, here = kept
+        arm = functools.partial(block_adjoint, step, float_keys, here)
+        adjoint = lax.cond(jnp.any(here), arm, lambda _, adjoint: adjoint, before, adjoint)
+    return adjoint
+
+
+def block_adjoint(step: Any, float_keys: Collection[str], here: Any, before: State, adjoint: State) -> State:
+    """The cotangent of the float arrays of the state `before` a block that runs, from
+    `adjoint`, theirs after it."""
+    others = {key: value for key, value in before.items() if key not in float_keys}
+
+    def block(floats: State) -> State:
+        after = step({**others, **floats}, here, True)
+        return {key: after[key] for key in float_keys}
+
+    _, pull = jax.vjp(block, {key: before[key] for key in float_keys})
     return pull(adjoint)[0]  # type: ignore[no-any-return]
 
 
@@ -214,7 +250,16 @@ def rows_of(stack: Any, rows: Any) -> Any:
     return jnp.sum(jnp.where(hit.reshape(hit.shape + (1,) * (stack.ndim - 2)), stack, jnp.zeros((), stack.dtype)), axis=0)
 
 
-class UndoLoggingLoop(JaxLoop):
+class PlainStepLoop(JaxLoop):
+    """The JAX loop whose blocks run under a plain conditional, with no compaction: the steps
+    `pull_back` runs and differentiates block by block (a step told that a member is there
+    runs its block alone)."""
+
+    def block_run(self, kernel: Any, split: Any, template: State, written: Any, pushed: Any, run: Any, skip: Any) -> Any:
+        return TracedLoop.block_run(self, kernel, split, template, written, pushed, run, skip)
+
+
+class UndoLoggingLoop(PlainStepLoop):
     """The JAX loop whose `single_sweep` also logs each block's stack writes
     (`reverse_scheme.LoggedKernel`): what `reverse_scheme.undo_sweep` needs to restore the stacks
     before the sweep. `slots`: the sweep's requests (`reverse_scheme.log_slots`)."""
@@ -227,7 +272,4 @@ class UndoLoggingLoop(JaxLoop):
         block = next(i for i, other in enumerate(self.kernels) if other is kernel)
         logged = LoggedKernel(kernel, split, [slot for slot in self.slots if slot.block == block], read_rows)
         return super().sweep_step(logged, logged.split, template)
-
-    def block_run(self, kernel: Any, split: Any, template: State, written: Any, pushed: Any, run: Any, skip: Any) -> Any:
-        return TracedLoop.block_run(self, kernel, split, template, written, pushed, run, skip)
 
