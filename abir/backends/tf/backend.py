@@ -233,7 +233,7 @@ class TensorFlowBackend(Backend):
                 raise NotCompilableError(_helper_not_compilable(fn, error)) from error
             return numpy_opaque(fn, tensors)
         out = optree.tree_map(self._unwrap, out)
-        if graph is not None and compiled_by_xla() and _work_per_member(graph.get_operations()[ops_before:], tensors) >= MATERIALIZE_MIN_ROW_WORK:
+        if graph is not None and compiled_by_xla() and _work_per_member(graph.get_operations()[ops_before:], tensors) >= MATERIALIZE_MIN_ELEMENTS_PER_MEMBER:
             out = optree.tree_map(behind_conditional, out)
         return out
 
@@ -429,7 +429,7 @@ select and `tensor_scatter_nd_update` take several; the select costs O(stack), t
 (docs/performance.md#jax-and-tf-backends, "TensorFlow: one-hot stack writes")."""
 
 
-MATERIALIZE_MIN_ROW_WORK = 1000
+MATERIALIZE_MIN_ELEMENTS_PER_MEMBER = 1000
 """Under XLA, the results of a helper whose operations produce at least this many elements per
 member (`_work_per_member`) come out of a conditional (`behind_conditional`): XLA's CPU fusion
 otherwise recomputes an elementwise producer inside each of its consumers
