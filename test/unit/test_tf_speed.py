@@ -13,7 +13,7 @@ from interop_programs import fib, halving_steps  # noqa: E402
 
 import abir  # noqa: E402
 from abir.backends.tf import TensorFlowBackend  # noqa: E402
-from abir.backends.tf.backend import MATERIALIZE_MIN_ROW_WORK, ONE_HOT_STACK_MAX, SteadyFunction  # noqa: E402
+from abir.backends.tf.backend import MATERIALIZE_MIN_ELEMENTS_PER_MEMBER, ONE_HOT_STACK_MAX, SteadyFunction  # noqa: E402
 
 CTX = abir.Context()
 batched_fib = CTX.batch_uncurried(fib)
@@ -83,7 +83,7 @@ def test_steady_function_calls_each_signature_on_its_concrete_function():
 
 
 def _heavy_helper(x):
-    for _ in range(MATERIALIZE_MIN_ROW_WORK // 2):
+    for _ in range(MATERIALIZE_MIN_ELEMENTS_PER_MEMBER // 2):
         x = np.sin(x) + 1.0
     return x
 
