@@ -204,11 +204,13 @@ class OneKernelWherePossible:
         `state`, gathered there and back (`compaction.gather_active`, `compaction.put_back`),
         going down the levels of `row_levels(rows)` (once at most a level's rows are active,
         they move to that level's rows, within the same computation), and the levels'
-        `compaction.FEW_ACTIVE_KEY` counts added up."""
+        `compaction.FEW_ACTIVE_KEY` counts added up. A loop compiled as one kernel stays on
+        `rows`: XLA's one-kernel emitter stops the process (a failed check in its IR emitter)
+        on a computation calling the tagged loop at two levels."""
         loop = tagged(jax.jit(self.loop(True, rows="active"))) if fused else self.loop(False, rows="active")
 
         def on_rows(state: State, limits: Any) -> tuple[State, Any]:
-            return self.on_levels(loop, state, limits[0], row_levels(rows))
+            return self.on_levels(loop, state, limits[0], (rows,) if fused else row_levels(rows))
 
         return JitWithOptions(on_rows, ONE_KERNEL_COMPILER_OPTIONS if fused else LOOP_COMPILER_OPTIONS)
 
