@@ -67,7 +67,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
     op_type_rewrite_pattern,
 )
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import is_speculatable
 
 from abir.dialects import functional
@@ -254,11 +254,7 @@ def thread_jump(op: cf.BranchOp) -> bool:
     values = dict(zip(op.successor.args, passed, strict=True))
     branch = cf.ConditionalBranchOp(values.get(join.cond, join.cond), then_block, then_args, else_block, else_args)
     branch.attributes.update(join.attributes)  # `abir.loc`: the join's `if`
-    block = op.parent_block()
-    assert block is not None
-    op.detach()
-    op.erase()
-    block.add_op(branch)
+    Rewriter.replace_op(op, branch)
     return True
 
 
@@ -281,11 +277,7 @@ def thread_known_arm(op: cf.ConditionalBranchOp) -> bool:
         (then_block, then_args), (else_block, else_args) = arms
         branch = cf.ConditionalBranchOp(op.cond, then_block, then_args, else_block, else_args)
         branch.attributes.update(op.attributes)
-        block = op.parent_block()
-        assert block is not None
-        op.detach()
-        op.erase()
-        block.add_op(branch)
+        Rewriter.replace_op(op, branch)
         return True
     return False
 
