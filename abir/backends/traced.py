@@ -579,20 +579,30 @@ class TracedLoop(abc.ABC):
         kept. Its number of sweeps may differ from `sweep_loop`'s, its results do not; reverse
         mode differentiates it (`abir.backends.reverse_scheme`)."""
         steps = self.block_steps(template)
-        tail = tail_start_of(self.kernels)
 
         def sweep(state: State) -> State:
-            all_in_tail = None
-            for block, step in enumerate(steps):
-                here = self.equal(state["pc"], block)
-                if block >= tail:  # held until every live member is in the tail, as in `sweep_loop`
-                    if block == tail:
-                        all_in_tail = self.min(state["pc"]) >= tail
-                    here = here & all_in_tail
-                state = step(state, here)
-            return state
+            return self.sweep_blocks(steps, state)[0]
 
         return sweep
+
+    def sweep_blocks(self, steps: Sequence[Step], state: State) -> tuple[State, list[tuple[Step, State, Any]]]:
+        """One sweep of `steps` (`block_steps`) from `state`, as `single_sweep` runs it: the state
+        after it, and for each block that may change the state, in order, its step, the state
+        before it and where its members stand (`here`)."""
+        tail = tail_start_of(self.kernels)
+        ran: list[tuple[Step, State, Any]] = []
+        all_in_tail = None
+        for block, step in enumerate(steps):
+            here = self.equal(state["pc"], block)
+            if block >= tail:  # held until every live member is in the tail, as in `sweep_loop`
+                if block == tail:
+                    all_in_tail = self.min(state["pc"]) >= tail
+                here = here & all_in_tail
+            after = step(state, here)
+            if after is not state:
+                ran.append((step, state, here))
+            state = after
+        return state, ran
 
     def block_steps(self, template: State) -> list[Step]:
         """Each block's `sweep_step` for a state shaped as `template`."""

@@ -230,7 +230,7 @@ def jumps_passed(machine: Machine) -> dict[str, Any]:
 
     start = leads_to(0)
     halts = tuple(block for block in range(halt) if leads_to(block) == halt)
-    entered = any(0 in getattr(plan, "successors", (0,)) for plan in machine.plans)
+    entered = any(0 in plan.successors for plan in machine.plans)
     unreached = (0,) if start != 0 and not entered and 0 not in halts else ()
     return {"start": start if start < halt else 0, "halts": halts, "unreached": unreached}
 

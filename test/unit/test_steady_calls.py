@@ -280,13 +280,19 @@ def passes_and_counts(x, n):
     return (x, steps), n
 
 
-def test_a_steady_jax_program_returns_structured_outputs_and_inputs_as_python_does():
+def steady_passes_and_counts() -> tuple:
+    """`passes_and_counts` batched and called until its steady launch exists: the function, its
+    backend and that launch."""
     backend = abir.JaxBackend()
     f = abir.Context().batch_uncurried(passes_and_counts)
     x, n = np.arange(3.0), np.array([3, 0, 5])
     for _ in range(3):
         f(x, n, backend=backend)
-    launch = steady_launch_of(f)
+    return f, backend, steady_launch_of(f)
+
+
+def test_a_steady_jax_program_returns_structured_outputs_and_inputs_as_python_does():
+    f, backend, launch = steady_passes_and_counts()
     assert launch.program is not None
     x, n = np.array([2.5, -1.0, 7.0]), np.array([1, 4, 2])
     (got_x, got_steps), got_n = f(x, n, backend=backend)
@@ -299,18 +305,14 @@ def test_a_steady_jax_program_returns_structured_outputs_and_inputs_as_python_do
 
 
 def test_the_outputs_of_a_program_are_picked_from_its_values_inputs_and_zeros():
-    backend = abir.JaxBackend()
-    f = abir.Context().batch_uncurried(passes_and_counts)
-    x, n = np.arange(3.0), np.array([3, 0, 5])
-    for _ in range(3):
-        f(x, n, backend=backend)
-    launch = steady_launch_of(f)
+    f, backend, launch = steady_passes_and_counts()
     assert launch.output_picks() is None  # every output register is written: the values as they come
     result0, result1, result2 = launch.output_keys
     x_key, _ = launch.input_keys
     launch.output_keys, launch.written = (result0, x_key, result2), (result0,)
     launch.zeros[result2] = zeros = jax.numpy.zeros(3)
     picks = launch.output_picks()
+    x, n = np.array([2.5, -1.0, 7.0]), np.array([1, 4, 2])
     values, leaves = ["value"], [x, n]
     assert picks[0](values, leaves) == "value"
     np.testing.assert_array_equal(picks[1](values, leaves), x)

@@ -38,7 +38,7 @@ from abir.backends.reverse_scheme import (
     shared_row_keys,
     undo_loggable,
 )
-from abir.backends.traced import TracedLoop, tail_start_of
+from abir.backends.traced import TracedLoop
 
 ONE_HOT_ROWS_MAX = 64
 """`rows_of` reads a stack of at most this many rows by a select over them, deeper ones by a gather."""
@@ -101,8 +101,8 @@ def machine_loop(
         backend.trace_count += 1  # runs only while tracing
         state, shared = with_shared_rows(dict(state), kernels, stack_keys)
         sweep = JaxLoop(backend, kernels, halt_index, stack_keys).single_sweep(state)
-        steps = PlainStepLoop(backend, kernels, halt_index, stack_keys).block_steps(state)
-        pull = functools.partial(pull_back, steps, tail_start_of(kernels), float_keys_of(state))
+        plain = PlainStepLoop(backend, kernels, halt_index, stack_keys)
+        pull = functools.partial(pull_back, functools.partial(plain.sweep_blocks, plain.block_steps(state)), float_keys_of(state))
         specs = specs_of(state)
         if not undo_loggable(kernels):
             final = differentiable_run(CheckpointScheme(OPS, sweep, pull, halt_index, int(iterations), specs), state)
@@ -192,30 +192,16 @@ def undo_logged_run(scheme: UndoScheme, state: State) -> State:
     return run(*split_floats(state))  # type: ignore[no-any-return]
 
 
-def pull_back(steps: Sequence[Any], tail: int, float_keys: Collection[str], state: State, adjoint: State) -> State:
-    """`reverse_scheme.PullBack` block by block, `steps` being the sweep's blocks
-    (`PlainStepLoop`), from block `tail` on held as in `TracedLoop.single_sweep`: the sweep
-    from `state` run again keeping the state before each block, then the adjoint pulled back
-    through each block from the last, under a conditional on whether any member ran it, whose
-    arm is the vjp of that block alone (`block_adjoint`). A `jax.vjp` of the whole sweep would
-    linearize every block's conditional into one that also carries its residuals out and one
-    that transposes it: several times the kernels (docs/performance.md, "Training through
-    recursion")."""
-    befores: list[tuple[State, Any] | None] = []
-    all_in_tail = None
-    for block, step in enumerate(steps):
-        here = state["pc"] == block
-        if block >= tail:  # as `TracedLoop.single_sweep`
-            if block == tail:
-                all_in_tail = jnp.min(state["pc"]) >= tail
-            here = here & all_in_tail
-        after = step(state, here)
-        befores.append(None if after is state else (state, here))
-        state = after
-    for step, kept in reversed(list(zip(steps, befores, strict=True))):
-        if kept is None:
-            continue
-        before, here = kept
+def pull_back(sweep_blocks: Callable[[State], tuple[State, list[tuple[Any, State, Any]]]], float_keys: Collection[str], state: State, adjoint: State) -> State:
+    """`reverse_scheme.PullBack` block by block: the sweep from `state` run again keeping the
+    state before each block (`sweep_blocks`: `TracedLoop.sweep_blocks` of `PlainStepLoop`'s
+    steps), then the adjoint pulled back through each block from the last, under a conditional
+    on whether any member ran it, whose arm is the vjp of that block alone (`block_adjoint`). A
+    `jax.vjp` of the whole sweep would linearize every block's conditional into one that also
+    carries its residuals out and one that transposes it: several times the kernels
+    (docs/performance.md, "Training through recursion")."""
+    _, ran = sweep_blocks(state)
+    for step, before, here in reversed(ran):
         arm = functools.partial(block_adjoint, step, float_keys, here)
         adjoint = lax.cond(jnp.any(here), arm, lambda _, adjoint: adjoint, before, adjoint)
     return adjoint
