@@ -110,6 +110,12 @@ LAUNCH_SECONDS = 0.5
 FIRST_LAUNCH_ITERATIONS = 1024
 MAX_LAUNCH_ITERATIONS = 2**30
 
+ONE_HOT_STACK_MAX = 4096
+"""A compiled backend writes a stack of at most this many elements with a select over the whole
+stack on a one-hot row mask (one fused kernel, O(stack)) instead of a scatter (several kernels,
+O(B)): JAX always, TensorFlow under XLA (docs/performance.md, "One-hot stack writes" and
+"TensorFlow: one-hot stack writes")."""
+
 
 class LaunchPace:
     """The loop iterations per second of the last launch that ran out of its iterations, kept

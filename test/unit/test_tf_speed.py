@@ -12,8 +12,9 @@ tf = pytest.importorskip("tensorflow")
 from interop_programs import fib, halving_steps  # noqa: E402
 
 import abir  # noqa: E402
+from abir.backends.base import ONE_HOT_STACK_MAX  # noqa: E402
 from abir.backends.tf import TensorFlowBackend  # noqa: E402
-from abir.backends.tf.backend import MATERIALIZE_MIN_ELEMENTS_PER_MEMBER, ONE_HOT_STACK_MAX, SteadyFunction  # noqa: E402
+from abir.backends.tf.backend import MATERIALIZE_MIN_ELEMENTS_PER_MEMBER, SteadyFunction  # noqa: E402
 
 CTX = abir.Context()
 batched_fib = CTX.batch_uncurried(fib)

@@ -15,14 +15,8 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
-from abir.backends.base import Span, State, Writes, span_row
+from abir.backends.base import ONE_HOT_STACK_MAX, Span, State, Writes, span_row
 from abir.backends.jax.cost import work_per_member
-
-ONE_HOT_STACK_MAX = 4096
-"""`stack_scatter` writes a stack of at most this many elements with a one-hot select over the
-whole stack (no index concatenation, no broadcast of the value, no scatter: one kernel where
-the scatter takes three; the scatter costs O(B), the select O(stack);
-docs/performance.md#jax-and-tf-backends, "One-hot stack writes")."""
 
 MATERIALIZE_MIN_ROW_WORK = 200
 """A batch-aware helper doing at least this many element operations per member (`jaxpr_work`)

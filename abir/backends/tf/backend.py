@@ -37,6 +37,7 @@ from abir import prims
 from abir.backends.base import (
     LAUNCH_SECONDS,
     MAX_LAUNCH_ITERATIONS,
+    ONE_HOT_STACK_MAX,
     Backend,
     Kernel,
     Scheduler,
@@ -419,14 +420,6 @@ class TensorFlowBackend(Backend):
     ) -> Any:
         """`tf.while_loop` (a Python loop when executing eagerly)."""
         return list(tf.while_loop(cond, lambda *vs: list(body(*vs)), list(loop_vars)))
-
-
-
-ONE_HOT_STACK_MAX = 4096
-"""Under XLA, a stack of at most this many elements is written by a select over the whole stack
-on a one-hot row mask (`TensorFlowBackend._one_hot_write`): one fused kernel where the gather,
-select and `tensor_scatter_nd_update` take several; the select costs O(stack), the scatter O(B)
-(docs/performance.md#jax-and-tf-backends, "TensorFlow: one-hot stack writes")."""
 
 
 MATERIALIZE_MIN_ELEMENTS_PER_MEMBER = 1000
