@@ -110,9 +110,10 @@ def lane_flushes(
     kernels = [*machine.kernels(backend, counting), state_ops.LaneRefill(layout, backend)]
     shapes = tuple(tuple(int(d) for d in a.shape) for a in first.arrays)
     key = None if cache_key is None else ("abir.lanes", cache_key, layout.ring_rows, shapes, counting)
-    chunk = FIRST_LANE_CHUNK if backend.launch_seconds is not None else MAX_LANE_CHUNK
+    pace = lane_pace(machine, backend, key)
+    chunk = pace.chunk if backend.launch_seconds is not None else MAX_LANE_CHUNK
     end = first.count
-    launch_pace = LaunchPace()  # a chunk's run begins with a launch as long as the chunks before allow
+    launch_pace = pace.launches  # a chunk's run begins with a launch as long as the chunks before allow
     while True:
         state[state_ops.LANE_BUDGET] = np.array([chunk], np.int32)
         start = time.perf_counter()
@@ -134,8 +135,32 @@ def lane_flushes(
         state[state_ops.PC] = saved
         used = chunk - int(backend.to_numpy(state[state_ops.LANE_BUDGET])[0])
         if backend.launch_seconds is not None and used > 0:
-            pace = used / max(time.perf_counter() - start, 1e-4)
-            chunk = int(min(max(pace * backend.launch_seconds, FIRST_LANE_CHUNK), MAX_LANE_CHUNK))
+            per_second = used / max(time.perf_counter() - start, 1e-4)
+            chunk = pace.chunk = int(min(max(per_second * backend.launch_seconds, FIRST_LANE_CHUNK), MAX_LANE_CHUNK))
+
+
+@dataclass
+class LanePace:
+    """How long the chunks of a run with lanes last (`lane_flushes`): `chunk`, the refill-block
+    runs of the next chunk, and `launches`, the pace of the backend's launches (`paced_by`)."""
+
+    chunk: int = FIRST_LANE_CHUNK
+    launches: LaunchPace = dataclasses.field(default_factory=LaunchPace)
+
+
+def lane_pace(machine: Machine, backend: Backend, key: Any) -> LanePace:
+    """The pace the runs of compiled loop `key` on `backend` left, kept with the program's
+    compiled runs (`Machine.run_cache`), so that a call after the first begins with chunks and
+    launches as long as `launch_seconds` allows, not with `FIRST_LANE_CHUNK` refills and the
+    backend's first, short launch (each one more launch, and more chunks for the host to
+    empty); a fresh one for a run without a key."""
+    if key is None:
+        return LanePace()
+    cache_key = ("abir.lanes.pace", key, id(backend))
+    pace = machine.run_cache.get(cache_key)
+    if not isinstance(pace, LanePace):
+        pace = machine.run_cache[cache_key] = LanePace()
+    return pace
 
 
 def _next_window(
