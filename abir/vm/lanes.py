@@ -38,8 +38,8 @@ FIRST_LANE_CHUNK = 64
 chunks last about the backend's `launch_seconds` (`Machine.run_lanes`)."""
 MAX_LANE_CHUNK = 2**30
 MIN_RING_ROWS = 16
-MAX_RING_ROWS = 256
-RING_BYTES = 1 << 20
+MAX_RING_ROWS = 4096
+RING_BYTES = 4 << 20
 """A run with lanes keeps its finished members' results in rings of one row per refill
 (`state_ops.ring_key`) taking about this many bytes, within `MIN_RING_ROWS` and
 `MAX_RING_ROWS` rows; a full ring pauses the run to empty it."""
