@@ -75,7 +75,7 @@ def run_lanes(
             for finished in lane_flushes(machine, iter([window]), backend, lanes, max_stack_depth, cache_key, max_steps):
                 results.put(finished)
                 if on_progress is not None:
-                    on_progress(int(results.finished.sum()))
+                    on_progress(results.count)
         except KeyboardInterrupt as stopped:
             interrupt = stopped
         outputs = [
@@ -185,18 +185,20 @@ def _take_finished(machine: Machine, backend: Backend, state: State, layout: sta
     # whole rings to the host, sliced there: a slice on the device compiles per length
     members = np.asarray(backend.to_numpy(state[state_ops.RING_MEMBER]))[:rows].reshape(-1)
     held = np.flatnonzero(members >= 0)
+    taken = members[held]
+    count = len(taken)
     values = {}
     for key in layout.results:
         ring = np.asarray(backend.to_numpy(state[state_ops.ring_key(key)]))[:rows]
         if key in lane_flag_keys(True) and not (ring != state_ops.flag_normal_value(key)).any():
-            values[key] = np.full(held.shape, state_ops.flag_normal_value(key), ring.dtype)  # no member's error
+            values[key] = np.full(count, state_ops.flag_normal_value(key), ring.dtype)  # no member's error
         else:
             values[key] = ring.reshape(-1, *ring.shape[2:])[held]
     for key in lane_flag_keys(state_ops.STOPPED_AT in layout.results):
         if key not in values:  # a flag the program cannot set (`settable_flag_keys`)
-            values[key] = np.full(held.shape, state_ops.flag_normal_value(key), np.int32)
+            values[key] = np.full(count, state_ops.flag_normal_value(key), np.int32)
     state[state_ops.LANE_FILLED] = np.zeros(1, np.int32)
-    return FinishedMembers(members[held], values)
+    return FinishedMembers(taken, values)
 
 
 def pending_inputs(machine: Machine, args: Sequence[Any], backend: Backend) -> list[Any]:
@@ -383,8 +385,8 @@ class FinishedMembers:
 
 class LaneResults:
     """The results of a run with lanes gathered on the host: `values` by result key (`[N, ...]`
-    NumPy arrays; members not finished hold zeros, or a flag's normal value), and `finished`
-    (bool `[N]`), filled by `put`."""
+    NumPy arrays; members not finished hold zeros, or a flag's normal value), `count` (how many
+    members finished) and `finished` (bool `[N]`), filled by `put`."""
 
     def __init__(self, machine: Machine, members: int, counting: bool):
         self.flag_keys = lane_flag_keys(counting)
@@ -392,7 +394,9 @@ class LaneResults:
         self.values = {key: np.zeros((members, *t.shape), t.dtype) for key, t in types.items()}
         for key in self.flag_keys:
             self.values[key] = np.full(members, state_ops.flag_normal_value(key), np.int32)
-        self.finished = np.zeros(members, bool)
+        self.members = members
+        self.count = 0
+        self.taken: list[np.ndarray] = []  # the members of each `put`, for `finished`
 
     def put(self, finished: FinishedMembers) -> None:
         for key, values in self.values.items():
@@ -400,4 +404,16 @@ class LaneResults:
             if key in self.flag_keys and not (taken != state_ops.flag_normal_value(key)).any():
                 continue  # every member's flag normal, as `values` already holds
             values[finished.members] = taken
-        self.finished[finished.members] = True
+        self.count += len(finished.members)
+        self.taken.append(finished.members)
+
+    @property
+    def finished(self) -> np.ndarray:
+        """Whether each member finished (bool `[N]`; each member finishes once, so all did when
+        `count` is N)."""
+        if self.count == self.members:
+            return np.ones(self.members, bool)
+        finished = np.zeros(self.members, bool)
+        for members in self.taken:
+            finished[members] = True
+        return finished
