@@ -227,10 +227,12 @@ def lane_layout(
     results = (*(state_ops.register_key(name) for name in machine.outputs), *settable_flag_keys(machine, counting))
     shapes = machine.state_shapes(lanes, max_stack_depth)
     inputs = tuple(state_ops.register_key(name) for name in machine.inputs)
+    # a register no block writes keeps, for every member, the value the run began with
+    written = {key for plan in machine.plans for key in plan.register_writes}
     resets = tuple(
         (key, np.full((), state_ops.flag_normal_value(key), dtype))
         for key, (_, dtype) in shapes.items()
-        if key != state_ops.PC and not state_ops.is_stack_key(key) and key not in inputs
+        if key in written and key != state_ops.PC and not state_ops.is_stack_key(key) and key not in inputs
     )
     if counting:
         resets += ((state_ops.STEPS_LEFT, np.zeros((), np.int32)), (state_ops.STOPPED_AT, np.full((), -1, np.int32)))
