@@ -41,6 +41,7 @@ reads them into a `RunStats`).
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,11 @@ from abir.backends.base import (
 
 STATS_KEY = "__stats__"
 """The state entry holding the counters of a run with `collect_stats` (`zero_counters`)."""
+
+MAX_PAYING_ROUNDS = 1 << 16
+"""The most rounds (with a sweep's cost in rounds) a loop of a run with lanes repeats within one
+sweep (`TracedLoop.repeat_while_paying`): with fewer than `LIVE_UNIT` lanes, a count of lanes
+times rounds fits in int32."""
 
 LIVE_UNIT = 1 << 15
 """`active_and_live` sums (member active) + (member live) * LIVE_UNIT in one int32 reduction: a
@@ -606,20 +612,24 @@ class TracedLoop(abc.ABC):
         round; one count of them per round tells both whether to go on and what the round ran."""
 
         def count(carry: tuple[State, dict[str, Any], Any]) -> Any:
-            return self.sum(self.cast(here(carry), np.float32))  # exact to 2**24 lanes
+            return self.sum(self.cast(here(carry), np.int32))
 
-        ran = count(carry)
+        # in integers (a float sum is not vectorized): `cost`, the rounds so far and the sweep's
+        # other work, stays below `MAX_PAYING_ROUNDS`, so that lanes * cost fits in int32; a
+        # loop that repeats longer ends its sweep then and goes on in the next
+        ran = self.cast(count(carry), np.int32)
         carry = once(carry)
-        start = (carry, count(carry), ran, self.cast(1 + sweep_cost, np.float32))
+        start = (carry, self.cast(count(carry), np.int32), ran, self.cast(1 + min(math.ceil(sweep_cost), MAX_PAYING_ROUNDS // 2), np.int32))
 
         def paying(loop: tuple[Any, Any, Any, Any]) -> Any:
             carry, members, ran, cost = loop
-            return (members > 0) & (members * cost >= ran) & (carry[2] < iterations)
+            going = (members > 0) & (members * cost >= ran) & (cost < MAX_PAYING_ROUNDS)
+            return going & (carry[2] < iterations)
 
         def round_(loop: tuple[Any, Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
             carry, members, ran, cost = loop
             carry = again(carry)
-            return carry, count(carry), ran + members, cost + 1
+            return carry, self.cast(count(carry), np.int32), ran + members, cost + 1
 
         return self.while_loop(paying, round_, start)[0]  # type: ignore[no-any-return]
 
