@@ -42,7 +42,10 @@ MAX_RING_ROWS = 4096
 RING_BYTES = 4 << 20
 """A run with lanes keeps its finished members' results in rings of one row per refill
 (`state_ops.ring_key`) taking about this many bytes, within `MIN_RING_ROWS` and
-`MAX_RING_ROWS` rows; a full ring pauses the run to empty it."""
+`MAX_RING_ROWS` rows; a full ring pauses the run to empty it, a chunk and a launch more. Every
+launch copies the rings once (its inputs are not donated), so they are as large as lets a run
+refill as often as its rule asks (`abir.backends.traced.sweep_costs`) in few chunks
+(docs/performance.md#runs-with-lanes)."""
 
 
 def run_lanes(
