@@ -63,11 +63,6 @@ from abir.backends.base import (
 STATS_KEY = "__stats__"
 """The state entry holding the counters of a run with `collect_stats` (`zero_counters`)."""
 
-MAX_PAYING_ROUNDS = 1 << 16
-"""The most rounds (with a sweep's cost in rounds) a loop of a run with lanes repeats within one
-sweep (`TracedLoop.repeat_while_paying`): with fewer than `LIVE_UNIT` lanes, a count of lanes
-times rounds fits in int32."""
-
 LIVE_UNIT = 1 << 15
 """`active_and_live` sums (member active) + (member live) * LIVE_UNIT in one int32 reduction: a
 batch of fewer than `LIVE_UNIT` members keeps both counts apart (`counted_batch`)."""
@@ -615,15 +610,16 @@ class TracedLoop(abc.ABC):
             return self.sum(self.cast(here(carry), np.int32))
 
         # in integers (a float sum is not vectorized): `cost`, the rounds so far and the sweep's
-        # other work, stays below `MAX_PAYING_ROUNDS`, so that lanes * cost fits in int32; a
-        # loop that repeats longer ends its sweep then and goes on in the next
+        # other work, stays below `rounds`, so that lanes * cost fits in int32; a loop that
+        # repeats longer ends its sweep then and goes on in the next
+        rounds = (2**31 - 1) // max(int(carry[0]["pc"].shape[0]), 1)
         ran = self.cast(count(carry), np.int32)
         carry = once(carry)
-        start = (carry, self.cast(count(carry), np.int32), ran, self.cast(1 + min(math.ceil(sweep_cost), MAX_PAYING_ROUNDS // 2), np.int32))
+        start = (carry, self.cast(count(carry), np.int32), ran, self.cast(1 + min(math.ceil(sweep_cost), rounds // 2), np.int32))
 
         def paying(loop: tuple[Any, Any, Any, Any]) -> Any:
             carry, members, ran, cost = loop
-            going = (members > 0) & (members * cost >= ran) & (cost < MAX_PAYING_ROUNDS)
+            going = (members > 0) & (members * cost >= ran) & (cost < rounds)
             return going & (carry[2] < iterations)
 
         def round_(loop: tuple[Any, Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
