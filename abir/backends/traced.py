@@ -609,24 +609,27 @@ class TracedLoop(abc.ABC):
         def count(carry: tuple[State, dict[str, Any], Any]) -> Any:
             return self.sum(self.cast(here(carry), np.int32))
 
-        # in integers (a float sum is not vectorized): `cost`, the rounds so far and the sweep's
-        # other work, stays below `rounds`, so that lanes * cost fits in int32; a loop that
-        # repeats longer ends its sweep then and goes on in the next
+        # in integers (a float sum is not vectorized): the cost so far, the sweep's other work
+        # and the rounds (counted by the launch's iterations), stays below `rounds`, so that
+        # lanes * cost fits in int32; a loop that repeats longer ends its sweep then and goes
+        # on in the next
         rounds = (2**31 - 1) // max(int(carry[0]["pc"].shape[0]), 1)
         ran = self.cast(count(carry), np.int32)
         carry = once(carry)
-        start = (carry, self.cast(count(carry), np.int32), ran, self.cast(1 + min(math.ceil(sweep_cost), rounds // 2), np.int32))
+        # cost = used - before: 1 + `sweep_cost` now, one more each round
+        before = carry[2] - self.cast(1 + min(math.ceil(sweep_cost), rounds // 2), np.int32)
 
-        def paying(loop: tuple[Any, Any, Any, Any]) -> Any:
-            carry, members, ran, cost = loop
-            going = (members > 0) & (members * cost >= ran) & (cost < rounds)
-            return going & (carry[2] < iterations)
+        def paying(loop: tuple[Any, Any, Any]) -> Any:
+            carry, members, ran = loop
+            cost = carry[2] - before
+            return (members > 0) & (members * cost >= ran) & (cost < rounds) & (carry[2] < iterations)
 
-        def round_(loop: tuple[Any, Any, Any, Any]) -> tuple[Any, Any, Any, Any]:
-            carry, members, ran, cost = loop
+        def round_(loop: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+            carry, members, ran = loop
             carry = again(carry)
-            return carry, self.cast(count(carry), np.int32), ran + members, cost + 1
+            return carry, self.cast(count(carry), np.int32), ran + members
 
+        start = (carry, self.cast(count(carry), np.int32), ran)
         return self.while_loop(paying, round_, start)[0]  # type: ignore[no-any-return]
 
     def single_sweep(self, template: State) -> Callable[[State], State]:
