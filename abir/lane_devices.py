@@ -279,7 +279,7 @@ class _Gathered:
 
     def finished_count(self) -> int:
         with self.lock:
-            return int(self.results.finished.sum())
+            return self.results.count
 
 
 def run_lanes_on_devices(

@@ -117,6 +117,13 @@ O(B)): JAX always, TensorFlow under XLA (docs/performance.md, "One-hot stack wri
 "TensorFlow: one-hot stack writes")."""
 
 
+def coarse_count(count: int) -> int:
+    """`count` (positive) rounded down to a power of two or 3/2 of one: at most 1/3 less, and two
+    values per doubling."""
+    power = 1 << (count.bit_length() - 1)
+    return power + power // 2 if count >= power + power // 2 else power
+
+
 class LaunchPace:
     """The loop iterations per second of the last launch that ran out of its iterations, kept
     across the runs made `paced_by` it (`Backend.run_in_launches`); None before one has."""
@@ -752,9 +759,11 @@ class Backend(BackendProtocol):
         return state
 
     def paced_iterations(self, per_second: float) -> int:
-        """The iterations of a launch of about `launch_seconds` at `per_second` iterations a second."""
+        """The iterations of a launch of about `launch_seconds` at `per_second` iterations a second,
+        rounded down to a `coarse_count`: a backend that puts a launch's limit on the device once
+        per value (`abir.backends.jax.loop.iterations_on_device`) then finds it there again."""
         assert self.launch_seconds is not None
-        return int(min(max(per_second * self.launch_seconds, 64), MAX_LAUNCH_ITERATIONS))
+        return coarse_count(int(min(max(per_second * self.launch_seconds, 64), MAX_LAUNCH_ITERATIONS)))
 
     def _all_halted(self, state: State, halt_index: int) -> bool:
         """Whether every member of a launch's `state` has halted, from its `STATUS_KEY` entry

@@ -18,7 +18,9 @@ reductions over the batch, casts and an in-place row update), so both run the sa
   which measured slower: docs/performance.md#the-machines-fixed-costs).
 A run with lanes (more members than rows) ends its kernels with a refill block
 (`refills_lanes`), which each sweep runs at its end; a block that jumps to itself, or a loop of
-several blocks, then repeats only while few lanes wait elsewhere (`LANE_WAIT_SHARE`).
+several blocks, then repeats only while a round of it runs at least as many members as its
+rounds so far did on average, a sweep's other blocks and refill counted as rounds
+(`sweep_costs`, `repeat_while_paying`).
 * `"switch"`: `while next_block(pc) < halt: state = switch(next_block(pc), blocks)(state)`, one
   block per iteration chosen by the backend's `scheduler` (the reference's design). With split
   kernels neither the registers nor the stacks pass through the switch: a `RegisterLayout`
@@ -39,6 +41,7 @@ reads them into a `RunStats`).
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -59,14 +62,6 @@ from abir.backends.base import (
 
 STATS_KEY = "__stats__"
 """The state entry holding the counters of a run with `collect_stats` (`zero_counters`)."""
-
-LANE_WAIT_SHARE = 1 / 2
-"""In a run with lanes, a block that jumps to itself, or a loop of several blocks (`loop_ranges`),
-stops repeating within a sweep once this share of the lanes stands at other blocks, so that
-they reach the refill block of the sweep instead of waiting for the loop's slowest member. A
-sweep and its refill cost many of the loop's steps on XLA's CPU, so a refill pays only once
-many lanes wait for it; bench/lanes.py (`make bench-lanes`) measures the choice
-(docs/performance.md#runs-with-lanes)."""
 
 LIVE_UNIT = 1 << 15
 """`active_and_live` sums (member active) + (member live) * LIVE_UNIT in one int32 reduction: a
@@ -163,6 +158,40 @@ def sweep_parts(blocks: int, ranges: Mapping[int, int]) -> list[tuple[int, int]]
         parts.append((block, last))
         block = last + 1
     return parts
+
+
+def round_cost(kernel: Any, template: Mapping[str, Any], stack_keys: Collection[str]) -> int:
+    """What one run of `kernel`'s block over the batch costs in a sweep, counted per member:
+    the elements of the registers it may write (each computed, and passed through the block's
+    conditional) and of the stack rows it pushes, one for an array it writes at indexed rows
+    only (`indexed_keys`), and one for the reduction that finds its members. A loop on XLA's CPU
+    backends costs about what it writes and copies, not what it computes."""
+    batch = int(template["pc"].shape[0])
+    keys = [key for key in template if key not in stack_keys]
+    indexed = set(getattr(kernel, "indexed_keys", ()))
+    cost = 1
+    for key in register_writes(kernel, keys):
+        shape = tuple(template[key].shape)
+        cost += 1 if key in indexed or shape[:1] != (batch,) else int(np.prod(shape[1:]))
+    for key, count in getattr(kernel, "writes", {}).items():
+        cost += count * int(np.prod(tuple(template[key].shape)[2:])) if key in template else count
+    return cost
+
+
+def sweep_costs(
+    kernels: Sequence[Any], parts: Sequence[tuple[int, int]], template: Mapping[str, Any], stack_keys: Collection[str]
+) -> dict[int, float]:
+    """For each part of a sweep with lanes that repeats (a block that jumps to itself, or a range
+    of `loop_ranges`), by its first block: what the sweep's other parts and its refill block cost,
+    counted in rounds of the part (`round_cost`). `parts` are the sweep's parts (`sweep_parts`,
+    the blocks it leaves out removed), the refill block among them."""
+    costs = {part: sum(round_cost(kernels[block], template, stack_keys) for block in range(part[0], part[1] + 1)) for part in parts}
+    total = sum(costs.values())
+    return {
+        first: (total - costs[(first, last)]) / costs[(first, last)]
+        for first, last in parts
+        if first != last or loops_to_itself(kernels[first])
+    }
 
 
 def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
@@ -429,11 +458,11 @@ class TracedLoop(abc.ABC):
         blocks (`loop_ranges`, `repeat_range`), without the sweep's other blocks' conditionals."""
         steps = self.block_steps(state)
         tail = tail_start_of(self.kernels)
-        with_lanes = any(refills_lanes(kernel) for kernel in self.kernels)
-        lanes_waiting = max(1, int(LANE_WAIT_SHARE * int(state["pc"].shape[0])))
         ranges = loop_ranges(self.kernels, tail)
         skipped = lane_skipped_blocks(self.kernels)
         parts = [part for part in sweep_parts(len(self.kernels), ranges) if part[0] != part[1] or part[0] not in skipped]
+        with_lanes = any(refills_lanes(kernel) for kernel in self.kernels)
+        costs = sweep_costs(self.kernels, parts, state, self.stack_keys) if with_lanes else {}
 
         def cond(carry: tuple[State, dict[str, Any], Any]) -> Any:
             state, _, used = carry
@@ -453,7 +482,7 @@ class TracedLoop(abc.ABC):
         def run_one(block: int, carry: tuple[State, dict[str, Any], Any], all_in_tail: Any = None) -> tuple[State, dict[str, Any], Any]:
             if loops_to_itself(self.kernels[block]):
                 assert block < tail  # a tail block moves members only to later blocks
-                return self.repeat_block(block, carry, iterations, run_block, lanes_waiting if with_lanes else None)
+                return self.repeat_block(block, carry, iterations, run_block, costs.get(block))
             return run_block(block, carry, all_in_tail=all_in_tail)
 
         def body(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
@@ -464,7 +493,7 @@ class TracedLoop(abc.ABC):
                 if first == last:
                     carry = run_one(first, carry, all_in_tail)
                 else:
-                    carry = self.repeat_range(first, last, carry, iterations, run_one, lanes_waiting if with_lanes else None)
+                    carry = self.repeat_range(first, last, carry, iterations, run_one, costs.get(first))
             state, counters, used = carry
             return state, self.end_sweep(counters) if counters else counters, used + 1
 
@@ -505,12 +534,12 @@ class TracedLoop(abc.ABC):
         carry: tuple[State, dict[str, Any], Any],
         iterations: Any,
         run_block: Callable[..., Any],
-        lanes_waiting: int | None,
+        sweep_cost: float | None = None,
     ) -> tuple[State, dict[str, Any], Any]:
         """A block that jumps to itself, by `run_block(block, carry, anyone_here=True)`, in a
         loop of its own while members stand there (each repeat counts as a loop iteration of the
-        launch). In a run with lanes (`lanes_waiting` set) it runs once first, and stops
-        repeating once `lanes_waiting` lanes wait elsewhere."""
+        launch). In a run with lanes (`sweep_cost` set: see `sweep_costs`) it runs once first,
+        and repeats only while doing so pays (`repeat_while_paying`)."""
 
         def again(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
             state, counters, used = run_block(block, carry, anyone_here=True)
@@ -519,19 +548,14 @@ class TracedLoop(abc.ABC):
         def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
             return self.any(self.equal(carry[0]["pc"], block)) & (carry[2] < iterations)
 
-        if lanes_waiting is None:
+        if sweep_cost is None:
             return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
-        carry = run_block(block, carry)  # once in every sweep, so that two loops' lanes never wait for each other
-        # while it repeats, lanes only leave the block: the live lanes elsewhere are the live
-        # lanes less those here, and one count per repeat tells both whether to go on
-        pc = carry[0]["pc"]
-        fewest_here = self.sum(self.cast(pc < self.halt, np.int32)) - lanes_waiting
 
-        def few_waiting(carry: tuple[State, dict[str, Any], Any]) -> Any:
-            here = self.sum(self.cast(self.equal(carry[0]["pc"], block), np.int32))
-            return (here > 0) & (here > fewest_here) & (carry[2] < iterations)
+        def here(carry: tuple[State, dict[str, Any], Any]) -> Any:
+            return self.equal(carry[0]["pc"], block)
 
-        return self.while_loop(few_waiting, again, carry)  # type: ignore[no-any-return]
+        once = lambda carry: run_block(block, carry)  # noqa: E731 (once in every sweep: two loops' lanes never wait for each other)
+        return self.repeat_while_paying(here, once, again, carry, iterations, sweep_cost)
 
     def repeat_range(
         self,
@@ -540,13 +564,13 @@ class TracedLoop(abc.ABC):
         carry: tuple[State, dict[str, Any], Any],
         iterations: Any,
         run_one: Callable[..., Any],
-        lanes_waiting: int | None = None,
+        sweep_cost: float | None = None,
     ) -> tuple[State, dict[str, Any], Any]:
         """The blocks `first` to `last` (a loop of `loop_ranges`), each by `run_one(block,
         carry)`, in a loop of their own while members stand there (each round counts as a loop
         iteration of the launch and, with counters, as a sweep). In a run with lanes
-        (`lanes_waiting` set) a round runs first, and the rounds stop once `lanes_waiting` lanes
-        wait elsewhere, as in `repeat_block`."""
+        (`sweep_cost` set) a round runs first, and the rounds go on only while they pay, as in
+        `repeat_block`."""
 
         def again(carry: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
             for block in range(first, last + 1):
@@ -561,17 +585,52 @@ class TracedLoop(abc.ABC):
         def more(carry: tuple[State, dict[str, Any], Any]) -> Any:
             return self.any(inside(carry)) & (carry[2] < iterations)
 
-        if lanes_waiting is None:
+        if sweep_cost is None:
             return self.while_loop(more, again, carry)  # type: ignore[no-any-return]
-        carry = again(carry)
-        # lanes only leave the range while it repeats (see `repeat_block`)
-        fewest_here = self.sum(self.cast(carry[0]["pc"] < self.halt, np.int32)) - lanes_waiting
+        return self.repeat_while_paying(inside, again, again, carry, iterations, sweep_cost)
 
-        def few_waiting(carry: tuple[State, dict[str, Any], Any]) -> Any:
-            here = self.sum(self.cast(inside(carry), np.int32))
-            return (here > 0) & (here > fewest_here) & (carry[2] < iterations)
+    def repeat_while_paying(
+        self,
+        here: Callable[[Any], Any],
+        once: Callable[[Any], Any],
+        again: Callable[[Any], Any],
+        carry: tuple[State, dict[str, Any], Any],
+        iterations: Any,
+        sweep_cost: float,
+    ) -> tuple[State, dict[str, Any], Any]:
+        """The rounds of a loop in a sweep with lanes: `once(carry)`, then `again(carry)` while
+        members stand in the loop (`here(carry)`, bool [B]) and the next round would run at least
+        as many of them as the sweep's rounds so far ran on average, the sweep's other blocks
+        and its refill counted as `sweep_cost` rounds (the marginal value theorem: a round that
+        runs fewer members than that average is worth less than a refill for the lanes that
+        wait). Members only leave a loop while it repeats, so the lanes it runs fall round by
+        round; one count of them per round tells both whether to go on and what the round ran."""
 
-        return self.while_loop(few_waiting, again, carry)  # type: ignore[no-any-return]
+        def count(carry: tuple[State, dict[str, Any], Any]) -> Any:
+            return self.sum(self.cast(here(carry), np.int32))
+
+        # in integers (a float sum is not vectorized): the cost so far, the sweep's other work
+        # and the rounds (counted by the launch's iterations), stays below `rounds`, so that
+        # lanes * cost fits in int32; a loop that repeats longer ends its sweep then and goes
+        # on in the next
+        rounds = (2**31 - 1) // max(int(carry[0]["pc"].shape[0]), 1)
+        ran = self.cast(count(carry), np.int32)
+        carry = once(carry)
+        # cost = used - before: 1 + `sweep_cost` now, one more each round
+        before = carry[2] - self.cast(1 + min(math.ceil(sweep_cost), rounds // 2), np.int32)
+
+        def paying(loop: tuple[Any, Any, Any]) -> Any:
+            carry, members, ran = loop
+            cost = carry[2] - before
+            return (members > 0) & (members * cost >= ran) & (cost < rounds) & (carry[2] < iterations)
+
+        def round_(loop: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+            carry, members, ran = loop
+            carry = again(carry)
+            return carry, self.cast(count(carry), np.int32), ran + members
+
+        start = (carry, self.cast(count(carry), np.int32), ran)
+        return self.while_loop(paying, round_, start)[0]  # type: ignore[no-any-return]
 
     def single_sweep(self, template: State) -> Callable[[State], State]:
         """One sweep as a function of the state (shaped as `template`), with no loop inside: a

@@ -38,11 +38,14 @@ FIRST_LANE_CHUNK = 64
 chunks last about the backend's `launch_seconds` (`Machine.run_lanes`)."""
 MAX_LANE_CHUNK = 2**30
 MIN_RING_ROWS = 16
-MAX_RING_ROWS = 256
-RING_BYTES = 1 << 20
+MAX_RING_ROWS = 4096
+RING_BYTES = 4 << 20
 """A run with lanes keeps its finished members' results in rings of one row per refill
 (`state_ops.ring_key`) taking about this many bytes, within `MIN_RING_ROWS` and
-`MAX_RING_ROWS` rows; a full ring pauses the run to empty it."""
+`MAX_RING_ROWS` rows; a full ring pauses the run to empty it, a chunk and a launch more. Every
+launch copies the rings once (its inputs are not donated), so they are as large as lets a run
+refill as often as its rule asks (`abir.backends.traced.sweep_costs`) in few chunks
+(docs/performance.md#runs-with-lanes)."""
 
 
 def run_lanes(
@@ -75,7 +78,7 @@ def run_lanes(
             for finished in lane_flushes(machine, iter([window]), backend, lanes, max_stack_depth, cache_key, max_steps):
                 results.put(finished)
                 if on_progress is not None:
-                    on_progress(int(results.finished.sum()))
+                    on_progress(results.count)
         except KeyboardInterrupt as stopped:
             interrupt = stopped
         outputs = [
@@ -110,9 +113,10 @@ def lane_flushes(
     kernels = [*machine.kernels(backend, counting), state_ops.LaneRefill(layout, backend)]
     shapes = tuple(tuple(int(d) for d in a.shape) for a in first.arrays)
     key = None if cache_key is None else ("abir.lanes", cache_key, layout.ring_rows, shapes, counting)
-    chunk = FIRST_LANE_CHUNK if backend.launch_seconds is not None else MAX_LANE_CHUNK
+    pace = lane_pace(machine, backend, key)
+    chunk = pace.chunk if backend.launch_seconds is not None else MAX_LANE_CHUNK
     end = first.count
-    launch_pace = LaunchPace()  # a chunk's run begins with a launch as long as the chunks before allow
+    launch_pace = pace.launches  # a chunk's run begins with a launch as long as the chunks before allow
     while True:
         state[state_ops.LANE_BUDGET] = np.array([chunk], np.int32)
         start = time.perf_counter()
@@ -134,8 +138,32 @@ def lane_flushes(
         state[state_ops.PC] = saved
         used = chunk - int(backend.to_numpy(state[state_ops.LANE_BUDGET])[0])
         if backend.launch_seconds is not None and used > 0:
-            pace = used / max(time.perf_counter() - start, 1e-4)
-            chunk = int(min(max(pace * backend.launch_seconds, FIRST_LANE_CHUNK), MAX_LANE_CHUNK))
+            per_second = used / max(time.perf_counter() - start, 1e-4)
+            chunk = pace.chunk = int(min(max(per_second * backend.launch_seconds, FIRST_LANE_CHUNK), MAX_LANE_CHUNK))
+
+
+@dataclass
+class LanePace:
+    """How long the chunks of a run with lanes last (`lane_flushes`): `chunk`, the refill-block
+    runs of the next chunk, and `launches`, the pace of the backend's launches (`paced_by`)."""
+
+    chunk: int = FIRST_LANE_CHUNK
+    launches: LaunchPace = dataclasses.field(default_factory=LaunchPace)
+
+
+def lane_pace(machine: Machine, backend: Backend, key: Any) -> LanePace:
+    """The pace the runs of compiled loop `key` on `backend` left, kept with the program's
+    compiled runs (`Machine.run_cache`), so that a call after the first begins with chunks and
+    launches as long as `launch_seconds` allows, not with `FIRST_LANE_CHUNK` refills and the
+    backend's first, short launch (each one more launch, and more chunks for the host to
+    empty); a fresh one for a run without a key."""
+    if key is None:
+        return LanePace()
+    cache_key = ("abir.lanes.pace", key, id(backend))
+    pace = machine.run_cache.get(cache_key)
+    if not isinstance(pace, LanePace):
+        pace = machine.run_cache[cache_key] = LanePace()
+    return pace
 
 
 def _next_window(
@@ -160,18 +188,20 @@ def _take_finished(machine: Machine, backend: Backend, state: State, layout: sta
     # whole rings to the host, sliced there: a slice on the device compiles per length
     members = np.asarray(backend.to_numpy(state[state_ops.RING_MEMBER]))[:rows].reshape(-1)
     held = np.flatnonzero(members >= 0)
+    taken = members[held]
+    count = len(taken)
     values = {}
     for key in layout.results:
         ring = np.asarray(backend.to_numpy(state[state_ops.ring_key(key)]))[:rows]
         if key in lane_flag_keys(True) and not (ring != state_ops.flag_normal_value(key)).any():
-            values[key] = np.full(held.shape, state_ops.flag_normal_value(key), ring.dtype)  # no member's error
+            values[key] = np.full(count, state_ops.flag_normal_value(key), ring.dtype)  # no member's error
         else:
             values[key] = ring.reshape(-1, *ring.shape[2:])[held]
     for key in lane_flag_keys(state_ops.STOPPED_AT in layout.results):
         if key not in values:  # a flag the program cannot set (`settable_flag_keys`)
-            values[key] = np.full(held.shape, state_ops.flag_normal_value(key), np.int32)
+            values[key] = np.full(count, state_ops.flag_normal_value(key), np.int32)
     state[state_ops.LANE_FILLED] = np.zeros(1, np.int32)
-    return FinishedMembers(members[held], values)
+    return FinishedMembers(taken, values)
 
 
 def pending_inputs(machine: Machine, args: Sequence[Any], backend: Backend) -> list[Any]:
@@ -200,10 +230,12 @@ def lane_layout(
     results = (*(state_ops.register_key(name) for name in machine.outputs), *settable_flag_keys(machine, counting))
     shapes = machine.state_shapes(lanes, max_stack_depth)
     inputs = tuple(state_ops.register_key(name) for name in machine.inputs)
+    # a register no block writes keeps, for every member, the value the run began with
+    written = {key for plan in machine.plans for key in plan.register_writes}
     resets = tuple(
         (key, np.full((), state_ops.flag_normal_value(key), dtype))
         for key, (_, dtype) in shapes.items()
-        if key != state_ops.PC and not state_ops.is_stack_key(key) and key not in inputs
+        if key in written and key != state_ops.PC and not state_ops.is_stack_key(key) and key not in inputs
     )
     if counting:
         resets += ((state_ops.STEPS_LEFT, np.zeros((), np.int32)), (state_ops.STOPPED_AT, np.full((), -1, np.int32)))
@@ -358,8 +390,8 @@ class FinishedMembers:
 
 class LaneResults:
     """The results of a run with lanes gathered on the host: `values` by result key (`[N, ...]`
-    NumPy arrays; members not finished hold zeros, or a flag's normal value), and `finished`
-    (bool `[N]`), filled by `put`."""
+    NumPy arrays; members not finished hold zeros, or a flag's normal value), `count` (how many
+    members finished) and `finished` (bool `[N]`), filled by `put`."""
 
     def __init__(self, machine: Machine, members: int, counting: bool):
         self.flag_keys = lane_flag_keys(counting)
@@ -367,7 +399,9 @@ class LaneResults:
         self.values = {key: np.zeros((members, *t.shape), t.dtype) for key, t in types.items()}
         for key in self.flag_keys:
             self.values[key] = np.full(members, state_ops.flag_normal_value(key), np.int32)
-        self.finished = np.zeros(members, bool)
+        self.members = members
+        self.count = 0
+        self.taken: list[np.ndarray] = []  # the members of each `put`, for `finished`
 
     def put(self, finished: FinishedMembers) -> None:
         for key, values in self.values.items():
@@ -375,4 +409,16 @@ class LaneResults:
             if key in self.flag_keys and not (taken != state_ops.flag_normal_value(key)).any():
                 continue  # every member's flag normal, as `values` already holds
             values[finished.members] = taken
-        self.finished[finished.members] = True
+        self.count += len(finished.members)
+        self.taken.append(finished.members)
+
+    @property
+    def finished(self) -> np.ndarray:
+        """Whether each member finished (bool `[N]`; each member finishes once, so all did when
+        `count` is N)."""
+        if self.count == self.members:
+            return np.ones(self.members, bool)
+        finished = np.zeros(self.members, bool)
+        for members in self.taken:
+            finished[members] = True
+        return finished

@@ -415,3 +415,44 @@ def test_imap_raises_for_failed_members_after_the_others() -> None:
 def test_imap_wants_tuples_of_arguments() -> None:
     with pytest.raises(TypeError, match=r"each member is the tuple of its arguments"):
         list(collatz.imap([3, 4], lanes=1))
+
+
+def test_a_refill_resets_only_the_registers_some_block_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Collatz writes neither stack flag (it has no stacks): a refill leaves them as the run
+    began, so a sweep carries them no more; its result register is reset for each member, and
+    the results stay plain Python's."""
+    layouts: list[Any] = []
+    lane_layout = abir.vm.lanes.lane_layout
+    monkeypatch.setattr(abir.vm.lanes, "lane_layout", lambda *args: layouts.append(lane_layout(*args)) or layouts[-1])
+    xs = np.arange(1, 40, dtype=np.int64)
+    np.testing.assert_array_equal(np.asarray(collatz(xs, backend="numpy", lanes=4)), collatz(xs, dry_run=True))
+    (layout,) = layouts
+    reset = {key for key, _ in layout.resets}
+    assert reset.isdisjoint({"overflow", "underflow"}) and any(key.endswith("result0") for key in reset)
+
+
+def test_a_call_after_the_first_runs_in_one_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chunks' and launches' pace a call with lanes leaves is kept with the compiled loop
+    (`abir.vm.lanes.LanePace`): the next call of the same program, lanes and shapes begins at
+    that pace, so a run that fits its rings is one chunk of one launch, where the first call
+    begins with `FIRST_LANE_CHUNK` refills and a short first launch."""
+    backend = abir.JaxBackend()
+    backend.launch_seconds = 60.0  # long: a loaded machine's pace still covers the run
+    launches: list[int] = []
+    run_in_launches = backend.run_in_launches
+
+    def counted(launch: Any, state: Any, halt_index: int) -> Any:
+        def one(state: Any, iterations: int) -> Any:
+            launches.append(iterations)
+            return launch(state, iterations)
+
+        return run_in_launches(one, state, halt_index)
+
+    monkeypatch.setattr(backend, "run_in_launches", counted)
+    xs = np.arange(1, 2000, dtype=np.int64)
+    want = collatz(xs, dry_run=True)
+    np.testing.assert_array_equal(np.asarray(collatz(xs, backend=backend, lanes=4)), want)
+    assert len(launches) > 1
+    launches.clear()
+    np.testing.assert_array_equal(np.asarray(collatz(xs, backend=backend, lanes=4)), want)
+    assert len(launches) == 1

@@ -163,19 +163,19 @@ def test_a_run_with_lanes_keeps_its_ranges_and_its_refill_block_is_in_none():
     assert loop_ranges(with_refill, tail_start_of(with_refill)) == want != {}
 
 
-def test_a_range_repeats_in_a_run_with_lanes_and_stops_for_waiting_lanes(monkeypatch):
+def test_a_range_repeats_in_a_run_with_lanes_and_stops_when_it_no_longer_pays(monkeypatch):
     machine, batched = machine_of(rk23_steps)
     kernels = plan_kernels(machine)
     (first, last), = loop_ranges(kernels, tail_start_of(kernels)).items()
-    waiting = []
+    costs = []
     repeat_range = TracedLoop.repeat_range
 
     def recording(self, *args, **kwargs):
-        waiting.append(args[5] if len(args) > 5 else kwargs.get("lanes_waiting"))
+        costs.append(args[5] if len(args) > 5 else kwargs.get("sweep_cost"))
         return repeat_range(self, *args, **kwargs)
 
     monkeypatch.setattr(TracedLoop, "repeat_range", recording)
     inputs = np.tile(INPUTS, 4)
     want = [rk23_steps(n) for n in inputs]
     np.testing.assert_array_equal(batched(inputs, backend=abir.JaxBackend(), lanes=8), want)
-    assert waiting and all(count is not None and 1 <= count < 8 for count in waiting)
+    assert costs and all(cost is not None and cost > 0 for cost in costs)
