@@ -27,6 +27,7 @@ from test_machine import COLLATZ, FIB, VECTOR, fib_reference, parse
 
 from abir.backends.base import MAX_LAUNCH_ITERATIONS
 from abir.backends.jax import JaxBackend, writes
+from abir.backends.jax import loop as jax_loop
 from abir.backends.jax.loop import machine_loop
 from abir.backends.numpy_backend import NumpyBackend
 from abir.backends.tf import TensorFlowBackend
@@ -233,9 +234,11 @@ def _compiled_loop_text(machine, backend: JaxBackend, batch: int) -> str:
         return jax.jit(loop).lower(state, np.int32(MAX_LAUNCH_ITERATIONS)).compile().as_text()
 
 
-def test_jax_sweep_conditionals_return_only_written_registers() -> None:
+def test_jax_sweep_conditionals_return_only_written_registers(monkeypatch: pytest.MonkeyPatch) -> None:
     """One conditional per block; each returns the registers its block writes (block 1: acc and
-    k and pc; block 2: out and pc), never all six vectors."""
+    k and pc; block 2: out and pc), never all six vectors. (The program uses no stack, so it
+    would run structured: test_structured_runs.py; here it sweeps.)"""
+    monkeypatch.setattr(jax_loop, "structured", lambda kernels: False)
     machine = compile_machine(parse(WIDE))
     batch = 13
     text = _compiled_loop_text(machine, JaxBackend(code_cache={}), batch)

@@ -29,6 +29,7 @@ from abir.backends.jax import compaction
 from abir.backends.jax.compaction import compact_members, compact_run, compact_slots, full_batch_requests
 from abir.backends.jax.mode import traced_as
 from abir.backends.jax.reductions import batch_any, batch_min, batch_sum
+from abir.backends.jax.structured import structured, structured_sweep
 from abir.backends.jax.writes import scatter_columns, write_column_by_column
 from abir.backends.traced import STATS_KEY, BlockRun, TracedLoop, counted_batch, refills_lanes
 
@@ -142,6 +143,8 @@ class JaxLoop(TracedLoop):
         return loop
 
     def sweep_loop(self, state: State, iterations: Any) -> State:
+        if STATS_KEY not in state and structured(self.kernels):  # counts nothing
+            return structured_sweep(self, state, iterations)
         batch = int(state["pc"].shape[0])
         # a loop over a batch too small to gain counts nothing; one over the active rows does
         few_rows = compaction.live_rows(batch) if self.rows == "measure" else 0
