@@ -160,9 +160,10 @@ def lane_pace(machine: Machine, backend: Backend, key: Any) -> LanePace:
     if key is None:
         return LanePace()
     cache_key = ("abir.lanes.pace", key, id(backend))
-    pace = machine.run_cache.get(cache_key)
-    if not isinstance(pace, LanePace):
-        pace = machine.run_cache[cache_key] = LanePace()
+    entry = machine.run_cache.get(cache_key)
+    if entry is None or entry[0] is not backend:  # the backend is kept with its pace: its id is not another's
+        entry = machine.run_cache[cache_key] = (backend, LanePace())
+    pace: LanePace = entry[1]
     return pace
 
 

@@ -456,3 +456,18 @@ def test_a_call_after_the_first_runs_in_one_launch(monkeypatch: pytest.MonkeyPat
     launches.clear()
     np.testing.assert_array_equal(np.asarray(collatz(xs, backend=backend, lanes=4)), want)
     assert len(launches) == 1
+
+
+def test_a_pace_is_kept_for_its_own_backend_only() -> None:
+    """`lane_pace` keys its cache by the backend's id; an entry left by another backend object
+    (an id Python reuses once that backend is freed) is not taken for this one's."""
+
+    class Machine:
+        run_cache: dict[Any, Any] = {}
+
+    machine, old, new = Machine(), abir.NumpyBackend(), abir.NumpyBackend()
+    stale = abir.vm.lanes.LanePace(chunk=12345)
+    machine.run_cache[("abir.lanes.pace", "loop", id(new))] = (old, stale)
+    pace = abir.vm.lanes.lane_pace(machine, new, "loop")  # type: ignore[arg-type]
+    assert pace is not stale and pace.chunk == abir.vm.lanes.FIRST_LANE_CHUNK
+    assert abir.vm.lanes.lane_pace(machine, new, "loop") is pace
