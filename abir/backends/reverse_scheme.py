@@ -25,7 +25,7 @@ the backward pass finds the state before each sweep:
   `REPLAY_LOG_RATIO`, up to `REPLAY_LOG_BYTES`) that holds them, and undoes those: n - L
   logged sweeps replayed, and L + max(2 L, r (n - L)) entries at most (within
   `REPLAY_LOG_BYTES` for the replay's log), allocated only by runs that need them. A run longer still goes by rounds over the longest
-  (the forward log itself when no longer one fits): the log keeps the last sweeps each replay
+  (the forward log itself when the longest would hold fewer than 2 L): the log keeps the last sweeps each replay
   reaches, so memory stays bounded, time grows by about m (m / M - 1) / 2 logged sweeps
   replayed for the m = n - L sweeps and a log of M.
 * checkpoints (`CheckpointScheme`, for blocks writing whole spans of stack rows, `vm.descend`):
@@ -181,14 +181,20 @@ def replay_lengths(length: int, entry_bytes: int) -> tuple[int, ...]:
     """The lengths, shortest first, of the logs the backward pass may replay a run's first sweeps
     into, after a forward log of `length` entries: 2, 2 r, 2 r^2, ... times `length` (r:
     `REPLAY_LOG_RATIO`), up to the longest, as many entries as `REPLAY_LOG_BYTES` hold (at
-    most `MAX_UNDO_ENTRIES`, at least `length`). A run gets the shortest that holds its
-    sweeps."""
-    longest = max(length, min(MAX_UNDO_ENTRIES, REPLAY_LOG_BYTES // max(entry_bytes, 1)))
+    most `MAX_UNDO_ENTRIES`), less one shorter than the longest by under half. A run gets the
+    shortest that holds its sweeps. When the longest
+    would hold fewer than 2 `length` entries, only `length`: the backward pass then replays by
+    rounds over the forward log itself (no second copy of its loops in the compiled program)."""
+    longest = min(MAX_UNDO_ENTRIES, REPLAY_LOG_BYTES // max(entry_bytes, 1))
+    if longest < 2 * length:
+        return (length,)
     lengths = []
     shorter = 2 * length
     while shorter < longest:
         lengths.append(shorter)
         shorter *= REPLAY_LOG_RATIO
+    if lengths and 2 * lengths[-1] > longest:  # too close to the longest to pay for its loops
+        lengths.pop()
     return (*lengths, longest)
 
 
@@ -389,16 +395,13 @@ class UndoScheme(Scheme):
         """The cotangent of `initial`'s float arrays, from `adjoint`, that of `final`'s, given the
         forward pass's log of its `swept` sweeps."""
         ops, length = self.ops, self.length
+        first = ops.maximum(swept - length, 0)
+        state, adjoint = self.undo_sweeps(first, swept, final, adjoint, log, length)
 
-        def from_log(adjoint: State) -> State:  # the run fits the log
-            return self.undo_sweeps(ops.int32(0), swept, final, adjoint, log, length)[1]
+        def before_log(carry: tuple[State, State]) -> State:  # the run is longer than the log
+            return self.replayed(initial, first, *carry, log)
 
-        def beyond_log(adjoint: State) -> State:
-            first = swept - length
-            state, adjoint = self.undo_sweeps(first, swept, final, adjoint, log, length)
-            return self.replayed(initial, first, state, adjoint, log)
-
-        return ops.cond(swept <= length, from_log, beyond_log, adjoint)  # type: ignore[no-any-return]
+        return ops.cond(first > 0, before_log, lambda carry: carry[1], (state, adjoint))  # type: ignore[no-any-return]
 
     def replayed(self, initial: State, last: Any, state: State, adjoint: State, log: State) -> State:
         """The cotangent of `initial`'s float arrays from `adjoint`, that of `state` (after
