@@ -24,10 +24,11 @@ the backward pass finds the state before each sweep:
   own for the n - L sweeps before, the shortest of `replay_lengths` (2 L, 2 L r, ... for r =
   `REPLAY_LOG_RATIO`, up to `REPLAY_LOG_BYTES`) that holds them, and undoes those: n - L
   logged sweeps replayed, and L + max(2 L, r (n - L)) entries at most (within
-  `REPLAY_LOG_BYTES` for the replay's log), allocated only by runs that need them. A run longer still goes by rounds over the longest
-  (the forward log itself when the longest would hold fewer than 2 L): the log keeps the last sweeps each replay
-  reaches, so memory stays bounded, time grows by about m (m / M - 1) / 2 logged sweeps
-  replayed for the m = n - L sweeps and a log of M.
+  `REPLAY_LOG_BYTES` for the replay's log), allocated only by runs that need them. A run
+  longer still goes by rounds over the longest (the forward log itself when the longest would
+  hold fewer than 2 L): the log keeps the last sweeps each replay reaches, so memory stays
+  bounded, time grows by about m (m / M - 1) / 2 logged sweeps replayed for the m = n - L
+  sweeps and a log of M.
 * checkpoints (`CheckpointScheme`, for blocks writing whole spans of stack rows, `vm.descend`):
   the forward pass records the whole state before a sweep into a tape of C checkpoints
   (`tape_length`) every `stride` sweeps. The stride starts at 1; when the tape is full, every
@@ -182,9 +183,9 @@ def replay_lengths(length: int, entry_bytes: int) -> tuple[int, ...]:
     into, after a forward log of `length` entries: 2, 2 r, 2 r^2, ... times `length` (r:
     `REPLAY_LOG_RATIO`), up to the longest, as many entries as `REPLAY_LOG_BYTES` hold (at
     most `MAX_UNDO_ENTRIES`), less one shorter than the longest by under half. A run gets the
-    shortest that holds its sweeps. When the longest
-    would hold fewer than 2 `length` entries, only `length`: the backward pass then replays by
-    rounds over the forward log itself (no second copy of its loops in the compiled program)."""
+    shortest that holds its sweeps. When the longest would hold fewer than 2 `length` entries,
+    only `length`: the backward pass then replays by rounds over the forward log itself (no
+    second copy of its loops in the compiled program)."""
     longest = min(MAX_UNDO_ENTRIES, REPLAY_LOG_BYTES // max(entry_bytes, 1))
     if longest < 2 * length:
         return (length,)
@@ -407,7 +408,7 @@ class UndoScheme(Scheme):
         """The cotangent of `initial`'s float arrays from `adjoint`, that of `state` (after
         `last` sweeps), the first `last` sweeps replayed from `initial` into a log of the
         shortest of `replay_lengths` that holds them all (the longest, by rounds, if none
-        does; the forward pass's `log` when no longer one fits in memory)."""
+        does; the forward pass's `log` when that is `length`)."""
         lengths = replay_lengths(self.length, spec_bytes(self.entry_specs))
         back = functools.partial(self.replayed_by_rounds, initial, lengths[-1], log if lengths[-1] == self.length else None)
         for length in reversed(lengths[:-1]):
