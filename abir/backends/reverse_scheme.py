@@ -408,7 +408,7 @@ class UndoScheme(Scheme):
         """The cotangent of `initial`'s float arrays from `adjoint`, that of `state` (after
         `last` sweeps), the first `last` sweeps replayed from `initial` into a log of the
         shortest of `replay_lengths` that holds them all (the longest, by rounds, if none
-        does; the forward pass's `log` when that is `length`)."""
+        does: over the forward pass's own `log` when the longest is L)."""
         lengths = replay_lengths(self.length, spec_bytes(self.entry_specs))
         back = functools.partial(self.replayed_by_rounds, initial, lengths[-1], log if lengths[-1] == self.length else None)
         for length in reversed(lengths[:-1]):
