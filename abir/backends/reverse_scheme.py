@@ -23,8 +23,8 @@ the backward pass finds the state before each sweep:
   backward pass replays the run from its initial state (a residual anyway) into a log of its
   own for the n - L sweeps before, the shortest of `replay_lengths` (2 L, 2 L r, ... for r =
   `REPLAY_LOG_RATIO`, up to `REPLAY_LOG_BYTES`) that holds them, and undoes those: n - L
-  logged sweeps replayed, and L + max(2 L, r (n - L)) entries at most (within
-  `REPLAY_LOG_BYTES` for the replay's log), allocated only by runs that need them. A run
+  logged sweeps replayed, and a replay log under max(4 L, 2 r (n - L)) entries (within
+  `REPLAY_LOG_BYTES`), allocated only by runs that need it. A run
   longer still goes by rounds over the longest (the forward log itself when the longest would
   hold fewer than 2 L): the log keeps the last sweeps each replay reaches, so memory stays
   bounded, time grows by about m (m / M - 1) / 2 logged sweeps replayed for the m = n - L
