@@ -19,10 +19,16 @@ the backward pass finds the state before each sweep:
   depth. The log holds L entries (`undo_length`: `UNDO_TAPE_BYTES` over the entry's size, at
   most `MAX_UNDO_ENTRIES`), sweep s in row s mod L. Backward, from the final state, each sweep is
   undone (`undo_sweep`: registers restored, requests restored from the last) and pulled back
-  through. A run of n > L sweeps has only its last L in the log: once those are undone, the run
-  is replayed from its initial state (a residual anyway) up to the first sweep undone, logging
-  the L sweeps before it, and so on: memory L entries, time n + about n (n / L - 1) / 2 logged
-  sweeps replayed.
+  through. A run of n > L sweeps has only its last L in the log: once those are undone, the
+  backward pass replays the run from its initial state (a residual anyway) into a log of its
+  own for the n - L sweeps before, the shortest of `replay_lengths` (2 L, 2 L r, ... for r =
+  `REPLAY_LOG_RATIO`, up to `REPLAY_LOG_BYTES`) that holds them, and undoes those: n - L
+  logged sweeps replayed, and a replay log under max(4 L, 2 r (n - L)) entries (within
+  `REPLAY_LOG_BYTES`), allocated only by runs that need it. A run
+  longer still goes by rounds over the longest (the forward log itself when the longest would
+  hold fewer than 2 L): the log keeps the last sweeps each replay reaches, so memory stays
+  bounded, time grows by about m (m / M - 1) / 2 logged sweeps replayed for the m = n - L
+  sweeps and a log of M.
 * checkpoints (`CheckpointScheme`, for blocks writing whole spans of stack rows, `vm.descend`):
   the forward pass records the whole state before a sweep into a tape of C checkpoints
   (`tape_length`) every `stride` sweeps. The stride starts at 1; when the tape is full, every
@@ -44,6 +50,7 @@ through one sweep and the function boundary its differentiation knows (`jax.cust
 from __future__ import annotations
 
 import abc
+import functools
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -69,6 +76,15 @@ differentiated call, whatever the run's length."""
 
 MAX_UNDO_ENTRIES = 512
 """The most sweeps an undo log holds, however small its entries."""
+
+REPLAY_LOG_BYTES = 64 * 2**20
+"""The memory the log of a run longer than its forward pass's log may take in the backward pass
+(`replay_lengths`)."""
+
+REPLAY_LOG_RATIO = 4
+"""The ratio between consecutive lengths of `replay_lengths`: each is a copy of the backward
+pass's loops in the compiled program, so fewer lengths compile faster, and longer steps zero more
+log than a run uses."""
 
 ROWS, OLD = "undo-rows:", "undo-old:"
 """Prefixes of the registers a logging sweep records a block's stack writes in, one pair per
@@ -160,6 +176,27 @@ def undo_length(entry_bytes: int) -> int:
     """The number of sweeps L an undo log holds: as many as `UNDO_TAPE_BYTES` hold, at least 2
     and at most `MAX_UNDO_ENTRIES`."""
     return max(2, min(MAX_UNDO_ENTRIES, UNDO_TAPE_BYTES // max(entry_bytes, 1)))
+
+
+def replay_lengths(length: int, entry_bytes: int) -> tuple[int, ...]:
+    """The lengths, shortest first, of the logs the backward pass may replay a run's first sweeps
+    into, after a forward log of `length` entries: 2, 2 r, 2 r^2, ... times `length` (r:
+    `REPLAY_LOG_RATIO`), up to the longest, as many entries as `REPLAY_LOG_BYTES` hold (at
+    most `MAX_UNDO_ENTRIES`), less one shorter than the longest by under half. A run gets the
+    shortest that holds its sweeps. When the longest would hold fewer than 2 `length` entries,
+    only `length`: the backward pass then replays by rounds over the forward log itself (no
+    second copy of its loops in the compiled program)."""
+    longest = min(MAX_UNDO_ENTRIES, REPLAY_LOG_BYTES // max(entry_bytes, 1))
+    if longest < 2 * length:
+        return (length,)
+    lengths = []
+    shorter = 2 * length
+    while shorter < longest:
+        lengths.append(shorter)
+        shorter *= REPLAY_LOG_RATIO
+    if lengths and 2 * lengths[-1] > longest:  # too close to the longest to pay for its loops
+        lengths.pop()
+    return (*lengths, longest)
 
 
 def shared_row_keys(state: Mapping[str, Any], kernels: Sequence[Kernel], stack_keys: Collection[str]) -> tuple[frozenset[str], frozenset[str]]:
@@ -322,13 +359,15 @@ class UndoScheme(Scheme):
         entry.update({name: after[name] for slot in self.slots for name in (slot.rows, slot.old)})
         return {key: after[key] for key in state}, entry
 
-    def new_log(self) -> State:
-        return self.ops.new_tape(self.entry_specs, self.length)
+    def new_log(self, length: int | None = None) -> State:
+        """A log of `length` entries, by default L."""
+        return self.ops.new_tape(self.entry_specs, length or self.length)
 
-    def record(self, state: State, until: Any, log: State) -> tuple[Any, State, State]:
+    def record(self, state: State, until: Any, log: State, length: int | None = None) -> tuple[Any, State, State]:
         """Sweeps from `state` while running and before sweep `until`, each one's undo entry
-        written to row (its number mod L) of `log`: (sweeps run, final state, log)."""
-        ops, length = self.ops, self.length
+        written to row (its number mod `length`, by default L) of `log`: (sweeps run, final
+        state, log)."""
+        ops, length = self.ops, length or self.length
 
         def one(carry: tuple[Any, State, State]) -> tuple[Any, State, State]:
             swept, state, log = carry
@@ -341,37 +380,63 @@ class UndoScheme(Scheme):
         """The logged forward pass: (sweeps run, final state, log)."""
         return self.record(state, self.ops.int32(self.max_sweeps), self.new_log())
 
+    def undo_sweeps(self, first: Any, last: Any, state: State, adjoint: State, log: State, length: int) -> tuple[State, State]:
+        """The sweeps from `last - 1` down to `first` (all in `log`, of `length` entries) undone
+        from `state` (after `last` sweeps) and the adjoint pulled back through them."""
+        ops = self.ops
+
+        def one_back(i: Any, carry: tuple[State, State]) -> tuple[State, State]:
+            state, adjoint = carry
+            before = undo_sweep(state, ops.row(log, (last - 1 - i) % length), self.registers, self.slots, self.scatter)
+            return before, self.pull_back(before, adjoint)
+
+        return ops.fori_loop(ops.int32(0), last - first, one_back, (state, adjoint))  # type: ignore[no-any-return]
+
     def backward(self, initial: State, final: State, swept: Any, log: State, adjoint: State) -> State:
         """The cotangent of `initial`'s float arrays, from `adjoint`, that of `final`'s, given the
         forward pass's log of its `swept` sweeps."""
         ops, length = self.ops, self.length
+        first = ops.maximum(swept - length, 0)
+        state, adjoint = self.undo_sweeps(first, swept, final, adjoint, log, length)
 
-        def undo_sweeps(first: Any, last: Any, state: State, adjoint: State, log: State) -> tuple[State, State]:
-            """The sweeps from `last - 1` down to `first` (all in the log) undone from `state`
-            (after `last` sweeps) and the adjoint pulled back through them."""
+        def before_log(carry: tuple[State, State]) -> State:  # the run is longer than the log
+            return self.replayed(initial, first, *carry, log)
 
-            def one_back(i: Any, carry: tuple[State, State]) -> tuple[State, State]:
-                state, adjoint = carry
-                before = undo_sweep(state, ops.row(log, (last - 1 - i) % length), self.registers, self.slots, self.scatter)
-                return before, self.pull_back(before, adjoint)
+        return ops.cond(first > 0, before_log, lambda carry: carry[1], (state, adjoint))  # type: ignore[no-any-return]
 
-            return ops.fori_loop(ops.int32(0), last - first, one_back, (state, adjoint))  # type: ignore[no-any-return]
+    def replayed(self, initial: State, last: Any, state: State, adjoint: State, log: State) -> State:
+        """The cotangent of `initial`'s float arrays from `adjoint`, that of `state` (after
+        `last` sweeps), the first `last` sweeps replayed from `initial` into a log of the
+        shortest of `replay_lengths` that holds them all (the longest, by rounds, if none
+        does: over the forward pass's own `log` when the longest is L)."""
+        lengths = replay_lengths(self.length, spec_bytes(self.entry_specs))
+        back = functools.partial(self.replayed_by_rounds, initial, lengths[-1], log if lengths[-1] == self.length else None)
+        for length in reversed(lengths[:-1]):
+            back = self.by_fitting_log(length, functools.partial(self.replayed_by_rounds, initial, length, None), back)
+        return back((last, state, adjoint))  # type: ignore[no-any-return]
 
-        def undo_round(carry: tuple[Any, State, State, State]) -> tuple[Any, State, State, State]:
-            """The sweeps the log holds undone, then the log refilled with the L sweeps before
-            those, replayed from the start."""
+    def by_fitting_log(self, length: int, fitting: Callable[[Any], State], longer: Callable[[Any], State]) -> Callable[[Any], State]:
+        """`fitting` when the sweeps to replay (the carry's first item) fit a log of `length`,
+        else `longer`."""
+        return lambda carry: self.ops.cond(carry[0] <= length, fitting, longer, carry)  # type: ignore[no-any-return]
+
+    def replayed_by_rounds(self, initial: State, length: int, log: State | None, carry: tuple[Any, State, State]) -> State:
+        """The cotangent of `initial`'s float arrays, the carry (sweeps left, the state after
+        them, its adjoint), by rounds over a log of `length` entries (`log`, or a new one):
+        each round replays the run from `initial` up to the sweeps left, the log keeping the
+        last `length` of them, and undoes those."""
+        ops = self.ops
+
+        def round_back(carry: tuple[Any, State, State, State]) -> tuple[Any, State, State, State]:
             last, state, adjoint, log = carry
+            log = self.record(initial, last, log, length)[2]
             first = ops.maximum(last - length, 0)
-            state, adjoint = undo_sweeps(first, last, state, adjoint, log)
-            return first, state, adjoint, self.record(initial, first, log)[2]
+            state, adjoint = self.undo_sweeps(first, last, state, adjoint, log, length)
+            return first, state, adjoint, log
 
-        def from_log(adjoint: State) -> State:  # the run fits the log
-            return undo_sweeps(ops.int32(0), swept, final, adjoint, log)[1]
-
-        def by_rounds(adjoint: State) -> State:
-            return ops.while_loop(lambda c: c[0] > 0, undo_round, (swept, final, adjoint, log))[2]  # type: ignore[no-any-return]
-
-        return ops.cond(swept <= length, from_log, by_rounds, adjoint)  # type: ignore[no-any-return]
+        last, state, adjoint = carry
+        start = (last, state, adjoint, self.new_log(length) if log is None else log)
+        return ops.while_loop(lambda c: c[0] > 0, round_back, start)[2]  # type: ignore[no-any-return]
 
 
 # ----- checkpoints ----------------------------------------------------------------------------

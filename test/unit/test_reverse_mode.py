@@ -268,6 +268,20 @@ def test_a_run_longer_than_its_undo_log_replays_from_the_start(monkeypatch, entr
     damped_gradients_agree(np.array([9, 2, 6, 0, 8, 5]))
 
 
+@pytest.mark.parametrize("replay_bytes", [2**30, 5])
+def test_a_run_longer_than_its_forward_log_replays_its_first_sweeps_into_a_longer_log(monkeypatch, replay_bytes):
+    """A forward log of two sweeps (entries of one byte each for the size arithmetic) for runs of
+    up to 10: the backward pass undoes those two, then replays the first sweeps from the start
+    into a log of the shortest replay length that holds them (4 or 16 here), or, when the
+    memory for replays holds only 5 entries, by rounds over a log of 5 (4 being too close to
+    5 to be offered)."""
+    monkeypatch.setattr(reverse_scheme, "spec_bytes", lambda specs: 1)
+    monkeypatch.setattr(reverse_scheme, "UNDO_TAPE_BYTES", 2)
+    monkeypatch.setattr(reverse_scheme, "REPLAY_LOG_BYTES", replay_bytes)
+    assert reverse_scheme.replay_lengths(2, 1) == ((4, 16, 64, 256, 512) if replay_bytes > 512 else (5,))
+    damped_gradients_agree(np.array([9, 2, 6, 0, 8, 5]))
+
+
 def test_a_recursive_run_longer_than_its_undo_log_restores_its_stacks(monkeypatch):
     """Tree recursion with an undo log of three sweeps: the stacks' overwritten rows are restored
     sweep by sweep, across replays."""
@@ -287,6 +301,23 @@ def test_undo_log_length_follows_the_entrys_size():
     assert reverse_scheme.undo_length(1) == reverse_scheme.MAX_UNDO_ENTRIES
     assert reverse_scheme.undo_length(reverse_scheme.UNDO_TAPE_BYTES // 10) == 10
     assert reverse_scheme.undo_length(reverse_scheme.UNDO_TAPE_BYTES * 4) == 2  # the least a log holds
+
+
+def test_replay_log_lengths_grow_by_their_ratio_up_to_their_memory():
+    """Lengths 2 L, 2 L r, ... (r = REPLAY_LOG_RATIO) for a forward log of L entries, then the
+    longest that REPLAY_LOG_BYTES holds (less a length over half the longest); only L when the
+    longest would hold fewer than 2 L."""
+    ratio, entry = reverse_scheme.REPLAY_LOG_RATIO, 1000
+    longest = min(reverse_scheme.MAX_UNDO_ENTRIES, reverse_scheme.REPLAY_LOG_BYTES // entry)
+    lengths = reverse_scheme.replay_lengths(8, entry)
+    assert lengths[0] == 16 and lengths[-1] == longest
+    assert all(longer == shorter * ratio for shorter, longer in zip(lengths[:-2], lengths[1:-1], strict=True))
+    assert lengths[-2] < longest <= lengths[-2] * ratio
+    assert reverse_scheme.replay_lengths(30, reverse_scheme.REPLAY_LOG_BYTES // 20) == (30,)
+    assert reverse_scheme.replay_lengths(30, reverse_scheme.REPLAY_LOG_BYTES // 59) == (30,)
+    assert reverse_scheme.replay_lengths(30, reverse_scheme.REPLAY_LOG_BYTES // 60) == (60,)
+    assert reverse_scheme.replay_lengths(30, reverse_scheme.REPLAY_LOG_BYTES // 119) == (119,)  # not (60, 119)
+    assert reverse_scheme.replay_lengths(30, reverse_scheme.REPLAY_LOG_BYTES // 120) == (60, 120)
 
 
 @pytest.mark.parametrize("checkpoints", [2, 4])
