@@ -26,6 +26,7 @@ BACKENDS = {
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
 @pytest.mark.parametrize("name", sorted(suite_programs.SUITE))
+@pytest.mark.about_backend("jax", "tf")  # every program family on every backend (conftest.py, rule 3)
 @pytest.mark.make_test_keeps(
     {"backend": "numpy"},
     {"backend": "jax"},

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 import abir
 from abir.backend_registry import spec_named
 
+pytestmark = pytest.mark.about_backend("jax", "tf")  # every program family on every backend (conftest.py, rule 3)
+
 # ----- programs -------------------------------------------------------------------------------
 
 

@@ -86,6 +86,8 @@ def test_levels_are_quarters_down_to_live_rows_min() -> None:
     ids=["kernels", "default", "one-kernel"],
 )
 @pytest.mark.parametrize("name", ["fib", "guarded_tree"])
+# each program and each way of launching once: the levels are the same code for both programs
+@pytest.mark.make_test_keeps({"name": "fib", "fused": True}, {"name": "guarded_tree", "fused": False})
 def test_runs_down_the_levels_equal_python(monkeypatch: pytest.MonkeyPatch, name: str, one_kernel: bool | None, fused: bool) -> None:
     fn, args = cases(BATCH)[name]
     want = np.asarray(fn(*args, dry_run=True))

@@ -18,6 +18,8 @@ from abir.errors import StackOverflowError, StackUnderflowError
 from abir.opaque import register_opaque
 from abir.vm import compile_machine
 
+pytestmark = pytest.mark.about_backend("jax", "tf")  # every program family on every backend (conftest.py, rule 3)
+
 
 def jax_backend(**kwargs) -> Backend:
     from abir.backends.jax import JaxBackend

@@ -415,12 +415,20 @@ def test_call_on_numpy_equals_the_call_per_member(call):
     _assert_same(call, _batched(fn, "numpy"), _per_member(fn))
 
 
+def alternate_groups(kept: int) -> list:
+    """The starts of the groups of `CALLS`, every other one (the even groups for `kept=0`) in
+    `make test` and the rest `full`: `make test` runs each call on one compiled backend, the even
+    groups on JAX and the odd ones on TF under XLA (test/unit/conftest.py, rule 2)."""
+    return [start if start // GROUP % 2 == kept else pytest.param(start, marks=pytest.mark.full)
+            for start in range(0, len(CALLS), GROUP)]
+
+
 @pytest.mark.parametrize("backend", ["jax", "tf"])
-@pytest.mark.parametrize("start", range(0, len(CALLS), GROUP))
+@pytest.mark.parametrize("start", alternate_groups(0))
 @pytest.mark.make_test_keeps({"backend": "jax"})
 def test_calls_on_compiled_backends_equal_the_calls_per_member(backend, start):
-    """On TF under `full` only: `make test` runs every call on TF under XLA (the next test) and
-    the calls XLA cannot compile in TF's plain `tf.function` (the one after)."""
+    """On TF under `full` only: `make test` runs the other groups of calls on TF under XLA (the
+    next test) and the calls XLA cannot compile in TF's plain `tf.function` (the one after)."""
     group = CALLS[start : start + GROUP]
     fn = _define(f"calls_{start}", "(" + ", ".join(group) + ",)")
     got = _batched(fn, backend)
@@ -429,7 +437,7 @@ def test_calls_on_compiled_backends_equal_the_calls_per_member(backend, start):
         _assert_same(call, got[k], [m[k] for m in members])
 
 
-@pytest.mark.parametrize("start", range(0, len(CALLS), GROUP))
+@pytest.mark.parametrize("start", alternate_groups(1))
 def test_calls_under_xla_equal_the_calls_per_member(start):
     group = [c for c in CALLS[start : start + GROUP] if c not in NOT_XLA_COMPILABLE]
     fn = _define(f"xla_calls_{start}", "(" + ", ".join(group) + ",)")

@@ -21,7 +21,8 @@ batched_fib = CTX.batch_uncurried(fib)
 halving = CTX.batch_uncurried(halving_steps)
 
 
-@pytest.mark.parametrize("jit_compile", [None, True, False])
+# jit_compile=True: the default (None) compiles the same program with XLA (test/unit/conftest.py, rule 2)
+@pytest.mark.parametrize("jit_compile", [None, pytest.param(True, marks=pytest.mark.full), False])
 def test_repeated_calls_equal_python(jit_compile):
     """The first call traces and compiles; the later ones (the concrete function's flat call)
     and a call with another batch size (another signature) give the per-member results."""
