@@ -28,6 +28,15 @@ cycles of jumps terminate), and a block stops absorbing at `MAX_FUSED_OPS` ops. 
 entry block is left alone (it stays the program's own call of the entry function). Blocks no
 longer reachable from the program entry are erased.
 
+Duplication puts a branch after the code that decides it: a loop exit that sets `ok = False`
+absorbs the test `if not ok` after the loop. After each round of absorption, a branch whose
+boolean condition holds the same value on every path into its block (a forward dataflow of the
+booleans that `stack.constant`, `stack.write` and boolean prims compute, `KnownBooleans`) becomes
+a jump to the arm taken (jump threading), the arm is merged into the block when nothing else
+enters it any more, and absorption goes on from there. Facts flow along
+jumps and branches only: the program entry, a callee's entry and a call's return block start
+with nothing known, and a value popped or computed otherwise is unknown.
+
 A block that absorbs a callee's entry keeps the call's attributes (`function`, `abir.loc`: a
 member standing there is making that call, so an error names the call's line); a jump's
 absorbed block brings its own (the loop header, for a rotated loop).
@@ -42,19 +51,116 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from abir import prims
 from abir.dialects import stack
-from abir.passes.analysis import CALL_LOCATION_ATTR, the_program
+from abir.passes.analysis import CALL_LOCATION_ATTR, predecessors, reads_writes, the_program
+from abir.passes.schedule_blocks import references
 
 MAX_DUP_OPS = 8
 """The most ops (terminator excluded) a block may have to be duplicated into a predecessor."""
 
 MAX_FUSED_OPS = 64
 """A block stops absorbing successors once it would exceed this many ops."""
+
+
+BOOLEAN_PRIMS = {
+    "logical_not": lambda a: not a,
+    "bitwise_invert": lambda a: not a,
+    "logical_and": lambda a, b: a and b,
+    "bitwise_and": lambda a, b: a and b,
+    "logical_or": lambda a, b: a or b,
+    "bitwise_or": lambda a, b: a or b,
+    "logical_xor": lambda a, b: a != b,
+    "bitwise_xor": lambda a, b: a != b,
+    "not_equal": lambda a, b: a != b,
+    "equal": lambda a, b: a == b,
+}
+"""The prims whose result `KnownBooleans` computes when every input is a known boolean."""
+
+Facts = dict[str, bool]
+"""Boolean variables -> the value each holds (variables absent: unknown)."""
+
+
+def boolean_constant(op: stack.ConstantOp) -> bool | None:
+    value = op.value
+    if isinstance(value, IntegerAttr) and value.type == IntegerType(1):
+        return bool(value.value.data)
+    return None
+
+
+def facts_after(op: Operation, facts: Facts) -> Facts:
+    """The known booleans after `op`, from those before it."""
+    reads, writes = reads_writes(op)
+    known = [facts.get(name) for name in reads]
+    after = {name: value for name, value in facts.items() if name not in writes}
+    match op:
+        case stack.ConstantOp():
+            value = boolean_constant(op)
+            if value is not None:
+                after[writes[0]] = value
+        case stack.WriteOp():
+            after.update(
+                {target: value for target, value in zip(writes, known, strict=True) if value is not None}
+            )
+        case stack.PrimOp() if op.prim_name in BOOLEAN_PRIMS and len(writes) == 1 and None not in known:
+            after[writes[0]] = BOOLEAN_PRIMS[op.prim_name](*known)
+        case _:
+            pass
+    return after
+
+
+def facts_at_end(block: Block, facts: Facts) -> Facts:
+    """The known booleans before `block`'s terminator, from those at its start."""
+    for op in body_ops(block):
+        facts = facts_after(op, facts)
+    return facts
+
+
+class KnownBooleans:
+    """The booleans known at each block's start: the meet (values agreeing on every path) over
+    the jumps and branches into it, nothing at the program entry, a callee's entry or a call's
+    return block (a return comes from code this analysis does not follow)."""
+
+    def __init__(self, program: stack.ProgramOp):
+        blocks = list(program.body.blocks)
+        jump_preds = predecessors(blocks, jump_successors)
+        unknown_start = {blocks[0]} | {
+            target for block in blocks if isinstance(term := block.last_op, stack.PushGotoOp)
+            for target in (term.dest, term.return_dest)
+        }  # fmt: skip
+        self.at_start: dict[Block, Facts | None] = {b: ({} if b in unknown_start else None) for b in blocks}
+        changed = True
+        while changed:
+            changed = False
+            for block in blocks:
+                if block in unknown_start:
+                    continue
+                incoming = [self.at_end(pred) for pred in jump_preds[block]]
+                met = meet([facts for facts in incoming if facts is not None])
+                if met != self.at_start[block]:
+                    self.at_start[block] = met
+                    changed = True
+
+    def at_end(self, block: Block) -> Facts | None:
+        """The known booleans before `block`'s terminator (None: no path reaches it yet)."""
+        start = self.at_start.get(block, {})
+        return None if start is None else facts_at_end(block, start)
+
+
+def jump_successors(block: Block) -> list[Block]:
+    term = block.last_op
+    return list(term.successors) if isinstance(term, stack.GotoOp | stack.BranchOp) else []
+
+
+def meet(incoming: list[Facts]) -> Facts | None:
+    if not incoming:
+        return None
+    first, *rest = incoming
+    return {name: value for name, value in first.items() if all(facts.get(name) == value for facts in rest)}
 
 
 def body_ops(block: Block) -> list[Operation]:
@@ -203,6 +309,47 @@ class Fuser:
             if block not in seen:
                 self.program.body.erase_block(block, safe_erase=False)
 
+    def thread_known_branches(self) -> bool:
+        """Replace each branch whose condition is known on every path into its block by a jump
+        to the arm taken, and merge that arm into the block when nothing else enters it any
+        more; whether any branch was replaced."""
+        known = KnownBooleans(self.program)
+        threaded: list[Block] = []
+        for block in list(self.program.body.blocks):
+            term = block.last_op
+            facts = known.at_end(block)
+            if not isinstance(term, stack.BranchOp) or facts is None:
+                continue
+            value = facts.get(term.cond.string_value())
+            if value is None:
+                continue
+            taken = term.then_dest if value else term.else_dest
+            jump = copy_attrs(term, stack.GotoOp(taken))
+            term.detach()
+            term.erase()
+            block.add_op(jump)
+            threaded.append(block)
+        self.drop_unreachable()
+        for block in threaded:
+            self.merge_only_entry(block)
+        return bool(threaded)
+
+    def merge_only_entry(self, block: Block) -> None:
+        """Append the target of `block`'s jump to it when no other block refers to the target."""
+        term = block.last_op
+        if not isinstance(term, stack.GotoOp) or block.parent is None:
+            return
+        target = term.dest
+        if target is block or target is self.entry or references(self.program)[target] != 1:
+            return
+        term.detach()
+        term.erase()
+        for op in list(target.ops):
+            op.detach()
+            block.add_op(op)
+        self.absorbed.setdefault(block, set()).update({target, *self.absorbed.get(target, set())})
+        self.program.body.erase_block(target)
+
     def run(self) -> None:
         budget = 20 * len(self.program.body.blocks) + 100
         changed = True
@@ -213,6 +360,8 @@ class Fuser:
                     changed = True
                     budget -= 1
             self.drop_unreachable()
+            if self.thread_known_branches():
+                changed = True
 
 
 def fuse_blocks(module: ModuleOp) -> None:
