@@ -58,7 +58,7 @@ from xdsl.passes import ModulePass
 from abir import prims
 from abir.dialects import stack
 from abir.passes.analysis import CALL_LOCATION_ATTR, predecessors, reads_writes, the_program
-from abir.passes.schedule_blocks import references
+from abir.passes.schedule_blocks import absorb_jump_target, references
 
 MAX_DUP_OPS = 8
 """The most ops (terminator excluded) a block may have to be duplicated into a predecessor."""
@@ -336,19 +336,11 @@ class Fuser:
 
     def merge_only_entry(self, block: Block) -> None:
         """Append the target of `block`'s jump to it when no other block refers to the target."""
-        term = block.last_op
-        if not isinstance(term, stack.GotoOp) or block.parent is None:
+        if block.parent is None:
             return
-        target = term.dest
-        if target is block or target is self.entry or references(self.program)[target] != 1:
-            return
-        term.detach()
-        term.erase()
-        for op in list(target.ops):
-            op.detach()
-            block.add_op(op)
-        self.absorbed.setdefault(block, set()).update({target, *self.absorbed.get(target, set())})
-        self.program.body.erase_block(target)
+        target = absorb_jump_target(self.program, block, references(self.program))
+        if target is not None:
+            self.absorbed.setdefault(block, set()).update({target, *self.absorbed.get(target, set())})
 
     def run(self) -> None:
         budget = 20 * len(self.program.body.blocks) + 100

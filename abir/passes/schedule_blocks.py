@@ -31,6 +31,7 @@ members.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -53,28 +54,31 @@ def references(program: stack.ProgramOp) -> dict[Block, int]:
     return count
 
 
+def absorb_jump_target(program: stack.ProgramOp, block: Block, refs: Mapping[Block, int]) -> Block | None:
+    """Append to `block` the block its `stack.goto` jumps to, when nothing else refers to that
+    block (by `refs`, `references`) and it is neither the entry nor `block`; the absorbed block
+    (now erased), or None."""
+    term = block.last_op
+    if not isinstance(term, stack.GotoOp):
+        return None
+    succ = term.dest
+    if succ is program.body.blocks.first or succ is block or refs[succ] != 1:
+        return None
+    term.detach()
+    term.erase()
+    for op in list(succ.ops):
+        op.detach()
+        block.add_op(op)
+    program.body.erase_block(succ)
+    return succ
+
+
 def merge_blocks(module: ModuleOp) -> None:
     program = the_program(module)
     changed = True
     while changed:
-        changed = False
         refs = references(program)
-        entry = program.body.blocks.first
-        for block in program.body.blocks:
-            term = block.last_op
-            if not isinstance(term, stack.GotoOp):
-                continue
-            succ = term.dest
-            if succ is entry or succ is block or refs[succ] != 1:
-                continue
-            term.detach()
-            term.erase()
-            for op in list(succ.ops):
-                op.detach()
-                block.add_op(op)
-            program.body.erase_block(succ)
-            changed = True
-            break
+        changed = any(absorb_jump_target(program, block, refs) is not None for block in program.body.blocks)
 
 
 def is_bookkeeping(block: Block) -> bool:
