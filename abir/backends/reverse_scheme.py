@@ -396,13 +396,18 @@ class UndoScheme(Scheme):
         """The cotangent of `initial`'s float arrays, from `adjoint`, that of `final`'s, given the
         forward pass's log of its `swept` sweeps."""
         ops, length = self.ops, self.length
-        first = ops.maximum(swept - length, 0)
-        state, adjoint = self.undo_sweeps(first, swept, final, adjoint, log, length)
 
-        def before_log(carry: tuple[State, State]) -> State:  # the run is longer than the log
-            return self.replayed(initial, first, *carry, log)
+        def within_log(adjoint: State) -> State:
+            return self.undo_sweeps(ops.int32(0), swept, final, adjoint, log, length)[1]
 
-        return ops.cond(first > 0, before_log, lambda carry: carry[1], (state, adjoint))  # type: ignore[no-any-return]
+        def before_log(adjoint: State) -> State:  # the run is longer than the log
+            first = swept - length
+            state, adjoint = self.undo_sweeps(first, swept, final, adjoint, log, length)
+            return self.replayed(initial, first, state, adjoint, log)
+
+        # two branches that each undo the logged sweeps (not one undo before a branch that may
+        # return its operand unchanged, which TensorFlow's XLA bridge failed to compile)
+        return ops.cond(swept <= length, within_log, before_log, adjoint)  # type: ignore[no-any-return]
 
     def replayed(self, initial: State, last: Any, state: State, adjoint: State, log: State) -> State:
         """The cotangent of `initial`'s float arrays from `adjoint`, that of `state` (after
