@@ -54,6 +54,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, ModuleOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
 
 from abir import prims
 from abir.dialects import stack
@@ -324,10 +325,7 @@ class Fuser:
             if value is None:
                 continue
             taken = term.then_dest if value else term.else_dest
-            jump = copy_attrs(term, stack.GotoOp(taken))
-            term.detach()
-            term.erase()
-            block.add_op(jump)
+            Rewriter.replace_op(term, copy_attrs(term, stack.GotoOp(taken)))
             threaded.append(block)
         self.drop_unreachable()
         for block in threaded:

@@ -30,7 +30,7 @@ from abir.errors import StackOverflowError, StackUnderflowError, StepLimitError
 from abir.vm import state_ops
 from abir.vm.inputs import batch_size_of, prepare_inputs
 from abir.vm.kernels import Jump
-from abir.vm.machine import DEFAULT_MAX_STACK_DEPTH, Machine, check_max_steps
+from abir.vm.machine import DEFAULT_MAX_STACK_DEPTH, Machine, check_max_steps, kept_for
 from abir.vm.run_errors import raise_member_errors, raise_step_limit
 
 FIRST_LANE_CHUNK = 64
@@ -159,12 +159,7 @@ def lane_pace(machine: Machine, backend: Backend, key: Any) -> LanePace:
     empty); a fresh one for a run without a key."""
     if key is None:
         return LanePace()
-    cache_key = ("abir.lanes.pace", key, id(backend))
-    entry = machine.run_cache.get(cache_key)
-    if entry is None or entry[0] is not backend:  # the backend is kept with its pace: its id is not another's
-        entry = machine.run_cache[cache_key] = (backend, LanePace())
-    pace: LanePace = entry[1]
-    return pace
+    return kept_for(backend, machine.run_cache, ("abir.lanes.pace", key), LanePace)
 
 
 def _next_window(

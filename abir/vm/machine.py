@@ -16,7 +16,7 @@ import functools
 import math
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
@@ -124,12 +124,12 @@ class Machine:
     def kernels(self, backend: Backend, count_steps: bool = False) -> list[Kernel]:
         """The block kernels for `backend` (built on first use, then reused); with
         `count_steps`, the kernels of a run with a step limit (`state_ops.count_step`)."""
-        entry = self._kernels.get((id(backend), count_steps))
-        if entry is None or entry[0] is not backend:
+
+        def made() -> list[Kernel]:
             plans = self._step_counting_plans() if count_steps else self.plans
-            entry = (backend, [make_kernel(plan, backend, self.num_blocks) for plan in plans])
-            self._kernels[(id(backend), count_steps)] = entry
-        return entry[1]
+            return [make_kernel(plan, backend, self.num_blocks) for plan in plans]
+
+        return kept_for(backend, self._kernels, count_steps, made)
 
     def _step_counting_plans(self) -> tuple[BlockPlan, ...]:
         if self._counting_plans is None:
@@ -306,12 +306,10 @@ class Machine:
         reused), or None (no `cache_key`, or the backend has none)."""
         if cache_key is None or not isinstance(backend, Backend):
             return None
-        key = (id(backend), cache_key)
-        entry = self._launchers.get(key)
-        if entry is None or entry[0] is not backend:
-            made = backend.launcher(kernels, state, self.num_blocks, cache_key, self.run_cache, self.stack_keys, error_flags)
-            entry = self._launchers[key] = (backend, made)
-        return entry[1]
+        return kept_for(
+            backend, self._launchers, cache_key,
+            lambda: backend.launcher(kernels, state, self.num_blocks, cache_key, self.run_cache, self.stack_keys, error_flags),
+        )
 
 
 class SteadyRun:
@@ -382,6 +380,19 @@ class SteadyRun:
 def staged_leaves(backend: Backend, leaves: Sequence[Any]) -> bool:
     """Whether some of a run's input leaves belong to a computation being traced."""
     return any(backend.is_traced(leaf) for leaf in leaves)
+
+
+T = TypeVar("T")
+
+
+def kept_for(backend: Any, cache: MutableMapping[Any, Any], key: Any, make: Callable[[], T]) -> T:
+    """What `make()` gives, kept in `cache` for `backend` and `key` and made again only for another
+    backend: the entry holds the backend itself, so a freed backend's id, which Python may give a
+    new one, never finds what was made for the old."""
+    entry = cache.get((id(backend), key))
+    if entry is None or entry[0] is not backend:
+        entry = cache[(id(backend), key)] = (backend, make())
+    return entry[1]  # type: ignore[no-any-return]
 
 
 def check_max_steps(max_steps: Any) -> None:

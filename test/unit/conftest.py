@@ -207,8 +207,7 @@ def hashed_variant(name: str, variants: list[str], words: Mapping[str, str], bac
     return own[(digest // 2) % len(own)]
 
 
-def kept_variants(test: str, test_items: list[pytest.Item], variants: dict[pytest.Item, str],
-                  words: Mapping[str, str]) -> list[str]:
+def kept_variants(test_items: list[pytest.Item], variants: dict[pytest.Item, str], words: Mapping[str, str]) -> list[str]:
     """The compiled variants of one test that `make test` runs (rule 2 of the module docstring)."""
     candidates = list(dict.fromkeys(variants[item] for item in test_items if not is_full(item)))
     if not candidates:
@@ -231,8 +230,8 @@ def apply_one_compiled_backend(items: list[pytest.Item]) -> None:
         variant = compiled_variant(item, words)
         if variant is not None:
             by_test.setdefault(test_name(item), {})[item] = variant
-    for test, variants in by_test.items():
-        kept = kept_variants(test, list(variants), variants, words)
+    for variants in by_test.values():
+        kept = kept_variants(list(variants), variants, words)
         for item, variant in variants.items():
             if variant not in kept:
                 item.add_marker(pytest.mark.full)

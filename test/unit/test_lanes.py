@@ -14,6 +14,7 @@ import pytest
 
 import abir
 import abir.vm.lanes
+import abir.vm.machine
 from abir.backend_registry import spec_named
 from abir.errors import StackOverflowError, StepLimitError
 from abir.testing.fuzz import main as fuzz_main
@@ -459,13 +460,14 @@ def test_a_call_after_the_first_runs_in_one_launch(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_pace_is_kept_for_its_own_backend_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`lane_pace` keys its cache by the backend's id; a pace left by another backend object
-    with the same id (Python reuses the id of a freed object) is not taken for this one's."""
+    """`lane_pace` keys its cache by the backend's id (`abir.vm.machine.kept_for`); a pace left
+    by another backend object with the same id (Python reuses the id of a freed object) is not
+    taken for this one's."""
 
     class Machine:
         run_cache: dict[Any, Any] = {}
 
-    monkeypatch.setattr(abir.vm.lanes, "id", lambda obj: 7, raising=False)  # both backends: one id
+    monkeypatch.setattr(abir.vm.machine, "id", lambda obj: 7, raising=False)  # both backends: one id
     machine, old, new = Machine(), abir.NumpyBackend(), abir.NumpyBackend()
     stale = abir.vm.lanes.lane_pace(machine, old, "loop")  # type: ignore[arg-type]
     pace = abir.vm.lanes.lane_pace(machine, new, "loop")  # type: ignore[arg-type]

@@ -157,8 +157,20 @@ def test_a_run_resumes_over_launches(monkeypatch):
     monkeypatch.setattr(base, "FIRST_LAUNCH_ITERATIONS", 2)
     backend = abir.JaxBackend()
     monkeypatch.setattr(backend, "launch_seconds", 1e-9)
+    launches = []
+    run_in_launches = backend.run_in_launches
+
+    def counted(launch, state, halt_index):
+        def one(state, iterations):
+            launches.append(iterations)
+            return launch(state, iterations)
+
+        return run_in_launches(one, state, halt_index)
+
+    monkeypatch.setattr(backend, "run_in_launches", counted)
     want = [search(n) for n in INPUTS]
     np.testing.assert_array_equal(batched(search)(INPUTS, backend=backend), want)
+    assert len(launches) > 1
 
 
 def test_max_steps_stops_the_members_the_sweep_stops_where_it_stops_them(monkeypatch):
