@@ -607,30 +607,34 @@ class TracedLoop(abc.ABC):
         round; one count of them per round tells both whether to go on and what the round ran."""
 
         def count(carry: tuple[State, dict[str, Any], Any]) -> Any:
-            return self.sum(self.cast(here(carry), np.int32))
+            return self.cast(self.sum(self.cast(here(carry), np.int32)), np.int32)
 
         # in integers (a float sum is not vectorized): the cost so far, the sweep's other work
         # and the rounds (counted by the launch's iterations), stays below `rounds`, so that
         # lanes * cost fits in int32; a loop that repeats longer ends its sweep then and goes
         # on in the next
         rounds = (2**31 - 1) // max(int(carry[0]["pc"].shape[0]), 1)
-        ran = self.cast(count(carry), np.int32)
+        ran = count(carry)
         carry = once(carry)
         # cost = used - before: 1 + `sweep_cost` now, one more each round
         before = carry[2] - self.cast(1 + min(math.ceil(sweep_cost), rounds // 2), np.int32)
 
-        def paying(loop: tuple[Any, Any, Any]) -> Any:
-            carry, members, ran = loop
-            cost = carry[2] - before
-            return (members > 0) & (members * cost >= ran) & (cost < rounds) & (carry[2] < iterations)
+        # the launch's iterations, the members of this round and those of the rounds so far
+        # are one int32 [3] of the loop's carry: updated by one operation per round, not three
+        # (on TF, whose loop is not one kernel, each operation a kernel call)
+        def paying(loop: tuple[State, dict[str, Any], Any]) -> Any:
+            used, members, ran = loop[2][0], loop[2][1], loop[2][2]
+            cost = used - before
+            return (members > 0) & (members * cost >= ran) & (cost < rounds) & (used < iterations)
 
-        def round_(loop: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
-            carry, members, ran = loop
-            carry = again(carry)
-            return carry, self.cast(count(carry), np.int32), ran + members
+        def round_(loop: tuple[State, dict[str, Any], Any]) -> tuple[State, dict[str, Any], Any]:
+            state, counters, counts = loop
+            carry = again((state, counters, counts[0]))
+            return carry[0], carry[1], self.stack_rows([carry[2], count(carry), counts[2] + counts[1]])
 
-        start = (carry, self.cast(count(carry), np.int32), ran)
-        return self.while_loop(paying, round_, start)[0]  # type: ignore[no-any-return]
+        start = (carry[0], carry[1], self.stack_rows([carry[2], count(carry), ran]))
+        state, counters, counts = self.while_loop(paying, round_, start)
+        return state, counters, counts[0]
 
     def single_sweep(self, template: State) -> Callable[[State], State]:
         """One sweep as a function of the state (shaped as `template`), with no loop inside: a
