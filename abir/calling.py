@@ -98,7 +98,10 @@ class SteadyCall:
     cache still holds it), and the batch size. Called on such arguments, it runs the program
     and returns the call's results, raising what the checked path raises."""
 
-    __slots__ = ("options", "program", "program_key", "batch_size", "run", "batch", "output_treedef", "one_output", "on_host")
+    __slots__ = (
+        "options", "program", "program_key", "batch_size", "run", "batch", "output_treedef", "one_output", "on_host",
+        "finished",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -122,8 +125,33 @@ class SteadyCall:
         """Whether the call returns its one output leaf as it is (no structure around it)."""
         self.on_host = on_host
         """Whether the arguments are NumPy arrays (never sharded over devices)."""
+        self.finished: Callable[[Sequence[Any]], list[Any] | None] | None = None
+        """The `SteadyLauncher.finished_outputs` of the run's launcher, once the run has one
+        (`finished_outputs`)."""
 
     def __call__(self, args: Sequence[Any]) -> Any:
+        finished = self.finished or self.finished_outputs()
+        if finished is not None:
+            # one compiled program runs, no helper's Python: no helper error to explain
+            with self.options.backend.scope():
+                outputs = finished(args)
+            if outputs is not None:
+                self.program.machine.last_stats = None
+                return outputs[0] if self.one_output else optree.tree_unflatten(self.output_treedef, outputs)
+        return self.checked_run(args)
+
+    def finished_outputs(self) -> Callable[[Sequence[Any]], list[Any] | None] | None:
+        """The run's `SteadyLauncher.finished_outputs` where the run (`Machine.steady_run`) has a
+        launcher, found once its first run made it: it gives the outputs of a run that
+        finished unflagged without the machine's state (else None, and `checked_run` runs it
+        again from its start, raising its errors)."""
+        launch = getattr(self.run, "launch", None)
+        if launch is not None:
+            self.finished = launch.finished_outputs
+        return self.finished
+
+    def checked_run(self, args: Sequence[Any]) -> Any:
+        """The call's results through the machine's run, a helper's error explained."""
         mark = failure_mark()
         # arguments of a steady signature are never traced: the scope of concrete ones; a
         # helper's error is explained within the batch's context, which it names
