@@ -26,9 +26,11 @@ config.environment["TF_CPP_MIN_LOG_LEVEL"] = "3"
 # `lit --param tool_server=0` runs each as its own process.
 if lit_config.params.get("tool_server", "1") != "0":
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "tool_server"))
+    import atexit
+
     import launch
 
-    launch.start(config.environment, bin_dir)
+    atexit.register(launch.start(config.environment, bin_dir).stop)
 
 # `lit --param full=1` (make test-full) also runs the tests that REQUIRE full: the run tests' programs
 # on the compiled backends, whose text route `make test` checks in pytest (test_abir_run.py).

@@ -1,9 +1,9 @@
-"""Starts the lit tests' tool server (tool_server.py) from lit.cfg.py and writes the shims that
-hand commands to it; stops it when lit exits."""
+"""Starts the lit tests' tool server (tool_server.py) for lit.cfg.py, and writes the shims that hand
+commands to it."""
 
 from __future__ import annotations
 
-import atexit
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -55,23 +55,34 @@ def wait_until_listening(server: subprocess.Popen, socket_path: str) -> None:
         time.sleep(0.05)
 
 
-def stop(server: subprocess.Popen, directory: str) -> None:
-    """Stops the server after its running children, so their CPU time counts as lit's."""
-    server.terminate()
-    server.wait()
-    shutil.rmtree(directory, ignore_errors=True)
+@dataclasses.dataclass
+class Server:
+    """A running tool server and the directory of its socket and shims."""
+
+    process: subprocess.Popen
+    directory: str
+
+    def stop(self) -> None:
+        """Stops the server after its running children, so that their CPU time counts as its parent's."""
+        self.process.terminate()
+        self.process.wait()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start(environment: MutableMapping[str, str], bin_dir: str) -> None:
+def start(environment: MutableMapping[str, str], bin_dir: str) -> Server:
     """Starts the server with the tests' environment and puts its shims first on their PATH."""
     directory = tempfile.mkdtemp(prefix="abir-lit-tools-")
     write_shims(directory, bin_dir)
     socket_path = os.path.join(directory, "socket")
     specs = [f"{tool}={target}" for tool, target in TOOLS.items()]
-    server = subprocess.Popen([sys.executable, os.path.join(HERE, "tool_server.py"), socket_path, *specs],
-                              env=dict(environment), stdin=subprocess.DEVNULL)
-    atexit.register(stop, server, directory)
-    wait_until_listening(server, socket_path)
+    process = subprocess.Popen([sys.executable, os.path.join(HERE, "tool_server.py"), socket_path, *specs],
+                               env=dict(environment), stdin=subprocess.DEVNULL)
+    server = Server(process, directory)
+    try:
+        wait_until_listening(process, socket_path)
+    except BaseException:
+        server.stop()
+        raise
     environment["PATH"] = directory + os.pathsep + environment["PATH"]
     environment["ABIR_LIT_TOOL_SERVER"] = socket_path
-
+    return server
