@@ -96,9 +96,7 @@ def test_lowers_through_abir_opt(lit_file: str, name: str, tmp_path: Path, capsy
 
 
 def test_abir_opt_asks_for_entry_types():
-    functional_ir = subprocess.run(
-        [sys.executable, str(FRONTEND / "fib.py")], capture_output=True, text=True, check=True
-    ).stdout
-    result = subprocess.run([ABIR_OPT, "-p", "abir-lower{entry=fib}"], input=functional_ir, capture_output=True, text=True)
+    result = subprocess.run([ABIR_OPT, "-p", "abir-lower{entry=fib}"], input=printed_functional_ir("fib.py"),
+                            capture_output=True, text=True)
     assert result.returncode != 0
     assert "arg-types=i64" in result.stderr
