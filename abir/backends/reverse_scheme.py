@@ -140,7 +140,6 @@ class TapeOps(abc.ABC):
     def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
         """Zeros of `shape` and NumPy `dtype`."""
 
-
     @abc.abstractmethod
     def row(self, tape: State, index: Any) -> State:
         """Row `index` of each of `tape`'s arrays."""

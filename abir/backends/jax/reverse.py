@@ -66,7 +66,6 @@ class JaxTapeOps(TapeOps):
     def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
         return jnp.zeros(tuple(shape), dtype)
 
-
     def row(self, tape: State, index: Any) -> State:
         return {key: lax.dynamic_index_in_dim(rows, index, 0, keepdims=False) for key, rows in tape.items()}
 

@@ -68,7 +68,6 @@ class TfTapeOps(TapeOps):
     def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
         return tf.zeros(tuple(shape), tf.as_dtype(dtype))
 
-
     def row(self, tape: State, index: Any) -> State:
         return {key: tf.gather(rows, index) for key, rows in tape.items()}
 
