@@ -11,15 +11,18 @@ state when no kernel writes it (`with_shared_rows`): the kernels read it as ever
 each sweep's cotangent of it is one row, the sum over the members. The two designs differ in how
 the backward pass finds the state before each sweep:
 
-* an undo log (`UndoScheme`, whenever every block is a split kernel writing one stack row per
-  member and request, `undo_loggable`): the forward pass logs, per sweep, the registers the
-  kernels may write (not the read-only ones) as they were before it, and for each stack write
-  request of each block (`LogSlot`) the rows written and the values there before
-  (`LoggedKernel`): an entry of (written registers + requests) x B values, whatever the stacks'
-  depth. The log holds L entries (`undo_length`: `UNDO_TAPE_BYTES` over the entry's size, at
-  most `MAX_UNDO_ENTRIES`), sweep s in row s mod L. Backward, from the final state, each sweep is
-  undone (`undo_sweep`: registers restored, requests restored from the last) and pulled back
-  through. A run of n > L sweeps has only its last L in the log: once those are undone, the
+* an undo log (`UndoScheme`, whenever the kernels tell the rows they pop and no block writes
+  whole spans of stack rows, `undo_loggable`): the forward pass logs, per sweep, the registers
+  the kernels may write (not the read-only ones) as they were before it, and each stack's
+  window (`StackWindow`): the rows just below each member's pointer that the sweep's pops may
+  uncover, the only ones holding saved values that its pushes may overwrite, read by one gather
+  before the sweep (outside its blocks' conditionals, which write the stacks in place): an
+  entry of (written registers + window rows) x B values, whatever the stacks' depth. The log
+  holds L entries (`undo_length`: `UNDO_TAPE_BYTES` over the entry's size, at most
+  `MAX_UNDO_ENTRIES`), sweep s in row s mod L. Backward, from the final state, each sweep is
+  undone (`undo_sweep`: registers restored, then the windows below the restored pointers) and
+  pulled back through; rows at or above a pointer keep what the later sweeps left there, which
+  no sweep reads before writing it. A run of n > L sweeps has only its last L in the log: once those are undone, the
   backward pass replays the run from its initial state (a residual anyway) into a log of its
   own for the n - L sweeps before, the shortest of `replay_lengths` (2 L, 2 L r, ... for r =
   `REPLAY_LOG_RATIO`, up to `REPLAY_LOG_BYTES`) that holds them, and undoes those: n - L
@@ -58,7 +61,7 @@ from typing import Any
 
 import numpy as np
 
-from abir.backends.base import Kernel, State, Writes, splittable
+from abir.backends.base import Kernel, State
 from abir.backends.traced import read_only_keys, refills_lanes, writes_whole_stacks
 
 TAPE_BYTES = 16 * 2**20
@@ -86,10 +89,8 @@ REPLAY_LOG_RATIO = 4
 pass's loops in the compiled program, so fewer lengths compile faster, and longer steps zero more
 log than a run uses."""
 
-ROWS, OLD = "undo-rows:", "undo-old:"
-"""Prefixes of the registers a logging sweep records a block's stack writes in, one pair per
-write request (`LoggedKernel`): the rows written ([B] int32, the depth or more: none) and the
-values there before the block ([B, ...])."""
+WINDOW = "undo-window:"
+"""Prefix of an undo entry's arrays holding a stack's window (`StackWindow`)."""
 
 Spec = tuple[tuple[int, ...], Any]
 """An array's (shape, NumPy dtype), as a tape is allocated from."""
@@ -138,10 +139,6 @@ class TapeOps(abc.ABC):
     @abc.abstractmethod
     def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
         """Zeros of `shape` and NumPy `dtype`."""
-
-    @abc.abstractmethod
-    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any:
-        """`value` filling `shape`, of NumPy `dtype`."""
 
     @abc.abstractmethod
     def row(self, tape: State, index: Any) -> State:
@@ -214,100 +211,64 @@ def shared_row_keys(state: Mapping[str, Any], kernels: Sequence[Kernel], stack_k
 
 
 def undo_loggable(kernels: Collection[Kernel]) -> bool:
-    """Whether a sweep's stack writes can be logged: split kernels writing one row per member
-    and request (no `Span`), and no lanes."""
-    return splittable(list(kernels)) and not any(writes_whole_stacks(k) or refills_lanes(k) for k in kernels)
+    """Whether a sweep can be undone from its stack windows (`StackWindow`): kernels that tell
+    the rows they pop (`pops`, `abir.vm.kernels.BlockPlan.stack_pops`), writing one row per
+    member and request (no `Span`), and no lanes."""
+    return all(getattr(k, "pops", None) is not None for k in kernels) and not any(writes_whole_stacks(k) or refills_lanes(k) for k in kernels)
 
 
 @dataclass(frozen=True)
-class LogSlot:
-    """The log registers of a block's `request`-th write request to `stack`."""
+class StackWindow:
+    """The `rows` rows of `stack` just below each member's pointer (`pointer`) before a sweep:
+    the only rows holding saved values that the sweep may overwrite. A push writes at its
+    member's pointer, which the sweep's pops move down by at most `rows`; a row at or above the
+    pointer holds nothing the sweep reads before writing it (a pop reads below the pointer), so
+    the state before a sweep restored in its windows and registers differs from the true one only
+    in rows no sweep reads, whose values change neither a result nor a cotangent."""
 
-    block: int
     stack: str
-    request: int
+    pointer: str
+    rows: int
 
     @property
-    def rows(self) -> str:
-        return f"{ROWS}{self.block}:{self.request}:{self.stack}"
-
-    @property
-    def old(self) -> str:
-        return f"{OLD}{self.block}:{self.request}:{self.stack}"
+    def key(self) -> str:
+        """The undo entry's array holding the window ([rows, B, ...])."""
+        return f"{WINDOW}{self.stack}"
 
 
-def log_slots(kernels: Sequence[Kernel]) -> list[LogSlot]:
-    """Every write request a sweep may make, in the order the sweep makes them (each block
-    runs once per sweep, in index order)."""
-    return [LogSlot(block, key, r) for block, k in enumerate(kernels) for key, n in k.writes.items() for r in range(n)]  # type: ignore[attr-defined]
+def stack_windows(kernels: Sequence[Kernel], specs: Mapping[str, Spec]) -> list[StackWindow]:
+    """The window of each stack that a sweep of `kernels` may both push onto and pop from: as many
+    rows as its blocks may pop together (each block runs at most once per sweep), at most the
+    stack's depth. A stack no block pops needs none: its pushes write only above its pointer."""
+    pushed = {key for k in kernels for key in k.writes}  # type: ignore[attr-defined]
+    pops: dict[tuple[str, str], int] = {}
+    for k in kernels:
+        for stack, pointer, count in k.pops:  # type: ignore[attr-defined]
+            pops[(stack, pointer)] = pops.get((stack, pointer), 0) + count
+    return [StackWindow(stack, pointer, min(count, specs[stack][0][0])) for (stack, pointer), count in pops.items() if stack in pushed]
 
 
-RowsRead = Callable[[Any, Any], tuple[Any, Any]]
-"""`read(stack, rows)`: (the rows of a write request as [B] int32, `stack[rows[b], b]` for each
-member b, junk where rows is out of range)."""
+def window_specs(specs: Mapping[str, Spec], windows: Sequence[StackWindow]) -> dict[str, Spec]:
+    """The shapes and dtypes of the undo entry's arrays of `windows`, for a state of `specs`."""
+    return {w.key: ((w.rows, *specs[w.stack][0][1:]), specs[w.stack][1]) for w in windows}
 
 
-class LoggedKernel:
-    """A split kernel whose split also writes, for each of its stack write requests, the rows
-    and the values there before the block into its `LogSlot` registers (`read`, `RowsRead`; a
-    block run on compacted rows logs those rows): the sweep step returns them with the other
-    registers it writes, and a block that does not run leaves them as they were (empty,
-    `empty_log`)."""
+WindowRead = Callable[[Any, Any, int], Any]
+"""`read(stack, pointer, rows)`: `stack[pointer[b] - 1 - j, b]` for j < `rows` and each member b,
+as [rows, B, ...] (junk where the row is negative)."""
 
-    def __init__(self, kernel: Any, split: Callable[..., Any], slots: Sequence[LogSlot], read: RowsRead):
-        self.kernel = kernel
-        self.inner = split
-        self.read = read
-        self.slots = {(slot.stack, slot.request): slot for slot in slots}
-        declared = getattr(kernel, "register_writes", None)
-        logs = [name for slot in slots for name in (slot.rows, slot.old)]
-        self.register_writes = None if declared is None else (*declared, *logs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.kernel, name)
-
-    def split(self, regs: State, stacks: State) -> tuple[State, Writes]:
-        out, writes = self.inner(regs, stacks)
-        out = dict(out)
-        for key, requests in writes.items():
-            for request, (rows, _) in enumerate(requests):
-                slot = self.slots[(key, request)]
-                out[slot.rows], out[slot.old] = self.read(stacks[key], rows)
-        return out, writes
+WindowWrite = Callable[[Any, Any, Any], Any]
+"""`write(stack, pointer, window)`: `stack` with `stack[pointer[b] - 1 - j, b] = window[j, b]` for
+each j and member b; a negative row writes nothing."""
 
 
-def log_specs(specs: Mapping[str, Spec], slots: Sequence[LogSlot]) -> dict[str, Spec]:
-    """The shapes and dtypes of the log registers of `slots` (`LoggedKernel`), for a state of
-    `specs`."""
-    logs: dict[str, Spec] = {}
-    for slot in slots:
-        shape, dtype = specs[slot.stack]
-        logs[slot.rows] = (tuple(shape[1:2]), np.dtype(np.int32))
-        logs[slot.old] = (tuple(shape[1:]), dtype)
-    return logs
-
-
-def empty_log(ops: TapeOps, specs: Mapping[str, Spec], slots: Sequence[LogSlot]) -> State:
-    """A log with nothing in it, for a state of `specs`: every slot's rows the depth."""
-    log: State = {}
-    logs = log_specs(specs, slots)
-    for slot in slots:
-        log[slot.rows] = ops.full(logs[slot.rows][0], specs[slot.stack][0][0], np.int32)
-        log[slot.old] = ops.zeros(*logs[slot.old])
-    return log
-
-
-Scatter = Callable[[Any, Any, Any], Any]
-"""`scatter(stack, rows, values)`: `stack` with `stack[rows[b], b] = values[b]`, rows out of range
-writing nothing."""
-
-
-def undo_sweep(state: State, entry: State, registers: Collection[str], slots: Sequence[LogSlot], scatter: Scatter) -> State:
+def undo_sweep(state: State, entry: State, registers: Collection[str], windows: Sequence[StackWindow], write: WindowWrite) -> State:
     """The state before a sweep, from the state after it and the sweep's undo entry (its
-    registers before, and the rows its requests overwrote, restored from the last)."""
+    registers before it, stack pointers included, and its stack windows), up to rows no sweep
+    reads (`StackWindow`)."""
     state = {**state, **{key: entry[key] for key in registers}}
-    for slot in reversed(slots):
-        state[slot.stack] = scatter(state[slot.stack], entry[slot.rows], entry[slot.old])
+    for w in windows:
+        state[w.stack] = write(state[w.stack], state[w.pointer], entry[w.key])
     return state
 
 
@@ -335,29 +296,29 @@ class Scheme:
 
 @dataclass
 class UndoScheme(Scheme):
-    """The undo-log design (module docstring) for one run of `kernels`: the sweep logging the
-    requests `slots` (`logging_sweep`, of a state with the `empty_log` registers; `scatter`
-    undoes them). `forward` is the logged forward pass, `backward` the cotangent of the initial
-    state's float arrays."""
+    """The undo-log design (module docstring) for one run of `kernels`: each sweep's entry holds
+    the registers it may write and its stack `windows`, read before it by `read_window` and
+    written back by `write_window`. `forward` is the logged forward pass, `backward` the
+    cotangent of the initial state's float arrays."""
 
-    logging_sweep: Sweep
     kernels: Sequence[Kernel]
     stack_keys: Collection[str]
-    slots: Sequence[LogSlot]
-    scatter: Scatter
+    read_window: WindowRead
+    write_window: WindowWrite
 
     def __post_init__(self) -> None:
         fixed = read_only_keys(self.kernels, self.specs, self.stack_keys)
         self.registers = tuple(key for key in self.specs if key not in self.stack_keys and key not in fixed)
-        self.entry_specs = {**{key: self.specs[key] for key in self.registers}, **log_specs(self.specs, self.slots)}
+        self.windows = stack_windows(self.kernels, self.specs)
+        self.entry_specs = {**{key: self.specs[key] for key in self.registers}, **window_specs(self.specs, self.windows)}
         self.length = undo_length(spec_bytes(self.entry_specs))
 
-    def logged_sweep(self, state: State) -> tuple[State, State]:
-        """(the state after one sweep, the sweep's undo entry)."""
-        after = self.logging_sweep({**state, **empty_log(self.ops, self.specs, self.slots)})
+    def undo_entry(self, state: State) -> State:
+        """The undo entry of the sweep from `state`: its registers, and its stack windows read
+        from the stacks before the sweep writes them in place."""
         entry = {key: state[key] for key in self.registers}
-        entry.update({name: after[name] for slot in self.slots for name in (slot.rows, slot.old)})
-        return {key: after[key] for key in state}, entry
+        entry.update({w.key: self.read_window(state[w.stack], state[w.pointer], w.rows) for w in self.windows})
+        return entry
 
     def new_log(self, length: int | None = None) -> State:
         """A log of `length` entries, by default L."""
@@ -371,8 +332,8 @@ class UndoScheme(Scheme):
 
         def one(carry: tuple[Any, State, State]) -> tuple[Any, State, State]:
             swept, state, log = carry
-            state, entry = self.logged_sweep(state)
-            return swept + 1, state, ops.write_row(log, swept % length, entry)
+            log = ops.write_row(log, swept % length, self.undo_entry(state))
+            return swept + 1, self.sweep(state), log
 
         return ops.while_loop(lambda c: self.running(c[1], c[0]) & (c[0] < until), one, (ops.int32(0), state, log))  # type: ignore[no-any-return]
 
@@ -387,7 +348,7 @@ class UndoScheme(Scheme):
 
         def one_back(i: Any, carry: tuple[State, State]) -> tuple[State, State]:
             state, adjoint = carry
-            before = undo_sweep(state, ops.row(log, (last - 1 - i) % length), self.registers, self.slots, self.scatter)
+            before = undo_sweep(state, ops.row(log, (last - 1 - i) % length), self.registers, self.windows, self.write_window)
             return before, self.pull_back(before, adjoint)
 
         return ops.fori_loop(ops.int32(0), last - first, one_back, (state, adjoint))  # type: ignore[no-any-return]

@@ -53,6 +53,11 @@ class BlockPlan:
     stack_writes: tuple[tuple[str, int], ...] = ()
     """(stack key, number of write requests the block leaves for the backend), for each stack
     the block pushes onto (a pop of a value pushed in the same block cancels its request)."""
+    stack_pops: tuple[tuple[str, str, int], ...] = ()
+    """(stack key, its stack pointer key, the most rows the block may pop from it: pops and
+    returns counted whether or not they take back a push of the same block), for each stack the
+    block pops; the rows below a member's pointer that a sweep's pushes may overwrite lie within
+    the sum of these over the sweep's blocks (`abir.backends.reverse_scheme`)."""
     register_writes: tuple[str, ...] = (state_ops.PC,)
     """The per-member state keys (registers, stack pointers, pc, error flags) the block's
     kernel may change; every other key comes back from `BlockKernel.split` untouched (the
@@ -493,6 +498,20 @@ def _pending_requests(ops: Sequence[Operation]) -> tuple[set[int], tuple[tuple[s
     return keeping, tuple((key, count) for key, count in requests.items() if count)
 
 
+def _stack_pops(ops: Sequence[Operation], pointers: Mapping[str, str]) -> tuple[tuple[str, str, int], ...]:
+    """`BlockPlan.stack_pops` of a block's ops."""
+    pops: dict[tuple[str, str], int] = {}
+    for op in ops:
+        if isinstance(op, vm.PopOp):
+            for name in _var_names(op):
+                key = (state_ops.stack_key(name), pointers[name])
+                pops[key] = pops.get(key, 0) + 1
+        elif isinstance(op, vm.ReturnOp):
+            key = (state_ops.PC_STACK, state_ops.PC_SP)
+            pops[key] = pops.get(key, 0) + 1
+    return tuple((stack, pointer, count) for (stack, pointer), count in pops.items())
+
+
 def _register_writes(ops: Sequence[Operation], pointers: Mapping[str, str]) -> tuple[str, ...]:
     """The per-member state keys a block's kernel may change (a superset is harmless: the
     kernel returns the unchanged value for a key it did not touch)."""
@@ -613,6 +632,7 @@ def _plan_block(
         uses_stacks=uses_stacks,
         callee=block.number if isinstance(terminator, vm.DescendOp) else callee,
         stack_writes=stack_writes,
+        stack_pops=_stack_pops(ops, pointers),
         register_writes=_register_writes(ops, pointers),
         in_tail=in_tail,
         loops_to_itself=block.number in successors,
@@ -701,7 +721,8 @@ class BlockKernel:
     `split(regs, stacks) -> (regs, writes)` is the form backends run: `regs` holds the state's
     per-member arrays (a fresh dict the kernel may fill), `stacks` the `[D, B, ...]` stacks,
     read only; `writes` are the stack write requests to apply afterwards (`state_ops`).
-    `writes` (the attribute) gives their static count per stack key, `register_writes` the
+    `writes` (the attribute) gives their static count per stack key, `pops` the rows it may pop
+    per stack (`BlockPlan.stack_pops`), `register_writes` the
     per-member keys `split` may change (the others come back as the same objects). Calling the kernel on a
     full state (`state -> state`, the plain `Kernel` protocol) applies the requests itself.
     `split` is the block's generated function (`KernelCode`)."""
@@ -713,6 +734,7 @@ class BlockKernel:
         self.backend = backend
         self.halt = halt
         self.writes = dict(plan.stack_writes)
+        self.pops = plan.stack_pops
         self.register_writes = plan.register_writes
         self.__name__ = f"block_{plan.index}"
         self.split = plan.code.bind(backend, halt)

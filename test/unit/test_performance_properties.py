@@ -153,6 +153,15 @@ def test_static_write_counts(fib) -> None:
     assert fib.plans[4].stack_writes == ()  # vm.return pops; nothing to write
 
 
+def test_static_pop_counts(fib) -> None:
+    """What reverse mode's undo windows are sized by: a pop counts even when it takes back a
+    push of its own block, a peek does not, a return pops the call stack."""
+    machine = compile_machine(parse(PENDING))
+    assert machine.plans[0].stack_pops == (("s:x", "sp:x", 1),)
+    assert fib.plans[4].stack_pops == (("pc_stack", "pc_sp", 1),)
+    assert fib.plans[0].stack_pops == ()
+
+
 @pytest.mark.parametrize("name", list(BACKENDS))
 def test_pop_reads_the_pending_push_of_the_same_block(name: str) -> None:
     machine = compile_machine(parse(PENDING))

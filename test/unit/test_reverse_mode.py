@@ -297,6 +297,36 @@ def test_a_recursive_run_longer_than_its_undo_log_restores_its_stacks(monkeypatc
     np.testing.assert_allclose(float(dw), want_dw[0], rtol=RTOL)
 
 
+class FakeKernel:
+    """A kernel as `reverse_scheme.stack_windows` sees it: its write requests and pops per stack."""
+
+    def __init__(self, writes, pops):
+        self.writes = writes
+        self.pops = pops
+
+
+def test_a_stacks_undo_window_holds_the_rows_a_sweeps_blocks_may_pop():
+    """A stack's window is the sum of its blocks' pops (each block runs once per sweep), at most
+    its depth; a stack never pushed, or never popped, needs none."""
+    specs = {"s:a": ((8, 4), np.float64), "s:b": ((2, 4), np.float64), "s:c": ((8, 4), np.float64), "s:d": ((8, 4), np.float64)}
+    kernels = [
+        FakeKernel({"s:a": 1, "s:b": 1, "s:c": 1}, (("s:a", "sp:a", 1), ("s:b", "sp:b", 2))),
+        FakeKernel({}, (("s:a", "sp:a", 2), ("s:b", "sp:b", 1), ("s:d", "sp:d", 1))),
+    ]
+    windows = reverse_scheme.stack_windows(kernels, specs)
+    assert windows == [reverse_scheme.StackWindow("s:a", "sp:a", 3), reverse_scheme.StackWindow("s:b", "sp:b", 2)]
+
+
+def test_a_block_popping_then_pushing_the_same_stack_differentiates():
+    """A member pops a saved value and pushes another in its place within one sweep: the undo
+    restores the row it overwrote (recursion whose two calls follow each other)."""
+    want_values, want_dx, want_dw = per_member_gradients("tree_sum")
+    value, (dx, dw) = jax.value_and_grad(lambda x, w: batched_call("tree_sum", x, [w]).sum(), argnums=(0, 1))(jnp.asarray(X), W)
+    np.testing.assert_allclose(float(value), want_values.sum(), rtol=RTOL)
+    np.testing.assert_allclose(np.asarray(dx), want_dx, rtol=RTOL)
+    np.testing.assert_allclose(float(dw), want_dw[0], rtol=RTOL)
+
+
 def test_undo_log_length_follows_the_entrys_size():
     assert reverse_scheme.undo_length(1) == reverse_scheme.MAX_UNDO_ENTRIES
     assert reverse_scheme.undo_length(reverse_scheme.UNDO_TAPE_BYTES // 10) == 10

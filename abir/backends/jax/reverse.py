@@ -25,23 +25,15 @@ from jax import lax
 
 from abir.backends.base import Kernel, State
 from abir.backends.jax.loop import JaxLoop
-from abir.backends.jax.writes import stack_scatter
 from abir.backends.reverse_scheme import (
     CheckpointScheme,
-    LoggedKernel,
-    LogSlot,
     Spec,
     TapeOps,
     UndoScheme,
-    empty_log,
-    log_slots,
     shared_row_keys,
     undo_loggable,
 )
 from abir.backends.traced import TracedLoop
-
-ONE_HOT_ROWS_MAX = 64
-"""`rows_of` reads a stack of at most this many rows by a select over them, deeper ones by a gather."""
 
 
 class JaxTapeOps(TapeOps):
@@ -74,9 +66,6 @@ class JaxTapeOps(TapeOps):
     def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
         return jnp.zeros(tuple(shape), dtype)
 
-    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any:
-        return jnp.full(tuple(shape), value, dtype)
-
     def row(self, tape: State, index: Any) -> State:
         return {key: lax.dynamic_index_in_dim(rows, index, 0, keepdims=False) for key, rows in tape.items()}
 
@@ -107,12 +96,7 @@ def machine_loop(
         if not undo_loggable(kernels):
             final = differentiable_run(CheckpointScheme(OPS, sweep, pull, halt_index, int(iterations), specs), state)
         else:
-            logging = UndoLoggingLoop(backend, kernels, halt_index, stack_keys)
-            logging_sweep = logging.single_sweep({**state, **empty_log(OPS, specs, logging.slots)})
-            scatter = functools.partial(stack_scatter, scatter_free=False)
-            scheme = UndoScheme(
-                OPS, sweep, pull, halt_index, int(iterations), specs, logging_sweep, kernels, stack_keys, logging.slots, scatter
-            )
+            scheme = UndoScheme(OPS, sweep, pull, halt_index, int(iterations), specs, kernels, stack_keys, read_window, write_window)
             final = undo_logged_run(scheme, state)
         return spread_rows(final, shared)
 
@@ -220,20 +204,25 @@ def block_adjoint(step: Any, float_keys: Collection[str], here: Any, before: Sta
     return pull(adjoint)[0]  # type: ignore[no-any-return]
 
 
-def read_rows(stack: Any, rows: Any) -> tuple[Any, Any]:
-    """`reverse_scheme.RowsRead` on JAX: the rows as [B] int32 and `rows_of` them."""
-    rows = jnp.broadcast_to(jnp.asarray(rows, dtype=jnp.int32), (stack.shape[1],))
-    return rows, rows_of(stack, rows)
+def window_rows(pointer: Any, rows: int) -> Any:
+    """The rows of a `reverse_scheme.StackWindow` of `rows` rows, [rows, B] int32: `pointer - 1 - j`
+    in row j."""
+    return jnp.asarray(pointer, jnp.int32)[None, :] - 1 - jnp.arange(rows, dtype=jnp.int32)[:, None]
 
 
-def rows_of(stack: Any, rows: Any) -> Any:
-    """`stack[rows[b], b]` for each member b (junk where rows is out of range): a select and a
-    sum over the rows for a small stack (a gather costs more on XLA's CPU), as `stack_scatter`."""
-    depth = stack.shape[0]
-    if depth > ONE_HOT_ROWS_MAX:
-        return stack[jnp.clip(rows, 0, depth - 1), jnp.arange(stack.shape[1])]
-    hit = jnp.arange(depth, dtype=jnp.int32)[:, None] == rows[None, :]
-    return jnp.sum(jnp.where(hit.reshape(hit.shape + (1,) * (stack.ndim - 2)), stack, jnp.zeros((), stack.dtype)), axis=0)
+def read_window(stack: Any, pointer: Any, rows: int) -> Any:
+    """`reverse_scheme.WindowRead` on JAX: one gather."""
+    at = jnp.clip(window_rows(pointer, rows), 0, stack.shape[0] - 1)
+    return stack[at, jnp.arange(stack.shape[1])[None, :]]
+
+
+def write_window(stack: Any, pointer: Any, window: Any) -> Any:
+    """`reverse_scheme.WindowWrite` on JAX: one scatter (a select per row of the window over the
+    whole stack, as `stack_scatter` writes a small one, costs more in the backward pass:
+    docs/performance.md, "Training through recursion")."""
+    at = window_rows(pointer, window.shape[0])
+    at = jnp.where(at >= 0, at, stack.shape[0])  # out of range: dropped
+    return stack.at[at, jnp.arange(stack.shape[1])[None, :]].set(window, mode="drop")
 
 
 class PlainStepLoop(JaxLoop):
@@ -243,19 +232,3 @@ class PlainStepLoop(JaxLoop):
 
     def block_run(self, kernel: Any, split: Any, template: State, written: Any, pushed: Any, run: Any, skip: Any) -> Any:
         return TracedLoop.block_run(self, kernel, split, template, written, pushed, run, skip)
-
-
-class UndoLoggingLoop(PlainStepLoop):
-    """The JAX loop whose `single_sweep` also logs each block's stack writes
-    (`reverse_scheme.LoggedKernel`): what `reverse_scheme.undo_sweep` needs to restore the stacks
-    before the sweep. `slots`: the sweep's requests (`reverse_scheme.log_slots`)."""
-
-    def __init__(self, backend: Any, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str]):
-        super().__init__(backend, kernels, halt_index, stack_keys)
-        self.slots: list[LogSlot] = log_slots(kernels)
-
-    def sweep_step(self, kernel: Any, split: Any, template: State) -> Any:
-        block = next(i for i, other in enumerate(self.kernels) if other is kernel)
-        logged = LoggedKernel(kernel, split, [slot for slot in self.slots if slot.block == block], read_rows)
-        return super().sweep_step(logged, logged.split, template)
-

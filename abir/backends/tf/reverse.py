@@ -25,14 +25,10 @@ from tensorflow.python.eager import record
 from abir.backends.base import Kernel, Span, State, Writes, apply_writes, span_row
 from abir.backends.reverse_scheme import (
     CheckpointScheme,
-    LoggedKernel,
-    LogSlot,
     Scheme,
     Spec,
     TapeOps,
     UndoScheme,
-    empty_log,
-    log_slots,
     undo_loggable,
 )
 from abir.backends.tf.loop import TfLoop
@@ -72,9 +68,6 @@ class TfTapeOps(TapeOps):
     def zeros(self, shape: Sequence[int], dtype: Any) -> Any:
         return tf.zeros(tuple(shape), tf.as_dtype(dtype))
 
-    def full(self, shape: Sequence[int], value: Any, dtype: Any) -> Any:
-        return tf.fill(tuple(shape), tf.constant(value, tf.as_dtype(dtype)))
-
     def row(self, tape: State, index: Any) -> State:
         return {key: tf.gather(rows, index) for key, rows in tape.items()}
 
@@ -113,10 +106,24 @@ def pull_back(sweep: Callable[[State], State], float_keys: Sequence[str], state:
     return {key: tf.convert_to_tensor(grad) for key, grad in zip(float_keys, grads, strict=True)}
 
 
-def read_rows(backend: Any, stack: Any, rows: Any) -> tuple[Any, Any]:
-    """`reverse_scheme.RowsRead` on TF: the rows as [B] int32 and the values there."""
-    rows = tf.broadcast_to(as_tensor(rows, tf.int32), tf.shape(stack)[1:2])
-    return rows, backend.stack_read(stack, rows)
+def window_rows(pointer: Any, rows: int) -> list[Any]:
+    """The rows of a `reverse_scheme.StackWindow` of `rows` rows: `pointer - 1 - j` for each j."""
+    pointer = as_tensor(pointer, tf.int32)
+    return [pointer - (1 + j) for j in range(rows)]
+
+
+def read_window(backend: Any, stack: Any, pointer: Any, rows: int) -> Any:
+    """`reverse_scheme.WindowRead` on TF: the backend's `stack_read` of each row."""
+    return tf.stack([backend.stack_read(stack, tf.maximum(row, 0)) for row in window_rows(pointer, rows)])
+
+
+def write_window(backend: Any, stack: Any, pointer: Any, window: Any) -> Any:
+    """`reverse_scheme.WindowWrite` on TF: the backend's `stack_scatter` of each row (the depth
+    for a negative row: no write)."""
+    depth = int(stack.shape[0])
+    for j, row in enumerate(window_rows(pointer, int(window.shape[0]))):
+        stack = backend.stack_scatter(stack, tf.where(row >= 0, row, depth), window[j])
+    return stack
 
 
 class DifferentiatedLoop(TfLoop):
@@ -139,21 +146,6 @@ class DifferentiatedLoop(TfLoop):
             row = tf.where(j < count, start + j, depth)
             stack = self.backend.stack_scatter(stack, row, span_row(self.backend, rows, value, j, stack.dtype))
         return stack
-
-
-class UndoLoggingLoop(TfLoop):
-    """The TF loop whose `single_sweep` also logs each block's stack writes
-    (`reverse_scheme.LoggedKernel`). `slots`: the sweep's requests (`reverse_scheme.log_slots`)."""
-
-    def __init__(self, backend: Any, kernels: Sequence[Kernel], halt_index: int, stack_keys: Collection[str], xla: bool):
-        super().__init__(backend, kernels, halt_index, stack_keys, xla)
-        self.slots: list[LogSlot] = log_slots(kernels)
-
-    def sweep_step(self, kernel: Any, split: Any, template: State) -> Any:
-        block = next(i for i, other in enumerate(self.kernels) if other is kernel)
-        read = functools.partial(read_rows, self.backend)
-        logged = LoggedKernel(kernel, split, [slot for slot in self.slots if slot.block == block], read)
-        return super().sweep_step(logged, logged.split, template)
 
 
 Compile = Callable[[Callable[..., Any]], Callable[..., Any]]
@@ -193,12 +185,8 @@ class ReverseLoop:
         specs = specs_of(state)
         if not self.undo:
             return CheckpointScheme(OPS, sweep, pull, self.halt_index, self.max_sweeps, specs)
-        logging = UndoLoggingLoop(self.backend, self.kernels, self.halt_index, self.stack_keys, self.xla)
-        logging_sweep = logging.single_sweep({**state, **empty_log(OPS, specs, logging.slots)})
-        return UndoScheme(
-            OPS, sweep, pull, self.halt_index, self.max_sweeps, specs, logging_sweep, self.kernels, self.stack_keys,
-            logging.slots, self.backend.stack_scatter,
-        )  # fmt: skip
+        read, write = functools.partial(read_window, self.backend), functools.partial(write_window, self.backend)
+        return UndoScheme(OPS, sweep, pull, self.halt_index, self.max_sweeps, specs, self.kernels, self.stack_keys, read, write)
 
     def _forward(self, state: State) -> tuple[State, tuple[Any, ...]]:
         scheme = self.scheme(state)
