@@ -162,6 +162,24 @@ def work_of(jaxpr: Any, known: dict[int, Work] | None = None) -> Work:
     return total
 
 
+def operation_count(jaxpr: Any, known: dict[int, int] | None = None) -> int:
+    """The operations XLA compiles for `jaxpr`: its equations other than `FREE_PRIMITIVES`,
+    through nested jaxprs at each place they are called (XLA inlines them), every branch of a
+    conditional and a loop's body once. What a compilation of it as one kernel grows with
+    (`abir.backends.jax.one_kernel.ONE_KERNEL_MAX_OPERATIONS`)."""
+    from jax.extend.core import jaxprs_in_params
+
+    known = {} if known is None else known
+    if id(jaxpr) in known:
+        return known[id(jaxpr)]
+    count = 0
+    for eqn in jaxpr.eqns:
+        inner = [operation_count(getattr(sub, "jaxpr", sub), known) for sub in jaxprs_in_params(eqn.params)]
+        count += sum(inner) if inner else int(eqn.primitive.name not in FREE_PRIMITIVES)
+    known[id(jaxpr)] = count
+    return count
+
+
 def jaxpr_work(jaxpr: Any) -> int:
     """A rough count of the element operations `jaxpr` performs (`work_of`): each operation's
     output elements (a matrix product's multiply-adds; `TRANSCENDENTAL_COST` per element of a

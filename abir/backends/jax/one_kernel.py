@@ -24,7 +24,7 @@ import numpy as np
 from abir.backends.base import RUNNING, STATUS_KEY, State
 from abir.backends.jax import compaction
 from abir.backends.jax.compaction import limits_on_device
-from abir.backends.jax.cost import Work, kernels_spread, work_of
+from abir.backends.jax.cost import Work, kernels_spread, operation_count, work_of
 
 ONE_KERNEL_MAX_STATE_BYTES = 1 << 20
 """A standalone run whose state takes at most this many bytes (less the arrays its kernels only
@@ -35,6 +35,14 @@ ONE_KERNEL_MAX_BATCH = 2048
 """See `ONE_KERNEL_MAX_STATE_BYTES`. One kernel saves a fixed cost per kernel call and sweep but
 writes the stacks column by column, work that grows with the batch: programs with stacks lose
 from about this many members on (docs/performance.md#jax-and-tf-backends, "One kernel")."""
+ONE_KERNEL_MAX_OPERATIONS = 4000
+"""A loop of more operations than this (`abir.backends.jax.cost.operation_count` of its jaxpr)
+compiles as a sequence of kernels: XLA emits one kernel as one LLVM function, whose optimization
+(LLVM's loop passes forgetting and recomputing the scalar evolution of the loop nests within it)
+grows faster than the function, where the kernels are LLVM modules of their own, compiled in
+parallel, in time about linear in the operations. Small loops compile faster as one kernel;
+past this bound a first call compiles several times longer than as kernels, or for minutes, or
+runs out of memory (docs/performance.md#one-kernels-compile-time)."""
 PRODUCT_COST_IN_ONE_KERNEL = 1
 """What a matrix product's multiply-add costs in one kernel, in element operations
 (`abir.backends.jax.cost.Work`). One kernel emits a product as a loop of multiply-adds, one
@@ -165,7 +173,8 @@ class OneKernelWherePossible:
     whose work XLA spreads over threads as kernels (`abir.backends.jax.cost.kernels_spread`)
     runs as one kernel until its sequence of kernels is compiled (`KernelsLater`). Otherwise,
     or when the tagged compilation fails (XLA refuses it as unimplemented, or an older jax lacks
-    the option or the tag), the run uses `loop(scatter_free=False)` as a sequence of kernels,
+    the option or the tag), or the loop has more than `ONE_KERNEL_MAX_OPERATIONS` operations
+    (unless `forced`), the run uses `loop(scatter_free=False)` as a sequence of kernels,
     which raises any error of the program itself. Decided once per state signature, before
     anything is compiled."""
 
@@ -259,6 +268,8 @@ class OneKernelWherePossible:
             return False
         jaxpr = self.scatter_free_loop.trace(state, iterations).jaxpr
         if not one_kernel_possible(jaxpr):
+            return False
+        if not (self.forced or operation_count(jaxpr) <= ONE_KERNEL_MAX_OPERATIONS):
             return False
         work = work_of(jaxpr)
         self.spread[state_signature(state)] = not self.forced and kernels_spread(work)
