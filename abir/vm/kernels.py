@@ -729,8 +729,9 @@ class KernelCode:
     `source` defines `block_<index>(regs, stacks) -> (regs, writes)` (`BlockKernel`);
     `namespace` holds the constants it refers to by name. The backend's methods are bound
     once per kernel (`prim`, `where`, `asarray`, `expand`, `opaque`), and every vm op becomes
-    the same backend calls, in op order, whatever the backend (NumPy runs them, JAX and TF
-    trace them)."""
+    the same backend calls, in op order (but a branch's condition that
+    `_branch_condition_from_registers` moves to the branch), whatever the backend (NumPy runs
+    them, JAX and TF trace them)."""
 
     name: str
     source: str
