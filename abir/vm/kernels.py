@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import linecache
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import CodeType
 from typing import Any
 
@@ -144,6 +144,12 @@ def _values(slots: Sequence[int]) -> str:
     return ", ".join(_value(slot) for slot in slots)
 
 
+def _operand(slot: int, register: str | None, pad: int) -> str:
+    """A builtin's operand: SSA value `slot`, or `register`'s value, with `pad` event axes."""
+    operand = _value(slot) if register is None else f"regs[{register!r}]"
+    return f"expand({operand}, {pad})" if pad else operand
+
+
 def _masked_write(key: str, value: str, mask: str = "mask") -> str:
     """`state_ops.write` of `key` (a register key, or the pc)."""
     return f"regs[{key!r}] = where({mask}, {value}, regs[{key!r}])"
@@ -174,18 +180,21 @@ class Constant:
 
 @dataclass(frozen=True)
 class Builtin:
-    """A builtin `vm.prim`; operands of lower event rank get `padding` axes after the batch."""
+    """A builtin `vm.prim`; operands of lower event rank get `padding` axes after the batch.
+    `registers`, when given, names per operand a register to read it from instead of its slot
+    (`None`: the slot), see `_branch_condition_from_registers`."""
 
     slot: int
     name: str
     args: tuple[int, ...]
     padding: tuple[int, ...]
     dtype: np.dtype
+    registers: tuple[str | None, ...] = ()
 
     def render(self, source: _KernelSource) -> None:
+        registers = self.registers or (None,) * len(self.args)
         operands = ", ".join(
-            _value(a) if not pad else f"expand({_value(a)}, {pad})"
-            for a, pad in zip(self.args, self.padding, strict=True)
+            _operand(a, key, pad) for a, key, pad in zip(self.args, registers, self.padding, strict=True)
         )
         dtype = source.dtype(self.dtype)
         source.emit(f"{_value(self.slot)} = prim({self.name!r}, [{operands}], {dtype})")
@@ -345,6 +354,82 @@ class Descend:
 Instruction = (
     Read | Constant | Builtin | ArrayPrim | Opaque | Write | Push | Restore | Jump | Branch | ExitIf | Call | Descend | Return
 )
+
+
+# ----- a branch's condition from the registers its block wrote --------------------------------
+
+
+def _slots_read(instruction: Instruction) -> tuple[int, ...]:
+    """The SSA slots an instruction reads."""
+    match instruction:
+        case Builtin() | ArrayPrim() | Opaque():
+            return instruction.args
+        case Write():
+            return (instruction.slot,)
+        case Branch() | ExitIf():
+            return (instruction.cond,)
+    return ()
+
+
+def _slots_computed(instruction: Instruction) -> tuple[int, ...]:
+    """The SSA slots an instruction computes (not a constant's or a register read's)."""
+    match instruction:
+        case Builtin() | ArrayPrim():
+            return (instruction.slot,)
+        case Opaque():
+            return instruction.slots
+    return ()
+
+
+def _registers_changed(instruction: Instruction) -> tuple[str, ...]:
+    """The register keys an instruction may change."""
+    match instruction:
+        case Write():
+            return (instruction.key,)
+        case Restore():
+            return tuple(state_ops.register_key(name) for _, names in instruction.groups for name in names)
+        case Descend():
+            return (state_ops.register_key(instruction.descent.counter),)
+    return ()
+
+
+def _registers_holding(instructions: Sequence[Instruction]) -> dict[int, str]:
+    """Per SSA slot written to a register, a register that holds it when the block ends (for
+    every member of the mask at the write): its last write, with no restore of it after."""
+    last: dict[str, int | None] = {}
+    for instruction in instructions:
+        for key in _registers_changed(instruction):
+            last[key] = instruction.slot if isinstance(instruction, Write) else None
+    return {slot: key for key, slot in last.items() if slot is not None}
+
+
+def _branch_condition_from_registers(instructions: Sequence[Instruction]) -> tuple[Instruction, ...]:
+    """The block's instructions, with a branch's condition computed from the registers the
+    block wrote its operands to, just before the branch, where that applies.
+
+    A condition that reads a fresh value the block also writes (collatz's next `n`) makes XLA
+    compute that value twice: fused into the register's masked write and again into the
+    program counter's (docs/performance.md, "Structured runs (JAX)"). Read from the register,
+    which is materialized anyway, it is computed once. It applies to a builtin condition whose
+    one use is the branch (so it is still computed once), and to its operands the block
+    computes (a constant or a register read costs nothing to recompute) and writes last to a
+    register (no later write or restore of it)."""
+    branch = instructions[-1] if instructions else None
+    if not isinstance(branch, Branch):
+        return tuple(instructions)
+    condition = next((i for i in instructions if isinstance(i, Builtin) and i.slot == branch.cond), None)
+    if condition is None or sum(_slots_read(i).count(branch.cond) for i in instructions) != 1:
+        return tuple(instructions)
+    computed = {slot for instruction in instructions for slot in _slots_computed(instruction)}
+    holding = _registers_holding(instructions)
+    registers = tuple(holding.get(a) if a in computed else None for a in condition.args)
+    if not any(registers):
+        return tuple(instructions)
+    # A member of the branch's mask was in the mask at every write before it (side exits only
+    # narrow it), so the register holds its written value; a member outside the mask reads
+    # its register's old value, and the branch's masked write of the pc leaves it where it is.
+    moved = replace(condition, registers=registers)
+    return (*(i for i in instructions[:-1] if i is not condition), moved, branch)
 
 
 # ----- planning --------------------------------------------------------------------------
@@ -664,8 +749,9 @@ class KernelCode:
     `source` defines `block_<index>(regs, stacks) -> (regs, writes)` (`BlockKernel`);
     `namespace` holds the constants it refers to by name. The backend's methods are bound
     once per kernel (`prim`, `where`, `asarray`, `expand`, `opaque`), and every vm op becomes
-    the same backend calls, in op order, whatever the backend (NumPy runs them, JAX and TF
-    trace them)."""
+    the same backend calls, in op order (but a branch's condition that
+    `_branch_condition_from_registers` moves to the branch), whatever the backend (NumPy runs
+    them, JAX and TF trace them)."""
 
     name: str
     source: str
@@ -685,7 +771,7 @@ class KernelCode:
         source.emit(f"mask = prim('equal', (regs[{state_ops.PC!r}], {block}), bool_)")
         if count_steps:
             source.emit("entered = mask")  # side exits narrow `mask`; every member entered counts
-        for instruction in instructions:
+        for instruction in _branch_condition_from_registers(instructions):
             instruction.render(source)
         if uses_stacks:
             source.emit(f"finish(backend, frame, {index}, halt)")
