@@ -4,7 +4,7 @@ working directory and environment; and the shims do hand commands to the server.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import subprocess
 import sys
@@ -30,11 +30,15 @@ sys.exit(3)
 
 
 def load_launch() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("lit_tool_server_launch", LIT_DIR / "tool_server" / "launch.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
+    """launch.py, imported as lit.cfg.py imports it (its directory on sys.path)."""
+    sys.path.insert(0, str(LIT_DIR / "tool_server"))
+    return importlib.import_module("launch")
+
+
+def without_server(environment: dict[str, str]) -> dict[str, str]:
+    """`environment` without the server's socket: the shims run the real tools."""
+    variable = importlib.import_module("tool_client").SERVER_VARIABLE
+    return {name: value for name, value in environment.items() if name != variable}
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +59,7 @@ def run(command: list[str], environment: dict[str, str], cwd: Path, stdin: str =
 def served_and_real(server, command: list[str], tmp_path: Path, stdin: str = "") -> tuple[tuple, tuple]:
     """The command run through the shims, and run with the tool's own process."""
     _, environment = server
-    real = {name: value for name, value in environment.items() if name != "ABIR_LIT_TOOL_SERVER"}
-    return run(command, environment, tmp_path, stdin), run(command, real, tmp_path, stdin)
+    return run(command, environment, tmp_path, stdin), run(command, without_server(environment), tmp_path, stdin)
 
 
 @pytest.mark.parametrize(
@@ -100,7 +103,6 @@ def test_a_python_script_gets_its_arguments_directory_environment_and_streams(se
     environment = {**environment, "EXPECTED_CWD": str(tmp_path), "ONLY_HERE": "set by the command"}
     served = run(["python", str(script), "a b", "c"], environment, tmp_path, stdin="read\n")
     served_parent = int((tmp_path / "parent").read_text())
-    real_environment = {name: value for name, value in environment.items() if name != "ABIR_LIT_TOOL_SERVER"}
-    real = run(["python", str(script), "a b", "c"], real_environment, tmp_path, stdin="read\n")
+    real = run(["python", str(script), "a b", "c"], without_server(environment), tmp_path, stdin="read\n")
     assert served == real == (3, "['a b', 'c'] True set by the command\nREAD\n", "to stderr\n")
     assert served_parent == running.process.pid, "the shim ran the script itself, not through the server"

@@ -12,13 +12,15 @@ import tempfile
 import time
 from collections.abc import MutableMapping
 
+from tool_client import PYTHON, SERVER_VARIABLE  # this directory is on sys.path (lit.cfg.py)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 TOOLS = {
     "abir-opt": "abir.tools.abir_opt:main",
     "abir-run": "abir.tools.abir_run:main",
     "filecheck": "filecheck.main:main",
-    "python": "",
+    PYTHON: "",
 }
 """The commands of the RUN lines the server runs, and each one's console-script entry point."""
 
@@ -84,5 +86,5 @@ def start(environment: MutableMapping[str, str], bin_dir: str) -> Server:
         server.stop()
         raise
     environment["PATH"] = directory + os.pathsep + environment["PATH"]
-    environment["ABIR_LIT_TOOL_SERVER"] = socket_path
+    environment[SERVER_VARIABLE] = socket_path
     return server

@@ -15,8 +15,14 @@ import struct
 import sys
 
 HEADER = struct.Struct("!I")
+"""The length of the request that follows a message carrying the three file descriptors, and the
+exit status the server sends back (tool_server.py reads and writes it)."""
+
 SERVER_VARIABLE = "ABIR_LIT_TOOL_SERVER"
-"""The environment variable holding the server's socket path."""
+"""The environment variable holding the server's socket path (set by launch.py)."""
+
+PYTHON = "python"
+"""The tool name that runs a script, as `python SCRIPT ARGS...` does."""
 
 
 def run_real_tool(real: str) -> None:
@@ -25,7 +31,7 @@ def run_real_tool(real: str) -> None:
 
 def served(tool: str) -> bool:
     """Whether the server can run this command: `python` only with a script as its first argument."""
-    return tool != "python" or (len(sys.argv) > 1 and not sys.argv[1].startswith("-"))
+    return tool != PYTHON or (len(sys.argv) > 1 and not sys.argv[1].startswith("-"))
 
 
 def run_on_server(path: str, tool: str, real: str) -> int:

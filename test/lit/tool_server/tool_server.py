@@ -26,18 +26,12 @@ import os
 import runpy
 import signal
 import socket
-import struct
 import sys
 import threading
 import traceback
 from collections.abc import Callable
 
-HEADER = struct.Struct("!I")
-"""The length of the request that follows a message carrying the three file descriptors, and the
-exit status the server sends back."""
-
-PYTHON = "python"
-"""The tool name that runs a script, as `python SCRIPT ARGS...` does."""
+from tool_client import HEADER, PYTHON  # the protocol, defined once beside its client
 
 IDLE_CHECK_SECONDS = 1.0
 """How often the server looks whether its parent has exited while no request comes."""
