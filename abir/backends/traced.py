@@ -160,39 +160,19 @@ def sweep_parts(blocks: int, ranges: Mapping[int, int]) -> list[tuple[int, int]]
     return parts
 
 
-FIND_PASSES = 2
-"""What finding a block's members costs per lane, in passes over the lanes (`round_cost`): the
-pc compared with the block and a reduction over the lanes (a conditional's "any member here",
-or a repeating loop's count of its members)."""
-
-HOST_RING_ENTRY_PASSES = 6
-"""What the host's read of one ring entry costs (`abir.vm.lanes`: every refill fills a row of
-the lanes' results, read whole and filtered on the host), in passes over the lanes of the
-device (`round_cost`): measured on JAX at 1,024 lanes (docs/performance.md#runs-with-lanes)."""
-
-
 def round_cost(kernel: Any, template: Mapping[str, Any], stack_keys: Collection[str]) -> int:
-    """What one run of `kernel`'s block over the batch costs in a sweep, in passes over the
-    lanes (on XLA's CPU backends a loop costs about the elements it reads and writes, not
-    what it computes): finding its members (`FIND_PASSES`); each element per member of the
-    registers it may write; the stack rows it pushes. The refill block (`refills_lanes`)
-    runs in nearly every sweep with lanes and also counts: each register it writes again
-    (the value for the arriving lanes and the select of it by arrival), the running sum that
-    ranks the arriving lanes (log2 of the batch passes, `abir.vm.state_ops.cumulative_sum`),
-    and its rings (arrays of `indexed_keys` with a row of values per lane, written a row per
-    refill): their entries and the host's read of them (`HOST_RING_ENTRY_PASSES`). Arrays of
-    one value (a run's counters) cost nothing per lane."""
+    """What one run of `kernel`'s block over the batch costs in a sweep, counted per member:
+    the elements of the registers it may write (each computed, and passed through the block's
+    conditional) and of the stack rows it pushes, one for an array it writes at indexed rows
+    only (`indexed_keys`), and one for the reduction that finds its members. A loop on XLA's CPU
+    backends costs about what it writes and copies, not what it computes."""
     batch = int(template["pc"].shape[0])
     keys = [key for key in template if key not in stack_keys]
     indexed = set(getattr(kernel, "indexed_keys", ()))
-    refill = refills_lanes(kernel)
-    cost = FIND_PASSES + (math.ceil(math.log2(max(batch, 1))) if refill else 0)
+    cost = 1
     for key in register_writes(kernel, keys):
         shape = tuple(template[key].shape)
-        if key in indexed and shape[1:2] == (batch,):
-            cost += int(np.prod(shape[2:])) * (1 + HOST_RING_ENTRY_PASSES)
-        elif key not in indexed and shape[:1] == (batch,):
-            cost += int(np.prod(shape[1:])) * (2 if refill else 1)
+        cost += 1 if key in indexed or shape[:1] != (batch,) else int(np.prod(shape[1:]))
     for key, count in getattr(kernel, "writes", {}).items():
         cost += count * int(np.prod(tuple(template[key].shape)[2:])) if key in template else count
     return cost
@@ -202,20 +182,16 @@ def sweep_costs(
     kernels: Sequence[Any], parts: Sequence[tuple[int, int]], template: Mapping[str, Any], stack_keys: Collection[str]
 ) -> dict[int, float]:
     """For each part of a sweep with lanes that repeats (a block that jumps to itself, or a range
-    of `loop_ranges`), by its first block: what the sweep's other parts, its refill block and
-    its own work cost, counted in rounds of the part (`round_cost`; a range's round also counts
-    its members). `parts` are the sweep's parts (`sweep_parts`, the blocks it leaves out
-    removed), the refill block among them. The sweep's own work: its test of every pc (a pass)
-    and two counts of each repeating part's members before its rounds (`repeat_while_paying`)."""
-    repeating = [(first, last) for first, last in parts if first != last or loops_to_itself(kernels[first])]
-
-    def cost(first: int, last: int) -> int:
-        blocks = sum(round_cost(kernels[block], template, stack_keys) for block in range(first, last + 1))
-        return blocks + (FIND_PASSES if first != last else 0)
-
-    costs = {part: cost(*part) for part in parts}
-    total = sum(costs.values()) + 1 + 2 * FIND_PASSES * len(repeating)
-    return {first: (total - costs[(first, last)]) / costs[(first, last)] for first, last in repeating}
+    of `loop_ranges`), by its first block: what the sweep's other parts and its refill block cost,
+    counted in rounds of the part (`round_cost`). `parts` are the sweep's parts (`sweep_parts`,
+    the blocks it leaves out removed), the refill block among them."""
+    costs = {part: sum(round_cost(kernels[block], template, stack_keys) for block in range(part[0], part[1] + 1)) for part in parts}
+    total = sum(costs.values())
+    return {
+        first: (total - costs[(first, last)]) / costs[(first, last)]
+        for first, last in parts
+        if first != last or loops_to_itself(kernels[first])
+    }
 
 
 def register_writes(kernel: Any, keys: Sequence[str]) -> tuple[str, ...]:
