@@ -87,7 +87,7 @@ def run_lanes(
         ]
         flags = {key: results.values[key] for key in results.flag_keys}
         error: BaseException | None = interrupt
-        if error is None:
+        if error is None and results.flagged:
             error = lane_member_errors(machine, backend, flags, max_stack_depth, max_steps)
         return LaneOutcome(outputs, results.finished, flags, error)
 
@@ -108,7 +108,7 @@ def lane_flushes(
     first = next(windows)
     upcoming = next(windows, None)
     counting = max_steps is not None
-    layout = lane_layout(machine, first, lanes, max_stack_depth, counting)
+    layout = cached_lane_layout(machine, backend, first, lanes, max_stack_depth, counting)
     state = initial_lane_state(machine, backend, first, layout, lanes, max_stack_depth, max_steps, upcoming is not None)
     kernels = [*machine.kernels(backend, counting), state_ops.LaneRefill(layout, backend)]
     shapes = tuple(tuple(int(d) for d in a.shape) for a in first.arrays)
@@ -216,6 +216,15 @@ def pending_inputs(machine: Machine, args: Sequence[Any], backend: Backend) -> l
         _, (array,) = prepare_inputs([name], [want], [leaf], backend, for_run=True)
         pending.append(backend.asarray(array, np.dtype(want.dtype)))
     return pending
+
+
+def cached_lane_layout(
+    machine: Machine, backend: Backend, window: LaneWindow, lanes: int, max_stack_depth: int, counting: bool
+) -> state_ops.LaneLayout:
+    """`lane_layout`, kept with the program's compiled runs (`Machine.run_cache`) for every call
+    of the same lanes, stack depth, counting, shared arguments and ring sizes."""
+    key = ("abir.lanes.layout", lanes, max_stack_depth, counting, window.shared, RING_BYTES, MIN_RING_ROWS, MAX_RING_ROWS)
+    return kept_for(backend, machine.run_cache, key, lambda: lane_layout(machine, window, lanes, max_stack_depth, counting))
 
 
 def lane_layout(
@@ -387,7 +396,8 @@ class FinishedMembers:
 class LaneResults:
     """The results of a run with lanes gathered on the host: `values` by result key (`[N, ...]`
     NumPy arrays; members not finished hold zeros, or a flag's normal value), `count` (how many
-    members finished) and `finished` (bool `[N]`), filled by `put`."""
+    members finished), `finished` (bool `[N]`) and `flagged` (whether some member's error flag
+    is set: without, the run raises no member's error), filled by `put`."""
 
     def __init__(self, machine: Machine, members: int, counting: bool):
         self.flag_keys = lane_flag_keys(counting)
@@ -397,13 +407,16 @@ class LaneResults:
             self.values[key] = np.full(members, state_ops.flag_normal_value(key), np.int32)
         self.members = members
         self.count = 0
+        self.flagged = False
         self.taken: list[np.ndarray] = []  # the members of each `put`, for `finished`
 
     def put(self, finished: FinishedMembers) -> None:
         for key, values in self.values.items():
             taken = finished.values[key]
-            if key in self.flag_keys and not (taken != state_ops.flag_normal_value(key)).any():
-                continue  # every member's flag normal, as `values` already holds
+            if key in self.flag_keys:
+                if not (taken != state_ops.flag_normal_value(key)).any():
+                    continue  # every member's flag normal, as `values` already holds
+                self.flagged = True
             values[finished.members] = taken
         self.count += len(finished.members)
         self.taken.append(finished.members)
