@@ -1,11 +1,12 @@
-"""A branch's condition computed through further builtins reads the registers its block wrote.
+"""A branch's or side exit's condition computed through builtins reads the registers its block wrote.
 
 `abir.vm.kernels._branch_condition_from_registers` moves the builtins the condition is computed
 through (`_condition_cone`: the condition's own, and each builtin whose every use is in the
 cone) to just before the branch, and reads their operands that the block computes and writes
 last from those registers: `abs(n) > 1` after `n = n // 2` reads `n` from its register instead of
-computing the floor division again. A builtin with a use outside the cone keeps its place and
-slot; batched results equal plain Python per member on every backend.
+computing the floor division again. A side exit's (`vm.exit_if`) condition reads the registers
+written before the exit only. A builtin with a use outside the cone keeps its place and slot;
+batched results equal plain Python per member on every backend.
 """
 
 from __future__ import annotations
@@ -72,6 +73,65 @@ def test_a_cone_builtin_used_elsewhere_keeps_its_place_and_slot() -> None:
     assert size == "v6 = prim('abs', [v2], dt_int64)"
     assert lines.index(size) < lines.index("regs['r:n'] = where(mask, v2, regs['r:n'])")
     assert more == "v7 = prim('greater', [regs['r:size'], v4], dt_bool)"  # the register the block wrote it to
+
+
+EXITING = """
+vm.var @n : i64 register
+vm.var @steps : i64 register
+vm.program @halving(@n) -> (@n, @steps) {
+  vm.block 0 {
+    %n = vm.read @n : i64
+    %two = vm.constant 2 : i64
+    %h = vm.prim "floor_divide"(%n, %two) : (i64, i64) -> i64
+    vm.write @n, %h : i64
+    %s = vm.read @steps : i64
+    %one = vm.constant 1 : i64
+    %s1 = vm.prim "add"(%s, %one) : (i64, i64) -> i64
+    %three = vm.constant 3 : i64
+    %odd = vm.prim "remainder"(%h, %two) : (i64, i64) -> i64
+    %stop = vm.prim "equal"(%odd, %one) : (i64, i64) -> i1
+    vm.exit_if %stop, 1
+    vm.write @steps, %s1 : i64
+    %more = vm.prim "greater"(%s1, %three) : (i64, i64) -> i1
+    vm.branch %more, 1, 0
+  }
+  vm.block 1 {
+    vm.halt
+  }
+}
+"""
+
+
+def test_a_side_exit_reads_the_registers_written_before_it() -> None:
+    lines = kernel_lines(EXITING)
+    odd = line_calling(lines, "remainder")
+    (stop,) = [line for line in lines if line.startswith("v8 = prim('equal'")]
+    assert odd == "v7 = prim('remainder', [regs['r:n'], v1], dt_int64)"
+    assert lines.index("regs['r:n'] = where(mask, v2, regs['r:n'])") < lines.index(odd) < lines.index(stop)
+    assert lines.index(stop) < next(i for i, line in enumerate(lines) if "logical_and" in line)
+    # `steps` is written after the exit: its branch reads the register, the exit does not see it
+    assert line_calling(lines, "greater") == "v9 = prim('greater', [regs['r:steps'], v6], dt_bool)"
+
+
+def exiting_reference(n: int) -> tuple[int, int]:
+    steps = 0
+    while True:
+        n = n // 2
+        if n % 2 == 1:
+            return n, steps
+        steps = steps + 1
+        if steps > 3:
+            return n, steps
+
+
+def test_the_exiting_machine_runs_as_plain_python_on_every_backend() -> None:
+    n = np.array([0, 1, 2, 3, 12, 17, 64, 1024, 99999, -6, -64], np.int64)
+    want = [exiting_reference(m) for m in n.tolist()]
+    for name in ("numpy", "jax", "tf"):
+        backend = spec_named(name).new_backend()
+        with backend.scope():
+            n_out, steps = compile_machine(parse(EXITING)).run([n], backend)
+        assert list(zip(np.asarray(n_out).tolist(), np.asarray(steps).tolist(), strict=True)) == want, name
 
 
 def halving_through_abs(n: int) -> tuple[int, int]:
