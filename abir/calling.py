@@ -81,6 +81,21 @@ class CallOptions:
     lanes as members)."""
 
 
+class ProgramKey(tuple[Any, ...]):
+    """A compiled program's cache key (`Compiler.program_key`) that hashes once: it holds the
+    argument types and structures, slow to hash, and every steady call looks its program up by
+    it (`Compiler.still_steady`). Equal to, and hashing as, the plain tuple."""
+
+    def __init__(self, _: Iterable[Any] = ()) -> None:
+        self.hash = tuple.__hash__(self)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ProgramKey, (tuple(self),))
+
+
 @dataclass(frozen=True)
 class CompiledProgram:
     """Everything compiled for one (function, argument structure, signature, backend kind)."""
@@ -528,10 +543,10 @@ class Compiler:
     ) -> tuple[Any, ...]:
         """The key the compiled program of `compiled`'s arguments is cached under."""
         weak = tuple(weak) if weak is not None else (False,) * len(signature)
-        return (
+        return ProgramKey((
             "abir.program", id(self.source), self.source.generation, name, tuple(treedefs), tuple(signature), weak,
             backend_kind(backend),
-        )  # fmt: skip
+        ))  # fmt: skip
 
     def for_call(self, name: str, args: Sequence[Any], backend: Backend | None) -> CompiledProgram:
         """The compiled program a call `name(*args)` on `backend` runs."""
@@ -587,7 +602,7 @@ class Compiler:
         run's (`steady_key`) while it still holds (`still_steady`), else None. Looked up by a key
         made without checking the arguments: only checked keys are stored, and arguments that
         are not one array each make another key, or none (`steady_signature`)."""
-        if not self.steady or kwargs.get("backend") is None:  # no backend named: no key (`options_key`)
+        if kwargs.get("backend") is None:  # no backend named: no key (`options_key`)
             return None
         try:
             signature = tuple([(type(arg), tuple(arg.shape), arg.dtype) for arg in args])

@@ -404,32 +404,75 @@ def _registers_holding(instructions: Sequence[Instruction]) -> dict[int, str]:
 
 
 def _branch_condition_from_registers(instructions: Sequence[Instruction]) -> tuple[Instruction, ...]:
-    """The block's instructions, with a branch's condition computed from the registers the
-    block wrote its operands to, just before the branch, where that applies.
+    """The block's instructions, with each condition of a branch or side exit (`vm.exit_if`)
+    computed from the registers the block wrote its operands to before it, just before it,
+    where that applies.
 
-    A condition that reads a fresh value the block also writes (collatz's next `n`) makes XLA
-    compute that value twice: fused into the register's masked write and again into the
-    program counter's (docs/performance.md, "Structured runs (JAX)"). Read from the register,
-    which is materialized anyway, it is computed once. It applies to a builtin condition whose
-    one use is the branch (so it is still computed once), and to its operands the block
-    computes (a constant or a register read costs nothing to recompute) and writes last to a
-    register (no later write or restore of it)."""
-    branch = instructions[-1] if instructions else None
-    if not isinstance(branch, Branch):
-        return tuple(instructions)
-    condition = next((i for i in instructions if isinstance(i, Builtin) and i.slot == branch.cond), None)
-    if condition is None or sum(_slots_read(i).count(branch.cond) for i in instructions) != 1:
-        return tuple(instructions)
-    computed = {slot for instruction in instructions for slot in _slots_computed(instruction)}
-    holding = _registers_holding(instructions)
-    registers = tuple(holding.get(a) if a in computed else None for a in condition.args)
-    if not any(registers):
-        return tuple(instructions)
-    # A member of the branch's mask was in the mask at every write before it (side exits only
-    # narrow it), so the register holds its written value; a member outside the mask reads
-    # its register's old value, and the branch's masked write of the pc leaves it where it is.
-    moved = replace(condition, registers=registers)
-    return (*(i for i in instructions[:-1] if i is not condition), moved, branch)
+    A condition that reads a fresh value the block also writes (collatz's next `n`, newton's
+    next `x` in `abs(step) > 1e-12 * x`) makes XLA compute that value twice: fused into the
+    register's masked write and again into the program counter's (docs/performance.md,
+    "Structured runs (JAX)"). Read from the register, which is materialized anyway, it is
+    computed once. It applies to the builtins the condition is computed through
+    (`_condition_cone`: each used by the cone or the condition's instruction only, so still
+    computed once), and to their operands the block computes (a constant or a register read
+    costs nothing to recompute) and writes last to a register before the branch or exit (no
+    later write or restore of it before)."""
+    result = list(instructions)
+    for position, instruction in enumerate(instructions):
+        if isinstance(instruction, Branch | ExitIf):  # moving a cone keeps every later position
+            result = _condition_from_registers(result, position)
+    return tuple(result)
+
+
+def _condition_from_registers(instructions: list[Instruction], position: int) -> list[Instruction]:
+    """`instructions` with the condition of the branch or exit at `position` computed from
+    registers just before it (`_branch_condition_from_registers`), where that applies."""
+    exit_ = instructions[position]
+    assert isinstance(exit_, Branch | ExitIf)
+    cone = _condition_cone(instructions, exit_.cond)
+    before = instructions[:position]
+    computed = {slot for instruction in before for slot in _slots_computed(instruction)}
+    holding = _registers_holding(before)
+    moved = []
+    for at in sorted(cone):
+        builtin = instructions[at]
+        assert isinstance(builtin, Builtin)
+        registers = tuple(holding.get(a) if a in computed and a not in cone.values() else None for a in builtin.args)
+        moved.append(replace(builtin, registers=registers) if any(registers) else builtin)
+    if not any(m is not instructions[at] for m, at in zip(moved, sorted(cone), strict=True)):
+        return instructions
+    # A member of the mask here was in the mask at every write before (side exits only narrow
+    # it), so the register holds its written value; a member outside the mask reads its
+    # register's old value, and the masked write of the pc leaves it where it is.
+    kept = [i for at, i in enumerate(before) if at not in cone]
+    return [*kept, *moved, *instructions[position:]]
+
+
+def _condition_cone(instructions: Sequence[Instruction], condition: int) -> dict[int, int]:
+    """The builtins a branch's or exit's `condition` is computed through, `{position: slot}`:
+    the condition's own builtin, and each builtin an operand of the cone comes from whose every
+    use is in the cone (empty when the condition has another use or is not a builtin's)."""
+    reads: dict[int, int] = {}
+    for instruction in instructions:
+        for slot in _slots_read(instruction):
+            reads[slot] = reads.get(slot, 0) + 1
+    producers = {i.slot: position for position, i in enumerate(instructions) if isinstance(i, Builtin)}
+    if condition not in producers or reads.get(condition) != 1:
+        return {}
+    cone = {producers[condition]: condition}
+    grown = True
+    while grown:
+        grown = False
+        uses_in_cone: dict[int, int] = {}
+        for position in cone:
+            for slot in _slots_read(instructions[position]):
+                uses_in_cone[slot] = uses_in_cone.get(slot, 0) + 1
+        for slot, uses in uses_in_cone.items():
+            position = producers.get(slot)
+            if position is not None and position not in cone and uses == reads[slot]:
+                cone[position] = slot
+                grown = True
+    return cone
 
 
 # ----- planning --------------------------------------------------------------------------
@@ -749,8 +792,8 @@ class KernelCode:
     `source` defines `block_<index>(regs, stacks) -> (regs, writes)` (`BlockKernel`);
     `namespace` holds the constants it refers to by name. The backend's methods are bound
     once per kernel (`prim`, `where`, `asarray`, `expand`, `opaque`), and every vm op becomes
-    the same backend calls, in op order (but a branch's condition that
-    `_branch_condition_from_registers` moves to the branch), whatever the backend (NumPy runs
+    the same backend calls, in op order (but the builtins a branch's or exit's condition is
+    computed through, which `_branch_condition_from_registers` moves to it), whatever the backend (NumPy runs
     them, JAX and TF trace them)."""
 
     name: str

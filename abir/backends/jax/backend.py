@@ -420,7 +420,7 @@ class JaxBackend(Backend):
         `jax_enable_x64`; the setting is restored when the run ends. A run on tracers (staged
         into the caller's trace) follows the caller's setting instead: without 64-bit types the
         program's int64 and float64 values are int32 and float32, as everywhere in that trace."""
-        if any(isinstance(leaf, Tracer) for leaf in leaves):
+        if leaves and any(isinstance(leaf, Tracer) for leaf in leaves):
             return staging.callers_dtypes()
         return UNCHANGED if jax.config.jax_enable_x64 else jax.enable_x64(True)
 
