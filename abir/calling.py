@@ -83,12 +83,20 @@ class CallOptions:
 
 @dataclass(frozen=True)
 class CompiledProgram:
-    """Everything compiled for one (function, argument structure, signature, backend kind)."""
+    """Everything compiled for one (function, argument structure, signature, backend kind).
+    `lowered` is verified; `typed` only through `lowered` (lowering goes on from it), and
+    `verified_typed` verifies it where it is run or handed out itself."""
 
     frontend: FrontendProgram
     typed: ModuleOp
     lowered: ModuleOp
     machine: Machine
+
+    @functools.cached_property
+    def verified_typed(self) -> ModuleOp:
+        """`typed`, verified (once)."""
+        self.typed.verify()
+        return self.typed
 
 
 class SteadyCall:
@@ -493,11 +501,12 @@ class Compiler:
     ) -> ModuleOp:
         """The frontend's module typed for `arg_types` (`weak`: which are Python numbers) and
         optimized: the pipeline's functional stage, as `abir.passes.pipeline.compile_functional`
-        runs it."""
+        runs it, not verified (`CompiledProgram.verified_typed`)."""
         user_type_inference = self.source.type_inference_callables()
         return type_and_optimize(
-            frontend.module.clone(), frontend.entry, arg_types, user_type_inference=user_type_inference, weak_args=weak
-        )
+            frontend.module.clone(), frontend.entry, arg_types, user_type_inference=user_type_inference, weak_args=weak,
+            verify=False,
+        )  # fmt: skip
 
     def compiled(
         self,
@@ -734,7 +743,7 @@ def run_program(program: CompiledProgram, leaves: Sequence[Any], batch_size: int
         prepare_inputs(machine.inputs, [machine.variables[n].type for n in machine.inputs], leaves, options.backend)
         return [options.backend.zeros((0, *t.shape), t.dtype) for t in result_types(program)]
     if options.stackless:
-        return list(execute_stackless(program.typed, program.frontend.entry, leaves, options.backend))
+        return list(execute_stackless(program.verified_typed, program.frontend.entry, leaves, options.backend))
     if any(options.backend.is_traced(leaf) for leaf in leaves):
         return options.backend.stage_run(lambda staged: run_machine(program, staged, options), leaves)
     if options.backend.batch_sharding(leaves) is not None:
