@@ -461,11 +461,18 @@ class Compiler:
 
     Compiled programs are kept in `cache` (the context's), or in the `block_code_cache=` dict a
     call passes, keyed by the source, its generation, the function, the argument structure and
-    signature, which leaves are Python numbers, and the backend's kind."""
+    signature, which leaves are Python numbers, and the backend's kind; their typed modules, which
+    do not depend on the backend, in `typed`, by the same key less the source and the backend."""
 
     def __init__(self, source: ProgramSource, cache: MutableMapping[Any, Any]):
         self.source = source
         self.cache = cache
+        self.typed: MutableMapping[Any, tuple[FrontendProgram, ModuleOp]] = (
+            LRUCache(cache.maxsize) if isinstance(cache, LRUCache) else {}
+        )
+        """The frontend program and typed module of each (generation, function, argument
+        structure and signature, weak leaves), for every backend (`functional`); as many as
+        `cache` holds programs."""
         self.steady: MutableMapping[Any, SteadyCall] = LRUCache(STEADY_CALLS)
         """The `SteadyCall` of each (function, generation, keywords, `steady_signature`) a
         plain run (one machine on concrete arrays) was called with."""
@@ -478,11 +485,31 @@ class Compiler:
         backend: Backend,
         weak: Sequence[bool] | None = None,
     ) -> CompiledProgram:
-        """Frontend specialization, type inference, lowering to vm, and the machine's kernels.
+        """Frontend specialization, type inference (`functional`), lowering to vm, and the
+        machine's plans."""
+        frontend, typed = self.functional(name, treedefs, signature, weak)
+        lowered = lower_to_vm(typed, frontend.entry, backend.block_order, backend.superblocks)
+        return CompiledProgram(frontend, typed, lowered, compile_machine(lowered, verify=False))
+
+    def functional(
+        self,
+        name: str,
+        treedefs: Sequence[optree.PyTreeSpec],
+        signature: Sequence[TensorType],
+        weak: Sequence[bool] | None = None,
+    ) -> tuple[FrontendProgram, ModuleOp]:
+        """The frontend's program of `name` for the argument structure and its typed module for
+        the signature: what every backend's compilation starts from, made once and kept in this
+        compiler's `typed` (lowering to vm leaves the typed module as it is).
 
         Type inference may find that an undecorated helper returns a structure (a tuple, list or
         namedtuple) its call was not lowered for; the frontend then lowers the program again,
         keeping that structure."""
+        weak = tuple(weak) if weak is not None else (False,) * len(signature)
+        key = (self.source.generation, name, tuple(treedefs), tuple(signature), weak)
+        found = self.typed.get(key)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
         arg_types: list[Attribute] = [ir_type(t.dtype, t.shape) for t in signature]
         for _ in range(MAX_HELPER_STRUCTURE_ROUNDS):
             frontend = self.source.build_program(name, list(treedefs))
@@ -493,8 +520,8 @@ class Compiler:
                 self.source.forget_programs()
         else:
             raise AbirError(f"lowering '{name}' did not settle the structures its helpers return")
-        lowered = lower_to_vm(typed, frontend.entry, backend.block_order, backend.superblocks)
-        return CompiledProgram(frontend, typed, lowered, compile_machine(lowered, verify=False))
+        self.typed[key] = (frontend, typed)
+        return frontend, typed
 
     def typed_module(
         self, frontend: FrontendProgram, arg_types: Sequence[Attribute], weak: Sequence[bool] | None
