@@ -98,12 +98,20 @@ class ProgramKey(tuple[Any, ...]):
 
 @dataclass(frozen=True)
 class CompiledProgram:
-    """Everything compiled for one (function, argument structure, signature, backend kind)."""
+    """Everything compiled for one (function, argument structure, signature, backend kind).
+    `lowered` is verified; `typed` only through `lowered` (lowering goes on from it), and
+    `verified_typed` verifies it where it is run or handed out itself."""
 
     frontend: FrontendProgram
     typed: ModuleOp
     lowered: ModuleOp
     machine: Machine
+
+    @functools.cached_property
+    def verified_typed(self) -> ModuleOp:
+        """`typed`, verified (once)."""
+        self.typed.verify()
+        return self.typed
 
 
 class SteadyCall:
@@ -468,11 +476,18 @@ class Compiler:
 
     Compiled programs are kept in `cache` (the context's), or in the `block_code_cache=` dict a
     call passes, keyed by the source, its generation, the function, the argument structure and
-    signature, which leaves are Python numbers, and the backend's kind."""
+    signature, which leaves are Python numbers, and the backend's kind; their typed modules, which
+    do not depend on the backend, in `typed`, by the same key less the source and the backend."""
 
     def __init__(self, source: ProgramSource, cache: MutableMapping[Any, Any]):
         self.source = source
         self.cache = cache
+        self.typed: MutableMapping[Any, tuple[FrontendProgram, ModuleOp]] = (
+            LRUCache(cache.maxsize) if isinstance(cache, LRUCache) else {}
+        )
+        """The frontend program and typed module of each (generation, function, argument
+        structure and signature, weak leaves), for every backend (`functional`); as many as
+        `cache` holds programs."""
         self.steady: MutableMapping[Any, SteadyCall] = LRUCache(STEADY_CALLS)
         """The `SteadyCall` of each (function, generation, keywords, `steady_signature`) a
         plain run (one machine on concrete arrays) was called with."""
@@ -485,11 +500,31 @@ class Compiler:
         backend: Backend,
         weak: Sequence[bool] | None = None,
     ) -> CompiledProgram:
-        """Frontend specialization, type inference, lowering to vm, and the machine's kernels.
+        """Frontend specialization, type inference (`functional`), lowering to vm, and the
+        machine's plans."""
+        frontend, typed = self.functional(name, treedefs, signature, weak)
+        lowered = lower_to_vm(typed, frontend.entry, backend.block_order, backend.superblocks)
+        return CompiledProgram(frontend, typed, lowered, compile_machine(lowered, verify=False))
+
+    def functional(
+        self,
+        name: str,
+        treedefs: Sequence[optree.PyTreeSpec],
+        signature: Sequence[TensorType],
+        weak: Sequence[bool] | None = None,
+    ) -> tuple[FrontendProgram, ModuleOp]:
+        """The frontend's program of `name` for the argument structure and its typed module for
+        the signature: what every backend's compilation starts from, made once and kept in this
+        compiler's `typed` (lowering to vm leaves the typed module as it is).
 
         Type inference may find that an undecorated helper returns a structure (a tuple, list or
         namedtuple) its call was not lowered for; the frontend then lowers the program again,
         keeping that structure."""
+        weak = tuple(weak) if weak is not None else (False,) * len(signature)
+        key = (self.source.generation, name, tuple(treedefs), tuple(signature), weak)
+        found = self.typed.get(key)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
         arg_types: list[Attribute] = [ir_type(t.dtype, t.shape) for t in signature]
         for _ in range(MAX_HELPER_STRUCTURE_ROUNDS):
             frontend = self.source.build_program(name, list(treedefs))
@@ -500,19 +535,20 @@ class Compiler:
                 self.source.forget_programs()
         else:
             raise AbirError(f"lowering '{name}' did not settle the structures its helpers return")
-        lowered = lower_to_vm(typed, frontend.entry, backend.block_order, backend.superblocks)
-        return CompiledProgram(frontend, typed, lowered, compile_machine(lowered, verify=False))
+        self.typed[key] = (frontend, typed)
+        return frontend, typed
 
     def typed_module(
         self, frontend: FrontendProgram, arg_types: Sequence[Attribute], weak: Sequence[bool] | None
     ) -> ModuleOp:
         """The frontend's module typed for `arg_types` (`weak`: which are Python numbers) and
         optimized: the pipeline's functional stage, as `abir.passes.pipeline.compile_functional`
-        runs it."""
+        runs it, not verified (`CompiledProgram.verified_typed`)."""
         user_type_inference = self.source.type_inference_callables()
         return type_and_optimize(
-            frontend.module.clone(), frontend.entry, arg_types, user_type_inference=user_type_inference, weak_args=weak
-        )
+            frontend.module.clone(), frontend.entry, arg_types, user_type_inference=user_type_inference, weak_args=weak,
+            verify=False,
+        )  # fmt: skip
 
     def compiled(
         self,
@@ -749,7 +785,7 @@ def run_program(program: CompiledProgram, leaves: Sequence[Any], batch_size: int
         prepare_inputs(machine.inputs, [machine.variables[n].type for n in machine.inputs], leaves, options.backend)
         return [options.backend.zeros((0, *t.shape), t.dtype) for t in result_types(program)]
     if options.stackless:
-        return list(execute_stackless(program.typed, program.frontend.entry, leaves, options.backend))
+        return list(execute_stackless(program.verified_typed, program.frontend.entry, leaves, options.backend))
     if any(options.backend.is_traced(leaf) for leaf in leaves):
         return options.backend.stage_run(lambda staged: run_machine(program, staged, options), leaves)
     if options.backend.batch_sharding(leaves) is not None:

@@ -313,7 +313,7 @@ class Context:
         the functional IR the stackless executor runs. Without `sig`, the untyped `program(main)`."""
         if sig is None:
             return self.program(main)
-        return self._compiled_for_signature(main, sig, backend).typed
+        return self._compiled_for_signature(main, sig, backend).verified_typed
 
     def program_lowered(self, main: str, sig: Sequence[Any] | None = None, backend: Backend | None = None) -> ModuleOp:
         """`main` lowered to the vm dialect for signature `sig`: the IR the machine runs."""

@@ -133,14 +133,24 @@ class LocalResult:
     """The `abir.loc` of each return (None where unknown)."""
 
 
-class FunctionInference:
-    """Infers one function's values given its parameter facts and the callees' result facts."""
+PrimMemo = dict[tuple[functional.PrimOp, tuple[Fact, ...]], list[Fact | None]]
+"""The result facts of each prim op evaluated on each tuple of operand facts (a prim's facts
+depend on nothing else), kept over the rounds of one inference: each round, and each pass over a
+function's blocks, asks again for most of them."""
 
-    def __init__(self, func: functional.FuncOp, evaluator: PrimEvaluator, conflicts: Conflicts):
+
+class FunctionInference:
+    """Infers one function's values given its parameter facts and the callees' result facts;
+    prims already evaluated on the same operand facts are answered from `memo`."""
+
+    def __init__(
+        self, func: functional.FuncOp, evaluator: PrimEvaluator, conflicts: Conflicts, memo: PrimMemo | None = None
+    ):
         self.func = func
         self.name = func.sym_name.data
         self.evaluator = evaluator
         self.conflicts = conflicts
+        self.memo: PrimMemo = {} if memo is None else memo
         self.edges = incoming_edges(func)
 
     def run(
@@ -190,10 +200,14 @@ class FunctionInference:
             known = results.get(op.callee.string_value())
             return list(known) if known is not None else [None] * len(op.res)
         if isinstance(op, functional.PrimOp):
-            operands = [facts.get(v) for v in op.arguments]
-            if any(f is None for f in operands):
+            operands = tuple([facts.get(v) for v in op.arguments])
+            if None in operands:
                 return [None] * len(op.res)
-            return self._prim(op, operands)  # type: ignore[arg-type]
+            key = (op, operands)
+            known = self.memo.get(key)
+            if known is None:
+                known = self.memo[key] = self._prim(op, list(operands))  # type: ignore[arg-type]
+            return list(known)
         if op.results:
             names = ", ".join(f"%{r.name_hint}" for r in op.results if r.name_hint)
             error = TypeInferenceError(
@@ -260,6 +274,7 @@ class ModuleInference:
     evaluator: PrimEvaluator
     user: Mapping[str, Callable[..., Any]]
     specs: Specializations = field(init=False)
+    memo: PrimMemo = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.specs = Specializations(self.module, join_facts, widen_param, fmt_signature)
@@ -286,7 +301,7 @@ class ModuleInference:
             order = [n for n in funcs if n in live]
             conflicts = Conflicts()
             locals_ = {
-                n: FunctionInference(funcs[n], self.evaluator, conflicts).run(self._params(funcs[n]), results)
+                n: FunctionInference(funcs[n], self.evaluator, conflicts, self.memo).run(self._params(funcs[n]), results)
                 for n in order
             }
             calls = [(n, op, facts) for n in order for op, facts in locals_[n].calls]

@@ -53,47 +53,73 @@ MAX_BLOCKS = 200
 the whole order)."""
 
 
-def transition_matrix(blocks: Mapping[int, vm.BlockOp], visits: np.ndarray) -> np.ndarray:
-    """P[a, b]: the probability that a member at block a goes to block b next (the halt, block
-    len(blocks), absorbs), returns split by the given visits of the calling blocks."""
+@dataclass(frozen=True)
+class Chain:
+    """The Markov model of one member's run over `size` blocks (the halt is block `size`):
+    `fixed[a, b]`, the probability of each transition that does not depend on the visits (side
+    exits, jumps, branches, calls, the halt), and per block ending in `vm.return` the share of
+    its runs that reach the return (`stay`) and its return sites (calling block, return
+    block), split by the visits of the calling blocks (`transition_matrix`)."""
+
+    size: int
+    fixed: np.ndarray
+    returns: tuple[tuple[int, float, tuple[tuple[int, int], ...]], ...]
+
+
+def chain_of(blocks: Mapping[int, vm.BlockOp]) -> Chain:
+    """The `Chain` of the blocks: each side exit (`vm.exit_if`) taken with probability
+    `EXIT_PROBABILITY`, each target of the terminator with an equal share of the rest."""
     n = len(blocks)
-    returns = vm.block_return_sites([blocks[number] for number in range(n)], vm_function_of)
-    matrix = np.zeros((n, n + 1))
+    sites = vm.block_return_sites([blocks[number] for number in range(n)], vm_function_of)
+    fixed = np.zeros((n, n + 1))
+    returns = []
     for number, block in blocks.items():
         stay = 1.0
         *body, term = block.body.block.ops
         for op in body:
             for target in vm.op_targets(op):  # side exits
-                matrix[number, target] += stay * EXIT_PROBABILITY
+                fixed[number, target] += stay * EXIT_PROBABILITY
                 stay *= 1 - EXIT_PROBABILITY
         if nexts := vm.op_targets(term, (vm.TargetRole.NEXT, vm.TargetRole.CALLEE)):
             for target in nexts:
-                matrix[number, target] += stay / len(nexts)
+                fixed[number, target] += stay / len(nexts)
         elif isinstance(term, vm.ReturnOp):
-            sites = returns[number]
-            total = sum(visits[caller] for caller, _ in sites)
-            for caller, back in sites:
-                matrix[number, back] += stay * (visits[caller] / total if total > 0 else 1 / len(sites))
+            returns.append((number, stay, tuple(sites[number])))
         else:  # vm.halt
-            matrix[number, n] += stay
+            fixed[number, n] += stay
+    return Chain(n, fixed, tuple(returns))
+
+
+def transition_matrix(chain: Chain, visits: np.ndarray) -> np.ndarray:
+    """P[a, b]: the probability that a member at block a goes to block b next (the halt, block
+    `chain.size`, absorbs), returns split by the given visits of the calling blocks."""
+    matrix = chain.fixed.copy()
+    for number, stay, sites in chain.returns:
+        total = sum(visits[caller] for caller, _ in sites)
+        for caller, back in sites:
+            matrix[number, back] += stay * (visits[caller] / total if total > 0 else 1 / len(sites))
     return matrix
 
 
 def expected_transitions(blocks: Mapping[int, vm.BlockOp]) -> np.ndarray | None:
     """W[a, b]: expected transitions from block a to block b in one member's run (None when the
     model has no finite solution, e.g. a loop it never leaves)."""
-    n = len(blocks)
+    chain = chain_of(blocks)
+    n = chain.size
     visits = np.ones(n)
     start = np.zeros(n)
     start[0] = 1.0
     for _ in range(FIXED_POINT_ROUNDS):
-        matrix = transition_matrix(blocks, visits)
+        matrix = transition_matrix(chain, visits)
         try:
-            visits = np.linalg.solve(np.eye(n) - matrix[:, :n].T, start)
+            solved = np.linalg.solve(np.eye(n) - matrix[:, :n].T, start)
         except np.linalg.LinAlgError:
             return None
-        if not np.all(np.isfinite(visits)) or np.any(visits < -1e-9):
+        if not np.all(np.isfinite(solved)) or np.any(solved < -1e-9):
             return None
+        if np.array_equal(solved, visits):  # a fixed point: the rounds left would repeat this one
+            break
+        visits = solved
     return visits[:, None] * matrix[:, :n]
 
 
