@@ -14,6 +14,8 @@ clear error.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -129,9 +131,10 @@ def dry_call(name):
     return np.asarray(PROGRAMS[name](*arguments(X, shared, N), dry_run=True))
 
 
+@functools.cache
 def per_member_gradients(name):
     """(values, d/dx per member, d/dshared summed over members), by jax.grad of the per-member
-    Python function member by member."""
+    Python function member by member (computed once per program: the inputs are fixed)."""
     arguments, shared = CASES[name]
     function = globals()[name]
     values, dx, dshared = [], [], np.zeros(len(shared))
@@ -250,36 +253,50 @@ def test_integer_results_carry_no_gradient():
     np.testing.assert_allclose(np.asarray(dx), 0.5**want_steps, rtol=RTOL)
 
 
+LONG_N = (9, 2, 6, 0, 8, 5)
+"""Trip counts of `damped` for the tests of runs longer than their log or tape."""
+
+
+@functools.cache
+def damped_per_member_gradients(n):
+    """(d/dx per member, d/dw summed over members) of `damped` with trip counts `n` (a tuple), by
+    jax.grad member by member."""
+    want = [jax.grad(lambda x, w, k=k: damped(x, w, k), argnums=(0, 1))(jnp.float64(x), W) for x, k in zip(X, n, strict=True)]
+    return [float(g[0]) for g in want], sum(float(g[1]) for g in want)
+
+
 def damped_gradients_agree(n):
     """d/dx and d/dw of `damped` batched (a context of its own: a new trace) equal jax.grad per member."""
     context = abir.Context()
     long_damped = context.batch_uncurried(damped)
-    dx, dw = jax.grad(lambda x, w: long_damped(x, w, n, backend=abir.JaxBackend()).sum(), argnums=(0, 1))(jnp.asarray(X), W)
-    want = [jax.grad(lambda x, w, k=int(k): damped(x, w, k), argnums=(0, 1))(jnp.float64(x), W) for x, k in zip(X, n, strict=True)]
-    np.testing.assert_allclose(np.asarray(dx), [float(g[0]) for g in want], rtol=RTOL)
-    np.testing.assert_allclose(float(dw), sum(float(g[1]) for g in want), rtol=RTOL)
+    dx, dw = jax.grad(lambda x, w: long_damped(x, w, np.array(n), backend=abir.JaxBackend()).sum(), argnums=(0, 1))(jnp.asarray(X), W)
+    want_dx, want_dw = damped_per_member_gradients(n)
+    np.testing.assert_allclose(np.asarray(dx), want_dx, rtol=RTOL)
+    np.testing.assert_allclose(float(dw), want_dw, rtol=RTOL)
 
 
-@pytest.mark.parametrize("entries", [2, 3])
+# make test: a log of three (the rounds over the forward log are the same loops for any length)
+@pytest.mark.parametrize("entries", [pytest.param(2, marks=pytest.mark.full), 3])
 def test_a_run_longer_than_its_undo_log_replays_from_the_start(monkeypatch, entries):
     """An undo log of two or three sweeps for runs of at least 10: the backward pass undoes the
     sweeps the log holds, replays the run from its start to refill the log, and so on."""
     monkeypatch.setattr(reverse_scheme, "MAX_UNDO_ENTRIES", entries)
-    damped_gradients_agree(np.array([9, 2, 6, 0, 8, 5]))
+    damped_gradients_agree(LONG_N)
 
 
-@pytest.mark.parametrize("replay_bytes", [2**30, 5])
+@pytest.mark.parametrize("replay_bytes", [16, 5])
 def test_a_run_longer_than_its_forward_log_replays_its_first_sweeps_into_a_longer_log(monkeypatch, replay_bytes):
     """A forward log of two sweeps (entries of one byte each for the size arithmetic) for runs of
     up to 10: the backward pass undoes those two, then replays the first sweeps from the start
-    into a log of the shortest replay length that holds them (4 or 16 here), or, when the
-    memory for replays holds only 5 entries, by rounds over a log of 5 (4 being too close to
-    5 to be offered)."""
+    into a log of the shortest replay length that holds them (4 or 16), or, when the memory for
+    replays holds only 5 entries, by rounds over a log of 5 (4 being too close to 5 to be
+    offered). Replay memory for 16 entries offers only the lengths these runs take (each length
+    is a copy of the backward pass's loops to compile)."""
     monkeypatch.setattr(reverse_scheme, "spec_bytes", lambda specs: 1)
     monkeypatch.setattr(reverse_scheme, "UNDO_TAPE_BYTES", 2)
     monkeypatch.setattr(reverse_scheme, "REPLAY_LOG_BYTES", replay_bytes)
-    assert reverse_scheme.replay_lengths(2, 1) == ((4, 16, 64, 256, 512) if replay_bytes > 512 else (5,))
-    damped_gradients_agree(np.array([9, 2, 6, 0, 8, 5]))
+    assert reverse_scheme.replay_lengths(2, 1) == ((4, 16) if replay_bytes == 16 else (5,))
+    damped_gradients_agree(LONG_N)
 
 
 def test_a_recursive_run_longer_than_its_undo_log_restores_its_stacks(monkeypatch):
@@ -317,6 +334,8 @@ def test_a_stacks_undo_window_holds_the_rows_a_sweeps_blocks_may_pop():
     assert windows == [reverse_scheme.StackWindow("s:a", "sp:a", 3), reverse_scheme.StackWindow("s:b", "sp:b", 2)]
 
 
+# make test: the same undo through test_a_recursive_run_longer_than_its_undo_log_restores_its_stacks
+@pytest.mark.full
 def test_a_block_popping_then_pushing_the_same_stack_differentiates():
     """A member pops a saved value and pushes another in its place within one sweep: the undo
     restores the row it overwrote (recursion whose two calls follow each other)."""
@@ -357,7 +376,7 @@ def test_a_run_longer_than_its_tape_thins_checkpoints_and_recomputes(monkeypatch
     segments (with two, every other state of a segment: substride 2 or more)."""
     monkeypatch.setattr(reverse, "undo_loggable", lambda kernels: False)
     monkeypatch.setattr(reverse_scheme, "MAX_CHECKPOINTS", checkpoints)
-    damped_gradients_agree(np.array([9, 2, 6, 0, 8, 5]))
+    damped_gradients_agree(LONG_N)
 
 
 def test_tape_length_follows_the_states_size():
@@ -421,7 +440,8 @@ PAIRS = np.stack([X, X[::-1] * 0.5], axis=1)
 K = np.array([0, 2, 1, 1, 0, 2])
 
 
-@pytest.mark.parametrize("pad_batch", [False, True])
+# make test: the padded batch, whose run holds the table as one row as the unpadded one does
+@pytest.mark.parametrize("pad_batch", [pytest.param(False, marks=pytest.mark.full), True])
 def test_a_shared_parameter_stays_one_row_and_its_cotangent_is_the_sum_over_members(monkeypatch, pad_batch):
     """A matrix table shared by all members, indexed per member: the differentiated run holds it
     as one row (no per-member copy), and its cotangent equals the sum over members of jax.grad
