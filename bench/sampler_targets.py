@@ -14,9 +14,13 @@ test/unit/test_bench_samplers.py); data and ground truth come from the NumPy sub
   a bias) on a synthetic 1,000 x 25 data set generated here with a fixed seed; it has no bundled
   ground truth, so its mean and standard deviation come from a long reference run with BlackJAX
   stored in bench/data/logistic_regression_reference.json (`python bench/sampler_targets.py
-  --reference` writes it again);
+  --reference logistic_regression` writes it again);
 * `item_response_theory`: `SyntheticItemResponseTheory` (400 students, 100 questions, 30,012
   bundled answers), flat as [mean_student_ability, centered_student_ability, question_difficulty];
+  `--quick` samples `item_response_theory_50x20` instead (`QUICK_BUILDERS`): inference-gym's
+  `ItemResponseTheory` model on the bundled answers of the first 50 students to the first 20
+  questions, whose ground truth, as the logistic regression's, is a long BlackJAX run stored in
+  bench/data (`python bench/sampler_targets.py --reference item_response_theory_50x20`);
 * `neals_funnel`: `NealsFunnel(ndims=10)`, whose neck makes trees differ in depth across chains.
 """
 
@@ -24,13 +28,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import pathlib
 from collections.abc import Callable
 
 import numpy as np
 
-REFERENCE_PATH = pathlib.Path(__file__).resolve().parent / "data" / "logistic_regression_reference.json"
+DATA = pathlib.Path(__file__).resolve().parent / "data"
 LOGISTIC_SHAPE = (1000, 25)
 LOGISTIC_SEED = 20211
 
@@ -151,6 +156,22 @@ def eight_schools() -> Target:
     )
 
 
+def reference_path(name: str) -> pathlib.Path:
+    return DATA / f"{name}_reference.json"
+
+
+def reference_truth(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, standard deviation) per parameter of target `name`'s stored reference run."""
+    path = reference_path(name)
+    if not path.exists():
+        raise FileNotFoundError(
+            f"{path} ({name}'s reference posterior) is missing: run "
+            f"`python bench/sampler_targets.py --reference {name}` with BlackJAX installed"
+        )
+    reference = json.loads(path.read_text())
+    return np.array(reference["mean"]), np.array(reference["std"])
+
+
 def logistic_data() -> tuple[np.ndarray, np.ndarray]:
     """The fixed synthetic data set: features [1000, 25] ~ N(0, 1) and labels from a logistic
     model with weights ~ N(0, 0.5^2) and a bias of 0.3, all from `LOGISTIC_SEED`."""
@@ -198,34 +219,45 @@ def logistic_tf_logdensity() -> Callable:
 def logistic_regression() -> Target:
     features, labels = logistic_data()
     gym = gym_targets().LogisticRegression(features.astype(np.float32), labels)
-    if not REFERENCE_PATH.exists():
-        raise FileNotFoundError(
-            f"{REFERENCE_PATH} (the logistic regression's reference posterior) is missing: "
-            "run `python bench/sampler_targets.py --reference` with BlackJAX installed"
-        )
-    reference = json.loads(REFERENCE_PATH.read_text())
-    mean, std = np.array(reference["mean"]), np.array(reference["std"])
+    mean, std = reference_truth("logistic_regression")
     return Target("logistic_regression", 26, logistic_logdensity(), mean, std, gym.unnormalized_log_prob,
                   tf_logdensity=logistic_tf_logdensity())  # fmt: skip
 
 
-def item_response_theory() -> Target:
-    import jax
-    import jax.numpy as jnp
+IRT_QUICK_SHAPE = (50, 20)
+"""`--quick`'s item-response-theory data (`QUICK_BUILDERS`): the bundled answers of the first 50
+students to the first 20 questions (772 of the 30,012 answers). A gradient's cost grows with
+students x questions and the warm-up's trees are deep for every system, so the full 400 x 100
+data set does not fit `--quick`'s budget (docs/performance.md, "NUTS on users' models")."""
 
-    gym = gym_targets().SyntheticItemResponseTheory()
-    keys = ["mean_student_ability", "centered_student_ability", "question_difficulty"]
-    mean, std = flat_truth(gym, keys)
+
+def irt_answers(shape: tuple[int, int] | None) -> dict[str, np.ndarray]:
+    """inference-gym's bundled synthetic answers (`train_student_ids`, `train_question_ids`,
+    `train_correct`), all of them, or those of the first `shape` = (students, questions)."""
     from inference_gym.internal import data
 
     answers = data.synthetic_item_response_theory()
+    train = {key: answers[key] for key in ("train_student_ids", "train_question_ids", "train_correct")}
+    if shape is None:
+        return train
+    kept = (train["train_student_ids"] < shape[0]) & (train["train_question_ids"] < shape[1])
+    return {key: value[kept] for key, value in train.items()}
+
+
+def irt_logdensities(answers: dict[str, np.ndarray]) -> tuple[Callable, Callable, int]:
+    """(JAX log density of one position, TensorFlow log density of a batch of positions, dim) of
+    the item-response-theory model on `answers`, flat as [mean_student_ability,
+    centered_student_ability, question_difficulty]."""
+    import jax
+    import jax.numpy as jnp
+
     students, questions = answers["train_student_ids"], answers["train_question_ids"]
-    num_students, num_questions = students.max() + 1, questions.max() + 1
+    num_students, num_questions = int(students.max()) + 1, int(questions.max()) + 1
     # +1 correct, -1 wrong, 0 not asked: softplus(-0 * logit) is the constant log 2, without gradient,
     # so the dense sum over all pairs is the likelihood of the answers up to a constant
-    signs = np.zeros((num_students, num_questions))
-    signs[students, questions] = 2.0 * answers["train_correct"] - 1.0
-    signs = jnp.asarray(signs)
+    dense_signs = np.zeros((num_students, num_questions))
+    dense_signs[students, questions] = 2.0 * answers["train_correct"] - 1.0
+    signs = jnp.asarray(dense_signs)
 
     def logdensity(q):
         mean_ability, ability, difficulty = q[0], q[1 : 1 + num_students], q[1 + num_students :]
@@ -233,8 +265,6 @@ def item_response_theory() -> Target:
         likelihood = -jnp.sum(jax.nn.softplus(-signs * logits))
         prior = -0.5 * (mean_ability - 0.75) ** 2 - 0.5 * jnp.sum(ability**2) - 0.5 * jnp.sum(difficulty**2)
         return prior + likelihood
-
-    dense_signs = np.asarray(signs)
 
     def tf_logdensity(q):
         import tensorflow as tf
@@ -246,6 +276,28 @@ def item_response_theory() -> Target:
                  - 0.5 * tf.reduce_sum(difficulty**2, axis=-1))  # fmt: skip
         return prior + likelihood
 
+    return logdensity, tf_logdensity, 1 + num_students + num_questions
+
+
+def irt_name(shape: tuple[int, int] | None) -> str:
+    return "item_response_theory" if shape is None else f"item_response_theory_{shape[0]}x{shape[1]}"
+
+
+def item_response_theory(shape: tuple[int, int] | None = None) -> Target:
+    """inference-gym's `SyntheticItemResponseTheory` with its ground truth; with `shape` =
+    (students, questions), its `ItemResponseTheory` model on the answers of the first students
+    to the first questions (`irt_answers`), named `item_response_theory_<students>x<questions>`,
+    whose ground truth is a long reference run (`write_reference`)."""
+    answers = irt_answers(shape)
+    if shape is None:
+        gym = gym_targets().SyntheticItemResponseTheory()
+        mean, std = flat_truth(gym, ["mean_student_ability", "centered_student_ability", "question_difficulty"])
+    else:
+        gym = gym_targets().ItemResponseTheory(**answers)
+        mean, std = reference_truth(irt_name(shape))
+    logdensity, tf_logdensity, dim = irt_logdensities(answers)
+    num_students = int(answers["train_student_ids"].max()) + 1
+
     def gym_logdensity(q):
         value = {
             "mean_student_ability": q[0],
@@ -254,11 +306,8 @@ def item_response_theory() -> Target:
         }
         return gym.unnormalized_log_prob(value)
 
-    dim = 1 + int(num_students) + int(num_questions)
-    return Target(
-        "item_response_theory", dim, logdensity, mean, std, gym_logdensity, tf_logdensity=tf_logdensity,
-        quick=HEAVY_QUICK,
-    )  # fmt: skip
+    return Target(irt_name(shape), dim, logdensity, mean, std, gym_logdensity, tf_logdensity=tf_logdensity,
+                  quick=HEAVY_QUICK)  # fmt: skip
 
 
 def neals_funnel() -> Target:
@@ -294,6 +343,15 @@ BUILDERS: dict[str, Callable[[], Target]] = {
     "item_response_theory": item_response_theory,
     "neals_funnel": neals_funnel,
 }
+QUICK_BUILDERS: dict[str, Callable[[], Target]] = {
+    "item_response_theory": functools.partial(item_response_theory, IRT_QUICK_SHAPE),
+}
+"""The targets `--quick` samples in place of `BUILDERS`' (smaller data sets of the same model)."""
+REFERENCE_DENSITIES: dict[str, Callable[[], tuple[Callable, int]]] = {
+    "logistic_regression": lambda: (logistic_logdensity(), LOGISTIC_SHAPE[1] + 1),
+    irt_name(IRT_QUICK_SHAPE): lambda: irt_logdensities(irt_answers(IRT_QUICK_SHAPE))[::2],
+}
+"""(JAX log density, dim) of the targets whose ground truth is a stored reference run."""
 
 
 def initial_positions(dim: int, chains: int, seed: int) -> np.ndarray:
@@ -301,20 +359,21 @@ def initial_positions(dim: int, chains: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-2.0, 2.0, size=(chains, dim))
 
 
-def write_reference(chains: int = 64, num_warmup: int = 1000, num_draws: int = 5000) -> None:
-    """The logistic regression's reference posterior (mean and standard deviation of every
-    draw of a long BlackJAX run) into REFERENCE_PATH, with its bulk ESS and R-hat."""
+def write_reference(name: str, chains: int = 64, num_warmup: int = 1000, num_draws: int = 5000) -> None:
+    """Target `name`'s reference posterior (mean and standard deviation of every draw of a long
+    BlackJAX run) into `reference_path(name)`, with its bulk ESS and R-hat."""
     import jax
 
     jax.config.update("jax_enable_x64", True)
     from sampler_diagnostics import bulk_ess, rank_rhat
     from sampler_systems import blackjax_sample
 
-    positions = initial_positions(26, chains, seed=1)
-    sample = blackjax_sample(logistic_logdensity(), positions, num_warmup, num_draws, seed=12345)
+    logdensity, dim = REFERENCE_DENSITIES[name]()
+    positions = initial_positions(dim, chains, seed=1)
+    sample = blackjax_sample(logdensity, positions, num_warmup, num_draws, seed=12345)
     draws = sample.draws
     reference = {
-        "made_by": "python bench/sampler_targets.py --reference",
+        "made_by": f"python bench/sampler_targets.py --reference {name}",
         "sampler": f"BlackJAX NUTS, window adaptation; {chains} chains, {num_warmup} warm-up and {num_draws} kept draws",
         "min_bulk_ess": float(bulk_ess(draws).min()),
         "max_rhat": float(rank_rhat(draws).max()),
@@ -322,17 +381,21 @@ def write_reference(chains: int = 64, num_warmup: int = 1000, num_draws: int = 5
         "mean": draws.mean(axis=(0, 1)).tolist(),
         "std": draws.std(axis=(0, 1)).tolist(),
     }
-    REFERENCE_PATH.parent.mkdir(exist_ok=True)
-    REFERENCE_PATH.write_text(json.dumps(reference, indent=1) + "\n")
-    print(
-        f"wrote {REFERENCE_PATH}: min bulk ESS {reference['min_bulk_ess']:.0f}, max R-hat {reference['max_rhat']:.4f}"
-    )
+    path = reference_path(name)
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(reference, indent=1) + "\n")
+    print(f"wrote {path}: min bulk ESS {reference['min_bulk_ess']:.0f}, max R-hat {reference['max_rhat']:.4f}")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--reference", action="store_true", help="write the logistic regression's reference posterior"
-    )
-    if parser.parse_args().reference:
-        write_reference()
+        "--reference", nargs="+", choices=list(REFERENCE_DENSITIES), metavar="TARGET",
+        help=f"write these targets' reference posteriors ({', '.join(REFERENCE_DENSITIES)})",
+    )  # fmt: skip
+    parser.add_argument("--chains", type=int, default=64)
+    parser.add_argument("--warmup", type=int, default=1000)
+    parser.add_argument("--draws", type=int, default=5000)
+    args = parser.parse_args()
+    for name in args.reference or []:
+        write_reference(name, args.chains, args.warmup, args.draws)

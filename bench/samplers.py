@@ -1,13 +1,14 @@
 """Samplers bench: abir.samplers.nuts on users' log densities against BlackJAX and NumPyro.
 
     make bench-samplers                                 # installs inference-gym + NumPyro into .bench-site
-    make bench-samplers SAMPLERS_ARGS="--quick"         # every target at 64 chains, short runs
+    make bench-samplers SAMPLERS_ARGS="--quick --figure"  # every target at 64 chains, short runs, the figure
     PYTHONPATH=.bench-site .venv/bin/python bench/samplers.py --targets neals_funnel --chains 64 256
     PYTHONPATH=.bench-site .venv/bin/python bench/samplers.py --figure   # docs/samplers_bench.png
 
 Targets (bench/sampler_targets.py): inference-gym's ill-conditioned Gaussian (100 dimensions),
 eight schools (non-centred), a logistic regression on a fixed synthetic 1,000 x 25 data set, the
-synthetic item-response-theory model and Neal's funnel, each with a log density written in JAX.
+synthetic item-response-theory model and Neal's funnel, each with a log density written in JAX;
+`--quick` samples the item-response-theory model on a subset of its data (`QUICK_BUILDERS`).
 Systems (bench/sampler_systems.py): abir JAX (`abir.samplers.nuts`), BlackJAX (`window_adaptation`
 + `nuts` under `jit(vmap)`) and NumPyro (`chain_method="vectorized"`), all NUTS with Stan-style
 warm-up, target acceptance 0.8, at most 10 doublings, float64, the same initial positions and
@@ -52,6 +53,9 @@ from sampler_diagnostics import bulk_ess, rank_rhat  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 FIGURE = ROOT / "docs" / "samplers_bench.png"
 QUICK_CHAINS = [64]
+QUICK_SYSTEMS = ["abir", "blackjax", "numpyro"]
+"""`--quick`'s systems unless `--systems` names others: TFP's rows (its NUTS adapts no mass matrix)
+cost minutes of the 10-minute budget (docs/performance.md, "NUTS on users' models")."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +70,7 @@ class Row:
     rhat: float
     divergences: int
     first_call: float
+    first_call_cpu: float
     seconds: float
     cpu_seconds: float
     mean_error: float
@@ -78,7 +83,8 @@ class Row:
         return (
             f"target={self.target} chains={self.chains} system={self.system} "
             f"ess_per_s={self.ess_per_s:.6g} ess_per_grad={self.ess_per_grad:.6g} rhat={self.rhat:.6g} "
-            f"ess_per_cpu_s={self.ess_per_cpu_s:.6g}"
+            f"ess_per_cpu_s={self.ess_per_cpu_s:.6g} first_call_s={self.first_call:.6g} "
+            f"first_call_cpu_s={self.first_call_cpu:.6g} run_s={self.seconds:.6g} run_cpu_s={self.cpu_seconds:.6g}"
         )
 
 
@@ -113,9 +119,9 @@ def measure(target: sampler_targets.Target, system: str, chains: int, args: argp
     sample = sampler_systems.SYSTEMS[system]
     logdensity = getattr(target, sampler_systems.DENSITY_OF.get(system, "logdensity"))
     positions = sampler_targets.initial_positions(target.dim, chains, args.seed)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     sample(logdensity, positions, warmup, draws, args.seed)
-    first_call = time.perf_counter() - start
+    first_call, first_call_cpu = time.perf_counter() - start, time.process_time() - cpu_start
     start, cpu_start = time.perf_counter(), time.process_time()
     result = sample(logdensity, positions, warmup, draws, args.seed + 1)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
@@ -123,7 +129,8 @@ def measure(target: sampler_targets.Target, system: str, chains: int, args: argp
     return Row(
         target=target.name, chains=chains, system=system, ess_per_s=min_ess / seconds,
         ess_per_grad=min_ess / float(np.sum(result.leapfrogs)), rhat=float(np.max(rank_rhat(result.draws))),
-        divergences=int(np.sum(result.divergent)), first_call=first_call, seconds=seconds, cpu_seconds=cpu_seconds,
+        divergences=int(np.sum(result.divergent)), first_call=first_call, first_call_cpu=first_call_cpu,
+        seconds=seconds, cpu_seconds=cpu_seconds,
         mean_error=mean_error(target, result.draws),
     )  # fmt: skip
 
@@ -214,15 +221,17 @@ def parse_args() -> argparse.Namespace:
         "--targets", nargs="+", choices=list(sampler_targets.BUILDERS), default=list(sampler_targets.BUILDERS)
     )
     parser.add_argument(
-        "--systems", nargs="+", choices=list(sampler_systems.SYSTEMS), default=list(sampler_systems.SYSTEMS)
-    )
+        "--systems", nargs="+", choices=list(sampler_systems.SYSTEMS),
+        help=f"default: all ({', '.join(sampler_systems.SYSTEMS)}); with --quick {', '.join(QUICK_SYSTEMS)}",
+    )  # fmt: skip
     parser.add_argument("--chains", nargs="+", type=int, default=[64, 256, 1024])
     parser.add_argument("--warmup", type=int, default=1000, help="warm-up iterations per chain")
     parser.add_argument("--draws", type=int, default=1000, help="kept draws per chain")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--quick", action="store_true",
-        help="64 chains, each target's short warm-up and kept draws (Target.quick)",
+        help="64 chains, each target's short warm-up and kept draws (Target.quick), the smaller data "
+        "sets of sampler_targets.QUICK_BUILDERS, systems QUICK_SYSTEMS unless --systems",
     )  # fmt: skip
     parser.add_argument(
         "--figure", nargs="?", const=str(FIGURE), metavar="PATH.png",
@@ -232,6 +241,8 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if args.quick:
         args.chains = QUICK_CHAINS
+    if args.systems is None:
+        args.systems = QUICK_SYSTEMS if args.quick else list(sampler_systems.SYSTEMS)
     return args
 
 
@@ -244,7 +255,7 @@ def main() -> None:
     rows: list[Row] = []
     sizes: dict[str, tuple[int, int]] = {}
     for name in args.targets:
-        target = sampler_targets.BUILDERS[name]()
+        target = (sampler_targets.QUICK_BUILDERS if args.quick else {}).get(name, sampler_targets.BUILDERS[name])()
         warmup, draws = sizes[target.name] = run_sizes(target, args)
         print(f"# {name}: {warmup} warm-up + {draws} kept draws per chain")
         for chains in args.chains:

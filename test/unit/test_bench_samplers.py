@@ -25,16 +25,19 @@ HAVE_BENCH_SITE = all(importlib.util.find_spec(name) for name in ("inference_gym
 needs_bench_site = pytest.mark.skipif(
     not HAVE_BENCH_SITE, reason="inference-gym, BlackJAX or NumPyro is not importable: make bench-samplers"
 )
+QUICK_IRT = "item_response_theory_50x20"
+"""`--quick`'s IRT target: the model on the answers of the first 50 students to 20 questions."""
 TARGETS = [
     "ill_conditioned_gaussian",
     "eight_schools",
     "logistic_regression",
     "item_response_theory",
+    QUICK_IRT,
     "neals_funnel",
 ]
-# Sampling the Gaussian (trees of up to 1,023 leapfrogs) and the IRT model (40,000 logits per
-# gradient) takes minutes per system on two cores: their posterior checks are `full`.
-HEAVY = {"ill_conditioned_gaussian", "item_response_theory"}
+# Sampling the Gaussian (trees of up to 1,023 leapfrogs) and the IRT models (the full one's 40,000
+# logits per gradient) takes minutes per system on two cores: their posterior checks are `full`.
+HEAVY = {"ill_conditioned_gaussian", "item_response_theory", QUICK_IRT}
 SAMPLED_TARGETS = [pytest.param(name, marks=pytest.mark.full) if name in HEAVY else name for name in TARGETS]
 
 
@@ -100,6 +103,8 @@ def build_target(name: str):
     jax.config.update("jax_enable_x64", True)
     import sampler_targets
 
+    if name == QUICK_IRT:
+        return sampler_targets.QUICK_BUILDERS["item_response_theory"]()
     return sampler_targets.BUILDERS[name]()
 
 
@@ -135,6 +140,34 @@ def test_tensorflow_log_density_is_the_jax_one(name):
     points = np.random.default_rng(10).uniform(-1.5, 1.5, size=(4, target.dim))
     ours = np.array([float(jax.jit(target.logdensity)(q)) for q in points])
     np.testing.assert_allclose(np.asarray(target.tf_logdensity(tf.constant(points))), ours, rtol=1e-10)
+
+
+@needs_bench_site
+def test_quick_samples_a_subset_of_the_item_response_theory_data_and_the_full_run_all_of_it():
+    import sampler_targets
+
+    answers = sampler_targets.irt_answers(None)
+    subset = sampler_targets.irt_answers(sampler_targets.IRT_QUICK_SHAPE)
+    assert build_target("item_response_theory").dim == 1 + 400 + 100
+    assert build_target(QUICK_IRT).dim == 1 + 50 + 20
+    assert len(answers["train_correct"]) == 30012
+    assert 0 < len(subset["train_correct"]) < len(answers["train_correct"])
+    assert subset["train_student_ids"].max() == 49 and subset["train_question_ids"].max() == 19
+
+
+@needs_bench_site
+@pytest.mark.parametrize("name", ["logistic_regression", QUICK_IRT])
+def test_reference_posteriors_are_converged_long_runs(name):
+    """A stored reference (the ground truth of a target inference-gym has none for) comes from
+    mixed chains with a Monte Carlo error far below the posterior checks' tolerance."""
+    import json
+
+    import sampler_targets
+
+    reference = json.loads(sampler_targets.reference_path(name).read_text())
+    assert len(reference["mean"]) == len(reference["std"]) == build_target(name).dim
+    assert reference["max_rhat"] < 1.01
+    assert reference["min_bulk_ess"] > 2000
 
 
 SYSTEMS = ["abir", "blackjax", "numpyro"]
