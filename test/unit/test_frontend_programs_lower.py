@@ -84,6 +84,14 @@ def printed_functional_ir(lit_file: str) -> str:
     [key for key, (_, types) in PROGRAMS.items() if types is not None],
     ids=[f"{f}:{n}" for (f, n), (_, t) in PROGRAMS.items() if t is not None],
 )
+# Each program's lowering is test_lowers_from_python's, the printed text's parsing lit's (each
+# frontend lit test reads it with abir-opt): `make test` keeps the text path's kinds of entry
+# (recursion, several arg-types, a callee's structures), `full` the other programs.
+@pytest.mark.make_test_keeps(
+    {"lit_file": "fib.py", "name": "fib"},
+    {"lit_file": "for_range.py", "name": "stepped"},
+    {"lit_file": "structures.py", "name": "main"},
+)
 def test_lowers_through_abir_opt(lit_file: str, name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """abir-opt's `main`, in this process, on the text the program printed in its own (the
     console script in a process of its own: the next test and the lit suite)."""

@@ -46,18 +46,19 @@ def assert_same_run(got, want):
 
 SMALL = {"num_warmup": 30, "num_draws": 12, "seed": 5, "chunk_size": 16, "max_tree_depth": 6}
 Q0 = np.random.default_rng(5).normal(size=(3, 2))
+SMALL_VG = gaussian_value_and_grad(SCALES[:2])
+"""One `value_and_grad` for the runs at `SMALL`'s settings: `abir.samplers.nuts` keeps the program
+it compiled for a (value_and_grad, settings) pair, so the tests share it."""
 
 
 # make test: NUTS on TF through test_nuts.py's test_batched_equals_per_chain[tf-xla] (conftest's TF rule)
 @pytest.mark.make_test_keeps({"backend_name": "numpy"}, {"backend_name": "jax"})
 def test_batched_equals_per_chain(backend_name):
-    scales = SCALES[:2]
-    vg = gaussian_value_and_grad(scales)
-    want = abir.samplers.nuts(None, Q0, value_and_grad=vg, dry_run=True, **SMALL)
+    want = abir.samplers.nuts(None, Q0, value_and_grad=SMALL_VG, dry_run=True, **SMALL)
     if backend_name == "jax":  # the gradient from JAX's autodiff of the user's log density
-        got = abir.samplers.nuts(jax_logdensity(scales), Q0, backend="jax", **SMALL)
+        got = abir.samplers.nuts(jax_logdensity(SCALES[:2]), Q0, backend="jax", **SMALL)
     else:
-        got = abir.samplers.nuts(None, Q0, value_and_grad=vg, backend=backend_name, **SMALL)
+        got = abir.samplers.nuts(None, Q0, value_and_grad=SMALL_VG, backend=backend_name, **SMALL)
     assert got.draws.shape == (3, 12, 2)
     assert_same_run(got, want)
     assert len(set(want.stats.leapfrogs.ravel().tolist())) > 1, "chains should take trajectories of different lengths"
@@ -65,9 +66,8 @@ def test_batched_equals_per_chain(backend_name):
 
 
 def test_thinning_keeps_every_thin_th_draw():
-    vg = gaussian_value_and_grad(SCALES[:2])
-    every = abir.samplers.nuts(None, Q0, value_and_grad=vg, dry_run=True, **SMALL)
-    thinned = abir.samplers.nuts(None, Q0, value_and_grad=vg, thin=5, **SMALL)
+    every = abir.samplers.nuts(None, Q0, value_and_grad=SMALL_VG, dry_run=True, **SMALL)
+    thinned = abir.samplers.nuts(None, Q0, value_and_grad=SMALL_VG, thin=5, **SMALL)
     assert thinned.draws.shape == (3, 3, 2)
     np.testing.assert_allclose(thinned.draws, every.draws[:, ::5])
     np.testing.assert_array_equal(thinned.stats.leapfrogs, every.stats.leapfrogs[:, ::5])
@@ -138,9 +138,8 @@ def test_missing_value_and_grad_names_the_fix(backend):
 
 def test_progress_bar_counts_every_transition(capsys):
     pytest.importorskip("tqdm")
-    vg = gaussian_value_and_grad(SCALES[:2])
-    quiet = abir.samplers.nuts(None, Q0, value_and_grad=vg, dry_run=True, **SMALL)
-    shown = abir.samplers.nuts(None, Q0, value_and_grad=vg, progress=True, **SMALL)
+    quiet = abir.samplers.nuts(None, Q0, value_and_grad=SMALL_VG, dry_run=True, **SMALL)
+    shown = abir.samplers.nuts(None, Q0, value_and_grad=SMALL_VG, progress=True, **SMALL)
     assert "42/42" in capsys.readouterr().err  # 30 warm-up + 12 draws
     assert_same_run(shown, quiet)
 

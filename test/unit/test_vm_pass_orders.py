@@ -46,6 +46,9 @@ TO_VM = tuple(p for p in FLOW_VM_STAGE if type(p) not in VM_PASSES)
 """The pipeline's passes from the allocated stack program to the first vm program."""
 GENERATED_SEED = 2027
 GENERATED_PROGRAMS = 6
+MAKE_TEST_PROGRAMS = 2
+"""The generated programs `make test` reorders (a randomized sweep at its smallest, beside the lit
+corpus of test_lit_vm_programs_in_any_pass_order); `full` the rest."""
 ORDERS_PER_PROGRAM = 4
 BATCH = 6
 MAX_STEPS = 20_000
@@ -166,7 +169,7 @@ def generated_vm_program(index: int, directory: str) -> tuple[ModuleOp, list[np.
 
 
 @pytest.mark.parametrize(
-    "index", [i if i < GENERATED_PROGRAMS // 2 else pytest.param(i, marks=pytest.mark.full) for i in range(GENERATED_PROGRAMS)]
+    "index", [i if i < MAKE_TEST_PROGRAMS else pytest.param(i, marks=pytest.mark.full) for i in range(GENERATED_PROGRAMS)]
 )
 def test_generated_programs_in_any_pass_order(index: int, tmp_path: Path) -> None:
     module, inputs = generated_vm_program(index, str(tmp_path))
