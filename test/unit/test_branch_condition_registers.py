@@ -42,6 +42,16 @@ def line_calling(lines: list[str], name: str) -> str:
     return line
 
 
+def assert_runs_as_python(text: str, n: np.ndarray, reference) -> None:
+    """The machine of `text` on each of NumPy, JAX and TF gives `reference(m)` for every `m` of `n`."""
+    want = [reference(m) for m in n.tolist()]
+    for name in ("numpy", "jax", "tf"):
+        backend = spec_named(name).new_backend()
+        with backend.scope():
+            n_out, steps = compile_machine(parse(text)).run([n], backend)
+        assert list(zip(np.asarray(n_out).tolist(), np.asarray(steps).tolist(), strict=True)) == want, name
+
+
 HALVING = """
 vm.var @n : i64 register
 vm.var @steps : i64 register
@@ -158,12 +168,7 @@ def halving_reference(n: int) -> tuple[int, int]:
 def test_members_leaving_by_a_side_exit_after_the_write_keep_their_exit() -> None:
     (condition,) = lines_calling(kernel_lines(EXITING, 0), "greater")
     assert "regs['r:n']" in condition
-    n = np.array([1, 2, 3, 5, 8, 9, 64, 1000, -7], np.int64)
-    for backend in (NumpyBackend(), spec_named("jax").new_backend(), spec_named("tf").new_backend()):
-        with backend.scope():
-            n_out, steps = compile_machine(parse(EXITING)).run([n], backend)
-        got = [(int(a), int(b)) for a, b in zip(np.asarray(n_out), np.asarray(steps), strict=True)]
-        assert got == [halving_reference(m) for m in n.tolist()], type(backend).__name__
+    assert_runs_as_python(EXITING, np.array([1, 2, 3, 5, 8, 9, 64, 1000, -7], np.int64), halving_reference)
 
 
 def test_collatz_machine_on_numpy() -> None:
@@ -172,77 +177,11 @@ def test_collatz_machine_on_numpy() -> None:
     assert count.tolist() == [collatz_reference(m) for m in n.tolist()]
 
 
-# ----- Python programs whose loop condition reads the value the loop body writes -------------
-
-
-def collatz_steps(n):
-    steps = 0
-    while n > 1:
-        if n % 2 == 0:
-            n = n // 2
-        else:
-            n = 3 * n + 1
-        steps = steps + 1
-    return steps
-
-
-def halving_with_break(n, limit):
-    steps = 0
-    while n > 1:
-        n = n // 2
-        steps = steps + 1
-        if steps >= limit:
-            break
-    return n, steps
-
-
-def newton_sqrt(a):
-    x = a
-    while abs(x * x - a) > 1e-9 * a:
-        x = 0.5 * (x + a / x)
-    return x
-
-
-@pytest.mark.parametrize("backend_name", ["numpy", "jax", "tf"])
-def test_python_programs_equal_plain_python_on_every_backend(backend_name: str) -> None:
-    context = abir.Context()
-    backend = spec_named(backend_name).new_backend()
-    rng = np.random.default_rng(3)
-    n = rng.integers(1, 5000, size=33).astype(np.int64)
-    limit = rng.integers(1, 12, size=33).astype(np.int64)
-    a = rng.uniform(0.01, 1e4, size=33)
-    steps = context.batch_uncurried(collatz_steps)(n, backend=backend)
-    assert np.asarray(steps).tolist() == [collatz_steps(m) for m in n.tolist()]
-    halved = context.batch_uncurried(halving_with_break)(n, limit, backend=backend)
-    assert [(int(x), int(y)) for x, y in zip(*map(np.asarray, halved), strict=True)] == [
-        halving_with_break(m, k) for m, k in zip(n.tolist(), limit.tolist(), strict=True)
-    ]
-    roots = context.batch_uncurried(newton_sqrt)(a, backend=backend)
-    assert np.asarray(roots).tolist() == [newton_sqrt(x) for x in a.tolist()]
-
-
-THROUGH_ABS = """
-vm.var @n : i64 register
-vm.var @steps : i64 register
-vm.program @halving(@n) -> (@n, @steps) {
-  vm.block 0 {
-    %n = vm.read @n : i64
-    %two = vm.constant 2 : i64
-    %h = vm.prim "floor_divide"(%n, %two) : (i64, i64) -> i64
-    %s = vm.read @steps : i64
-    %one = vm.constant 1 : i64
-    %s1 = vm.prim "add"(%s, %one) : (i64, i64) -> i64
-    %size = vm.prim "abs"(%h) : (i64) -> i64
-    %more = vm.prim "greater"(%size, %one) : (i64, i64) -> i1
-    vm.write @n, %h : i64
-    vm.write @steps, %s1 : i64
-    vm.branch %more, 0, 1
-  }
-  vm.block 1 {
-    vm.halt
-  }
-}
-"""
+THROUGH_ABS = HALVING.replace(
+    '%more = vm.prim "greater"(%h, %one)',
+    '%size = vm.prim "abs"(%h) : (i64) -> i64\n    %more = vm.prim "greater"(%size, %one)',
+)
+"""HALVING with its condition computed through a builtin: `abs(n // 2) > 1`."""
 
 
 def test_the_cone_moves_after_the_writes_and_reads_the_register() -> None:
@@ -317,12 +256,7 @@ def exit_after_a_write_reference(n: int) -> tuple[int, int]:
 
 def test_the_exiting_machine_runs_as_plain_python_on_every_backend() -> None:
     n = np.array([0, 1, 2, 3, 12, 17, 64, 1024, 99999, -6, -64], np.int64)
-    want = [exit_after_a_write_reference(m) for m in n.tolist()]
-    for name in ("numpy", "jax", "tf"):
-        backend = spec_named(name).new_backend()
-        with backend.scope():
-            n_out, steps = compile_machine(parse(EXIT_AFTER_A_WRITE)).run([n], backend)
-        assert list(zip(np.asarray(n_out).tolist(), np.asarray(steps).tolist(), strict=True)) == want, name
+    assert_runs_as_python(EXIT_AFTER_A_WRITE, n, exit_after_a_write_reference)
 
 
 def halving_through_abs(n: int) -> tuple[int, int]:
@@ -334,13 +268,38 @@ def halving_through_abs(n: int) -> tuple[int, int]:
 
 
 def test_the_cone_machine_runs_as_plain_python_on_every_backend() -> None:
-    n = np.array([1, 2, 3, 17, 1024, 1025, 99999, -5, -64], np.int64)
-    want = [halving_through_abs(m) for m in n.tolist()]
-    for name in ("numpy", "jax", "tf"):
-        backend = spec_named(name).new_backend()
-        with backend.scope():
-            n_out, steps = compile_machine(parse(THROUGH_ABS)).run([n], backend)
-        assert list(zip(np.asarray(n_out).tolist(), np.asarray(steps).tolist(), strict=True)) == want, name
+    assert_runs_as_python(THROUGH_ABS, np.array([1, 2, 3, 17, 1024, 1025, 99999, -5, -64], np.int64), halving_through_abs)
+
+
+# ----- Python programs whose loop condition reads the value the loop body writes -------------
+
+
+def collatz_steps(n):
+    steps = 0
+    while n > 1:
+        if n % 2 == 0:
+            n = n // 2
+        else:
+            n = 3 * n + 1
+        steps = steps + 1
+    return steps
+
+
+def halving_with_break(n, limit):
+    steps = 0
+    while n > 1:
+        n = n // 2
+        steps = steps + 1
+        if steps >= limit:
+            break
+    return n, steps
+
+
+def newton_sqrt(a):
+    x = a
+    while abs(x * x - a) > 1e-9 * a:
+        x = 0.5 * (x + a / x)
+    return x
 
 
 def collatz_abs(n):
@@ -366,15 +325,26 @@ def newton_cbrt(a):
 
 
 @pytest.mark.parametrize("backend_name", ["numpy", "jax", "tf"])
-def test_conditions_through_builtins_equal_plain_python_on_every_backend(backend_name: str) -> None:
+def test_python_programs_equal_plain_python_on_every_backend(backend_name: str) -> None:
     context = abir.Context()
     backend = spec_named(backend_name).new_backend()
-    rng = np.random.default_rng(5)
-    n = rng.integers(1, 3000, size=29).astype(np.int64)
-    a = rng.uniform(0.1, 1e5, size=29)
-    steps = context.batch_uncurried(collatz_abs)(n, backend=backend)
-    assert np.asarray(steps).tolist() == [collatz_abs(m) for m in n.tolist()]
-    roots, iterations = context.batch_uncurried(newton_cbrt)(a, backend=backend)
-    want_roots, want_iterations = zip(*(newton_cbrt(x) for x in a.tolist()), strict=True)
+    rng = np.random.default_rng(3)
+    n = rng.integers(1, 5000, size=33).astype(np.int64)
+    limit = rng.integers(1, 12, size=33).astype(np.int64)
+    a = rng.uniform(0.01, 1e4, size=33)
+    steps = context.batch_uncurried(collatz_steps)(n, backend=backend)
+    assert np.asarray(steps).tolist() == [collatz_steps(m) for m in n.tolist()]
+    halved = context.batch_uncurried(halving_with_break)(n, limit, backend=backend)
+    assert [(int(x), int(y)) for x, y in zip(*map(np.asarray, halved), strict=True)] == [
+        halving_with_break(m, k) for m, k in zip(n.tolist(), limit.tolist(), strict=True)
+    ]
+    roots = context.batch_uncurried(newton_sqrt)(a, backend=backend)
+    assert np.asarray(roots).tolist() == [newton_sqrt(x) for x in a.tolist()]
+    through_builtins = np.random.default_rng(5).integers(1, 3000, size=29).astype(np.int64)
+    steps = context.batch_uncurried(collatz_abs)(through_builtins, backend=backend)
+    assert np.asarray(steps).tolist() == [collatz_abs(m) for m in through_builtins.tolist()]
+    cubes = np.random.default_rng(5).uniform(0.1, 1e5, size=29)
+    roots, iterations = context.batch_uncurried(newton_cbrt)(cubes, backend=backend)
+    want_roots, want_iterations = zip(*(newton_cbrt(x) for x in cubes.tolist()), strict=True)
     assert np.asarray(iterations).tolist() == list(want_iterations)
     np.testing.assert_allclose(np.asarray(roots), want_roots, rtol=1e-14)  # XLA may round its float ops otherwise
